@@ -1,0 +1,689 @@
+//! The raw API: one function per operation, each taking the engine lock for as short a time as
+//! it can. Blocking functions poll with [`Backoff`] between attempts, with the lock released.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Instant;
+
+use madmpi_datatypes::Datatype;
+use madmpi_pmi::Client;
+use madmpi_transports::loopback::LoopbackTransport;
+use madmpi_transports::shm::{ShmConfig, ShmSegment, ShmTransport};
+use madmpi_transports::PeerId;
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
+use crate::engine::{Drivers, Engine, Strategy};
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::request::{Op, Persistent, RequestId, SendMode, Status, EMPTY_STATUS};
+use crate::{CommId, MessageId, ThreadLevel};
+
+struct Global {
+    engine: Option<Engine>,
+    pmi: Option<Client>,
+    thread_level: ThreadLevel,
+    main_thread: Option<std::thread::ThreadId>,
+    appnum: i32,
+    universe_size: Option<u32>,
+}
+
+static GLOBAL: Lazy<Mutex<Global>> = Lazy::new(|| {
+    Mutex::new(Global {
+        engine: None,
+        pmi: None,
+        thread_level: ThreadLevel::Single,
+        main_thread: None,
+        appnum: 0,
+        universe_size: None,
+    })
+});
+
+const UNINIT: u8 = 0;
+const RUNNING: u8 = 1;
+const FINALIZED: u8 = 2;
+static PHASE: AtomicU8 = AtomicU8::new(UNINIT);
+static EPOCH: Lazy<Instant> = Lazy::new(Instant::now);
+
+/// Spin a little, then yield the CPU: waiting never monopolises a core.
+pub(crate) struct Backoff {
+    n: u32,
+    spin: u32,
+}
+
+impl Backoff {
+    pub(crate) fn new() -> Backoff {
+        static SPIN: Lazy<u32> = Lazy::new(|| env_parse("MADMPI_SPIN").unwrap_or(2000));
+        Backoff { n: 0, spin: *SPIN }
+    }
+
+    #[inline]
+    pub(crate) fn snooze(&mut self) {
+        if self.n < self.spin {
+            self.n += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// Run `f` on the engine with the lock held.
+#[inline]
+pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
+    let mut g = GLOBAL.lock();
+    match g.engine.as_mut() {
+        Some(e) => f(e),
+        None => not_running(),
+    }
+}
+
+fn not_running<T>() -> Result<T> {
+    match PHASE.load(Ordering::Acquire) {
+        FINALIZED => err(ErrorClass::Other, "MPI has already been finalized"),
+        _ => err(ErrorClass::Other, "MPI is not initialized (call MPI_Init first)"),
+    }
+}
+
+/// Poll the engine until `f` yields a value.
+pub(crate) fn wait_until<T>(mut f: impl FnMut(&mut Engine) -> Result<Option<T>>) -> Result<T> {
+    let mut b = Backoff::new();
+    loop {
+        let r = with(|e| {
+            if let Some(v) = f(e)? {
+                return Ok(Some(v));
+            }
+            if e.progress()? {
+                return f(e);
+            }
+            Ok(None)
+        })?;
+        if let Some(v) = r {
+            return Ok(v);
+        }
+        b.snooze();
+    }
+}
+
+// -------------------------------------------------------------------- lifetime
+
+/// MPI_Init_thread: bootstrap through PMI-1 (or as a singleton without a launcher), set up the
+/// transports, and return the thread level provided (the engine's lock makes every level safe, so
+/// the level asked for is the level given).
+pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
+    let mut g = GLOBAL.lock();
+    match PHASE.load(Ordering::Acquire) {
+        RUNNING => return err(ErrorClass::Other, "MPI_Init called twice"),
+        FINALIZED => return err(ErrorClass::Other, "MPI cannot be initialized again after MPI_Finalize"),
+        _ => {}
+    }
+    Lazy::force(&EPOCH);
+    let strategy = match std::env::var("MADMPI_STRATEGY") {
+        Ok(s) => Strategy::parse(s.trim()).ok_or_else(|| {
+            Error::new(ErrorClass::Arg, format!("MADMPI_STRATEGY={s}: unknown strategy (default, aggreg)"))
+        })?,
+        Err(_) => Strategy::Default,
+    };
+    let no_get = matches!(std::env::var("MADMPI_SHM_CMA").as_deref(), Ok("0") | Ok("no") | Ok("off"));
+    let mut pmi = Client::from_env()?;
+    let (engine, appnum, universe) = match pmi.as_mut() {
+        None => {
+            let drv = Drivers { lo: LoopbackTransport::new(PeerId(0)), shm: None };
+            (Engine::new(0, 1, drv, strategy, no_get), 0, Some(1))
+        }
+        Some(p) => {
+            let (me, n) = (p.rank(), p.size());
+            let shm = setup_shm(p, me)?;
+            let drv = Drivers { lo: LoopbackTransport::new(PeerId(me)), shm };
+            (Engine::new(me, n, drv, strategy, no_get), p.appnum(), p.universe_size())
+        }
+    };
+    g.engine = Some(engine);
+    g.pmi = pmi;
+    g.thread_level = required;
+    g.main_thread = Some(std::thread::current().id());
+    g.appnum = appnum;
+    g.universe_size = universe;
+    PHASE.store(RUNNING, Ordering::Release);
+    Ok(required)
+}
+
+fn setup_shm(p: &mut Client, me: u32) -> Result<Option<ShmTransport>> {
+    let forced = std::env::var("MADMPI_TRANSPORTS").ok();
+    if let Some(list) = &forced {
+        if !list.split(',').any(|t| t.trim() == "shm") {
+            return Ok(None);
+        }
+    }
+    let local = p.local_ranks()?;
+    if local.len() < 2 {
+        return Ok(None);
+    }
+    let my_local = local
+        .iter()
+        .position(|&r| r == me)
+        .ok_or_else(|| Error::new(ErrorClass::Intern, "PMI: this rank is not in its own node's list"))?;
+    let leader = local[0];
+    let name = format!("/madmpi-{}-{}", p.kvsname(), leader);
+    let cfg = ShmConfig::from_env();
+    let seg = if my_local == 0 {
+        let s = ShmSegment::create(&name, local.len(), &cfg)?;
+        p.barrier()?;
+        s
+    } else {
+        p.barrier()?;
+        ShmSegment::open(&name, local.len(), &cfg)?
+    };
+    let peers: Vec<PeerId> = local.iter().map(|&r| PeerId(r)).collect();
+    let t = ShmTransport::new(seg, my_local, peers)?;
+    // Everyone has mapped the segment: remove its name so nothing outlives the job.
+    p.barrier()?;
+    if my_local == 0 {
+        ShmSegment::unlink(&name)?;
+    }
+    Ok(Some(t))
+}
+
+/// MPI_Finalize: complete buffered and detached traffic, synchronise with the other ranks
+/// through PMI, and shut the engine down.
+pub fn finalize() -> Result<()> {
+    if PHASE.load(Ordering::Acquire) != RUNNING {
+        return not_running();
+    }
+    wait_until(|e| Ok((!e.st.busy()).then_some(())))?;
+    let mut g = GLOBAL.lock();
+    if let Some(mut p) = g.pmi.take() {
+        p.barrier()?;
+        p.finalize()?;
+    }
+    g.engine = None;
+    PHASE.store(FINALIZED, Ordering::Release);
+    Ok(())
+}
+
+/// MPI_Initialized.
+pub fn initialized() -> bool {
+    PHASE.load(Ordering::Acquire) != UNINIT
+}
+
+/// MPI_Finalized.
+pub fn finalized() -> bool {
+    PHASE.load(Ordering::Acquire) == FINALIZED
+}
+
+/// MPI_Abort: print `msg`, ask the launcher to end the whole job, and exit with `code`.
+pub fn abort(code: i32, msg: &str) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    if let Some(mut g) = GLOBAL.try_lock_for(std::time::Duration::from_millis(200)) {
+        if let Some(p) = g.pmi.as_mut() {
+            let _ = p.abort(code, msg);
+        }
+    }
+    std::process::exit(if code == 0 { 1 } else { code & 0xff })
+}
+
+/// MPI_Query_thread.
+pub fn query_thread() -> ThreadLevel {
+    GLOBAL.lock().thread_level
+}
+
+/// MPI_Is_thread_main.
+pub fn is_thread_main() -> bool {
+    GLOBAL.lock().main_thread == Some(std::thread::current().id())
+}
+
+/// MPI_Wtime: seconds since an arbitrary point in the past (monotonic).
+pub fn wtime() -> f64 {
+    EPOCH.elapsed().as_secs_f64()
+}
+
+/// MPI_Wtick: resolution of [`wtime`].
+pub fn wtick() -> f64 {
+    1e-9
+}
+
+/// MPI_Get_processor_name.
+pub fn processor_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// MPI_APPNUM attribute.
+pub fn appnum() -> i32 {
+    GLOBAL.lock().appnum
+}
+
+/// MPI_UNIVERSE_SIZE attribute, when the launcher told it.
+pub fn universe_size() -> Option<u32> {
+    GLOBAL.lock().universe_size
+}
+
+// -------------------------------------------------------------------- communicators
+
+/// MPI_Comm_rank.
+pub fn comm_rank(c: CommId) -> Result<i32> {
+    with(|e| Ok(e.st.comm(c)?.rank))
+}
+
+/// MPI_Comm_size.
+pub fn comm_size(c: CommId) -> Result<i32> {
+    with(|e| Ok(e.st.comm(c)?.size))
+}
+
+/// World rank of rank `r` of communicator `c`.
+pub fn comm_world_rank(c: CommId, r: i32) -> Result<u32> {
+    with(|e| {
+        let cm = e.st.comm(c)?;
+        cm.world
+            .get(r as usize)
+            .copied()
+            .ok_or_else(|| Error::new(ErrorClass::Rank, format!("invalid rank {r}")))
+    })
+}
+
+/// Check that `c` names a live communicator.
+pub fn comm_check(c: CommId) -> Result<()> {
+    with(|e| e.st.comm(c).map(|_| ()))
+}
+
+// -------------------------------------------------------------------- point to point
+
+/// MPI_Isend and its modes. `buf` must stay valid until the request completes.
+///
+/// # Safety
+/// `buf` must point to `count` elements of `dt` and stay valid and unmodified until the request
+/// completes.
+pub unsafe fn isend(
+    buf: *const u8,
+    count: usize,
+    dt: &Datatype,
+    dest: i32,
+    tag: i32,
+    comm: CommId,
+    mode: SendMode,
+) -> Result<RequestId> {
+    with(|e| {
+        // SAFETY: forwarded caller contract.
+        let r = unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false)? };
+        if e.st.strategy == Strategy::Default {
+            e.flush()?;
+        }
+        Ok(r)
+    })
+}
+
+/// MPI_Send and its blocking modes.
+///
+/// # Safety
+/// As [`isend`], until the call returns.
+pub unsafe fn send(buf: *const u8, count: usize, dt: &Datatype, dest: i32, tag: i32, comm: CommId, mode: SendMode) -> Result<()> {
+    let r = isend(buf, count, dt, dest, tag, comm, mode)?;
+    wait(r).map(|_| ())
+}
+
+/// MPI_Irecv.
+///
+/// # Safety
+/// `buf` must be valid for writes of `count` elements of `dt` until the request completes.
+pub unsafe fn irecv(buf: *mut u8, count: usize, dt: &Datatype, src: i32, tag: i32, comm: CommId) -> Result<RequestId> {
+    with(|e| {
+        // SAFETY: forwarded caller contract.
+        let r = unsafe { e.st.irecv(buf, count, dt, src, tag, comm, false)? };
+        e.flush()?;
+        Ok(r)
+    })
+}
+
+/// MPI_Recv. Returns the status; a truncated message is reported in `status.error`.
+///
+/// # Safety
+/// As [`irecv`], until the call returns.
+pub unsafe fn recv(buf: *mut u8, count: usize, dt: &Datatype, src: i32, tag: i32, comm: CommId) -> Result<Status> {
+    let r = irecv(buf, count, dt, src, tag, comm)?;
+    wait(r)
+}
+
+/// MPI_Send_init (and Ssend/Rsend/Bsend_init): an inactive persistent request.
+///
+/// # Safety
+/// `buf` must be valid each time the request is started, until it completes.
+pub unsafe fn send_init(buf: *const u8, count: usize, dt: &Datatype, dest: i32, tag: i32, comm: CommId, mode: SendMode) -> Result<RequestId> {
+    let dt = dt.clone();
+    with(|e| e.st.persistent(Persistent::Send { buf, count, dt, dest, tag, comm, mode }))
+}
+
+/// MPI_Recv_init.
+///
+/// # Safety
+/// As [`send_init`].
+pub unsafe fn recv_init(buf: *mut u8, count: usize, dt: &Datatype, src: i32, tag: i32, comm: CommId) -> Result<RequestId> {
+    let dt = dt.clone();
+    with(|e| e.st.persistent(Persistent::Recv { buf, count, dt, src, tag, comm }))
+}
+
+/// MPI_Start.
+pub fn start(r: RequestId) -> Result<()> {
+    with(|e| {
+        e.st.start(r)?;
+        if e.st.strategy == Strategy::Default {
+            e.flush()?;
+        }
+        Ok(())
+    })
+}
+
+/// A completed operation: its status, and whether the request was freed (non-persistent) —
+/// the C layer then sets the handle to MPI_REQUEST_NULL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The status of the operation.
+    pub status: Status,
+    /// The request no longer exists.
+    pub freed: bool,
+}
+
+/// Take the completion of `r` if it is complete (inactive persistent requests complete at once
+/// with the empty status).
+fn take_if_complete(e: &mut Engine, r: RequestId) -> Result<Option<Completion>> {
+    let req = e.st.reqs.get_mut(r).ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+    if !req.active {
+        return Ok(Some(Completion { status: EMPTY_STATUS, freed: false }));
+    }
+    if !req.complete {
+        return Ok(None);
+    }
+    let status = req.status;
+    if req.persistent.is_some() {
+        req.active = false;
+        req.op = Op::None;
+        Ok(Some(Completion { status, freed: false }))
+    } else {
+        e.st.reqs.remove(r);
+        Ok(Some(Completion { status, freed: true }))
+    }
+}
+
+/// MPI_Test.
+pub fn test(r: RequestId) -> Result<Option<Completion>> {
+    with(|e| {
+        if let Some(c) = take_if_complete(e, r)? {
+            return Ok(Some(c));
+        }
+        e.progress()?;
+        take_if_complete(e, r)
+    })
+}
+
+/// MPI_Wait: the status, with `freed` as for [`test`].
+pub fn wait_completion(r: RequestId) -> Result<Completion> {
+    wait_until(|e| take_if_complete(e, r))
+}
+
+/// MPI_Wait, for callers that do not keep handles (the request is freed if not persistent).
+pub fn wait(r: RequestId) -> Result<Status> {
+    wait_completion(r).map(|c| c.status)
+}
+
+/// MPI_Request_get_status: the status if complete, without freeing.
+pub fn request_get_status(r: RequestId) -> Result<Option<Status>> {
+    with(|e| {
+        let check = |e: &mut Engine| -> Result<Option<Status>> {
+            let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+            Ok(if !req.active {
+                Some(EMPTY_STATUS)
+            } else if req.complete {
+                Some(req.status)
+            } else {
+                None
+            })
+        };
+        if let Some(s) = check(e)? {
+            return Ok(Some(s));
+        }
+        e.progress()?;
+        check(e)
+    })
+}
+
+/// Whether request `r` is complete (or inactive), without progress and without freeing.
+pub fn request_is_complete(r: RequestId) -> Result<bool> {
+    with(|e| {
+        let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+        Ok(!req.active || req.complete)
+    })
+}
+
+/// Whether `r` is a persistent request.
+pub fn request_is_persistent(r: RequestId) -> Result<bool> {
+    with(|e| {
+        let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+        Ok(req.persistent.is_some())
+    })
+}
+
+/// One pass of progress on every driver.
+pub fn progress() -> Result<bool> {
+    with(|e| e.progress())
+}
+
+/// MPI_Waitany over `reqs` (None entries are MPI_REQUEST_NULL). Returns None when every entry is
+/// null or an inactive persistent request (the standard's MPI_UNDEFINED case).
+pub fn wait_any(reqs: &[Option<RequestId>]) -> Result<Option<(usize, Completion)>> {
+    if !reqs.iter().any(|r| r.is_some()) {
+        return Ok(None);
+    }
+    wait_until(|e| {
+        let mut any_active = false;
+        for (i, r) in reqs.iter().enumerate() {
+            let Some(r) = *r else { continue };
+            let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, format!("invalid request handle at index {i}")))?;
+            if !req.active {
+                continue;
+            }
+            any_active = true;
+            if req.complete {
+                let c = take_if_complete(e, r)?.expect("complete");
+                return Ok(Some(Some((i, c))));
+            }
+        }
+        Ok(if any_active { None } else { Some(None) })
+    })
+}
+
+/// MPI_Testany: `Ok(Err(()))`-free form: `Some(Some(..))` one completed, `Some(None)` no active
+/// request (MPI_UNDEFINED with flag true), `None` nothing completed yet.
+pub fn test_any(reqs: &[Option<RequestId>]) -> Result<Option<Option<(usize, Completion)>>> {
+    with(|e| {
+        e.progress()?;
+        let mut any_active = false;
+        for (i, r) in reqs.iter().enumerate() {
+            let Some(r) = *r else { continue };
+            let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, format!("invalid request handle at index {i}")))?;
+            if !req.active {
+                continue;
+            }
+            any_active = true;
+            if req.complete {
+                let c = take_if_complete(e, r)?.expect("complete");
+                return Ok(Some(Some((i, c))));
+            }
+        }
+        Ok(if any_active { None } else { Some(None) })
+    })
+}
+
+/// Collect every completed active request of `reqs` (for Testsome/Waitsome). Returns None when no
+/// request is active (MPI_UNDEFINED).
+fn some_complete(e: &mut Engine, reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Completion)>>> {
+    let mut any_active = false;
+    let mut done = Vec::new();
+    for (i, r) in reqs.iter().enumerate() {
+        let Some(r) = *r else { continue };
+        let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, format!("invalid request handle at index {i}")))?;
+        if !req.active {
+            continue;
+        }
+        any_active = true;
+        if req.complete {
+            done.push((i, take_if_complete(e, r)?.expect("complete")));
+        }
+    }
+    Ok(if any_active { Some(done) } else { None })
+}
+
+/// MPI_Waitsome: at least one completion, or None when no request is active.
+pub fn wait_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Completion)>>> {
+    wait_until(|e| {
+        Ok(match some_complete(e, reqs)? {
+            None => Some(None),
+            Some(v) if v.is_empty() => None,
+            Some(v) => Some(Some(v)),
+        })
+    })
+}
+
+/// MPI_Testsome: the completions now (possibly none), or None when no request is active.
+pub fn test_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Completion)>>> {
+    with(|e| {
+        e.progress()?;
+        some_complete(e, reqs)
+    })
+}
+
+/// Whether every active request of `reqs` is complete (MPI_Testall's flag), without taking any.
+pub fn all_complete(reqs: &[Option<RequestId>]) -> Result<bool> {
+    with(|e| {
+        let check = |e: &Engine| -> Result<bool> {
+            for (i, r) in reqs.iter().enumerate() {
+                let Some(r) = *r else { continue };
+                let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, format!("invalid request handle at index {i}")))?;
+                if req.active && !req.complete {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
+        if check(e)? {
+            return Ok(true);
+        }
+        e.progress()?;
+        check(e)
+    })
+}
+
+/// Wait until every request of `reqs` is complete, without taking any.
+pub fn wait_all_complete(reqs: &[Option<RequestId>]) -> Result<()> {
+    let mut b = Backoff::new();
+    loop {
+        if all_complete(reqs)? {
+            return Ok(());
+        }
+        b.snooze();
+    }
+}
+
+/// Take the completion of a request known to be complete (after [`all_complete`]).
+pub fn take_completion(r: RequestId) -> Result<Completion> {
+    with(|e| take_if_complete(e, r)?.ok_or_else(|| Error::new(ErrorClass::Intern, "request not complete")))
+}
+
+/// MPI_Request_free: the request is freed now if complete, else when it completes.
+pub fn request_free(r: RequestId) -> Result<()> {
+    with(|e| {
+        let req = e.st.reqs.get_mut(r).ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+        if !req.active || req.complete {
+            e.st.reqs.remove(r);
+        } else {
+            req.detached = true;
+            req.persistent = None;
+        }
+        Ok(())
+    })
+}
+
+/// MPI_Cancel.
+pub fn cancel(r: RequestId) -> Result<()> {
+    with(|e| {
+        e.st.cancel(r)?;
+        e.flush()
+    })
+}
+
+/// MPI_Iprobe.
+pub fn iprobe(src: i32, tag: i32, comm: CommId) -> Result<Option<Status>> {
+    with(|e| {
+        if let Some(s) = e.st.iprobe(src, tag, comm)? {
+            return Ok(Some(s));
+        }
+        e.progress()?;
+        e.st.iprobe(src, tag, comm)
+    })
+}
+
+/// MPI_Probe.
+pub fn probe(src: i32, tag: i32, comm: CommId) -> Result<Status> {
+    wait_until(|e| e.st.iprobe(src, tag, comm))
+}
+
+/// MPI_Improbe.
+pub fn improbe(src: i32, tag: i32, comm: CommId) -> Result<Option<(MessageId, Status)>> {
+    with(|e| {
+        if let Some(s) = e.st.improbe(src, tag, comm)? {
+            return Ok(Some(s));
+        }
+        e.progress()?;
+        e.st.improbe(src, tag, comm)
+    })
+}
+
+/// MPI_Mprobe.
+pub fn mprobe(src: i32, tag: i32, comm: CommId) -> Result<(MessageId, Status)> {
+    wait_until(|e| e.st.improbe(src, tag, comm))
+}
+
+/// MPI_Imrecv.
+///
+/// # Safety
+/// As [`irecv`].
+pub unsafe fn imrecv(buf: *mut u8, count: usize, dt: &Datatype, msg: MessageId) -> Result<RequestId> {
+    with(|e| {
+        // SAFETY: forwarded caller contract.
+        let r = unsafe { e.st.imrecv(buf, count, dt, msg)? };
+        e.flush()?;
+        Ok(r)
+    })
+}
+
+/// MPI_Buffer_attach.
+pub fn buffer_attach(base: *mut u8, size: usize) -> Result<()> {
+    with(|e| e.st.buffer_attach(base as usize, size))
+}
+
+/// MPI_Buffer_detach: waits until every buffered message has been handed off, then returns the
+/// buffer that was attached.
+pub fn buffer_detach() -> Result<(*mut u8, usize)> {
+    let b = wait_until(|e| {
+        if e.st.bsend.in_use() {
+            return Ok(None);
+        }
+        Ok(Some(std::mem::take(&mut e.st.bsend)))
+    })?;
+    if b.size == 0 {
+        return err(ErrorClass::Buffer, "no buffer is attached");
+    }
+    Ok((b.base as *mut u8, b.size))
+}
+
+/// Size of MPI_COMM_WORLD.
+pub fn world_size() -> Result<u32> {
+    with(|e| Ok(e.st.nprocs))
+}

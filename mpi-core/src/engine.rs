@@ -1,0 +1,1115 @@
+//! The engine: gates, strategies, matching and the eager / rendezvous / synchronous protocols.
+//!
+//! Structure after NewMadeleine: an operation becomes a request plus chunks queued on the gate of
+//! its peer (*collect*); when the gate's driver can take a packet, the strategy builds it from the
+//! queued chunks (*schedule*); the driver moves it (*transfer*). Incoming packets are cut into
+//! chunks and handled by [`State::handle_packet`], which only changes state and queues replies:
+//! it never calls a driver. The few operations that need a driver after a packet was handled
+//! (rendezvous `get`s) are queued in [`State::gets`] and run by [`Engine::progress`].
+//!
+//! This module never blocks and never sleeps; waiting lives in `api`.
+
+use std::collections::VecDeque;
+use std::io::{IoSlice, IoSliceMut};
+use std::sync::Arc;
+
+use madmpi_datatypes::Datatype;
+use madmpi_transports::loopback::LoopbackTransport;
+use madmpi_transports::shm::ShmTransport;
+use madmpi_transports::{PeerId, RemoteRegion, SendOutcome, Transport};
+
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::request::{
+    Op, Persistent, RecvOp, RecvTarget, Request, RequestId, SendMode, SendOp, Slab, Status,
+    PROC_NULL_STATUS,
+};
+use crate::wire::{self, Chunks, Header, Kind, HDR_LEN};
+use crate::{CommId, MessageId, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
+
+/// Bytes reserved per buffered message beyond its data (MPI_BSEND_OVERHEAD).
+pub const BSEND_OVERHEAD: usize = 512;
+
+/// Packet-building strategies (`MADMPI_STRATEGY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// One chunk per packet, sent as soon as the gate is idle.
+    Default,
+    /// Chunks accumulate until the next progress call, then as many as fit go in one packet.
+    Aggreg,
+}
+
+impl Strategy {
+    /// Parse a strategy name.
+    pub fn parse(s: &str) -> Option<Strategy> {
+        match s {
+            "default" => Some(Strategy::Default),
+            "aggreg" | "aggregation" => Some(Strategy::Aggreg),
+            _ => None,
+        }
+    }
+}
+
+/// Which driver a gate uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DriverKind {
+    Loop,
+    Shm,
+    Unreachable,
+}
+
+/// What to do when a chunk has been handed to the driver.
+#[derive(Clone, Copy)]
+enum OnSent {
+    Nothing,
+    /// The Eager/Rts chunk of a send request.
+    Send(RequestId),
+    /// A Data fragment of a send request.
+    Frag(RequestId),
+}
+
+struct OutChunk {
+    hdr: Header,
+    ptr: *const u8,
+    len: usize,
+    sent: OnSent,
+}
+
+/// The per-peer gate: outgoing chunks waiting for the strategy, and protocol parameters.
+pub(crate) struct Gate {
+    driver: DriverKind,
+    out: VecDeque<OutChunk>,
+    seq: u32,
+    /// Largest message sent eagerly.
+    eager_max: usize,
+    /// Largest chunk payload (packet minus header).
+    frag_max: usize,
+    /// Largest packet.
+    packet_max: usize,
+    max_iov: usize,
+    /// Rendezvous data may be pulled with `get`.
+    can_get: bool,
+    queued: bool,
+}
+
+/// A message that arrived before its receive was posted (or taken by MPI_Mprobe).
+pub(crate) struct Unexpected {
+    src: i32,
+    tag: i32,
+    peer: u32,
+    msg_len: u64,
+    sreq: u64,
+    sync: bool,
+    body: UBody,
+}
+
+enum UBody {
+    Eager(Vec<u8>),
+    Rts { addr: u64 },
+}
+
+#[derive(Default)]
+struct MatchQ {
+    posted: VecDeque<(i32, i32, RequestId)>,
+    unexpected: VecDeque<Unexpected>,
+}
+
+/// A communicator as the engine sees it.
+pub(crate) struct Comm {
+    /// Point-to-point context; collectives use `ctx + 1`.
+    pub ctx: u32,
+    pub rank: i32,
+    pub size: i32,
+    /// World rank of each communicator rank.
+    pub world: Arc<[u32]>,
+}
+
+struct PendingGet {
+    peer: u32,
+    addr: u64,
+    len: u64,
+    rid: RequestId,
+    sreq: u64,
+}
+
+/// The attached buffer of MPI_Buffer_attach and its first-fit allocator.
+#[derive(Default)]
+pub(crate) struct BsendBuffer {
+    pub base: usize,
+    pub size: usize,
+    /// Allocated (offset, len), sorted by offset.
+    used: Vec<(usize, usize)>,
+}
+
+impl BsendBuffer {
+    fn alloc(&mut self, len: usize) -> Option<usize> {
+        let mut at = 0usize;
+        for (i, &(off, l)) in self.used.iter().enumerate() {
+            if off - at >= len {
+                self.used.insert(i, (at, len));
+                return Some(at);
+            }
+            at = off + l;
+        }
+        if self.size.saturating_sub(at) >= len {
+            self.used.push((at, len));
+            Some(at)
+        } else {
+            None
+        }
+    }
+
+    fn release(&mut self, off: usize) {
+        if let Some(i) = self.used.iter().position(|&(o, _)| o == off) {
+            self.used.remove(i);
+        }
+    }
+
+    fn free_bytes(&self) -> usize {
+        self.size - self.used.iter().map(|&(_, l)| l).sum::<usize>()
+    }
+
+    pub fn in_use(&self) -> bool {
+        !self.used.is_empty()
+    }
+}
+
+/// Engine state without the drivers: everything [`State::handle_packet`] may touch.
+pub(crate) struct State {
+    pub me: u32,
+    pub nprocs: u32,
+    pub gates: Vec<Gate>,
+    pub reqs: Slab,
+    mq: Vec<MatchQ>,
+    pub comms: Vec<Option<Comm>>,
+    messages: Vec<(u64, Unexpected)>,
+    next_msg: u64,
+    pub strategy: Strategy,
+    gets: Vec<PendingGet>,
+    dirty: Vec<u32>,
+    pub bsend: BsendBuffer,
+    /// Problems with peers' packets, reported once each (malformed data is dropped).
+    pub peer_errors: Vec<String>,
+}
+
+/// The drivers, kept apart from [`State`] so that a driver's receive callback can borrow the
+/// state mutably.
+pub(crate) struct Drivers {
+    pub lo: LoopbackTransport,
+    pub shm: Option<ShmTransport>,
+}
+
+impl Drivers {
+    #[inline]
+    fn get(&mut self, k: DriverKind) -> Option<&mut dyn Transport> {
+        match k {
+            DriverKind::Loop => Some(&mut self.lo),
+            DriverKind::Shm => self.shm.as_mut().map(|t| t as &mut dyn Transport),
+            DriverKind::Unreachable => None,
+        }
+    }
+}
+
+/// The engine: state plus drivers.
+pub(crate) struct Engine {
+    pub st: State,
+    pub drv: Drivers,
+}
+
+fn gate_for(kind: DriverKind, t: Option<&dyn Transport>) -> Gate {
+    let (eager, packet, iov, get) = match t {
+        Some(t) => {
+            let c = t.caps();
+            (c.eager_threshold, c.max_packet, c.max_iov, c.can_get)
+        }
+        None => (0, HDR_LEN + 1, 1, false),
+    };
+    let frag_max = packet.saturating_sub(HDR_LEN).max(1);
+    Gate {
+        driver: kind,
+        out: VecDeque::new(),
+        seq: 0,
+        eager_max: eager.min(frag_max),
+        frag_max,
+        packet_max: packet,
+        max_iov: iov.max(2),
+        can_get: get,
+        queued: false,
+    }
+}
+
+fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
+    (want_src == ANY_SOURCE || want_src == src) && (want_tag == ANY_TAG || want_tag == tag)
+}
+
+impl State {
+    fn mq(&mut self, ctx: u32) -> &mut MatchQ {
+        let i = ctx as usize;
+        if i >= self.mq.len() {
+            self.mq.resize_with(i + 1, MatchQ::default);
+        }
+        &mut self.mq[i]
+    }
+
+    pub fn comm(&self, c: CommId) -> Result<&Comm> {
+        match self.comms.get(c.0 as usize) {
+            Some(Some(c)) => Ok(c),
+            _ => err(ErrorClass::Comm, format!("invalid communicator (id {})", c.0)),
+        }
+    }
+
+    fn queue(&mut self, peer: u32, c: OutChunk) {
+        let g = &mut self.gates[peer as usize];
+        g.out.push_back(c);
+        if !g.queued {
+            g.queued = true;
+            self.dirty.push(peer);
+        }
+    }
+
+    fn queue_ctrl(&mut self, peer: u32, kind: Kind, flags: u8, sreq: u64, aux: u64) {
+        let hdr = Header { kind: kind as u8, flags, sreq, aux, ..Default::default() };
+        self.queue(peer, OutChunk { hdr, ptr: std::ptr::null(), len: 0, sent: OnSent::Nothing });
+    }
+
+    fn next_seq(&mut self, peer: u32) -> u32 {
+        let g = &mut self.gates[peer as usize];
+        g.seq = g.seq.wrapping_add(1);
+        g.seq
+    }
+
+    // ---------------------------------------------------------------- commands
+
+    /// Start a send. `buf` must stay valid until the request completes (see `request`).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn isend(
+        &mut self,
+        buf: *const u8,
+        count: usize,
+        dt: &Datatype,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+        mode: SendMode,
+        coll: bool,
+    ) -> Result<RequestId> {
+        let c = self.comm(comm)?;
+        if dest == PROC_NULL {
+            let mut r = Request::new(Op::None);
+            r.complete = true;
+            r.status = PROC_NULL_STATUS;
+            return Ok(self.reqs.insert(r));
+        }
+        if dest < 0 || dest >= c.size {
+            return err(ErrorClass::Rank, format!("invalid destination rank {dest} (communicator size {})", c.size));
+        }
+        if !(0..=TAG_UB).contains(&tag) {
+            return err(ErrorClass::Tag, format!("invalid tag {tag} (must be 0..={TAG_UB})"));
+        }
+        check_type(dt)?;
+        let bytes = count
+            .checked_mul(dt.size())
+            .ok_or_else(|| Error::new(ErrorClass::Count, format!("count {count} overflows")))?;
+        let peer = c.world[dest as usize];
+        let (ctx, src) = (c.ctx + coll as u32, c.rank);
+
+        // The bytes to send: the user buffer itself when contiguous, else a packed copy;
+        // buffered sends copy into the attached buffer.
+        let mut staging = None;
+        let mut bsend = None;
+        let ptr: *const u8 = if mode == SendMode::Buffered {
+            let need = wire::pad8(bytes) + BSEND_OVERHEAD;
+            let off = self.bsend.alloc(need).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Buffer,
+                    format!(
+                        "attached buffer too small for a buffered send of {bytes} bytes: needs {need} \
+                         (data + MPI_BSEND_OVERHEAD), {} free of {}",
+                        self.bsend.free_bytes(),
+                        self.bsend.size
+                    ),
+                )
+            })?;
+            let dst = (self.bsend.base + off) as *mut u8;
+            // SAFETY: [off, off+need) lies inside the attached buffer, reserved for this message.
+            let out = std::slice::from_raw_parts_mut(dst, bytes);
+            if dt.is_contiguous() {
+                std::ptr::copy_nonoverlapping(buf.offset(dt.true_lb()), dst, bytes);
+            } else {
+                dt.pack(buf, count, 0, out);
+            }
+            bsend = Some((off, need));
+            dst
+        } else if dt.is_contiguous() || bytes == 0 {
+            buf.wrapping_offset(dt.true_lb())
+        } else {
+            let mut v = vec![0u8; bytes];
+            dt.pack(buf, count, 0, &mut v);
+            let p = v.as_ptr();
+            staging = Some(v);
+            p
+        };
+
+        let g = &self.gates[peer as usize];
+        if g.driver == DriverKind::Unreachable {
+            return err(ErrorClass::Intern, format!("no transport reaches rank {dest} (world rank {peer})"));
+        }
+        let eager = bytes <= g.eager_max;
+        let sync = mode == SendMode::Synchronous;
+        let seq = self.next_seq(peer);
+        let mut r = Request::new(Op::Send(SendOp {
+            peer,
+            ptr,
+            len: bytes,
+            staging,
+            bsend,
+            queued: true,
+            await_ack: sync || !eager,
+            frag_sent: 0,
+            fragmenting: false,
+            cancel_wait: false,
+        }));
+        // A buffered send completes for the user at once; the transfer goes on detached.
+        let user_req = if mode == SendMode::Buffered {
+            r.detached = true;
+            let mut u = Request::new(Op::None);
+            u.complete = true;
+            Some(u)
+        } else {
+            None
+        };
+        let rid = self.reqs.insert(r);
+        let hdr = Header {
+            kind: if eager { Kind::Eager } else { Kind::Rts } as u8,
+            flags: if sync { wire::FLAG_SYNC } else { 0 },
+            ctx,
+            src,
+            tag,
+            seq,
+            len: if eager { bytes as u32 } else { 0 },
+            msg_len: bytes as u64,
+            sreq: rid.0,
+            aux: if eager { 0 } else { ptr as u64 },
+        };
+        self.queue(peer, OutChunk { hdr, ptr, len: if eager { bytes } else { 0 }, sent: OnSent::Send(rid) });
+        Ok(match user_req {
+            Some(u) => self.reqs.insert(u),
+            None => rid,
+        })
+    }
+
+    /// Start a receive. `buf` must stay valid until the request completes.
+    pub unsafe fn irecv(
+        &mut self,
+        buf: *mut u8,
+        count: usize,
+        dt: &Datatype,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+        coll: bool,
+    ) -> Result<RequestId> {
+        let c = self.comm(comm)?;
+        if src == PROC_NULL {
+            let mut r = Request::new(Op::None);
+            r.complete = true;
+            r.status = PROC_NULL_STATUS;
+            return Ok(self.reqs.insert(r));
+        }
+        if src != ANY_SOURCE && (src < 0 || src >= c.size) {
+            return err(ErrorClass::Rank, format!("invalid source rank {src} (communicator size {})", c.size));
+        }
+        if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
+            return err(ErrorClass::Tag, format!("invalid tag {tag} (must be 0..={TAG_UB} or MPI_ANY_TAG)"));
+        }
+        check_type(dt)?;
+        let ctx = c.ctx + coll as u32;
+        let target = recv_target(buf, count, dt)?;
+        let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
+            ctx,
+            src,
+            tag,
+            target,
+            msg_len: 0,
+            got: 0,
+            posted: true,
+        })));
+        let q = self.mq(ctx);
+        if let Some(pos) = q.unexpected.iter().position(|u| matches(src, tag, u.src, u.tag)) {
+            let u = q.unexpected.remove(pos).expect("position is in range");
+            self.deliver(rid, u);
+        } else {
+            q.posted.push_back((src, tag, rid));
+        }
+        Ok(rid)
+    }
+
+    /// A persistent request, inactive until started.
+    pub fn persistent(&mut self, p: Persistent) -> Result<RequestId> {
+        match &p {
+            Persistent::Send { dest, tag, comm, dt, .. } => {
+                let c = self.comm(*comm)?;
+                if *dest != PROC_NULL && (*dest < 0 || *dest >= c.size) {
+                    return err(ErrorClass::Rank, format!("invalid destination rank {dest}"));
+                }
+                if !(0..=TAG_UB).contains(tag) {
+                    return err(ErrorClass::Tag, format!("invalid tag {tag}"));
+                }
+                check_type(dt)?;
+            }
+            Persistent::Recv { src, tag, comm, dt, .. } => {
+                let c = self.comm(*comm)?;
+                if *src != PROC_NULL && *src != ANY_SOURCE && (*src < 0 || *src >= c.size) {
+                    return err(ErrorClass::Rank, format!("invalid source rank {src}"));
+                }
+                if *tag != ANY_TAG && !(0..=TAG_UB).contains(tag) {
+                    return err(ErrorClass::Tag, format!("invalid tag {tag}"));
+                }
+                check_type(dt)?;
+            }
+        }
+        let mut r = Request::new(Op::None);
+        r.active = false;
+        r.complete = true;
+        r.status = crate::request::EMPTY_STATUS;
+        r.persistent = Some(p);
+        Ok(self.reqs.insert(r))
+    }
+
+    /// MPI_Start on a persistent request.
+    pub fn start(&mut self, id: RequestId) -> Result<()> {
+        let r = self.reqs.get(id).ok_or_else(bad_request)?;
+        let p = r.persistent.clone().ok_or_else(|| {
+            Error::new(ErrorClass::Request, "MPI_Start on a request that is not persistent")
+        })?;
+        if r.active {
+            return err(ErrorClass::Request, "MPI_Start on a persistent request that is already active");
+        }
+        // The inner operation runs as its own request; its state moves into this one.
+        // SAFETY: the persistent request's buffer follows the same validity rule as any request.
+        let inner = unsafe {
+            match p {
+                Persistent::Send { buf, count, ref dt, dest, tag, comm, mode } => {
+                    self.isend(buf, count, dt, dest, tag, comm, mode, false)?
+                }
+                Persistent::Recv { buf, count, ref dt, src, tag, comm } => {
+                    self.irecv(buf, count, dt, src, tag, comm, false)?
+                }
+            }
+        };
+        self.rebind(inner, id);
+        Ok(())
+    }
+
+    /// Move the live operation of request `from` into the (persistent) request `to`.
+    fn rebind(&mut self, from: RequestId, to: RequestId) {
+        let inner = self.reqs.remove(from).expect("just created");
+        // Every reference to `from` (posted queue, queued chunks) must now name `to`.
+        for q in &mut self.mq {
+            for e in q.posted.iter_mut() {
+                if e.2 == from {
+                    e.2 = to;
+                }
+            }
+        }
+        for g in &mut self.gates {
+            for c in g.out.iter_mut() {
+                if c.hdr.sreq == from.0 {
+                    c.hdr.sreq = to.0;
+                }
+                match &mut c.sent {
+                    OnSent::Send(r) | OnSent::Frag(r) if *r == from => *r = to,
+                    _ => {}
+                }
+            }
+        }
+        for gt in &mut self.gets {
+            if gt.rid == from {
+                gt.rid = to;
+            }
+        }
+        let r = self.reqs.get_mut(to).expect("checked by start");
+        r.op = inner.op;
+        r.complete = inner.complete;
+        r.status = inner.status;
+        r.active = true;
+    }
+
+    /// MPI_Cancel.
+    pub fn cancel(&mut self, id: RequestId) -> Result<()> {
+        let r = self.reqs.get_mut(id).ok_or_else(bad_request)?;
+        if !r.active {
+            return Ok(());
+        }
+        match &mut r.op {
+            Op::Recv(rv) if rv.posted => {
+                let ctx = rv.ctx;
+                rv.posted = false;
+                r.status.cancelled = true;
+                self.mq(ctx).posted.retain(|e| e.2 != id);
+                self.complete(id);
+            }
+            Op::Send(s) if !s.cancel_wait && s.bsend.is_none() => {
+                let peer = s.peer;
+                if s.queued {
+                    // Not yet handed to the driver: take it back.
+                    let g = &mut self.gates[peer as usize];
+                    g.out.retain(|c| !matches!(c.sent, OnSent::Send(r) if r == id));
+                    s.queued = false;
+                    s.await_ack = false;
+                    r.status.cancelled = true;
+                    self.complete(id);
+                } else if !s.fragmenting {
+                    // Sent: ask the receiver to drop it if it is still unmatched there.
+                    s.cancel_wait = true;
+                    r.complete = false;
+                    self.queue_ctrl(peer, Kind::CancelReq, 0, id.0, 0);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    pub fn iprobe(&mut self, src: i32, tag: i32, comm: CommId) -> Result<Option<Status>> {
+        let c = self.comm(comm)?;
+        if src == PROC_NULL {
+            return Ok(Some(PROC_NULL_STATUS));
+        }
+        check_src_tag(c, src, tag)?;
+        let ctx = c.ctx;
+        Ok(self.mq(ctx).unexpected.iter().find(|u| matches(src, tag, u.src, u.tag)).map(|u| Status {
+            source: u.src,
+            tag: u.tag,
+            error: None,
+            bytes: u.msg_len,
+            cancelled: false,
+        }))
+    }
+
+    pub fn improbe(&mut self, src: i32, tag: i32, comm: CommId) -> Result<Option<(MessageId, Status)>> {
+        let c = self.comm(comm)?;
+        if src == PROC_NULL {
+            return Ok(Some((MessageId::NO_PROC, PROC_NULL_STATUS)));
+        }
+        check_src_tag(c, src, tag)?;
+        let ctx = c.ctx;
+        let q = self.mq(ctx);
+        let Some(pos) = q.unexpected.iter().position(|u| matches(src, tag, u.src, u.tag)) else {
+            return Ok(None);
+        };
+        let u = q.unexpected.remove(pos).expect("in range");
+        let st = Status { source: u.src, tag: u.tag, error: None, bytes: u.msg_len, cancelled: false };
+        self.next_msg += 1;
+        let id = self.next_msg;
+        self.messages.push((id, u));
+        Ok(Some((MessageId(id), st)))
+    }
+
+    /// MPI_Imrecv.
+    pub unsafe fn imrecv(&mut self, buf: *mut u8, count: usize, dt: &Datatype, msg: MessageId) -> Result<RequestId> {
+        if msg == MessageId::NO_PROC {
+            let mut r = Request::new(Op::None);
+            r.complete = true;
+            r.status = PROC_NULL_STATUS;
+            return Ok(self.reqs.insert(r));
+        }
+        check_type(dt)?;
+        let pos = self
+            .messages
+            .iter()
+            .position(|(id, _)| *id == msg.0)
+            .ok_or_else(|| Error::new(ErrorClass::Request, "invalid message handle (already received?)"))?;
+        let target = recv_target(buf, count, dt)?;
+        let (_, u) = self.messages.swap_remove(pos);
+        let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
+            ctx: 0,
+            src: u.src,
+            tag: u.tag,
+            target,
+            msg_len: 0,
+            got: 0,
+            posted: false,
+        })));
+        self.deliver(rid, u);
+        Ok(rid)
+    }
+
+    pub fn buffer_attach(&mut self, base: usize, size: usize) -> Result<()> {
+        if self.bsend.size != 0 {
+            return err(ErrorClass::Buffer, "a buffer is already attached (detach it first)");
+        }
+        self.bsend = BsendBuffer { base, size, used: Vec::new() };
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- completion
+
+    /// Mark a request complete (and free it if detached).
+    fn complete(&mut self, id: RequestId) {
+        let Some(r) = self.reqs.get_mut(id) else { return };
+        r.complete = true;
+        match &mut r.op {
+            Op::Recv(rv) => {
+                rv.posted = false;
+                if let Some(st) = rv.target.staging.take() {
+                    let (ubuf, ref dt, count) = rv.target.user;
+                    let n = (r.status.bytes as usize).min(st.len());
+                    // SAFETY: the user buffer is valid until completion (which is now).
+                    unsafe { dt.unpack(ubuf, count, 0, &st[..n]) };
+                }
+            }
+            Op::Send(s) => {
+                if let Some((off, _)) = s.bsend.take() {
+                    self.bsend.release(off);
+                }
+                s.staging = None;
+            }
+            _ => {}
+        }
+        if r.detached {
+            self.reqs.remove(id);
+        }
+    }
+
+    fn maybe_complete_send(&mut self, id: RequestId) {
+        let Some(r) = self.reqs.get_mut(id) else { return };
+        if let Op::Send(s) = &r.op {
+            let frag_done = !s.fragmenting || s.frag_sent >= s.len;
+            if !s.queued && !s.await_ack && !s.cancel_wait && frag_done {
+                self.complete(id);
+            }
+        }
+    }
+
+    /// A matched message goes into receive request `rid`.
+    fn deliver(&mut self, rid: RequestId, u: Unexpected) {
+        let peer = u.peer;
+        let can_get = self.gates[peer as usize].can_get;
+        let Some(r) = self.reqs.get_mut(rid) else { return };
+        let Op::Recv(rv) = &mut r.op else { return };
+        rv.posted = false;
+        r.status.source = u.src;
+        r.status.tag = u.tag;
+        let cap = rv.target.cap as u64;
+        let n = u.msg_len.min(cap);
+        r.status.bytes = n;
+        if u.msg_len > cap {
+            r.status.error = Some(ErrorClass::Truncate);
+        }
+        match u.body {
+            UBody::Eager(data) => {
+                // SAFETY: target.ptr has cap bytes (user buffer or staging), n <= cap.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), rv.target.ptr, n as usize) };
+                if u.sync {
+                    self.queue_ctrl(peer, Kind::SyncAck, 0, u.sreq, 0);
+                }
+                self.complete(rid);
+            }
+            UBody::Rts { addr } => {
+                rv.msg_len = u.msg_len;
+                if can_get {
+                    self.gets.push(PendingGet { peer, addr, len: n, rid, sreq: u.sreq });
+                } else {
+                    self.queue_ctrl(peer, Kind::Cts, 0, u.sreq, rid.0);
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- inputs
+
+    /// Handle one packet from `peer`. Malformed input is dropped and recorded, never trusted.
+    pub fn handle_packet(&mut self, peer: u32, pkt: &[u8]) {
+        for c in Chunks::new(pkt) {
+            match c {
+                Ok((h, payload)) => self.handle_chunk(peer, h, payload),
+                Err(e) => {
+                    self.peer_error(format!("from rank {peer}: {}", e.msg));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn peer_error(&mut self, msg: String) {
+        if self.peer_errors.len() < 16 {
+            eprintln!("madmpi: dropped {msg}");
+            self.peer_errors.push(msg);
+        }
+    }
+
+    fn handle_chunk(&mut self, peer: u32, h: Header, payload: &[u8]) {
+        let Some(kind) = h.kind() else { return };
+        match kind {
+            Kind::Eager | Kind::Rts => {
+                let eager = kind == Kind::Eager;
+                if eager && h.msg_len != payload.len() as u64 {
+                    return self.peer_error(format!("from rank {peer}: eager length mismatch"));
+                }
+                let q = self.mq(h.ctx);
+                let pos = q.posted.iter().position(|&(s, t, _)| matches(s, t, h.src, h.tag));
+                let body = if eager { UBody::Eager(Vec::new()) } else { UBody::Rts { addr: h.aux } };
+                let mut u = Unexpected {
+                    src: h.src,
+                    tag: h.tag,
+                    peer,
+                    msg_len: h.msg_len,
+                    sreq: h.sreq,
+                    sync: h.flags & wire::FLAG_SYNC != 0,
+                    body,
+                };
+                match pos {
+                    Some(pos) => {
+                        let (_, _, rid) = q.posted.remove(pos).expect("in range");
+                        if eager {
+                            self.deliver_eager(rid, &u, payload);
+                        } else {
+                            self.deliver(rid, u);
+                        }
+                    }
+                    None => {
+                        if eager {
+                            u.body = UBody::Eager(payload.to_vec());
+                        }
+                        q.unexpected.push_back(u);
+                    }
+                }
+            }
+            Kind::Fin | Kind::SyncAck => {
+                let id = RequestId(h.sreq);
+                if let Some(Request { op: Op::Send(s), .. }) = self.reqs.get_mut(id) {
+                    s.await_ack = false;
+                    self.maybe_complete_send(id);
+                }
+            }
+            Kind::Cts => {
+                let id = RequestId(h.sreq);
+                let Some(Request { op: Op::Send(s), .. }) = self.reqs.get_mut(id) else { return };
+                s.await_ack = false;
+                s.fragmenting = true;
+                let (ptr, len) = (s.ptr, s.len);
+                let frag = self.gates[peer as usize].frag_max;
+                let mut off = 0;
+                while off < len {
+                    let n = frag.min(len - off);
+                    let hdr = Header {
+                        kind: Kind::Data as u8,
+                        len: n as u32,
+                        msg_len: off as u64,
+                        sreq: h.sreq,
+                        aux: h.aux,
+                        ..Default::default()
+                    };
+                    self.queue(peer, OutChunk { hdr, ptr: ptr.wrapping_add(off), len: n, sent: OnSent::Frag(id) });
+                    off += n;
+                }
+            }
+            Kind::Data => {
+                let id = RequestId(h.aux);
+                let Some(r) = self.reqs.get_mut(id) else {
+                    return self.peer_error(format!("from rank {peer}: data for an unknown request"));
+                };
+                let Op::Recv(rv) = &mut r.op else { return };
+                let off = h.msg_len;
+                let cap = rv.target.cap as u64;
+                if off < cap {
+                    let n = (payload.len() as u64).min(cap - off) as usize;
+                    // SAFETY: [off, off+n) is inside the target (n clipped to cap).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(payload.as_ptr(), rv.target.ptr.add(off as usize), n)
+                    };
+                }
+                rv.got += payload.len() as u64;
+                if rv.got >= rv.msg_len {
+                    self.complete(id);
+                }
+            }
+            Kind::CancelReq => {
+                let mut found = false;
+                for q in &mut self.mq {
+                    if let Some(pos) = q.unexpected.iter().position(|u| u.peer == peer && u.sreq == h.sreq) {
+                        q.unexpected.remove(pos);
+                        found = true;
+                        break;
+                    }
+                }
+                let flags = if found { wire::FLAG_CANCELLED } else { 0 };
+                self.queue_ctrl(peer, Kind::CancelAck, flags, h.sreq, 0);
+            }
+            Kind::CancelAck => {
+                let id = RequestId(h.sreq);
+                let Some(r) = self.reqs.get_mut(id) else { return };
+                let Op::Send(s) = &mut r.op else { return };
+                s.cancel_wait = false;
+                if h.flags & wire::FLAG_CANCELLED != 0 {
+                    r.status.cancelled = true;
+                    s.await_ack = false;
+                    s.fragmenting = false;
+                }
+                self.maybe_complete_send(id);
+            }
+        }
+    }
+
+    /// Eager payload straight from the packet into a posted receive (no intermediate copy).
+    fn deliver_eager(&mut self, rid: RequestId, u: &Unexpected, payload: &[u8]) {
+        let Some(r) = self.reqs.get_mut(rid) else { return };
+        let Op::Recv(rv) = &mut r.op else { return };
+        rv.posted = false;
+        r.status.source = u.src;
+        r.status.tag = u.tag;
+        let n = payload.len().min(rv.target.cap);
+        r.status.bytes = n as u64;
+        if payload.len() > rv.target.cap {
+            r.status.error = Some(ErrorClass::Truncate);
+        }
+        // SAFETY: target has cap bytes; n <= cap.
+        unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), rv.target.ptr, n) };
+        if u.sync {
+            self.queue_ctrl(u.peer, Kind::SyncAck, 0, u.sreq, 0);
+        }
+        self.complete(rid);
+    }
+
+    fn on_sent(&mut self, s: OnSent, len: usize) {
+        match s {
+            OnSent::Nothing => {}
+            OnSent::Send(id) => {
+                if let Some(Request { op: Op::Send(op), .. }) = self.reqs.get_mut(id) {
+                    op.queued = false;
+                    self.maybe_complete_send(id);
+                }
+            }
+            OnSent::Frag(id) => {
+                if let Some(Request { op: Op::Send(op), .. }) = self.reqs.get_mut(id) {
+                    op.frag_sent += len;
+                    self.maybe_complete_send(id);
+                }
+            }
+        }
+    }
+
+    /// Requests the engine must finish before MPI_Finalize returns (buffered and freed sends,
+    /// control chunks not yet handed to a driver).
+    pub fn busy(&self) -> bool {
+        !self.dirty.is_empty() || !self.gets.is_empty() || self.reqs.detached_pending() > 0
+    }
+}
+
+fn bad_request() -> Error {
+    Error::new(ErrorClass::Request, "invalid request handle")
+}
+
+fn check_type(dt: &Datatype) -> Result<()> {
+    if !dt.is_committed() {
+        return err(ErrorClass::Type, "datatype not committed (call MPI_Type_commit)");
+    }
+    Ok(())
+}
+
+fn check_src_tag(c: &Comm, src: i32, tag: i32) -> Result<()> {
+    if src != ANY_SOURCE && (src < 0 || src >= c.size) {
+        return err(ErrorClass::Rank, format!("invalid source rank {src} (communicator size {})", c.size));
+    }
+    if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
+        return err(ErrorClass::Tag, format!("invalid tag {tag}"));
+    }
+    Ok(())
+}
+
+fn recv_target(buf: *mut u8, count: usize, dt: &Datatype) -> Result<RecvTarget> {
+    let cap = count
+        .checked_mul(dt.size())
+        .ok_or_else(|| Error::new(ErrorClass::Count, format!("count {count} overflows")))?;
+    Ok(if dt.is_contiguous() || cap == 0 {
+        RecvTarget { ptr: buf.wrapping_offset(dt.true_lb()), cap, staging: None, user: (buf, dt.clone(), count) }
+    } else {
+        let mut v = vec![0u8; cap];
+        let p = v.as_mut_ptr();
+        RecvTarget { ptr: p, cap, staging: Some(v), user: (buf, dt.clone(), count) }
+    })
+}
+
+impl Engine {
+    /// A new engine for world rank `me` of `nprocs`, with the given drivers.
+    pub fn new(me: u32, nprocs: u32, drv: Drivers, strategy: Strategy, no_get: bool) -> Engine {
+        let mut gates = Vec::with_capacity(nprocs as usize);
+        for p in 0..nprocs {
+            let peer = PeerId(p);
+            let mut g = if p == me {
+                gate_for(DriverKind::Loop, Some(&drv.lo))
+            } else if let Some(shm) = drv.shm.as_ref().filter(|s| s.reaches(peer)) {
+                gate_for(DriverKind::Shm, Some(shm))
+            } else {
+                gate_for(DriverKind::Unreachable, None)
+            };
+            if no_get {
+                g.can_get = false;
+            }
+            gates.push(g);
+        }
+        let all: Arc<[u32]> = (0..nprocs).collect();
+        let comms = vec![
+            Some(Comm { ctx: 0, rank: me as i32, size: nprocs as i32, world: all }),
+            Some(Comm { ctx: 2, rank: 0, size: 1, world: Arc::from(vec![me]) }),
+        ];
+        Engine {
+            st: State {
+                me,
+                nprocs,
+                gates,
+                reqs: Slab::default(),
+                mq: Vec::new(),
+                comms,
+                messages: Vec::new(),
+                next_msg: 0,
+                strategy,
+                gets: Vec::new(),
+                dirty: Vec::new(),
+                bsend: BsendBuffer::default(),
+                peer_errors: Vec::new(),
+            },
+            drv,
+        }
+    }
+
+    /// Hand queued chunks to the drivers, as the strategy packs them. Never blocks: a gate
+    /// whose driver says "would block" keeps its chunks for the next call.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.st.dirty.is_empty() {
+            return Ok(());
+        }
+        let dirty = std::mem::take(&mut self.st.dirty);
+        let mut keep = Vec::new();
+        let mut res = Ok(());
+        for &peer in &dirty {
+            match self.schedule(peer) {
+                Ok(true) => self.st.gates[peer as usize].queued = false,
+                Ok(false) => keep.push(peer),
+                Err(e) => {
+                    keep.push(peer);
+                    res = Err(e);
+                }
+            }
+        }
+        // Replies queued while scheduling (none today) and gates still blocked stay dirty.
+        keep.append(&mut self.st.dirty);
+        keep.sort_unstable();
+        keep.dedup();
+        self.st.dirty = keep;
+        res
+    }
+
+    /// Run the strategy on one gate until it is empty (true) or the driver is busy (false).
+    fn schedule(&mut self, peer: u32) -> Result<bool> {
+        let st = &mut self.st;
+        loop {
+            let g = &mut st.gates[peer as usize];
+            let Some(first) = g.out.front() else { return Ok(true) };
+            let Some(t) = self.drv.get(g.driver) else {
+                return err(ErrorClass::Intern, format!("no transport reaches rank {peer}"));
+            };
+            let n = match st.strategy {
+                Strategy::Default => 1,
+                Strategy::Aggreg => {
+                    let mut total = 0usize;
+                    let mut n = 0usize;
+                    for c in g.out.iter() {
+                        let sz = wire::pad8(HDR_LEN + c.len);
+                        if n > 0 && (total + sz > g.packet_max || (n + 1) * 3 > g.max_iov) {
+                            break;
+                        }
+                        total += sz;
+                        n += 1;
+                    }
+                    n
+                }
+            };
+            let outcome = if n == 1 {
+                let hb = first.hdr.encode();
+                // SAFETY: the chunk's payload is owned by a request that is not complete.
+                let payload = unsafe { raw_slice(first.ptr, first.len) };
+                t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)])?
+            } else {
+                const PAD: [u8; 8] = [0; 8];
+                let hdrs: Vec<[u8; HDR_LEN]> = g.out.iter().take(n).map(|c| c.hdr.encode()).collect();
+                let mut iov = Vec::with_capacity(n * 3);
+                for (c, hb) in g.out.iter().take(n).zip(hdrs.iter()) {
+                    iov.push(IoSlice::new(hb));
+                    // SAFETY: as above.
+                    iov.push(IoSlice::new(unsafe { raw_slice(c.ptr, c.len) }));
+                    let pad = wire::pad8(HDR_LEN + c.len) - (HDR_LEN + c.len);
+                    if pad > 0 {
+                        iov.push(IoSlice::new(&PAD[..pad]));
+                    }
+                }
+                t.try_send(PeerId(peer), &iov)?
+            };
+            match outcome {
+                SendOutcome::WouldBlock => return Ok(false),
+                SendOutcome::Done => {
+                    for _ in 0..n {
+                        let c = st.gates[peer as usize].out.pop_front().expect("n chunks queued");
+                        st.on_sent(c.sent, c.len);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One pass of progress: flush, poll every driver, run rendezvous gets, flush replies.
+    /// Returns whether anything arrived.
+    pub fn progress(&mut self) -> Result<bool> {
+        self.flush()?;
+        let st = &mut self.st;
+        let mut n = self.drv.lo.poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
+        if let Some(shm) = self.drv.shm.as_mut() {
+            n += shm.poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
+        }
+        if !self.st.gets.is_empty() {
+            self.run_gets()?;
+        }
+        self.flush()?;
+        Ok(n > 0)
+    }
+
+    fn run_gets(&mut self) -> Result<()> {
+        let gets = std::mem::take(&mut self.st.gets);
+        for g in gets {
+            let kind = self.st.gates[g.peer as usize].driver;
+            let Some(Request { op: Op::Recv(rv), .. }) = self.st.reqs.get_mut(g.rid) else { continue };
+            // SAFETY: the target has `cap >= g.len` bytes and stays valid until completion.
+            let local = unsafe { std::slice::from_raw_parts_mut(rv.target.ptr, g.len as usize) };
+            let t = self.drv.get(kind).ok_or_else(|| Error::new(ErrorClass::Intern, "driver vanished"))?;
+            let res = if g.len == 0 {
+                Ok(())
+            } else {
+                t.get(PeerId(g.peer), RemoteRegion { addr: g.addr, len: g.len }, &mut [IoSliceMut::new(local)])
+            };
+            match res {
+                Ok(()) => {
+                    self.st.complete(g.rid);
+                    self.st.queue_ctrl(g.peer, Kind::Fin, 0, g.sreq, 0);
+                }
+                Err(madmpi_transports::Error::PermissionDenied(_) | madmpi_transports::Error::Unsupported(_)) => {
+                    // Cross-memory attach refused: fall back to fragments for this peer.
+                    self.st.gates[g.peer as usize].can_get = false;
+                    self.st.queue_ctrl(g.peer, Kind::Cts, 0, g.sreq, g.rid.0);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// # Safety
+/// `ptr` must be valid for `len` bytes (or `len == 0`).
+#[inline]
+unsafe fn raw_slice<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(ptr, len)
+    }
+}

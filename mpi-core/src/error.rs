@@ -1,0 +1,131 @@
+//! The one error type of the engine. `mpi-capi` alone maps [`ErrorClass`] to `MPI_ERR_*` codes.
+
+use std::fmt;
+
+/// MPI error classes the engine can raise (a subset of the standard's, named after them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// MPI_ERR_BUFFER: invalid buffer pointer, or attached buffer too small.
+    Buffer,
+    /// MPI_ERR_COUNT: invalid count.
+    Count,
+    /// MPI_ERR_TYPE: invalid or uncommitted datatype.
+    Type,
+    /// MPI_ERR_TAG: invalid tag.
+    Tag,
+    /// MPI_ERR_COMM: invalid communicator.
+    Comm,
+    /// MPI_ERR_RANK: invalid rank.
+    Rank,
+    /// MPI_ERR_REQUEST: invalid request.
+    Request,
+    /// MPI_ERR_ROOT: invalid root.
+    Root,
+    /// MPI_ERR_GROUP: invalid group.
+    Group,
+    /// MPI_ERR_OP: invalid operation.
+    Op,
+    /// MPI_ERR_ARG: invalid argument of another kind.
+    Arg,
+    /// MPI_ERR_TRUNCATE: message truncated on receive.
+    Truncate,
+    /// MPI_ERR_OTHER: known error not in this list.
+    Other,
+    /// MPI_ERR_INTERN: internal error (a bug, or a resource the OS refused).
+    Intern,
+    /// MPI_ERR_PENDING: request pending (in the statuses of a multiple completion).
+    Pending,
+    /// MPI_ERR_NO_MEM: out of memory.
+    NoMem,
+    /// MPI_ERR_PROC_ABORTED: a peer process involved in the operation has died.
+    ProcAborted,
+    /// MPI_ERR_UNSUPPORTED_OPERATION: not implemented (yet).
+    Unsupported,
+    /// MPI_ERR_KEYVAL: invalid attribute key.
+    Keyval,
+    /// MPI_ERR_INFO: invalid info object.
+    Info,
+    /// MPI_ERR_TOPOLOGY: invalid topology.
+    Topology,
+    /// MPI_ERR_DIMS: invalid dimensions.
+    Dims,
+}
+
+impl ErrorClass {
+    /// The standard's name of the class, as printed in messages.
+    pub fn mpi_name(self) -> &'static str {
+        match self {
+            ErrorClass::Buffer => "MPI_ERR_BUFFER",
+            ErrorClass::Count => "MPI_ERR_COUNT",
+            ErrorClass::Type => "MPI_ERR_TYPE",
+            ErrorClass::Tag => "MPI_ERR_TAG",
+            ErrorClass::Comm => "MPI_ERR_COMM",
+            ErrorClass::Rank => "MPI_ERR_RANK",
+            ErrorClass::Request => "MPI_ERR_REQUEST",
+            ErrorClass::Root => "MPI_ERR_ROOT",
+            ErrorClass::Group => "MPI_ERR_GROUP",
+            ErrorClass::Op => "MPI_ERR_OP",
+            ErrorClass::Arg => "MPI_ERR_ARG",
+            ErrorClass::Truncate => "MPI_ERR_TRUNCATE",
+            ErrorClass::Other => "MPI_ERR_OTHER",
+            ErrorClass::Intern => "MPI_ERR_INTERN",
+            ErrorClass::Pending => "MPI_ERR_PENDING",
+            ErrorClass::NoMem => "MPI_ERR_NO_MEM",
+            ErrorClass::ProcAborted => "MPI_ERR_PROC_ABORTED",
+            ErrorClass::Unsupported => "MPI_ERR_UNSUPPORTED_OPERATION",
+            ErrorClass::Keyval => "MPI_ERR_KEYVAL",
+            ErrorClass::Info => "MPI_ERR_INFO",
+            ErrorClass::Topology => "MPI_ERR_TOPOLOGY",
+            ErrorClass::Dims => "MPI_ERR_DIMS",
+        }
+    }
+}
+
+/// An engine error: a class and a message saying what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    /// The MPI error class.
+    pub class: ErrorClass,
+    /// Human-readable detail (which argument, which value).
+    pub msg: String,
+}
+
+impl Error {
+    /// An error of `class` with message `msg`.
+    pub fn new(class: ErrorClass, msg: impl Into<String>) -> Error {
+        Error { class, msg: msg.into() }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.msg, self.class.mpi_name())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<madmpi_transports::Error> for Error {
+    fn from(e: madmpi_transports::Error) -> Error {
+        match e {
+            madmpi_transports::Error::PeerLost(p) => {
+                Error::new(ErrorClass::ProcAborted, format!("rank {} has died", p.0))
+            }
+            other => Error::new(ErrorClass::Intern, format!("transport: {other}")),
+        }
+    }
+}
+
+impl From<madmpi_pmi::Error> for Error {
+    fn from(e: madmpi_pmi::Error) -> Error {
+        Error::new(ErrorClass::Intern, format!("PMI: {e}"))
+    }
+}
+
+/// Result type of the engine.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Shorthand for `Err(Error::new(class, msg))`.
+pub(crate) fn err<T>(class: ErrorClass, msg: impl Into<String>) -> Result<T> {
+    Err(Error::new(class, msg))
+}

@@ -1,0 +1,69 @@
+//! madmpi: an MPI implementation after NewMadeleine's MAD-MPI — the engine and the native Rust API.
+//!
+//! Two levels:
+//! - the raw API at the crate root ([`init`], [`isend`], [`irecv`], [`wait`], …), used by the C
+//!   library: it takes raw buffers and typed ids and reports [`Error`]s with MPI error classes;
+//! - the safe API in [`safe`] ([`safe::Universe`], [`safe::Communicator`]) for Rust programs.
+//!
+//! One engine per process lives behind a lock, so every function here may be called from any
+//! thread (MPI_THREAD_MULTIPLE). Waiting functions poll the engine, spinning briefly and then
+//! yielding the CPU, so that more ranks than cores still make progress.
+
+#![deny(missing_docs)]
+
+mod api;
+mod coll;
+mod engine;
+pub mod error;
+mod request;
+pub mod safe;
+pub mod wire;
+
+pub use api::*;
+pub use coll::barrier;
+pub use engine::{Strategy, BSEND_OVERHEAD};
+pub use error::{Error, ErrorClass, Result};
+pub use madmpi_datatypes::Datatype;
+pub use request::{RequestId, SendMode, Status, EMPTY_STATUS, PROC_NULL_STATUS};
+
+/// MPI_ANY_SOURCE.
+pub const ANY_SOURCE: i32 = -1;
+/// MPI_ANY_TAG.
+pub const ANY_TAG: i32 = -2;
+/// MPI_PROC_NULL.
+pub const PROC_NULL: i32 = -3;
+/// MPI_UNDEFINED.
+pub const UNDEFINED: i32 = -32766;
+/// The largest tag value (MPI_TAG_UB attribute).
+pub const TAG_UB: i32 = i32::MAX;
+
+/// A communicator known to the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CommId(pub u32);
+
+/// MPI_COMM_WORLD.
+pub const COMM_WORLD: CommId = CommId(0);
+/// MPI_COMM_SELF.
+pub const COMM_SELF: CommId = CommId(1);
+
+/// A message taken off the queue by MPI_Mprobe / MPI_Improbe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MessageId(pub u64);
+
+impl MessageId {
+    /// MPI_MESSAGE_NO_PROC: the message of a probe on MPI_PROC_NULL.
+    pub const NO_PROC: MessageId = MessageId(0);
+}
+
+/// Thread support levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ThreadLevel {
+    /// MPI_THREAD_SINGLE.
+    Single,
+    /// MPI_THREAD_FUNNELED.
+    Funneled,
+    /// MPI_THREAD_SERIALIZED.
+    Serialized,
+    /// MPI_THREAD_MULTIPLE.
+    Multiple,
+}

@@ -1,0 +1,228 @@
+//! Requests: the state of every operation in flight, in a generation-checked slab.
+//!
+//! A request that holds a raw user buffer relies on the MPI rule that **the buffer stays valid
+//! and untouched until the request completes**: that rule is what makes the raw pointers in
+//! [`SendOp`] and [`RecvTarget`] sound; it is stated here once.
+
+use madmpi_datatypes::Datatype;
+
+use crate::error::ErrorClass;
+use crate::CommId;
+
+/// An opaque request handle: slot index and generation, so a stale handle is detected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RequestId(pub u64);
+
+impl RequestId {
+    fn new(index: u32, gen: u32) -> RequestId {
+        RequestId(((gen as u64) << 32) | index as u64)
+    }
+    fn index(self) -> usize {
+        (self.0 & 0xffff_ffff) as usize
+    }
+    fn gen(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
+/// The outcome of a receive (or of a send, with fewer fields meaningful).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// Source rank in the communicator (MPI_PROC_NULL for a null operation).
+    pub source: i32,
+    /// Tag of the message.
+    pub tag: i32,
+    /// Error of this operation, if any (e.g. truncation).
+    pub error: Option<ErrorClass>,
+    /// Bytes received.
+    pub bytes: u64,
+    /// The operation was cancelled.
+    pub cancelled: bool,
+}
+
+/// The standard's "empty" status: source MPI_ANY_SOURCE, tag MPI_ANY_TAG, no error, count 0.
+pub const EMPTY_STATUS: Status =
+    Status { source: crate::ANY_SOURCE, tag: crate::ANY_TAG, error: None, bytes: 0, cancelled: false };
+
+/// The status of an operation on MPI_PROC_NULL.
+pub const PROC_NULL_STATUS: Status =
+    Status { source: crate::PROC_NULL, tag: crate::ANY_TAG, error: None, bytes: 0, cancelled: false };
+
+/// Send modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendMode {
+    /// MPI_Send: eager below the threshold, rendezvous above.
+    Standard,
+    /// MPI_Ssend: completes once the receiver has matched the message.
+    Synchronous,
+    /// MPI_Rsend: the receive is known to be posted (treated as standard).
+    Ready,
+    /// MPI_Bsend: copied into the attached buffer, completes at once.
+    Buffered,
+}
+
+/// Where received bytes go.
+pub(crate) struct RecvTarget {
+    /// Contiguous destination (the user buffer, or `staging`).
+    pub ptr: *mut u8,
+    /// Bytes available at `ptr`.
+    pub cap: usize,
+    /// For non-contiguous datatypes: the packed bytes, unpacked into the user buffer at
+    /// completion.
+    pub staging: Option<Vec<u8>>,
+    /// User buffer, datatype and count, for the unpack.
+    pub user: (*mut u8, Datatype, usize),
+}
+
+/// A send in flight.
+pub(crate) struct SendOp {
+    /// Destination world rank.
+    pub peer: u32,
+    /// Contiguous bytes to send (user buffer, `staging`, or the attached bsend buffer).
+    pub ptr: *const u8,
+    /// Bytes to send.
+    pub len: usize,
+    /// Packed copy for non-contiguous datatypes.
+    pub staging: Option<Vec<u8>>,
+    /// Offset and reserved length in the attached buffer (buffered sends).
+    pub bsend: Option<(usize, usize)>,
+    /// The header chunk (Eager or Rts) is still queued on the gate (cancellable locally).
+    pub queued: bool,
+    /// Completion waits for a receiver answer (SyncAck or Fin).
+    pub await_ack: bool,
+    /// Bytes of Data fragments handed to the transport (rendezvous without `get`).
+    pub frag_sent: usize,
+    /// Whether fragments have been scheduled (after a Cts).
+    pub fragmenting: bool,
+    /// A CancelReq was sent; waiting for the CancelAck.
+    pub cancel_wait: bool,
+}
+
+/// A receive in flight.
+pub(crate) struct RecvOp {
+    /// Context the receive matches in.
+    pub ctx: u32,
+    /// Requested source (or ANY_SOURCE) and tag (or ANY_TAG).
+    pub src: i32,
+    pub tag: i32,
+    /// Destination.
+    pub target: RecvTarget,
+    /// Message length announced by the sender (rendezvous), bytes received so far.
+    pub msg_len: u64,
+    pub got: u64,
+    /// Still in the posted queue (not matched).
+    pub posted: bool,
+}
+
+/// What to re-create on MPI_Start.
+#[derive(Clone)]
+pub(crate) enum Persistent {
+    Send { buf: *const u8, count: usize, dt: Datatype, dest: i32, tag: i32, comm: CommId, mode: SendMode },
+    Recv { buf: *mut u8, count: usize, dt: Datatype, src: i32, tag: i32, comm: CommId },
+}
+
+pub(crate) enum Op {
+    /// Nothing in flight (completed at creation, or inactive persistent).
+    None,
+    Send(SendOp),
+    Recv(RecvOp),
+    /// A receive of a message taken by MPI_Mprobe but with nothing to do (kept for symmetry).
+    Generic,
+}
+
+pub(crate) struct Request {
+    pub op: Op,
+    pub complete: bool,
+    /// Active (a started persistent request, or any non-persistent one).
+    pub active: bool,
+    pub status: Status,
+    pub persistent: Option<Persistent>,
+    /// MPI_Request_free was called (or the request is internal): free at completion.
+    pub detached: bool,
+}
+
+impl Request {
+    pub fn new(op: Op) -> Request {
+        Request { op, complete: false, active: true, status: EMPTY_STATUS, persistent: None, detached: false }
+    }
+}
+
+/// Generation-checked slab of requests.
+#[derive(Default)]
+pub(crate) struct Slab {
+    slots: Vec<(u32, Option<Request>)>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl Slab {
+    pub fn insert(&mut self, r: Request) -> RequestId {
+        self.live += 1;
+        if let Some(i) = self.free.pop() {
+            let slot = &mut self.slots[i as usize];
+            slot.0 = slot.0.wrapping_add(1);
+            slot.1 = Some(r);
+            RequestId::new(i, slot.0)
+        } else {
+            let i = self.slots.len() as u32;
+            self.slots.push((1, Some(r)));
+            RequestId::new(i, 1)
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, id: RequestId) -> Option<&Request> {
+        match self.slots.get(id.index()) {
+            Some((g, Some(r))) if *g == id.gen() => Some(r),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, id: RequestId) -> Option<&mut Request> {
+        match self.slots.get_mut(id.index()) {
+            Some((g, Some(r))) if *g == id.gen() => Some(r),
+            _ => None,
+        }
+    }
+
+    pub fn remove(&mut self, id: RequestId) -> Option<Request> {
+        match self.slots.get_mut(id.index()) {
+            Some((g, r @ Some(_))) if *g == id.gen() => {
+                self.free.push(id.index() as u32);
+                self.live -= 1;
+                r.take()
+            }
+            _ => None,
+        }
+    }
+
+    /// Requests alive.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Ids of the requests that are detached (internal or freed by the user) and not complete.
+    pub fn detached_pending(&self) -> usize {
+        self.slots.iter().filter(|(_, r)| matches!(r, Some(r) if r.detached && !r.complete)).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_handles_are_rejected() {
+        let mut s = Slab::default();
+        let a = s.insert(Request::new(Op::None));
+        assert!(s.get(a).is_some());
+        assert!(s.remove(a).is_some());
+        assert!(s.get(a).is_none());
+        let b = s.insert(Request::new(Op::None));
+        assert_eq!(a.index(), b.index());
+        assert!(s.get(a).is_none(), "old generation must not alias the new request");
+        assert!(s.remove(a).is_none());
+        assert_eq!(s.live(), 1);
+    }
+}

@@ -1,0 +1,230 @@
+//! Chunk headers: the bytes every chunk of a packet starts with.
+//!
+//! A packet (what a transport carries) is a sequence of chunks; each chunk is a fixed
+//! [`HDR_LEN`]-byte header followed by `len` payload bytes, padded to 8 bytes. Decoding never
+//! trusts the peer: every length is checked against the packet, and an unknown kind is an error.
+
+use crate::error::{Error, ErrorClass, Result};
+
+/// Bytes of a chunk header.
+pub const HDR_LEN: usize = 48;
+
+/// Chunk kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// A whole message, payload inline.
+    Eager = 1,
+    /// Request to send a large message: `aux` = sender buffer address (for `get`).
+    Rts = 2,
+    /// Clear to send (receiver cannot `get`): `aux` = receiver request token.
+    Cts = 3,
+    /// A fragment of a rendezvous message: `aux` = receiver token, `msg_len` = offset.
+    Data = 4,
+    /// Receiver pulled the data of an RTS: the sender request `sreq` completes.
+    Fin = 5,
+    /// A synchronous eager message was matched: the sender request `sreq` completes.
+    SyncAck = 6,
+    /// The sender asks to cancel its message `sreq` if not matched yet.
+    CancelReq = 7,
+    /// Answer to `CancelReq`: `flags & FLAG_CANCELLED` says whether it was cancelled.
+    CancelAck = 8,
+}
+
+impl Kind {
+    fn from_u8(v: u8) -> Option<Kind> {
+        Some(match v {
+            1 => Kind::Eager,
+            2 => Kind::Rts,
+            3 => Kind::Cts,
+            4 => Kind::Data,
+            5 => Kind::Fin,
+            6 => Kind::SyncAck,
+            7 => Kind::CancelReq,
+            8 => Kind::CancelAck,
+            _ => return None,
+        })
+    }
+}
+
+/// The sender wants to know when the message is matched (MPI_Ssend).
+pub const FLAG_SYNC: u8 = 1;
+/// In a `CancelAck`: the message was cancelled.
+pub const FLAG_CANCELLED: u8 = 2;
+
+/// A decoded chunk header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Header {
+    /// Chunk kind (raw; see [`Kind`]).
+    pub kind: u8,
+    /// `FLAG_*` bits.
+    pub flags: u8,
+    /// Communicator context id.
+    pub ctx: u32,
+    /// Source rank in the communicator.
+    pub src: i32,
+    /// Message tag.
+    pub tag: i32,
+    /// Per-gate sequence number of matched chunks (Eager, Rts).
+    pub seq: u32,
+    /// Payload bytes in this chunk.
+    pub len: u32,
+    /// Whole message length (Eager, Rts) or fragment offset (Data).
+    pub msg_len: u64,
+    /// Sender request token.
+    pub sreq: u64,
+    /// Kind-specific: sender address (Rts), receiver token (Cts, Data).
+    pub aux: u64,
+}
+
+impl Header {
+    /// The kind, if valid.
+    pub fn kind(&self) -> Option<Kind> {
+        Kind::from_u8(self.kind)
+    }
+
+    /// Encode into the first [`HDR_LEN`] bytes of `out`.
+    #[inline]
+    pub fn encode(&self) -> [u8; HDR_LEN] {
+        let mut b = [0u8; HDR_LEN];
+        b[0] = self.kind;
+        b[1] = self.flags;
+        b[4..8].copy_from_slice(&self.ctx.to_le_bytes());
+        b[8..12].copy_from_slice(&self.src.to_le_bytes());
+        b[12..16].copy_from_slice(&self.tag.to_le_bytes());
+        b[16..20].copy_from_slice(&self.seq.to_le_bytes());
+        b[20..24].copy_from_slice(&self.len.to_le_bytes());
+        b[24..32].copy_from_slice(&self.msg_len.to_le_bytes());
+        b[32..40].copy_from_slice(&self.sreq.to_le_bytes());
+        b[40..48].copy_from_slice(&self.aux.to_le_bytes());
+        b
+    }
+
+    /// Decode a header from the start of `b` (which must hold at least [`HDR_LEN`] bytes).
+    #[inline]
+    pub fn decode(b: &[u8]) -> Result<Header> {
+        if b.len() < HDR_LEN {
+            return Err(Error::new(ErrorClass::Intern, "malformed packet: truncated chunk header"));
+        }
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u64_at = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(a)
+        };
+        let h = Header {
+            kind: b[0],
+            flags: b[1],
+            ctx: u32_at(4),
+            src: u32_at(8) as i32,
+            tag: u32_at(12) as i32,
+            seq: u32_at(16),
+            len: u32_at(20),
+            msg_len: u64_at(24),
+            sreq: u64_at(32),
+            aux: u64_at(40),
+        };
+        if h.kind().is_none() {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                format!("malformed packet: unknown chunk kind {}", h.kind),
+            ));
+        }
+        Ok(h)
+    }
+}
+
+/// Round `n` up to the chunk alignment (8 bytes).
+#[inline]
+pub const fn pad8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+/// Iterate over the chunks of a packet: yields `(header, payload)` or an error for a malformed
+/// packet (after which iteration stops).
+pub struct Chunks<'a> {
+    rest: &'a [u8],
+    failed: bool,
+}
+
+impl<'a> Chunks<'a> {
+    /// Chunks of `packet`.
+    pub fn new(packet: &'a [u8]) -> Chunks<'a> {
+        Chunks { rest: packet, failed: false }
+    }
+}
+
+impl<'a> Iterator for Chunks<'a> {
+    type Item = Result<(Header, &'a [u8])>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rest.is_empty() || self.failed {
+            return None;
+        }
+        let h = match Header::decode(self.rest) {
+            Ok(h) => h,
+            Err(e) => {
+                self.failed = true;
+                return Some(Err(e));
+            }
+        };
+        let len = h.len as usize;
+        let end = HDR_LEN + len;
+        if end > self.rest.len() {
+            self.failed = true;
+            return Some(Err(Error::new(
+                ErrorClass::Intern,
+                format!("malformed packet: chunk of {len} bytes overruns the packet"),
+            )));
+        }
+        let payload = &self.rest[HDR_LEN..end];
+        let next = pad8(end).min(self.rest.len());
+        self.rest = &self.rest[next..];
+        Some(Ok((h, payload)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip() {
+        let h = Header {
+            kind: Kind::Rts as u8,
+            flags: FLAG_SYNC,
+            ctx: 7,
+            src: 3,
+            tag: -2,
+            seq: 99,
+            len: 0,
+            msg_len: 1 << 40,
+            sreq: 0xdead_beef_0000_0001,
+            aux: 0x7fff_0000_1000,
+        };
+        assert_eq!(Header::decode(&h.encode()).unwrap(), h);
+    }
+
+    #[test]
+    fn chunks_and_garbage() {
+        let mut pkt = Vec::new();
+        for i in 0..3u32 {
+            let h = Header { kind: 1, len: i * 3, ..Default::default() };
+            pkt.extend_from_slice(&h.encode());
+            pkt.extend(std::iter::repeat(i as u8).take((i * 3) as usize));
+            pkt.resize(pad8(pkt.len()), 0);
+        }
+        let got: Vec<_> = Chunks::new(&pkt).map(|c| c.unwrap().1.to_vec()).collect();
+        assert_eq!(got, vec![vec![], vec![1; 3], vec![2; 6]]);
+        // A length that overruns the packet is an error, not a panic.
+        let mut bad = Header { kind: 1, len: 1000, ..Default::default() }.encode().to_vec();
+        bad.extend_from_slice(&[0; 8]);
+        assert!(Chunks::new(&bad).next().unwrap().is_err());
+        // Unknown kind.
+        let bad = Header { kind: 77, ..Default::default() }.encode();
+        assert!(Chunks::new(&bad).next().unwrap().is_err());
+        // Truncated header.
+        assert!(Chunks::new(&[1, 2, 3]).next().unwrap().is_err());
+    }
+}

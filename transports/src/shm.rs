@@ -1,0 +1,1273 @@
+//! The `shm` driver: one shared segment per node, a lock-free byte ring per ordered pair of
+//! local processes, and single-copy large transfers through cross-memory attach.
+//!
+//! # Setup
+//!
+//! The engine drives setup around its own barriers (this crate knows nothing of PMI):
+//!
+//! 1. the node leader calls [`ShmSegment::create`];
+//! 2. barrier; every other local process calls [`ShmSegment::open`];
+//! 3. every process calls [`ShmTransport::new`] (which publishes its pid);
+//! 4. barrier; the leader calls [`ShmSegment::unlink`], so nothing is left in `/dev/shm` even if
+//!    the job crashes later (the mappings stay valid after the name is gone).
+//!
+//! # Segment layout
+//!
+//! ```text
+//! offset 0        header (128 B): magic, version, nlocal, ring size, total size, flags
+//! 128             nlocal process slots (256 B each):
+//!                   line 0: doorbell (u64, bumped by every producer writing to this process)
+//!                   line 1: pid (i32), state (u32: 0 free, 1 attached, 2 closed)
+//! ...             nlocal*(nlocal-1) ring controls (256 B each):
+//!                   line 0: head (u64, written by the consumer only)
+//!                   line 1: tail (u64, written by the producer only)
+//! page aligned    nlocal*(nlocal-1) ring data areas of `ring_bytes` (a power of two)
+//! ```
+//!
+//! Ring `(src → dst)` has index `src * (nlocal - 1) + (dst if dst < src else dst - 1)`. Lines
+//! are 128 bytes so that the adjacent-line prefetcher does not make producer and consumer fight
+//! over a pair of lines.
+//!
+//! # Ring records
+//!
+//! `head` and `tail` are free-running byte counters (never reduced modulo the size; the position
+//! is `counter & (size - 1)`). A record is an 8-byte little-endian length followed by the payload,
+//! padded to 8 bytes. A record never wraps: when it does not fit before the end of the data area
+//! the producer writes a skip marker (`u64::MAX`) and starts the record at offset 0; both are
+//! published by one `tail` store. The producer writes the record, then publishes `tail` with
+//! Release; the consumer reads `tail` with Acquire, hands the payload to the engine straight from
+//! the ring, and only then publishes `head` with Release. All sizes and counters a peer wrote are
+//! validated before use, so a corrupt ring is an [`Error::Malformed`], never an out-of-bounds
+//! access.
+//!
+//! # What this module must never do
+//!
+//! Block, allocate or make a system call on the `try_send`/`poll_recv` path (except the cheap
+//! liveness probe when a ring has stayed full for a long time), or know anything of MPI.
+
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+use std::ffi::CString;
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::size_of;
+use std::os::fd::AsFd;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::sys::{self, Mmap, IOV_MAX};
+use crate::{Caps, Error, PeerId, RemoteRegion, Result, SendOutcome, Transport};
+
+/// "MADMPISH" read as a little-endian `u64`.
+const MAGIC: u64 = u64::from_le_bytes(*b"MADMPISH");
+/// Bumped whenever the layout changes.
+const VERSION: u32 = 1;
+/// Alignment of everything shared by two writers' caches (two x86 cache lines).
+const LINE: usize = 128;
+const PAGE: usize = 4096;
+/// Record header: the payload length.
+const REC_HDR: usize = 8;
+/// Record header meaning "nothing more before the end of the data area".
+const SKIP: u64 = u64::MAX;
+
+const STATE_FREE: u32 = 0;
+const STATE_ATTACHED: u32 = 1;
+const STATE_CLOSED: u32 = 2;
+
+/// Header flag: producers ring the receiver's doorbell, and receivers check it first.
+const FLAG_DOORBELL: u32 = 1;
+
+/// Smallest and largest ring sizes accepted.
+const MIN_RING: usize = 4096;
+const MAX_RING: usize = 1 << 30;
+/// Most local processes per segment.
+const MAX_LOCAL: usize = 4096;
+
+/// How long a ring may stay full before the producer checks that the consumer still lives.
+const PEER_CHECK_AFTER: Duration = Duration::from_secs(1);
+
+/// Defaults of [`ShmConfig`].
+const DEFAULT_RING_BYTES: usize = 256 << 10;
+const DEFAULT_EAGER: usize = 16 << 10;
+
+/// One value padded to its own pair of cache lines.
+#[repr(C, align(128))]
+struct Padded<T>(T);
+
+#[repr(C, align(128))]
+struct SegHeader {
+    magic: AtomicU64,
+    version: u32,
+    nlocal: u32,
+    ring_bytes: u64,
+    total_bytes: u64,
+    flags: u32,
+    _reserved: u32,
+}
+
+#[repr(C)]
+struct ProcSlot {
+    doorbell: Padded<AtomicU64>,
+    ident: Padded<ProcIdent>,
+}
+
+#[repr(C)]
+struct ProcIdent {
+    pid: AtomicI32,
+    state: AtomicU32,
+}
+
+#[repr(C)]
+struct RingCtrl {
+    head: Padded<AtomicU64>,
+    tail: Padded<AtomicU64>,
+}
+
+const _: () = {
+    assert!(size_of::<SegHeader>() == LINE);
+    assert!(size_of::<ProcSlot>() == 2 * LINE);
+    assert!(size_of::<RingCtrl>() == 2 * LINE);
+};
+
+/// Configuration of the `shm` driver. Every process of a node must use the same sizes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ShmConfig {
+    /// Bytes of each per-pair ring; a power of two between 4 KiB and 1 GiB
+    /// (`MADMPI_SHM_RING_BYTES`, default 256 KiB). The largest packet is a quarter of it.
+    pub ring_bytes: usize,
+    /// Eager threshold announced in [`Caps`] (`MADMPI_SHM_EAGER`, default 16 KiB), capped at
+    /// half the largest packet.
+    pub eager_threshold: usize,
+    /// Offer single-copy `get` through `process_vm_readv` (`MADMPI_SHM_CMA`, default on).
+    pub cma: bool,
+    /// Whether producers ring a per-receiver doorbell so that an idle poll costs one load
+    /// whatever the number of peers (`MADMPI_SHM_DOORBELL` = `0`/`1`/`auto`; default `None`,
+    /// i.e. auto: on from [`ShmConfig::DOORBELL_AUTO_MIN_LOCAL`] local processes). Decided by
+    /// the leader at [`ShmSegment::create`]; the others follow the segment.
+    pub doorbell: Option<bool>,
+}
+
+impl Default for ShmConfig {
+    fn default() -> ShmConfig {
+        ShmConfig {
+            ring_bytes: DEFAULT_RING_BYTES,
+            eager_threshold: DEFAULT_EAGER,
+            cma: true,
+            doorbell: None,
+        }
+    }
+}
+
+impl ShmConfig {
+    /// With the automatic choice, the doorbell is used from this many local processes on.
+    pub const DOORBELL_AUTO_MIN_LOCAL: usize = 8;
+
+    /// The defaults, overridden by the `MADMPI_SHM_*` environment variables.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] naming the variable when a value does not parse or is out of range.
+    pub fn from_env() -> Result<ShmConfig> {
+        ShmConfig::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<ShmConfig> {
+        let mut cfg = ShmConfig::default();
+        if let Some(v) = get("MADMPI_SHM_RING_BYTES") {
+            cfg.ring_bytes = parse_size("MADMPI_SHM_RING_BYTES", &v)?;
+        }
+        if let Some(v) = get("MADMPI_SHM_EAGER") {
+            cfg.eager_threshold = parse_size("MADMPI_SHM_EAGER", &v)?;
+        }
+        if let Some(v) = get("MADMPI_SHM_CMA") {
+            cfg.cma = parse_bool("MADMPI_SHM_CMA", &v)?;
+        }
+        if let Some(v) = get("MADMPI_SHM_DOORBELL") {
+            cfg.doorbell = match v.trim() {
+                "auto" | "" => None,
+                other => Some(parse_bool("MADMPI_SHM_DOORBELL", other)?),
+            };
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let r = self.ring_bytes;
+        if !r.is_power_of_two() || !(MIN_RING..=MAX_RING).contains(&r) {
+            return Err(Error::Invalid(format!(
+                "shm ring size {r} must be a power of two between {MIN_RING} and {MAX_RING}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn max_packet(&self) -> usize {
+        self.ring_bytes / 4
+    }
+}
+
+fn parse_size(var: &str, v: &str) -> Result<usize> {
+    let t = v.trim();
+    let (digits, mult) = match t.as_bytes().last() {
+        Some(b'k' | b'K') => (&t[..t.len() - 1], 1usize << 10),
+        Some(b'm' | b'M') => (&t[..t.len() - 1], 1 << 20),
+        Some(b'g' | b'G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| Error::Invalid(format!("{var}={v:?}: expected a size like 262144 or 256K")))
+}
+
+fn parse_bool(var: &str, v: &str) -> Result<bool> {
+    match v.trim() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(Error::Invalid(format!("{var}={v:?}: expected 0 or 1"))),
+    }
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Io { what, source }
+}
+
+/// Where everything lives in a segment of `nlocal` processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Layout {
+    nlocal: usize,
+    ring_bytes: usize,
+    slots_off: usize,
+    ctrl_off: usize,
+    data_off: usize,
+    total: usize,
+}
+
+impl Layout {
+    fn new(nlocal: usize, ring_bytes: usize) -> Result<Layout> {
+        if nlocal == 0 || nlocal > MAX_LOCAL {
+            return Err(Error::Invalid(format!(
+                "shm: {nlocal} local processes (1 to {MAX_LOCAL} supported)"
+            )));
+        }
+        let nrings = nlocal * (nlocal - 1);
+        let slots_off = size_of::<SegHeader>();
+        let ctrl_off = slots_off + nlocal * size_of::<ProcSlot>();
+        let data_off = (ctrl_off + nrings * size_of::<RingCtrl>()).next_multiple_of(PAGE);
+        let total = nrings
+            .checked_mul(ring_bytes)
+            .and_then(|d| d.checked_add(data_off))
+            .filter(|&t| i64::try_from(t).is_ok())
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "shm: {nlocal} processes with {ring_bytes}-byte rings do not fit in memory"
+                ))
+            })?;
+        Ok(Layout { nlocal, ring_bytes, slots_off, ctrl_off, data_off, total })
+    }
+
+    #[inline]
+    fn ring_index(&self, src: usize, dst: usize) -> usize {
+        debug_assert!(src != dst && src < self.nlocal && dst < self.nlocal);
+        src * (self.nlocal - 1) + if dst < src { dst } else { dst - 1 }
+    }
+}
+
+fn c_name(name: &str) -> Result<CString> {
+    let ok = name.len() >= 2
+        && name.len() <= 255
+        && name.starts_with('/')
+        && !name[1..].contains('/')
+        && !name.contains('\0');
+    if !ok {
+        return Err(Error::Invalid(format!(
+            "shm segment name {name:?}: expected \"/name\" (one leading slash, at most 255 bytes)"
+        )));
+    }
+    CString::new(name).map_err(|_| Error::Invalid(format!("shm segment name {name:?}")))
+}
+
+/// A node's shared segment, mapped in this process. Dropping it unmaps it (it does not unlink
+/// the name: that is [`ShmSegment::unlink`]'s job).
+#[derive(Debug)]
+pub struct ShmSegment {
+    map: Mmap,
+    name: String,
+    layout: Layout,
+    doorbell: bool,
+    cfg: ShmConfig,
+}
+
+// SAFETY: the segment is a mapping owned by this value; nothing in it is tied to a thread.
+unsafe impl Send for ShmSegment {}
+
+impl ShmSegment {
+    /// Create and initialize the segment `name` (like `/madmpi-<kvsname>-<n>`) for `nlocal`
+    /// processes. Called once per node, by the leader, before the others [`open`](Self::open)
+    /// it. The backing memory is reserved now (so a full `/dev/shm` is an error here, not a
+    /// crash later): `nlocal * (nlocal - 1) * ring_bytes` plus a few pages.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] for a bad name, count or configuration; [`Error::Io`] when the name
+    /// already exists or the OS refuses (no space in `/dev/shm`, ...). On error nothing is left
+    /// behind.
+    pub fn create(name: &str, nlocal: usize, cfg: &ShmConfig) -> Result<ShmSegment> {
+        cfg.validate()?;
+        let layout = Layout::new(nlocal, cfg.ring_bytes)?;
+        let cname = c_name(name)?;
+        let fd = sys::shm_open(&cname, libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)
+            .map_err(io_err(format!("shm_open({name}, O_CREAT|O_EXCL)")))?;
+        // From here on a failure must not leave the name behind.
+        let unlink_on_error = |e: Error| {
+            let _ = sys::shm_unlink(&cname);
+            e
+        };
+        let total = layout.total as u64;
+        sys::ftruncate(fd.as_fd(), total)
+            .map_err(io_err(format!("ftruncate({name}, {total})")))
+            .map_err(unlink_on_error)?;
+        sys::fallocate(fd.as_fd(), total)
+            .map_err(io_err(format!("reserving {total} bytes of shared memory for {name}")))
+            .map_err(unlink_on_error)?;
+        let map = Mmap::shared(fd.as_fd(), layout.total)
+            .map_err(io_err(format!("mmap({name}, {total})")))
+            .map_err(unlink_on_error)?;
+        let doorbell = cfg.doorbell.unwrap_or(nlocal >= ShmConfig::DOORBELL_AUTO_MIN_LOCAL);
+        let hdr = map.as_ptr().cast::<SegHeader>();
+        // SAFETY: the mapping is at least `layout.total` > size_of::<SegHeader>() bytes, page
+        // aligned, freshly created (zero-filled) and not yet visible to any other process: the
+        // others only read the header after a barrier, and check `magic`, written last.
+        unsafe {
+            ptr::addr_of_mut!((*hdr).version).write(VERSION);
+            ptr::addr_of_mut!((*hdr).nlocal).write(nlocal as u32);
+            ptr::addr_of_mut!((*hdr).ring_bytes).write(cfg.ring_bytes as u64);
+            ptr::addr_of_mut!((*hdr).total_bytes).write(total);
+            ptr::addr_of_mut!((*hdr).flags).write(if doorbell { FLAG_DOORBELL } else { 0 });
+            (*hdr).magic.store(MAGIC, Ordering::Release);
+        }
+        Ok(ShmSegment { map, name: name.to_owned(), layout, doorbell, cfg: cfg.clone() })
+    }
+
+    /// Attach to the segment `name` the leader created, checking that it was made for
+    /// `nlocal` processes and the same ring size.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the segment does not exist or cannot be mapped; [`Error::Invalid`]
+    /// when the header does not match (not a madmpi segment, another version, another process
+    /// count or ring size: the processes of a node disagree on their configuration).
+    pub fn open(name: &str, nlocal: usize, cfg: &ShmConfig) -> Result<ShmSegment> {
+        cfg.validate()?;
+        let layout = Layout::new(nlocal, cfg.ring_bytes)?;
+        let cname = c_name(name)?;
+        let fd = sys::shm_open(&cname, libc::O_RDWR, 0)
+            .map_err(io_err(format!("shm_open({name}) (has the node leader created it?)")))?;
+        let size = sys::file_size(fd.as_fd()).map_err(io_err(format!("fstat({name})")))?;
+        let mismatch = |what: String| Error::Invalid(format!("shm segment {name}: {what}"));
+        if size < size_of::<SegHeader>() as u64 {
+            return Err(mismatch(format!("{size} bytes, too small for a madmpi header")));
+        }
+        let map_len = usize::try_from(size).map_err(|_| mismatch(format!("size {size}")))?;
+        let map =
+            Mmap::shared(fd.as_fd(), map_len).map_err(io_err(format!("mmap({name}, {size})")))?;
+        let hdr = map.as_ptr().cast::<SegHeader>();
+        // SAFETY: the mapping holds at least a header (checked above) and is page aligned; the
+        // creator wrote the plain fields before publishing `magic` with Release, and we read
+        // them only after seeing `magic` with Acquire. Nobody writes them afterwards.
+        let (magic, version, seg_nlocal, ring_bytes, total, flags) = unsafe {
+            let magic = (*hdr).magic.load(Ordering::Acquire);
+            (
+                magic,
+                ptr::addr_of!((*hdr).version).read(),
+                ptr::addr_of!((*hdr).nlocal).read(),
+                ptr::addr_of!((*hdr).ring_bytes).read(),
+                ptr::addr_of!((*hdr).total_bytes).read(),
+                ptr::addr_of!((*hdr).flags).read(),
+            )
+        };
+        if magic != MAGIC {
+            return Err(mismatch("not a madmpi segment (or not initialized yet)".into()));
+        }
+        if version != VERSION {
+            return Err(mismatch(format!("layout version {version}, this library has {VERSION}")));
+        }
+        if seg_nlocal as usize != nlocal {
+            return Err(mismatch(format!(
+                "created for {seg_nlocal} local processes, {nlocal} expected"
+            )));
+        }
+        if ring_bytes != cfg.ring_bytes as u64 {
+            return Err(mismatch(format!(
+                "rings of {ring_bytes} bytes, {} expected (MADMPI_SHM_RING_BYTES differs?)",
+                cfg.ring_bytes
+            )));
+        }
+        if total != layout.total as u64 || size != total {
+            return Err(mismatch(format!(
+                "{size} bytes (header says {total}), {} expected",
+                layout.total
+            )));
+        }
+        Ok(ShmSegment {
+            map,
+            name: name.to_owned(),
+            layout,
+            doorbell: flags & FLAG_DOORBELL != 0,
+            cfg: cfg.clone(),
+        })
+    }
+
+    /// Remove the name `name` from the system (the mappings stay valid). Called once by the
+    /// leader after every local process has attached. A name that is already gone is not an
+    /// error, so this can also serve as a cleanup guard.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] for a bad name, [`Error::Io`] when the OS refuses.
+    pub fn unlink(name: &str) -> Result<()> {
+        let cname = c_name(name)?;
+        match sys::shm_unlink(&cname) {
+            Ok(()) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            Err(e) => Err(Error::Io { what: format!("shm_unlink({name})"), source: e }),
+        }
+    }
+
+    /// The name the segment was created or opened with.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of local processes the segment serves.
+    pub fn nlocal(&self) -> usize {
+        self.layout.nlocal
+    }
+
+    /// Size of the mapping in bytes.
+    pub fn len_bytes(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether producers ring the receivers' doorbells in this segment.
+    pub fn doorbell(&self) -> bool {
+        self.doorbell
+    }
+
+    fn slot(&self, i: usize) -> NonNull<ProcSlot> {
+        assert!(i < self.layout.nlocal);
+        let off = self.layout.slots_off + i * size_of::<ProcSlot>();
+        // SAFETY: `off` + one slot lies inside the mapping (the layout was checked against its
+        // size), and the mapping's base is not null.
+        unsafe { NonNull::new_unchecked(self.map.as_ptr().add(off).cast()) }
+    }
+
+    fn ring(&self, src: usize, dst: usize) -> (NonNull<RingCtrl>, NonNull<u8>) {
+        let r = self.layout.ring_index(src, dst);
+        let ctrl = self.layout.ctrl_off + r * size_of::<RingCtrl>();
+        let data = self.layout.data_off + r * self.layout.ring_bytes;
+        // SAFETY: both offsets, plus a control block and `ring_bytes` of data, lie inside the
+        // mapping (see `Layout::new`, checked against the mapping's size); base is not null.
+        unsafe {
+            (
+                NonNull::new_unchecked(self.map.as_ptr().add(ctrl).cast()),
+                NonNull::new_unchecked(self.map.as_ptr().add(data)),
+            )
+        }
+    }
+}
+
+/// Round up to the record alignment.
+#[inline(always)]
+fn align8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+/// Producer end of one ring, owned by the only process that writes to it.
+#[derive(Debug)]
+struct Producer {
+    ctrl: NonNull<RingCtrl>,
+    data: NonNull<u8>,
+    mask: usize,
+    /// Our own `tail`, mirrored in the shared control block.
+    tail: u64,
+    /// The consumer's `head` as last read: the ring has at least this much room.
+    head_cache: u64,
+}
+
+impl Producer {
+    /// # Safety
+    ///
+    /// `ctrl` and `data` (`capacity` bytes, 8-byte aligned, `capacity` a power of two) stay
+    /// valid as long as the producer, and no one else produces on this ring.
+    unsafe fn new(ctrl: NonNull<RingCtrl>, data: NonNull<u8>, capacity: usize) -> Producer {
+        debug_assert!(capacity.is_power_of_two() && capacity >= 64);
+        // SAFETY: `ctrl` is valid (caller).
+        let tail = unsafe { ctrl.as_ref() }.tail.0.load(Ordering::Acquire);
+        // SAFETY: as above.
+        let head = unsafe { ctrl.as_ref() }.head.0.load(Ordering::Acquire);
+        Producer { ctrl, data, mask: capacity - 1, tail, head_cache: head }
+    }
+
+    #[inline(always)]
+    fn ctrl(&self) -> &RingCtrl {
+        // SAFETY: valid for our lifetime (see `new`); only atomics are accessed through it.
+        unsafe { self.ctrl.as_ref() }
+    }
+
+    /// Append one record holding the concatenation of `iov` (`len` bytes in total), or return
+    /// `false` and take nothing when it does not fit now.
+    #[inline]
+    fn try_push(&mut self, iov: &[IoSlice<'_>], len: usize) -> bool {
+        let cap = self.mask + 1;
+        let rec = REC_HDR + align8(len);
+        let pos = self.tail as usize & self.mask;
+        let to_end = cap - pos;
+        let need = if rec <= to_end { rec } else { to_end + rec };
+        let used = self.tail.wrapping_sub(self.head_cache);
+        if used > cap as u64 || need > cap - used as usize {
+            self.head_cache = self.ctrl().head.0.load(Ordering::Acquire);
+            // A consumer publishing nonsense (head past tail) only makes the ring look full.
+            let used = self.tail.wrapping_sub(self.head_cache);
+            if used > cap as u64 || need > cap - used as usize {
+                return false;
+            }
+        }
+        let base = self.data.as_ptr();
+        let mut at = pos;
+        if rec > to_end {
+            // SAFETY: `pos` is 8-aligned and < cap, so 8 bytes fit before the end; the bytes
+            // from `pos` on are free (checked above), so the consumer does not read them.
+            unsafe { base.add(pos).cast::<u64>().write(SKIP.to_le()) };
+            at = 0;
+        }
+        // SAFETY: [at, at + rec) is inside the data area (rec <= to_end, or at == 0 and
+        // rec <= cap / 2 since callers keep len <= cap / 4) and free (checked above): the
+        // consumer reads it only after our Release store of `tail` below. The iovec slices
+        // are valid for reads and cannot overlap the ring, which no Rust reference covers.
+        unsafe {
+            let mut dst = base.add(at);
+            dst.cast::<u64>().write((len as u64).to_le());
+            dst = dst.add(REC_HDR);
+            for s in iov {
+                ptr::copy_nonoverlapping(s.as_ptr(), dst, s.len());
+                dst = dst.add(s.len());
+            }
+        }
+        self.tail += need as u64;
+        self.ctrl().tail.0.store(self.tail, Ordering::Release);
+        true
+    }
+
+    /// Whether the consumer has caught up with everything we published.
+    fn is_drained(&self) -> bool {
+        self.ctrl().head.0.load(Ordering::Acquire) == self.tail
+    }
+}
+
+/// Consumer end of one ring, owned by the only process that reads from it.
+#[derive(Debug)]
+struct Consumer {
+    ctrl: NonNull<RingCtrl>,
+    data: NonNull<u8>,
+    mask: usize,
+    /// Our own `head`; ahead of the shared one while a record is being delivered.
+    head: u64,
+}
+
+impl Consumer {
+    /// # Safety
+    ///
+    /// As [`Producer::new`], with "consumes" for "produces".
+    unsafe fn new(ctrl: NonNull<RingCtrl>, data: NonNull<u8>, capacity: usize) -> Consumer {
+        debug_assert!(capacity.is_power_of_two() && capacity >= 64);
+        // SAFETY: `ctrl` is valid (caller).
+        let head = unsafe { ctrl.as_ref() }.head.0.load(Ordering::Acquire);
+        Consumer { ctrl, data, mask: capacity - 1, head }
+    }
+
+    #[inline(always)]
+    fn ctrl(&self) -> &RingCtrl {
+        // SAFETY: valid for our lifetime (see `new`); only atomics are accessed through it.
+        unsafe { self.ctrl.as_ref() }
+    }
+
+    /// Hand every record published so far to `f`, oldest first. Records published while we
+    /// deliver wait for the next call, so the loop is bounded. A record is consumed before
+    /// `f` runs: if `f` panics it is not delivered again.
+    #[inline]
+    fn pop_all(&mut self, f: &mut dyn FnMut(&[u8])) -> Result<usize> {
+        let tail = self.ctrl().tail.0.load(Ordering::Acquire);
+        if tail == self.head {
+            return Ok(0);
+        }
+        self.pop_until(tail, f)
+    }
+
+    fn pop_until(&mut self, tail: u64, f: &mut dyn FnMut(&[u8])) -> Result<usize> {
+        let cap = self.mask + 1;
+        let base = self.data.as_ptr();
+        let mut n = 0;
+        while self.head != tail {
+            let avail = tail.wrapping_sub(self.head);
+            if avail > cap as u64 {
+                return Err(Error::Malformed(format!(
+                    "shm ring: tail {tail} is {avail} bytes ahead of head {}",
+                    self.head
+                )));
+            }
+            let avail = avail as usize;
+            let pos = self.head as usize & self.mask;
+            let to_end = cap - pos;
+            // SAFETY: `pos` < cap and 8-aligned (we only ever advance by multiples of 8), so the
+            // word is inside the data area; the producer wrote it before its Release store of
+            // `tail`, which we read with Acquire. Read once (volatile) so that a misbehaving
+            // peer cannot change it between the checks below and its use.
+            let word = u64::from_le(unsafe { base.add(pos).cast::<u64>().read_volatile() });
+            if word == SKIP {
+                if to_end > avail {
+                    return Err(Error::Malformed("shm ring: skip marker past tail".into()));
+                }
+                self.head += to_end as u64;
+                continue;
+            }
+            let len = word as usize;
+            if word >= cap as u64 || REC_HDR + align8(len) > to_end.min(avail) {
+                return Err(Error::Malformed(format!(
+                    "shm ring: record of {word} bytes at {pos} with {avail} bytes published"
+                )));
+            }
+            let rec = REC_HDR + align8(len);
+            self.head += rec as u64;
+            // SAFETY: [pos + 8, pos + 8 + len) is inside the data area and published (checked
+            // above); the producer does not write it again before we publish a `head` past it,
+            // which happens only after `f` returns, so the slice is stable while it lives.
+            let payload = unsafe { std::slice::from_raw_parts(base.add(pos + REC_HDR), len) };
+            f(payload);
+            self.ctrl().head.0.store(self.head, Ordering::Release);
+            n += 1;
+        }
+        // Publish skips that ended the batch.
+        self.ctrl().head.0.store(self.head, Ordering::Release);
+        Ok(n)
+    }
+}
+
+#[derive(Debug)]
+struct TxRing {
+    prod: Producer,
+    /// The receiver's doorbell and identity.
+    slot: NonNull<ProcSlot>,
+    peer: PeerId,
+    /// Consecutive `WouldBlock`s, and when the first of them happened.
+    blocked: u32,
+    blocked_since: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct RxRing {
+    cons: Consumer,
+    peer: PeerId,
+}
+
+/// Sentinel of the rank → local index table.
+const NOT_LOCAL: u32 = u32::MAX;
+
+/// The `shm` driver of one process. See the [module documentation](self).
+#[derive(Debug)]
+pub struct ShmTransport {
+    caps: Caps,
+    me: usize,
+    my_slot: NonNull<ProcSlot>,
+    doorbell: bool,
+    /// Doorbell value when the rings were last scanned.
+    seen: u64,
+    /// `tx[j]` sends to local index `j`; `tx[me]` is absent.
+    tx: Vec<Option<TxRing>>,
+    /// Incoming rings, one per other local process.
+    rx: Vec<RxRing>,
+    /// Where the next poll starts, for fairness between peers.
+    rr: usize,
+    /// World rank → local index, for ranks in `rank_base..rank_base + table.len()`.
+    rank_base: u32,
+    rank_table: Vec<u32>,
+    /// Slots of every local process, by local index (for pids and liveness).
+    slots: Vec<NonNull<ProcSlot>>,
+    /// Reused by `get`.
+    iov_scratch: Vec<libc::iovec>,
+    /// Keeps the mapping alive; declared last so it is dropped after the pointers above.
+    seg: ShmSegment,
+}
+
+// SAFETY: all raw pointers point into the mapping owned by `seg`, which moves with the value;
+// none of them is tied to the creating thread. (`iov_scratch` holds no live pointers between
+// calls.)
+unsafe impl Send for ShmTransport {}
+
+impl ShmTransport {
+    /// The driver of local process `my_local` of `seg`, where `local_peers[i]` is the world
+    /// rank of local index `i`. Publishes this process's pid in the segment (for cross-memory
+    /// attach by the others).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] when `local_peers` does not have one distinct rank per local process,
+    /// `my_local` is out of range, or another process already attached as `my_local`.
+    pub fn new(seg: ShmSegment, my_local: usize, local_peers: Vec<PeerId>) -> Result<ShmTransport> {
+        let n = seg.nlocal();
+        if local_peers.len() != n || my_local >= n {
+            return Err(Error::Invalid(format!(
+                "shm: {} local peers and local index {my_local} for a segment of {n}",
+                local_peers.len()
+            )));
+        }
+        let lo = local_peers.iter().map(|p| p.0).min().unwrap_or(0);
+        let hi = local_peers.iter().map(|p| p.0).max().unwrap_or(0);
+        let mut rank_table = vec![NOT_LOCAL; (hi - lo) as usize + 1];
+        for (i, p) in local_peers.iter().enumerate() {
+            let e = &mut rank_table[(p.0 - lo) as usize];
+            if *e != NOT_LOCAL {
+                return Err(Error::Invalid(format!("shm: rank {} listed twice", p.0)));
+            }
+            *e = i as u32;
+        }
+
+        let slots: Vec<_> = (0..n).map(|i| seg.slot(i)).collect();
+        let my_slot = slots[my_local];
+        // SAFETY: slots point into the mapping owned by `seg`; only atomics are accessed.
+        let ident = unsafe { &my_slot.as_ref().ident.0 };
+        if let Err(state) = ident.state.compare_exchange(
+            STATE_FREE,
+            STATE_ATTACHED,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            return Err(Error::Invalid(format!(
+                "shm segment {}: local index {my_local} already taken (state {state}, pid {})",
+                seg.name(),
+                ident.pid.load(Ordering::Acquire)
+            )));
+        }
+        ident.pid.store(sys::getpid(), Ordering::Release);
+
+        let cap = seg.layout.ring_bytes;
+        let mut tx = Vec::with_capacity(n);
+        let mut rx = Vec::with_capacity(n.saturating_sub(1));
+        for j in 0..n {
+            if j == my_local {
+                tx.push(None);
+                continue;
+            }
+            let (ctrl, data) = seg.ring(my_local, j);
+            tx.push(Some(TxRing {
+                // SAFETY: the ring lies in the mapping kept alive by `seg` (owned by the
+                // transport), is page aligned with a power-of-two size, and we are its only
+                // producer (the slot claim above makes `my_local` ours).
+                prod: unsafe { Producer::new(ctrl, data, cap) },
+                slot: slots[j],
+                peer: local_peers[j],
+                blocked: 0,
+                blocked_since: None,
+            }));
+            let (ctrl, data) = seg.ring(j, my_local);
+            rx.push(RxRing {
+                // SAFETY: as above, and we are the only consumer of rings towards `my_local`.
+                cons: unsafe { Consumer::new(ctrl, data, cap) },
+                peer: local_peers[j],
+            });
+        }
+
+        let max_packet = seg.cfg.max_packet();
+        let caps = Caps {
+            name: "shm",
+            latency_ns: 150,
+            bandwidth_mbps: 8_000,
+            max_packet,
+            eager_threshold: seg.cfg.eager_threshold.min(max_packet / 2),
+            max_iov: IOV_MAX,
+            can_get: seg.cfg.cma,
+        };
+        Ok(ShmTransport {
+            caps,
+            me: my_local,
+            my_slot,
+            doorbell: seg.doorbell,
+            seen: 0,
+            tx,
+            rx,
+            rr: 0,
+            rank_base: lo,
+            rank_table,
+            slots,
+            iov_scratch: Vec::with_capacity(IOV_MAX),
+            seg,
+        })
+    }
+
+    /// Local index of `peer`, if it is on this node.
+    #[inline]
+    fn local_index(&self, peer: PeerId) -> Option<usize> {
+        let i = peer.0.wrapping_sub(self.rank_base) as usize;
+        match self.rank_table.get(i) {
+            Some(&j) if j != NOT_LOCAL => Some(j as usize),
+            _ => None,
+        }
+    }
+
+    fn unreachable(&self, peer: PeerId) -> Error {
+        Error::Invalid(format!("shm: rank {} is not another process of this node", peer.0))
+    }
+
+    /// Local index of this process in the segment.
+    pub fn local_index_of_self(&self) -> usize {
+        self.me
+    }
+
+    /// The segment this driver works in.
+    pub fn segment(&self) -> &ShmSegment {
+        &self.seg
+    }
+
+    /// Whether every packet this process sent has been consumed by its receiver (useful before
+    /// exiting, so that nothing is lost in a ring of a segment about to disappear).
+    pub fn is_flushed(&self) -> bool {
+        self.tx.iter().flatten().all(|t| t.prod.is_drained())
+    }
+
+    fn ident(&self, j: usize) -> &ProcIdent {
+        // SAFETY: slots point into the mapping owned by `self.seg`; only atomics are accessed.
+        unsafe { &self.slots[j].as_ref().ident.0 }
+    }
+
+    /// Slow path of `try_send`: the ring towards local `j` is full. Decide whether the
+    /// receiver may be gone.
+    #[cold]
+    #[inline(never)]
+    fn blocked(&mut self, j: usize) -> Result<SendOutcome> {
+        let state = self.ident(j).state.load(Ordering::Acquire);
+        let pid = self.ident(j).pid.load(Ordering::Acquire);
+        let Some(t) = self.tx[j].as_mut() else { return Ok(SendOutcome::WouldBlock) };
+        if state == STATE_CLOSED {
+            return Err(Error::PeerLost(t.peer));
+        }
+        t.blocked = t.blocked.wrapping_add(1);
+        // Read the clock once every 256 attempts only.
+        if t.blocked & 0xff == 1 {
+            let now = Instant::now();
+            match t.blocked_since {
+                None => t.blocked_since = Some(now),
+                Some(since) if now.duration_since(since) >= PEER_CHECK_AFTER => {
+                    t.blocked_since = Some(now);
+                    if pid > 0 {
+                        if let Err(e) = sys::probe_pid(pid) {
+                            if e.raw_os_error() == Some(libc::ESRCH) {
+                                return Err(Error::PeerLost(t.peer));
+                            }
+                        }
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(SendOutcome::WouldBlock)
+    }
+
+    /// Advance the (entry, offset) cursor over `local` by `n` bytes.
+    fn advance(local: &[IoSliceMut<'_>], idx: &mut usize, off: &mut usize, mut n: usize) {
+        while n > 0 {
+            let left = local[*idx].len() - *off;
+            if n < left {
+                *off += n;
+                return;
+            }
+            n -= left;
+            *idx += 1;
+            *off = 0;
+        }
+        // Skip empty entries so the cursor rests on data (or the end).
+        while *idx < local.len() && local[*idx].len() == *off {
+            *idx += 1;
+            *off = 0;
+        }
+    }
+}
+
+impl Drop for ShmTransport {
+    fn drop(&mut self) {
+        // SAFETY: the slot lies in the mapping, still alive (`seg` is dropped after this).
+        let ident = unsafe { &self.my_slot.as_ref().ident.0 };
+        ident.state.store(STATE_CLOSED, Ordering::Release);
+    }
+}
+
+impl Transport for ShmTransport {
+    fn caps(&self) -> &Caps {
+        &self.caps
+    }
+
+    #[inline]
+    fn try_send(&mut self, peer: PeerId, iov: &[IoSlice<'_>]) -> Result<SendOutcome> {
+        let Some(j) = self.local_index(peer).filter(|&j| j != self.me) else {
+            return Err(self.unreachable(peer));
+        };
+        let mut len = 0usize;
+        for s in iov {
+            len += s.len();
+        }
+        if len > self.caps.max_packet {
+            return Err(Error::Invalid(format!(
+                "shm: packet of {len} bytes exceeds max_packet {}",
+                self.caps.max_packet
+            )));
+        }
+        let doorbell = self.doorbell;
+        let Some(t) = self.tx[j].as_mut() else { return Err(self.unreachable(peer)) };
+        if t.prod.try_push(iov, len) {
+            if doorbell {
+                // SAFETY: the slot lies in the mapping owned by `self.seg`.
+                let slot = unsafe { t.slot.as_ref() };
+                // Release: a receiver that sees the new count also sees our `tail`.
+                slot.doorbell.0.fetch_add(1, Ordering::Release);
+            }
+            t.blocked = 0;
+            t.blocked_since = None;
+            return Ok(SendOutcome::Done);
+        }
+        self.blocked(j)
+    }
+
+    #[inline]
+    fn poll_recv(&mut self, deliver: &mut dyn FnMut(PeerId, &[u8])) -> Result<usize> {
+        let mut bell = 0;
+        if self.doorbell {
+            // SAFETY: the slot lies in the mapping owned by `self.seg`.
+            bell = unsafe { self.my_slot.as_ref() }.doorbell.0.load(Ordering::Acquire);
+            if bell == self.seen {
+                return Ok(0);
+            }
+        }
+        let n = self.rx.len();
+        if n == 0 {
+            return Ok(0);
+        }
+        let start = self.rr;
+        self.rr = if start + 1 == n { 0 } else { start + 1 };
+        let mut total = 0;
+        let mut i = start;
+        for _ in 0..n {
+            let r = &mut self.rx[i];
+            let peer = r.peer;
+            total += r.cons.pop_all(&mut |p| deliver(peer, p))?;
+            i += 1;
+            if i == n {
+                i = 0;
+            }
+        }
+        // Every ring was scanned after reading `bell`, so everything it announced is in.
+        self.seen = bell;
+        Ok(total)
+    }
+
+    fn get(
+        &mut self,
+        peer: PeerId,
+        remote: RemoteRegion,
+        local: &mut [IoSliceMut<'_>],
+    ) -> Result<()> {
+        if !self.caps.can_get {
+            return Err(Error::Unsupported("shm get (cross-memory attach disabled)"));
+        }
+        let Some(j) = self.local_index(peer).filter(|&j| j != self.me) else {
+            return Err(self.unreachable(peer));
+        };
+        let total: u64 = local.iter().map(|s| s.len() as u64).sum();
+        if total != remote.len {
+            return Err(Error::Invalid(format!(
+                "get: local buffers hold {total} bytes, remote region {}",
+                remote.len
+            )));
+        }
+        if remote.len == 0 {
+            return Ok(());
+        }
+        if remote.addr.checked_add(remote.len).is_none() || usize::try_from(remote.len).is_err()
+        {
+            return Err(Error::Invalid(format!(
+                "get: bad region {:#x}+{}",
+                remote.addr, remote.len
+            )));
+        }
+        let pid = self.ident(j).pid.load(Ordering::Acquire);
+        if pid <= 0 {
+            return Err(Error::Invalid(format!(
+                "get: rank {} has not attached to the shm segment yet",
+                peer.0
+            )));
+        }
+
+        let mut scratch = std::mem::take(&mut self.iov_scratch);
+        let (mut idx, mut off) = (0usize, 0usize);
+        Self::advance(local, &mut idx, &mut off, 0);
+        let mut addr = remote.addr;
+        let mut left = remote.len as usize;
+        let result = loop {
+            if left == 0 {
+                break Ok(());
+            }
+            scratch.clear();
+            let mut batch = 0usize;
+            let (mut k, mut o) = (idx, off);
+            while k < local.len() && scratch.len() < IOV_MAX {
+                let s = &mut local[k];
+                let l = s.len() - o;
+                if l > 0 {
+                    scratch.push(libc::iovec {
+                        // SAFETY: `o` <= the slice length, so the pointer stays in bounds.
+                        iov_base: unsafe { s.as_mut_ptr().add(o) }.cast(),
+                        iov_len: l,
+                    });
+                    batch += l;
+                }
+                k += 1;
+                o = 0;
+            }
+            let rem = [libc::iovec { iov_base: addr as usize as *mut libc::c_void, iov_len: batch }];
+            // SAFETY: every local entry is a part of a distinct `&mut` slice of `local`, which
+            // nothing else touches during the call.
+            match unsafe { sys::process_vm_readv(pid, &scratch, &rem) } {
+                Ok(0) => {
+                    break Err(Error::Invalid(format!(
+                        "get: no progress reading {:#x}+{left} from rank {}",
+                        addr, peer.0
+                    )))
+                }
+                Ok(got) => {
+                    let got = got.min(left);
+                    Self::advance(local, &mut idx, &mut off, got);
+                    addr += got as u64;
+                    left -= got;
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => {}
+                    Some(libc::EPERM | libc::ENOSYS) => {
+                        break Err(Error::PermissionDenied(format!(
+                            "process_vm_readv from rank {} (pid {pid}): {e}",
+                            peer.0
+                        )))
+                    }
+                    Some(libc::ESRCH) => break Err(Error::PeerLost(peer)),
+                    Some(libc::EFAULT) => {
+                        break Err(Error::Invalid(format!(
+                            "get: bad address {:#x}+{left} in rank {}: {e}",
+                            addr, peer.0
+                        )))
+                    }
+                    _ => {
+                        break Err(Error::Io {
+                            what: format!("process_vm_readv from rank {}", peer.0),
+                            source: e,
+                        })
+                    }
+                },
+            }
+        };
+        scratch.clear();
+        self.iov_scratch = scratch;
+        result
+    }
+
+    fn reaches(&self, peer: PeerId) -> bool {
+        self.local_index(peer).is_some_and(|j| j != self.me)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ring in private memory, for unit tests of the record logic.
+    struct TestRing {
+        _ctrl: Box<RingCtrl>,
+        _data: Vec<u64>,
+        prod: Producer,
+        cons: Consumer,
+    }
+
+    fn ring(cap: usize) -> TestRing {
+        let mut ctrl = Box::new(RingCtrl {
+            head: Padded(AtomicU64::new(0)),
+            tail: Padded(AtomicU64::new(0)),
+        });
+        let mut data = vec![0u64; cap / 8];
+        let c = NonNull::from(&mut *ctrl);
+        let d = NonNull::new(data.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: ctrl and data live in the returned value, alongside the two ends.
+        let (prod, cons) = unsafe { (Producer::new(c, d, cap), Consumer::new(c, d, cap)) };
+        TestRing { _ctrl: ctrl, _data: data, prod, cons }
+    }
+
+    fn push(r: &mut TestRing, bytes: &[u8]) -> bool {
+        r.prod.try_push(&[IoSlice::new(bytes)], bytes.len())
+    }
+
+    fn pop(r: &mut TestRing) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        r.cons.pop_all(&mut |p| out.push(p.to_vec())).unwrap();
+        out
+    }
+
+    #[test]
+    fn wrap_around_with_skip_marker() {
+        let mut r = ring(256);
+        // 3 records of 8 + 56 = 64 bytes: tail at 192.
+        for i in 0..3u8 {
+            assert!(push(&mut r, &[i; 56]));
+        }
+        assert_eq!(pop(&mut r).len(), 3);
+        // 8 + 72 = 80 bytes do not fit in the 64 left before the end: skip, then at 0.
+        assert!(push(&mut r, &[7; 72]));
+        assert_eq!(r.prod.tail, 256 + 80);
+        // SAFETY: test ring memory is alive; offset 192 is inside.
+        let marker = unsafe { r.prod.data.as_ptr().add(192).cast::<u64>().read() };
+        assert_eq!(marker, SKIP);
+        assert_eq!(pop(&mut r), vec![vec![7u8; 72]]);
+        assert_eq!(r.cons.head, 256 + 80);
+        // Many rounds of odd sizes keep order and content.
+        let mut expect = std::collections::VecDeque::new();
+        for k in 0..2000usize {
+            let len = (k * 7919) % 61;
+            let v: Vec<u8> = (0..len).map(|b| (b + k) as u8).collect();
+            while !push(&mut r, &v) {
+                for got in pop(&mut r) {
+                    assert_eq!(Some(got), expect.pop_front());
+                }
+            }
+            expect.push_back(v);
+        }
+        for got in pop(&mut r) {
+            assert_eq!(Some(got), expect.pop_front());
+        }
+        assert!(expect.is_empty());
+    }
+
+    #[test]
+    fn full_ring_would_block_and_takes_nothing() {
+        let mut r = ring(256);
+        let mut n = 0;
+        while push(&mut r, &[1; 24]) {
+            n += 1;
+        }
+        assert_eq!(n, 256 / 32);
+        let tail = r.prod.tail;
+        assert!(!push(&mut r, &[]));
+        assert_eq!(r.prod.tail, tail);
+        assert_eq!(r.prod.ctrl().tail.0.load(Ordering::Relaxed), tail);
+        assert_eq!(pop(&mut r).len(), n);
+        assert!(push(&mut r, &[2; 24]));
+        assert_eq!(pop(&mut r), vec![vec![2u8; 24]]);
+    }
+
+    #[test]
+    fn exact_fit_records() {
+        let mut r = ring(256);
+        // Fill up to 8 bytes before the end, then a zero-length record fits exactly.
+        assert!(push(&mut r, &[3; 240]));
+        assert!(push(&mut r, &[]));
+        assert_eq!(r.prod.tail, 256);
+        assert!(!push(&mut r, &[]), "the ring is exactly full");
+        assert_eq!(pop(&mut r), vec![vec![3u8; 240], vec![]]);
+        // A record ending exactly at the end of the area needs no skip marker.
+        assert!(push(&mut r, &[4; 120]));
+        assert!(push(&mut r, &[5; 120]));
+        assert_eq!(r.prod.tail, 512);
+        assert_eq!(pop(&mut r), vec![vec![4u8; 120], vec![5u8; 120]]);
+        // A record filling the whole empty ring.
+        assert!(push(&mut r, &[6; 248]));
+        assert_eq!(pop(&mut r), vec![vec![6u8; 248]]);
+    }
+
+    #[test]
+    fn zero_length_and_unaligned_lengths() {
+        let mut r = ring(4096);
+        for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 0, 0] {
+            assert!(push(&mut r, &vec![len as u8; len]));
+        }
+        let got = pop(&mut r);
+        let lens: Vec<_> = got.iter().map(Vec::len).collect();
+        assert_eq!(lens, vec![0, 1, 7, 8, 9, 15, 16, 17, 0, 0]);
+        assert!(pop(&mut r).is_empty());
+    }
+
+    #[test]
+    fn gather_of_several_slices() {
+        let mut r = ring(4096);
+        let parts: [&[u8]; 4] = [b"ab", b"", b"cde", b"fghij"];
+        let iov: Vec<_> = parts.iter().map(|p| IoSlice::new(p)).collect();
+        assert!(r.prod.try_push(&iov, 10));
+        assert_eq!(pop(&mut r), vec![b"abcdefghij".to_vec()]);
+    }
+
+    #[test]
+    fn corrupt_ring_is_malformed_not_a_crash() {
+        let mut r = ring(256);
+        assert!(push(&mut r, &[1; 8]));
+        // SAFETY: test ring memory is alive; offset 0 is inside.
+        unsafe { r.prod.data.as_ptr().cast::<u64>().write(1 << 40) };
+        assert!(matches!(r.cons.pop_all(&mut |_| {}), Err(Error::Malformed(_))));
+        let mut r = ring(256);
+        r.prod.ctrl().tail.0.store(10_000, Ordering::Release);
+        assert!(matches!(r.cons.pop_all(&mut |_| {}), Err(Error::Malformed(_))));
+    }
+
+    #[test]
+    fn panicking_callback_does_not_redeliver() {
+        let mut r = ring(256);
+        assert!(push(&mut r, b"first"));
+        assert!(push(&mut r, b"second"));
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            r.cons.pop_all(&mut |_| panic!("engine bug")).ok();
+        }));
+        assert!(res.is_err());
+        assert_eq!(pop(&mut r), vec![b"second".to_vec()]);
+    }
+
+    #[test]
+    fn config_from_env_values() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        let c = ShmConfig::from_lookup(env(&[
+            ("MADMPI_SHM_RING_BYTES", "64K"),
+            ("MADMPI_SHM_EAGER", "4096"),
+            ("MADMPI_SHM_CMA", "0"),
+            ("MADMPI_SHM_DOORBELL", "1"),
+        ]))
+        .unwrap();
+        assert_eq!((c.ring_bytes, c.eager_threshold, c.cma, c.doorbell), (65536, 4096, false, Some(true)));
+        assert_eq!(ShmConfig::from_lookup(env(&[])).unwrap(), ShmConfig::default());
+        assert!(ShmConfig::from_lookup(env(&[("MADMPI_SHM_RING_BYTES", "100000")])).is_err());
+        assert!(ShmConfig::from_lookup(env(&[("MADMPI_SHM_CMA", "maybe")])).is_err());
+    }
+
+    #[test]
+    fn layout_is_consistent() {
+        let l = Layout::new(4, 4096).unwrap();
+        assert_eq!(l.data_off % PAGE, 0);
+        assert_eq!(l.total, l.data_off + 12 * 4096);
+        let mut seen = std::collections::HashSet::new();
+        for s in 0..4 {
+            for d in 0..4 {
+                if s != d {
+                    assert!(seen.insert(l.ring_index(s, d)));
+                }
+            }
+        }
+        assert_eq!(seen, (0..12).collect());
+        assert!(Layout::new(0, 4096).is_err());
+        assert!(Layout::new(1, 4096).is_ok());
+    }
+}

@@ -1,0 +1,187 @@
+//! Raw operating-system calls, and nothing else.
+//!
+//! Every call goes through [`cvt`], which turns the C convention (-1 and `errno`) into
+//! `io::Result`, so the drivers above never look at `errno` themselves. This module owns the
+//! `unsafe` needed to talk to the kernel; it must never hold driver state or policy (no retries,
+//! no error mapping to [`crate::Error`]).
+
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+
+/// The most iovec entries the kernel takes in one call (`IOV_MAX` on Linux).
+pub(crate) const IOV_MAX: usize = 1024;
+
+/// Return values that signal failure with -1.
+pub(crate) trait IsMinusOne: Copy {
+    fn is_minus_one(self) -> bool;
+}
+
+macro_rules! impl_is_minus_one {
+    ($($t:ty)*) => {$(
+        impl IsMinusOne for $t {
+            #[inline]
+            fn is_minus_one(self) -> bool {
+                self == -1
+            }
+        }
+    )*};
+}
+impl_is_minus_one!(i32 i64 isize);
+
+/// Turn a C return value into `io::Result`: -1 means "look at errno".
+#[inline]
+pub(crate) fn cvt<T: IsMinusOne>(ret: T) -> io::Result<T> {
+    if ret.is_minus_one() {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// `shm_open(name, oflag, mode)`.
+pub(crate) fn shm_open(name: &CStr, oflag: i32, mode: libc::mode_t) -> io::Result<OwnedFd> {
+    // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
+    let fd = cvt(unsafe { libc::shm_open(name.as_ptr(), oflag | libc::O_CLOEXEC, mode) })?;
+    // SAFETY: `fd` was just returned by a successful `shm_open`; nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `shm_unlink(name)`.
+pub(crate) fn shm_unlink(name: &CStr) -> io::Result<()> {
+    // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
+    cvt(unsafe { libc::shm_unlink(name.as_ptr()) }).map(drop)
+}
+
+/// `ftruncate(fd, len)`.
+pub(crate) fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "length too large"))?;
+    // SAFETY: plain syscall on a file descriptor we borrow for the call.
+    cvt(unsafe { libc::ftruncate(fd.as_raw_fd(), len) }).map(drop)
+}
+
+/// `posix_fallocate(fd, 0, len)`: reserve the backing store now, so that a full tmpfs is an
+/// error here rather than a `SIGBUS` on first touch.
+pub(crate) fn fallocate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "length too large"))?;
+    // SAFETY: plain syscall on a file descriptor we borrow for the call.
+    // Unlike the others, this call returns the error number instead of setting errno.
+    match unsafe { libc::posix_fallocate(fd.as_raw_fd(), 0, len) } {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// The size in bytes of the file behind `fd` (`fstat`).
+pub(crate) fn file_size(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is writable storage of the right type; the kernel fills it on success.
+    cvt(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
+    // SAFETY: `fstat` succeeded, so `st` is initialized.
+    let st = unsafe { st.assume_init() };
+    Ok(st.st_size as u64)
+}
+
+/// A shared, read-write memory mapping, unmapped on drop.
+#[derive(Debug)]
+pub(crate) struct Mmap {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl Mmap {
+    /// Map `len` bytes of `fd` from offset 0, shared and read-write.
+    pub(crate) fn shared(fd: BorrowedFd<'_>, len: usize) -> io::Result<Mmap> {
+        // SAFETY: a fresh mapping chosen by the kernel (null hint) cannot alias any Rust object.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(p.cast::<u8>())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::Other, "mmap returned null"))?;
+        Ok(Mmap { ptr, len })
+    }
+
+    /// Start of the mapping (page aligned).
+    #[inline]
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Length of the mapping in bytes.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Mmap {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` describe a mapping we created and nobody uses after drop (the
+        // owners of pointers into it hold the `Mmap`, directly or through its owner).
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// This process's id.
+pub(crate) fn getpid() -> i32 {
+    // SAFETY: `getpid` has no preconditions and cannot fail.
+    unsafe { libc::getpid() }
+}
+
+/// `kill(pid, 0)`: does `pid` exist (and may we signal it)?
+pub(crate) fn probe_pid(pid: i32) -> io::Result<()> {
+    // SAFETY: signal 0 sends nothing; it only checks existence and permission.
+    cvt(unsafe { libc::kill(pid, 0) }).map(drop)
+}
+
+/// `sched_yield()`.
+#[inline]
+pub(crate) fn yield_now() {
+    // SAFETY: `sched_yield` has no preconditions; its result (always 0 on Linux) carries nothing.
+    unsafe {
+        libc::sched_yield();
+    }
+}
+
+/// `process_vm_readv(pid, local, remote, 0)`: one call, possibly partial.
+///
+/// # Safety
+///
+/// Every entry of `local` must describe memory that is valid for writes and not accessed by
+/// anything else for the duration of the call (the kernel writes it behind Rust's back).
+pub(crate) unsafe fn process_vm_readv(
+    pid: i32,
+    local: &[libc::iovec],
+    remote: &[libc::iovec],
+) -> io::Result<usize> {
+    // SAFETY: the iovec arrays are valid for the call; the caller vouches for the memory the
+    // local entries describe; the kernel validates the remote entries against the peer's map.
+    let n = cvt(unsafe {
+        libc::process_vm_readv(
+            pid,
+            local.as_ptr(),
+            local.len() as libc::c_ulong,
+            remote.as_ptr(),
+            remote.len() as libc::c_ulong,
+            0,
+        )
+    })?;
+    Ok(n as usize)
+}
