@@ -184,6 +184,56 @@ static inline long bench_iters_for_size(const struct bench_opts *o,
     return bench_iters(o, base, 2);
 }
 
+/* Caps `iters` so that one repetition takes about 0.2 s (0.05 s with
+ * --quick) on the slowest rank: with more ranks than cores, a busy-polling
+ * implementation can be a thousand times slower than its dedicated-core
+ * figure, and a benchmark must still finish.  Runs `op(ctx)` a doubling
+ * number of times (this doubles as the warm-up).  Collective: every rank
+ * must call it with the same `iters`; all get the same answer.  With
+ * --iters the count is forced and nothing is run. */
+static inline long bench_time_cap(const struct bench_opts *o, long iters,
+                                  void (*op)(void *), void *ctx)
+{
+    if (o->iters > 0)
+        return o->iters;
+    double target = o->quick ? 0.05 : 0.2;
+    long n = 1;
+    double el = 0.0;
+    /* A first call can be very slow (connection set-up, page faults). */
+    for (long i = 0; i < iters && i < 16; i++)
+        op(ctx);
+    for (;;) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (long i = 0; i < n; i++)
+            op(ctx);
+        double t = MPI_Wtime() - t0;
+        MPI_Allreduce(&t, &el, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (el >= target / 4 || n >= iters)
+            break;
+        n *= 2;
+    }
+    double cap = el > 0.0 ? (double)n * target / el : (double)iters;
+    long r = cap < (double)iters ? (long)cap : iters;
+    return r < 1 ? 1 : r;
+}
+
+/* Times `reps` repetitions of `iters` calls of op(ctx) into secs[]: each
+ * repetition starts after a barrier and its time is the slowest rank's. */
+static inline void bench_time_reps(const struct bench_opts *o, long iters,
+                                   void (*op)(void *), void *ctx,
+                                   double *secs)
+{
+    for (int r = 0; r < o->reps; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (long i = 0; i < iters; i++)
+            op(ctx);
+        double t = MPI_Wtime() - t0;
+        MPI_Allreduce(&t, &secs[r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    }
+}
+
 static inline int bench_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

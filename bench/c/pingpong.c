@@ -59,6 +59,17 @@ static void pingpong_once(void *sbuf, void *rbuf, long n)
     }
 }
 
+struct lat_ctx {
+    void *sbuf, *rbuf;
+    long n;
+};
+
+static void lat_op(void *p)
+{
+    struct lat_ctx *c = p;
+    pingpong_once(c->sbuf, c->rbuf, c->n);
+}
+
 static void run_lat(const struct bench_opts *o)
 {
     unsigned char *sbuf = bench_malloc(MAX_SIZE);
@@ -79,15 +90,9 @@ static void run_lat(const struct bench_opts *o)
         }
 
         long iters = bench_iters_for_size(o, n, 64.0 * 1048576, 40, 10000);
-        for (long i = 0; i < iters / 10 + 2; i++)
-            pingpong_once(sbuf, rbuf, n);
-        for (int r = 0; r < o->reps; r++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            for (long i = 0; i < iters; i++)
-                pingpong_once(sbuf, rbuf, n);
-            secs[r] = MPI_Wtime() - t0;
-        }
+        struct lat_ctx c = {sbuf, rbuf, n};
+        iters = bench_time_cap(o, iters, lat_op, &c);
+        bench_time_reps(o, iters, lat_op, &c, secs);
         if (rank == 0) {
             struct bench_stats lat = bench_us_per_op(secs, o->reps, 2 * iters);
             bench_result(o, "lat", n, iters, "lat_us", "lower", lat, NULL);
@@ -127,6 +132,20 @@ static void window_once(unsigned char *sbuf, unsigned char *rwin, long n,
     }
 }
 
+struct win_ctx {
+    unsigned char *sbuf, *rwin;
+    long n;
+    int w, bidir;
+    MPI_Request *reqs;
+};
+
+static void win_op(void *p)
+{
+    struct win_ctx *c = p;
+    if (rank <= 1)
+        window_once(c->sbuf, c->rwin, c->n, c->w, c->bidir, c->reqs);
+}
+
 static void run_bw(const struct bench_opts *o, int bidir)
 {
     const char *mode = bidir ? "bibw" : "bw";
@@ -162,17 +181,9 @@ static void run_bw(const struct bench_opts *o, int bidir)
         }
 
         long iters = bench_iters_for_size(o, n * w, 128.0 * 1048576, 8, 2000);
-        if (rank <= 1)
-            for (long i = 0; i < iters / 10 + 1; i++)
-                window_once(sbuf, rwin, n, w, bidir, reqs);
-        for (int r = 0; r < o->reps; r++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            if (rank <= 1)
-                for (long i = 0; i < iters; i++)
-                    window_once(sbuf, rwin, n, w, bidir, reqs);
-            secs[r] = MPI_Wtime() - t0;
-        }
+        struct win_ctx c = {sbuf, rwin, n, w, bidir, reqs};
+        iters = bench_time_cap(o, iters, win_op, &c);
+        bench_time_reps(o, iters, win_op, &c, secs);
         if (rank == 0) {
             /* Time per window, then bytes per window over it. */
             struct bench_stats per = bench_us_per_op(secs, o->reps, iters);

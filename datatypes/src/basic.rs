@@ -4,6 +4,8 @@
 //! This module owns the platform facts (how big a C `long` or `long double` is) and nothing else;
 //! it never touches user memory.
 
+#![forbid(unsafe_code)]
+
 use std::ffi::{c_int, c_long, c_longlong, c_short};
 use std::mem::{align_of, size_of};
 

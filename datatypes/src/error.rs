@@ -4,6 +4,8 @@
 //! `MPI_ERR_*` classes. The variants are named after the MPI error class they correspond to, and
 //! each carries a message for the error string.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 
 /// An error from a datatype operation. Never a panic: bad input, overflowing arithmetic and

@@ -1,1 +1,5 @@
-fn main() {}
+//! `mpirun` (also installed as `mpiexec`).
+
+fn main() {
+    std::process::exit(madmpi_launcher::main());
+}

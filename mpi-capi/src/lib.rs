@@ -18,6 +18,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod abi;
+pub mod convert;
 pub mod errors;
 pub mod handles;
 pub mod imp;

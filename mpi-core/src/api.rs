@@ -83,7 +83,10 @@ pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
 fn not_running<T>() -> Result<T> {
     match PHASE.load(Ordering::Acquire) {
         FINALIZED => err(ErrorClass::Other, "MPI has already been finalized"),
-        _ => err(ErrorClass::Other, "MPI is not initialized (call MPI_Init first)"),
+        _ => err(
+            ErrorClass::Other,
+            "MPI is not initialized (call MPI_Init first)",
+        ),
     }
 }
 
@@ -116,28 +119,49 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
     let mut g = GLOBAL.lock();
     match PHASE.load(Ordering::Acquire) {
         RUNNING => return err(ErrorClass::Other, "MPI_Init called twice"),
-        FINALIZED => return err(ErrorClass::Other, "MPI cannot be initialized again after MPI_Finalize"),
+        FINALIZED => {
+            return err(
+                ErrorClass::Other,
+                "MPI cannot be initialized again after MPI_Finalize",
+            )
+        }
         _ => {}
     }
     Lazy::force(&EPOCH);
     let strategy = match std::env::var("MADMPI_STRATEGY") {
         Ok(s) => Strategy::parse(s.trim()).ok_or_else(|| {
-            Error::new(ErrorClass::Arg, format!("MADMPI_STRATEGY={s}: unknown strategy (default, aggreg)"))
+            Error::new(
+                ErrorClass::Arg,
+                format!("MADMPI_STRATEGY={s}: unknown strategy (default, aggreg)"),
+            )
         })?,
         Err(_) => Strategy::Default,
     };
-    let no_get = matches!(std::env::var("MADMPI_SHM_CMA").as_deref(), Ok("0") | Ok("no") | Ok("off"));
+    let no_get = matches!(
+        std::env::var("MADMPI_SHM_CMA").as_deref(),
+        Ok("0") | Ok("no") | Ok("off")
+    );
     let mut pmi = Client::from_env()?;
     let (engine, appnum, universe) = match pmi.as_mut() {
         None => {
-            let drv = Drivers { lo: LoopbackTransport::new(PeerId(0)), shm: None };
+            let drv = Drivers {
+                lo: LoopbackTransport::new(PeerId(0)),
+                shm: None,
+            };
             (Engine::new(0, 1, drv, strategy, no_get), 0, Some(1))
         }
         Some(p) => {
             let (me, n) = (p.rank(), p.size());
             let shm = setup_shm(p, me)?;
-            let drv = Drivers { lo: LoopbackTransport::new(PeerId(me)), shm };
-            (Engine::new(me, n, drv, strategy, no_get), p.appnum(), p.universe_size())
+            let drv = Drivers {
+                lo: LoopbackTransport::new(PeerId(me)),
+                shm,
+            };
+            (
+                Engine::new(me, n, drv, strategy, no_get),
+                p.appnum(),
+                p.universe_size(),
+            )
         }
     };
     g.engine = Some(engine);
@@ -161,13 +185,15 @@ fn setup_shm(p: &mut Client, me: u32) -> Result<Option<ShmTransport>> {
     if local.len() < 2 {
         return Ok(None);
     }
-    let my_local = local
-        .iter()
-        .position(|&r| r == me)
-        .ok_or_else(|| Error::new(ErrorClass::Intern, "PMI: this rank is not in its own node's list"))?;
+    let my_local = local.iter().position(|&r| r == me).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Intern,
+            "PMI: this rank is not in its own node's list",
+        )
+    })?;
     let leader = local[0];
     let name = format!("/madmpi-{}-{}", p.kvsname(), leader);
-    let cfg = ShmConfig::from_env();
+    let cfg = ShmConfig::from_env()?;
     let seg = if my_local == 0 {
         let s = ShmSegment::create(&name, local.len(), &cfg)?;
         p.barrier()?;
@@ -325,7 +351,15 @@ pub unsafe fn isend(
 ///
 /// # Safety
 /// As [`isend`], until the call returns.
-pub unsafe fn send(buf: *const u8, count: usize, dt: &Datatype, dest: i32, tag: i32, comm: CommId, mode: SendMode) -> Result<()> {
+pub unsafe fn send(
+    buf: *const u8,
+    count: usize,
+    dt: &Datatype,
+    dest: i32,
+    tag: i32,
+    comm: CommId,
+    mode: SendMode,
+) -> Result<()> {
     let r = isend(buf, count, dt, dest, tag, comm, mode)?;
     wait(r).map(|_| ())
 }
@@ -334,7 +368,14 @@ pub unsafe fn send(buf: *const u8, count: usize, dt: &Datatype, dest: i32, tag: 
 ///
 /// # Safety
 /// `buf` must be valid for writes of `count` elements of `dt` until the request completes.
-pub unsafe fn irecv(buf: *mut u8, count: usize, dt: &Datatype, src: i32, tag: i32, comm: CommId) -> Result<RequestId> {
+pub unsafe fn irecv(
+    buf: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    src: i32,
+    tag: i32,
+    comm: CommId,
+) -> Result<RequestId> {
     with(|e| {
         // SAFETY: forwarded caller contract.
         let r = unsafe { e.st.irecv(buf, count, dt, src, tag, comm, false)? };
@@ -347,7 +388,14 @@ pub unsafe fn irecv(buf: *mut u8, count: usize, dt: &Datatype, src: i32, tag: i3
 ///
 /// # Safety
 /// As [`irecv`], until the call returns.
-pub unsafe fn recv(buf: *mut u8, count: usize, dt: &Datatype, src: i32, tag: i32, comm: CommId) -> Result<Status> {
+pub unsafe fn recv(
+    buf: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    src: i32,
+    tag: i32,
+    comm: CommId,
+) -> Result<Status> {
     let r = irecv(buf, count, dt, src, tag, comm)?;
     wait(r)
 }
@@ -356,18 +404,52 @@ pub unsafe fn recv(buf: *mut u8, count: usize, dt: &Datatype, src: i32, tag: i32
 ///
 /// # Safety
 /// `buf` must be valid each time the request is started, until it completes.
-pub unsafe fn send_init(buf: *const u8, count: usize, dt: &Datatype, dest: i32, tag: i32, comm: CommId, mode: SendMode) -> Result<RequestId> {
+pub unsafe fn send_init(
+    buf: *const u8,
+    count: usize,
+    dt: &Datatype,
+    dest: i32,
+    tag: i32,
+    comm: CommId,
+    mode: SendMode,
+) -> Result<RequestId> {
     let dt = dt.clone();
-    with(|e| e.st.persistent(Persistent::Send { buf, count, dt, dest, tag, comm, mode }))
+    with(|e| {
+        e.st.persistent(Persistent::Send {
+            buf,
+            count,
+            dt,
+            dest,
+            tag,
+            comm,
+            mode,
+        })
+    })
 }
 
 /// MPI_Recv_init.
 ///
 /// # Safety
 /// As [`send_init`].
-pub unsafe fn recv_init(buf: *mut u8, count: usize, dt: &Datatype, src: i32, tag: i32, comm: CommId) -> Result<RequestId> {
+pub unsafe fn recv_init(
+    buf: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    src: i32,
+    tag: i32,
+    comm: CommId,
+) -> Result<RequestId> {
     let dt = dt.clone();
-    with(|e| e.st.persistent(Persistent::Recv { buf, count, dt, src, tag, comm }))
+    with(|e| {
+        e.st.persistent(Persistent::Recv {
+            buf,
+            count,
+            dt,
+            src,
+            tag,
+            comm,
+        })
+    })
 }
 
 /// MPI_Start.
@@ -394,9 +476,15 @@ pub struct Completion {
 /// Take the completion of `r` if it is complete (inactive persistent requests complete at once
 /// with the empty status).
 fn take_if_complete(e: &mut Engine, r: RequestId) -> Result<Option<Completion>> {
-    let req = e.st.reqs.get_mut(r).ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+    let req =
+        e.st.reqs
+            .get_mut(r)
+            .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
     if !req.active {
-        return Ok(Some(Completion { status: EMPTY_STATUS, freed: false }));
+        return Ok(Some(Completion {
+            status: EMPTY_STATUS,
+            freed: false,
+        }));
     }
     if !req.complete {
         return Ok(None);
@@ -405,10 +493,16 @@ fn take_if_complete(e: &mut Engine, r: RequestId) -> Result<Option<Completion>> 
     if req.persistent.is_some() {
         req.active = false;
         req.op = Op::None;
-        Ok(Some(Completion { status, freed: false }))
+        Ok(Some(Completion {
+            status,
+            freed: false,
+        }))
     } else {
         e.st.reqs.remove(r);
-        Ok(Some(Completion { status, freed: true }))
+        Ok(Some(Completion {
+            status,
+            freed: true,
+        }))
     }
 }
 
@@ -437,7 +531,10 @@ pub fn wait(r: RequestId) -> Result<Status> {
 pub fn request_get_status(r: RequestId) -> Result<Option<Status>> {
     with(|e| {
         let check = |e: &mut Engine| -> Result<Option<Status>> {
-            let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+            let req =
+                e.st.reqs
+                    .get(r)
+                    .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
             Ok(if !req.active {
                 Some(EMPTY_STATUS)
             } else if req.complete {
@@ -457,7 +554,10 @@ pub fn request_get_status(r: RequestId) -> Result<Option<Status>> {
 /// Whether request `r` is complete (or inactive), without progress and without freeing.
 pub fn request_is_complete(r: RequestId) -> Result<bool> {
     with(|e| {
-        let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+        let req =
+            e.st.reqs
+                .get(r)
+                .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
         Ok(!req.active || req.complete)
     })
 }
@@ -465,7 +565,10 @@ pub fn request_is_complete(r: RequestId) -> Result<bool> {
 /// Whether `r` is a persistent request.
 pub fn request_is_persistent(r: RequestId) -> Result<bool> {
     with(|e| {
-        let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+        let req =
+            e.st.reqs
+                .get(r)
+                .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
         Ok(req.persistent.is_some())
     })
 }
@@ -485,7 +588,12 @@ pub fn wait_any(reqs: &[Option<RequestId>]) -> Result<Option<(usize, Completion)
         let mut any_active = false;
         for (i, r) in reqs.iter().enumerate() {
             let Some(r) = *r else { continue };
-            let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, format!("invalid request handle at index {i}")))?;
+            let req = e.st.reqs.get(r).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Request,
+                    format!("invalid request handle at index {i}"),
+                )
+            })?;
             if !req.active {
                 continue;
             }
@@ -507,7 +615,12 @@ pub fn test_any(reqs: &[Option<RequestId>]) -> Result<Option<Option<(usize, Comp
         let mut any_active = false;
         for (i, r) in reqs.iter().enumerate() {
             let Some(r) = *r else { continue };
-            let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, format!("invalid request handle at index {i}")))?;
+            let req = e.st.reqs.get(r).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Request,
+                    format!("invalid request handle at index {i}"),
+                )
+            })?;
             if !req.active {
                 continue;
             }
@@ -523,12 +636,20 @@ pub fn test_any(reqs: &[Option<RequestId>]) -> Result<Option<Option<(usize, Comp
 
 /// Collect every completed active request of `reqs` (for Testsome/Waitsome). Returns None when no
 /// request is active (MPI_UNDEFINED).
-fn some_complete(e: &mut Engine, reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Completion)>>> {
+fn some_complete(
+    e: &mut Engine,
+    reqs: &[Option<RequestId>],
+) -> Result<Option<Vec<(usize, Completion)>>> {
     let mut any_active = false;
     let mut done = Vec::new();
     for (i, r) in reqs.iter().enumerate() {
         let Some(r) = *r else { continue };
-        let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, format!("invalid request handle at index {i}")))?;
+        let req = e.st.reqs.get(r).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Request,
+                format!("invalid request handle at index {i}"),
+            )
+        })?;
         if !req.active {
             continue;
         }
@@ -565,7 +686,12 @@ pub fn all_complete(reqs: &[Option<RequestId>]) -> Result<bool> {
         let check = |e: &Engine| -> Result<bool> {
             for (i, r) in reqs.iter().enumerate() {
                 let Some(r) = *r else { continue };
-                let req = e.st.reqs.get(r).ok_or_else(|| Error::new(ErrorClass::Request, format!("invalid request handle at index {i}")))?;
+                let req = e.st.reqs.get(r).ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Request,
+                        format!("invalid request handle at index {i}"),
+                    )
+                })?;
                 if req.active && !req.complete {
                     return Ok(false);
                 }
@@ -593,13 +719,19 @@ pub fn wait_all_complete(reqs: &[Option<RequestId>]) -> Result<()> {
 
 /// Take the completion of a request known to be complete (after [`all_complete`]).
 pub fn take_completion(r: RequestId) -> Result<Completion> {
-    with(|e| take_if_complete(e, r)?.ok_or_else(|| Error::new(ErrorClass::Intern, "request not complete")))
+    with(|e| {
+        take_if_complete(e, r)?
+            .ok_or_else(|| Error::new(ErrorClass::Intern, "request not complete"))
+    })
 }
 
 /// MPI_Request_free: the request is freed now if complete, else when it completes.
 pub fn request_free(r: RequestId) -> Result<()> {
     with(|e| {
-        let req = e.st.reqs.get_mut(r).ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+        let req =
+            e.st.reqs
+                .get_mut(r)
+                .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
         if !req.active || req.complete {
             e.st.reqs.remove(r);
         } else {
@@ -654,7 +786,12 @@ pub fn mprobe(src: i32, tag: i32, comm: CommId) -> Result<(MessageId, Status)> {
 ///
 /// # Safety
 /// As [`irecv`].
-pub unsafe fn imrecv(buf: *mut u8, count: usize, dt: &Datatype, msg: MessageId) -> Result<RequestId> {
+pub unsafe fn imrecv(
+    buf: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    msg: MessageId,
+) -> Result<RequestId> {
     with(|e| {
         // SAFETY: forwarded caller contract.
         let r = unsafe { e.st.imrecv(buf, count, dt, msg)? };

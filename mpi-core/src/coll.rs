@@ -26,9 +26,28 @@ pub fn barrier(comm: CommId) -> Result<()> {
         let from = (rank - dist + size) % size;
         let (r, s) = with(|e| {
             // SAFETY: zero-byte operations touch no memory.
-            let r = unsafe { e.st.irecv(std::ptr::NonNull::dangling().as_ptr(), 0, &dt, from, round, comm, true)? };
+            let r = unsafe {
+                e.st.irecv(
+                    std::ptr::NonNull::dangling().as_ptr(),
+                    0,
+                    &dt,
+                    from,
+                    round,
+                    comm,
+                    true,
+                )?
+            };
             let s = unsafe {
-                e.st.isend(std::ptr::NonNull::dangling().as_ptr(), 0, &dt, to, round, comm, SendMode::Standard, true)?
+                e.st.isend(
+                    std::ptr::NonNull::dangling().as_ptr(),
+                    0,
+                    &dt,
+                    to,
+                    round,
+                    comm,
+                    SendMode::Standard,
+                    true,
+                )?
             };
             e.flush()?;
             Ok((r, s))

@@ -175,7 +175,6 @@ impl BsendBuffer {
 
 /// Engine state without the drivers: everything [`State::handle_packet`] may touch.
 pub(crate) struct State {
-    pub me: u32,
     pub nprocs: u32,
     pub gates: Vec<Gate>,
     pub reqs: Slab,
@@ -190,6 +189,11 @@ pub(crate) struct State {
     /// Problems with peers' packets, reported once each (malformed data is dropped).
     pub peer_errors: Vec<String>,
 }
+
+// SAFETY: the raw pointers a `State` holds point into user buffers (valid until their request
+// completes, by the MPI rule stated on `request`) and into the attached bsend buffer; the state
+// lives behind the engine lock, so only one thread touches them at a time.
+unsafe impl Send for State {}
 
 /// The drivers, kept apart from [`State`] so that a driver's receive callback can borrow the
 /// state mutably.
@@ -242,6 +246,39 @@ fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
 }
 
 impl State {
+    /// State for world rank `me` of `nprocs`, one gate per peer.
+    fn new(me: u32, nprocs: u32, gates: Vec<Gate>, strategy: Strategy) -> State {
+        let all: Arc<[u32]> = (0..nprocs).collect();
+        let comms = vec![
+            Some(Comm {
+                ctx: 0,
+                rank: me as i32,
+                size: nprocs as i32,
+                world: all,
+            }),
+            Some(Comm {
+                ctx: 2,
+                rank: 0,
+                size: 1,
+                world: Arc::from(vec![me]),
+            }),
+        ];
+        State {
+            nprocs,
+            gates,
+            reqs: Slab::default(),
+            mq: Vec::new(),
+            comms,
+            messages: Vec::new(),
+            next_msg: 0,
+            strategy,
+            gets: Vec::new(),
+            dirty: Vec::new(),
+            bsend: BsendBuffer::default(),
+            peer_errors: Vec::new(),
+        }
+    }
+
     fn mq(&mut self, ctx: u32) -> &mut MatchQ {
         let i = ctx as usize;
         if i >= self.mq.len() {
@@ -253,7 +290,10 @@ impl State {
     pub fn comm(&self, c: CommId) -> Result<&Comm> {
         match self.comms.get(c.0 as usize) {
             Some(Some(c)) => Ok(c),
-            _ => err(ErrorClass::Comm, format!("invalid communicator (id {})", c.0)),
+            _ => err(
+                ErrorClass::Comm,
+                format!("invalid communicator (id {})", c.0),
+            ),
         }
     }
 
@@ -267,8 +307,22 @@ impl State {
     }
 
     fn queue_ctrl(&mut self, peer: u32, kind: Kind, flags: u8, sreq: u64, aux: u64) {
-        let hdr = Header { kind: kind as u8, flags, sreq, aux, ..Default::default() };
-        self.queue(peer, OutChunk { hdr, ptr: std::ptr::null(), len: 0, sent: OnSent::Nothing });
+        let hdr = Header {
+            kind: kind as u8,
+            flags,
+            sreq,
+            aux,
+            ..Default::default()
+        };
+        self.queue(
+            peer,
+            OutChunk {
+                hdr,
+                ptr: std::ptr::null(),
+                len: 0,
+                sent: OnSent::Nothing,
+            },
+        );
     }
 
     fn next_seq(&mut self, peer: u32) -> u32 {
@@ -300,10 +354,19 @@ impl State {
             return Ok(self.reqs.insert(r));
         }
         if dest < 0 || dest >= c.size {
-            return err(ErrorClass::Rank, format!("invalid destination rank {dest} (communicator size {})", c.size));
+            return err(
+                ErrorClass::Rank,
+                format!(
+                    "invalid destination rank {dest} (communicator size {})",
+                    c.size
+                ),
+            );
         }
         if !(0..=TAG_UB).contains(&tag) {
-            return err(ErrorClass::Tag, format!("invalid tag {tag} (must be 0..={TAG_UB})"));
+            return err(
+                ErrorClass::Tag,
+                format!("invalid tag {tag} (must be 0..={TAG_UB})"),
+            );
         }
         check_type(dt)?;
         let bytes = count
@@ -351,7 +414,10 @@ impl State {
 
         let g = &self.gates[peer as usize];
         if g.driver == DriverKind::Unreachable {
-            return err(ErrorClass::Intern, format!("no transport reaches rank {dest} (world rank {peer})"));
+            return err(
+                ErrorClass::Intern,
+                format!("no transport reaches rank {dest} (world rank {peer})"),
+            );
         }
         let eager = bytes <= g.eager_max;
         let sync = mode == SendMode::Synchronous;
@@ -390,7 +456,15 @@ impl State {
             sreq: rid.0,
             aux: if eager { 0 } else { ptr as u64 },
         };
-        self.queue(peer, OutChunk { hdr, ptr, len: if eager { bytes } else { 0 }, sent: OnSent::Send(rid) });
+        self.queue(
+            peer,
+            OutChunk {
+                hdr,
+                ptr,
+                len: if eager { bytes } else { 0 },
+                sent: OnSent::Send(rid),
+            },
+        );
         Ok(match user_req {
             Some(u) => self.reqs.insert(u),
             None => rid,
@@ -416,25 +490,33 @@ impl State {
             return Ok(self.reqs.insert(r));
         }
         if src != ANY_SOURCE && (src < 0 || src >= c.size) {
-            return err(ErrorClass::Rank, format!("invalid source rank {src} (communicator size {})", c.size));
+            return err(
+                ErrorClass::Rank,
+                format!("invalid source rank {src} (communicator size {})", c.size),
+            );
         }
         if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
-            return err(ErrorClass::Tag, format!("invalid tag {tag} (must be 0..={TAG_UB} or MPI_ANY_TAG)"));
+            return err(
+                ErrorClass::Tag,
+                format!("invalid tag {tag} (must be 0..={TAG_UB} or MPI_ANY_TAG)"),
+            );
         }
         check_type(dt)?;
         let ctx = c.ctx + coll as u32;
         let target = recv_target(buf, count, dt)?;
         let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
             ctx,
-            src,
-            tag,
             target,
             msg_len: 0,
             got: 0,
             posted: true,
         })));
         let q = self.mq(ctx);
-        if let Some(pos) = q.unexpected.iter().position(|u| matches(src, tag, u.src, u.tag)) {
+        if let Some(pos) = q
+            .unexpected
+            .iter()
+            .position(|u| matches(src, tag, u.src, u.tag))
+        {
             let u = q.unexpected.remove(pos).expect("position is in range");
             self.deliver(rid, u);
         } else {
@@ -446,7 +528,13 @@ impl State {
     /// A persistent request, inactive until started.
     pub fn persistent(&mut self, p: Persistent) -> Result<RequestId> {
         match &p {
-            Persistent::Send { dest, tag, comm, dt, .. } => {
+            Persistent::Send {
+                dest,
+                tag,
+                comm,
+                dt,
+                ..
+            } => {
                 let c = self.comm(*comm)?;
                 if *dest != PROC_NULL && (*dest < 0 || *dest >= c.size) {
                     return err(ErrorClass::Rank, format!("invalid destination rank {dest}"));
@@ -456,7 +544,9 @@ impl State {
                 }
                 check_type(dt)?;
             }
-            Persistent::Recv { src, tag, comm, dt, .. } => {
+            Persistent::Recv {
+                src, tag, comm, dt, ..
+            } => {
                 let c = self.comm(*comm)?;
                 if *src != PROC_NULL && *src != ANY_SOURCE && (*src < 0 || *src >= c.size) {
                     return err(ErrorClass::Rank, format!("invalid source rank {src}"));
@@ -479,21 +569,38 @@ impl State {
     pub fn start(&mut self, id: RequestId) -> Result<()> {
         let r = self.reqs.get(id).ok_or_else(bad_request)?;
         let p = r.persistent.clone().ok_or_else(|| {
-            Error::new(ErrorClass::Request, "MPI_Start on a request that is not persistent")
+            Error::new(
+                ErrorClass::Request,
+                "MPI_Start on a request that is not persistent",
+            )
         })?;
         if r.active {
-            return err(ErrorClass::Request, "MPI_Start on a persistent request that is already active");
+            return err(
+                ErrorClass::Request,
+                "MPI_Start on a persistent request that is already active",
+            );
         }
         // The inner operation runs as its own request; its state moves into this one.
         // SAFETY: the persistent request's buffer follows the same validity rule as any request.
         let inner = unsafe {
             match p {
-                Persistent::Send { buf, count, ref dt, dest, tag, comm, mode } => {
-                    self.isend(buf, count, dt, dest, tag, comm, mode, false)?
-                }
-                Persistent::Recv { buf, count, ref dt, src, tag, comm } => {
-                    self.irecv(buf, count, dt, src, tag, comm, false)?
-                }
+                Persistent::Send {
+                    buf,
+                    count,
+                    ref dt,
+                    dest,
+                    tag,
+                    comm,
+                    mode,
+                } => self.isend(buf, count, dt, dest, tag, comm, mode, false)?,
+                Persistent::Recv {
+                    buf,
+                    count,
+                    ref dt,
+                    src,
+                    tag,
+                    comm,
+                } => self.irecv(buf, count, dt, src, tag, comm, false)?,
             }
         };
         self.rebind(inner, id);
@@ -553,7 +660,8 @@ impl State {
                 if s.queued {
                     // Not yet handed to the driver: take it back.
                     let g = &mut self.gates[peer as usize];
-                    g.out.retain(|c| !matches!(c.sent, OnSent::Send(r) if r == id));
+                    g.out
+                        .retain(|c| !matches!(c.sent, OnSent::Send(r) if r == id));
                     s.queued = false;
                     s.await_ack = false;
                     r.status.cancelled = true;
@@ -577,16 +685,26 @@ impl State {
         }
         check_src_tag(c, src, tag)?;
         let ctx = c.ctx;
-        Ok(self.mq(ctx).unexpected.iter().find(|u| matches(src, tag, u.src, u.tag)).map(|u| Status {
-            source: u.src,
-            tag: u.tag,
-            error: None,
-            bytes: u.msg_len,
-            cancelled: false,
-        }))
+        Ok(self
+            .mq(ctx)
+            .unexpected
+            .iter()
+            .find(|u| matches(src, tag, u.src, u.tag))
+            .map(|u| Status {
+                source: u.src,
+                tag: u.tag,
+                error: None,
+                bytes: u.msg_len,
+                cancelled: false,
+            }))
     }
 
-    pub fn improbe(&mut self, src: i32, tag: i32, comm: CommId) -> Result<Option<(MessageId, Status)>> {
+    pub fn improbe(
+        &mut self,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<Option<(MessageId, Status)>> {
         let c = self.comm(comm)?;
         if src == PROC_NULL {
             return Ok(Some((MessageId::NO_PROC, PROC_NULL_STATUS)));
@@ -594,11 +712,21 @@ impl State {
         check_src_tag(c, src, tag)?;
         let ctx = c.ctx;
         let q = self.mq(ctx);
-        let Some(pos) = q.unexpected.iter().position(|u| matches(src, tag, u.src, u.tag)) else {
+        let Some(pos) = q
+            .unexpected
+            .iter()
+            .position(|u| matches(src, tag, u.src, u.tag))
+        else {
             return Ok(None);
         };
         let u = q.unexpected.remove(pos).expect("in range");
-        let st = Status { source: u.src, tag: u.tag, error: None, bytes: u.msg_len, cancelled: false };
+        let st = Status {
+            source: u.src,
+            tag: u.tag,
+            error: None,
+            bytes: u.msg_len,
+            cancelled: false,
+        };
         self.next_msg += 1;
         let id = self.next_msg;
         self.messages.push((id, u));
@@ -606,7 +734,13 @@ impl State {
     }
 
     /// MPI_Imrecv.
-    pub unsafe fn imrecv(&mut self, buf: *mut u8, count: usize, dt: &Datatype, msg: MessageId) -> Result<RequestId> {
+    pub unsafe fn imrecv(
+        &mut self,
+        buf: *mut u8,
+        count: usize,
+        dt: &Datatype,
+        msg: MessageId,
+    ) -> Result<RequestId> {
         if msg == MessageId::NO_PROC {
             let mut r = Request::new(Op::None);
             r.complete = true;
@@ -618,13 +752,16 @@ impl State {
             .messages
             .iter()
             .position(|(id, _)| *id == msg.0)
-            .ok_or_else(|| Error::new(ErrorClass::Request, "invalid message handle (already received?)"))?;
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Request,
+                    "invalid message handle (already received?)",
+                )
+            })?;
         let target = recv_target(buf, count, dt)?;
         let (_, u) = self.messages.swap_remove(pos);
         let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
             ctx: 0,
-            src: u.src,
-            tag: u.tag,
             target,
             msg_len: 0,
             got: 0,
@@ -636,9 +773,16 @@ impl State {
 
     pub fn buffer_attach(&mut self, base: usize, size: usize) -> Result<()> {
         if self.bsend.size != 0 {
-            return err(ErrorClass::Buffer, "a buffer is already attached (detach it first)");
+            return err(
+                ErrorClass::Buffer,
+                "a buffer is already attached (detach it first)",
+            );
         }
-        self.bsend = BsendBuffer { base, size, used: Vec::new() };
+        self.bsend = BsendBuffer {
+            base,
+            size,
+            used: Vec::new(),
+        };
         Ok(())
     }
 
@@ -646,7 +790,9 @@ impl State {
 
     /// Mark a request complete (and free it if detached).
     fn complete(&mut self, id: RequestId) {
-        let Some(r) = self.reqs.get_mut(id) else { return };
+        let Some(r) = self.reqs.get_mut(id) else {
+            return;
+        };
         r.complete = true;
         match &mut r.op {
             Op::Recv(rv) => {
@@ -672,7 +818,9 @@ impl State {
     }
 
     fn maybe_complete_send(&mut self, id: RequestId) {
-        let Some(r) = self.reqs.get_mut(id) else { return };
+        let Some(r) = self.reqs.get_mut(id) else {
+            return;
+        };
         if let Op::Send(s) = &r.op {
             let frag_done = !s.fragmenting || s.frag_sent >= s.len;
             if !s.queued && !s.await_ack && !s.cancel_wait && frag_done {
@@ -685,7 +833,9 @@ impl State {
     fn deliver(&mut self, rid: RequestId, u: Unexpected) {
         let peer = u.peer;
         let can_get = self.gates[peer as usize].can_get;
-        let Some(r) = self.reqs.get_mut(rid) else { return };
+        let Some(r) = self.reqs.get_mut(rid) else {
+            return;
+        };
         let Op::Recv(rv) = &mut r.op else { return };
         rv.posted = false;
         r.status.source = u.src;
@@ -708,7 +858,13 @@ impl State {
             UBody::Rts { addr } => {
                 rv.msg_len = u.msg_len;
                 if can_get {
-                    self.gets.push(PendingGet { peer, addr, len: n, rid, sreq: u.sreq });
+                    self.gets.push(PendingGet {
+                        peer,
+                        addr,
+                        len: n,
+                        rid,
+                        sreq: u.sreq,
+                    });
                 } else {
                     self.queue_ctrl(peer, Kind::Cts, 0, u.sreq, rid.0);
                 }
@@ -747,8 +903,15 @@ impl State {
                     return self.peer_error(format!("from rank {peer}: eager length mismatch"));
                 }
                 let q = self.mq(h.ctx);
-                let pos = q.posted.iter().position(|&(s, t, _)| matches(s, t, h.src, h.tag));
-                let body = if eager { UBody::Eager(Vec::new()) } else { UBody::Rts { addr: h.aux } };
+                let pos = q
+                    .posted
+                    .iter()
+                    .position(|&(s, t, _)| matches(s, t, h.src, h.tag));
+                let body = if eager {
+                    UBody::Eager(Vec::new())
+                } else {
+                    UBody::Rts { addr: h.aux }
+                };
                 let mut u = Unexpected {
                     src: h.src,
                     tag: h.tag,
@@ -777,14 +940,22 @@ impl State {
             }
             Kind::Fin | Kind::SyncAck => {
                 let id = RequestId(h.sreq);
-                if let Some(Request { op: Op::Send(s), .. }) = self.reqs.get_mut(id) {
+                if let Some(Request {
+                    op: Op::Send(s), ..
+                }) = self.reqs.get_mut(id)
+                {
                     s.await_ack = false;
                     self.maybe_complete_send(id);
                 }
             }
             Kind::Cts => {
                 let id = RequestId(h.sreq);
-                let Some(Request { op: Op::Send(s), .. }) = self.reqs.get_mut(id) else { return };
+                let Some(Request {
+                    op: Op::Send(s), ..
+                }) = self.reqs.get_mut(id)
+                else {
+                    return;
+                };
                 s.await_ack = false;
                 s.fragmenting = true;
                 let (ptr, len) = (s.ptr, s.len);
@@ -800,14 +971,23 @@ impl State {
                         aux: h.aux,
                         ..Default::default()
                     };
-                    self.queue(peer, OutChunk { hdr, ptr: ptr.wrapping_add(off), len: n, sent: OnSent::Frag(id) });
+                    self.queue(
+                        peer,
+                        OutChunk {
+                            hdr,
+                            ptr: ptr.wrapping_add(off),
+                            len: n,
+                            sent: OnSent::Frag(id),
+                        },
+                    );
                     off += n;
                 }
             }
             Kind::Data => {
                 let id = RequestId(h.aux);
                 let Some(r) = self.reqs.get_mut(id) else {
-                    return self.peer_error(format!("from rank {peer}: data for an unknown request"));
+                    return self
+                        .peer_error(format!("from rank {peer}: data for an unknown request"));
                 };
                 let Op::Recv(rv) = &mut r.op else { return };
                 let off = h.msg_len;
@@ -816,7 +996,11 @@ impl State {
                     let n = (payload.len() as u64).min(cap - off) as usize;
                     // SAFETY: [off, off+n) is inside the target (n clipped to cap).
                     unsafe {
-                        std::ptr::copy_nonoverlapping(payload.as_ptr(), rv.target.ptr.add(off as usize), n)
+                        std::ptr::copy_nonoverlapping(
+                            payload.as_ptr(),
+                            rv.target.ptr.add(off as usize),
+                            n,
+                        )
                     };
                 }
                 rv.got += payload.len() as u64;
@@ -827,7 +1011,11 @@ impl State {
             Kind::CancelReq => {
                 let mut found = false;
                 for q in &mut self.mq {
-                    if let Some(pos) = q.unexpected.iter().position(|u| u.peer == peer && u.sreq == h.sreq) {
+                    if let Some(pos) = q
+                        .unexpected
+                        .iter()
+                        .position(|u| u.peer == peer && u.sreq == h.sreq)
+                    {
                         q.unexpected.remove(pos);
                         found = true;
                         break;
@@ -838,7 +1026,9 @@ impl State {
             }
             Kind::CancelAck => {
                 let id = RequestId(h.sreq);
-                let Some(r) = self.reqs.get_mut(id) else { return };
+                let Some(r) = self.reqs.get_mut(id) else {
+                    return;
+                };
                 let Op::Send(s) = &mut r.op else { return };
                 s.cancel_wait = false;
                 if h.flags & wire::FLAG_CANCELLED != 0 {
@@ -853,7 +1043,9 @@ impl State {
 
     /// Eager payload straight from the packet into a posted receive (no intermediate copy).
     fn deliver_eager(&mut self, rid: RequestId, u: &Unexpected, payload: &[u8]) {
-        let Some(r) = self.reqs.get_mut(rid) else { return };
+        let Some(r) = self.reqs.get_mut(rid) else {
+            return;
+        };
         let Op::Recv(rv) = &mut r.op else { return };
         rv.posted = false;
         r.status.source = u.src;
@@ -875,17 +1067,61 @@ impl State {
         match s {
             OnSent::Nothing => {}
             OnSent::Send(id) => {
-                if let Some(Request { op: Op::Send(op), .. }) = self.reqs.get_mut(id) {
+                if let Some(Request {
+                    op: Op::Send(op), ..
+                }) = self.reqs.get_mut(id)
+                {
                     op.queued = false;
                     self.maybe_complete_send(id);
                 }
             }
             OnSent::Frag(id) => {
-                if let Some(Request { op: Op::Send(op), .. }) = self.reqs.get_mut(id) {
+                if let Some(Request {
+                    op: Op::Send(op), ..
+                }) = self.reqs.get_mut(id)
+                {
                     op.frag_sent += len;
                     self.maybe_complete_send(id);
                 }
             }
+        }
+    }
+
+    /// How many queued chunks of `peer`'s gate the strategy puts in the next packet (0: none
+    /// queued). `default` takes one; `aggreg` takes as many as fit in a packet and in the
+    /// driver's iovec limit.
+    #[inline]
+    fn pick(&self, peer: u32) -> usize {
+        let g = &self.gates[peer as usize];
+        if g.out.is_empty() {
+            return 0;
+        }
+        match self.strategy {
+            Strategy::Default => 1,
+            Strategy::Aggreg => {
+                let mut total = 0usize;
+                let mut n = 0usize;
+                for c in g.out.iter() {
+                    let sz = wire::pad8(HDR_LEN + c.len);
+                    if n > 0 && (total + sz > g.packet_max || (n + 1) * 3 > g.max_iov) {
+                        break;
+                    }
+                    total += sz;
+                    n += 1;
+                }
+                n
+            }
+        }
+    }
+
+    /// The first `n` chunks of `peer`'s gate were handed to the driver.
+    fn sent(&mut self, peer: u32, n: usize) {
+        for _ in 0..n {
+            let c = self.gates[peer as usize]
+                .out
+                .pop_front()
+                .expect("n chunks queued");
+            self.on_sent(c.sent, c.len);
         }
     }
 
@@ -896,20 +1132,34 @@ impl State {
     }
 }
 
+const PAD: [u8; 8] = [0; 8];
+
+/// Padding after a chunk of `len` payload bytes.
+#[inline]
+fn pad_len(len: usize) -> usize {
+    wire::pad8(HDR_LEN + len) - (HDR_LEN + len)
+}
+
 fn bad_request() -> Error {
     Error::new(ErrorClass::Request, "invalid request handle")
 }
 
 fn check_type(dt: &Datatype) -> Result<()> {
     if !dt.is_committed() {
-        return err(ErrorClass::Type, "datatype not committed (call MPI_Type_commit)");
+        return err(
+            ErrorClass::Type,
+            "datatype not committed (call MPI_Type_commit)",
+        );
     }
     Ok(())
 }
 
 fn check_src_tag(c: &Comm, src: i32, tag: i32) -> Result<()> {
     if src != ANY_SOURCE && (src < 0 || src >= c.size) {
-        return err(ErrorClass::Rank, format!("invalid source rank {src} (communicator size {})", c.size));
+        return err(
+            ErrorClass::Rank,
+            format!("invalid source rank {src} (communicator size {})", c.size),
+        );
     }
     if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
         return err(ErrorClass::Tag, format!("invalid tag {tag}"));
@@ -922,53 +1172,43 @@ fn recv_target(buf: *mut u8, count: usize, dt: &Datatype) -> Result<RecvTarget> 
         .checked_mul(dt.size())
         .ok_or_else(|| Error::new(ErrorClass::Count, format!("count {count} overflows")))?;
     Ok(if dt.is_contiguous() || cap == 0 {
-        RecvTarget { ptr: buf.wrapping_offset(dt.true_lb()), cap, staging: None, user: (buf, dt.clone(), count) }
+        RecvTarget {
+            ptr: buf.wrapping_offset(dt.true_lb()),
+            cap,
+            staging: None,
+            user: (buf, dt.clone(), count),
+        }
     } else {
         let mut v = vec![0u8; cap];
         let p = v.as_mut_ptr();
-        RecvTarget { ptr: p, cap, staging: Some(v), user: (buf, dt.clone(), count) }
+        RecvTarget {
+            ptr: p,
+            cap,
+            staging: Some(v),
+            user: (buf, dt.clone(), count),
+        }
     })
 }
 
 impl Engine {
     /// A new engine for world rank `me` of `nprocs`, with the given drivers.
     pub fn new(me: u32, nprocs: u32, drv: Drivers, strategy: Strategy, no_get: bool) -> Engine {
-        let mut gates = Vec::with_capacity(nprocs as usize);
-        for p in 0..nprocs {
-            let peer = PeerId(p);
-            let mut g = if p == me {
-                gate_for(DriverKind::Loop, Some(&drv.lo))
-            } else if let Some(shm) = drv.shm.as_ref().filter(|s| s.reaches(peer)) {
-                gate_for(DriverKind::Shm, Some(shm))
-            } else {
-                gate_for(DriverKind::Unreachable, None)
-            };
-            if no_get {
-                g.can_get = false;
-            }
-            gates.push(g);
-        }
-        let all: Arc<[u32]> = (0..nprocs).collect();
-        let comms = vec![
-            Some(Comm { ctx: 0, rank: me as i32, size: nprocs as i32, world: all }),
-            Some(Comm { ctx: 2, rank: 0, size: 1, world: Arc::from(vec![me]) }),
-        ];
+        let gates = (0..nprocs)
+            .map(|p| {
+                let peer = PeerId(p);
+                let mut g = if p == me {
+                    gate_for(DriverKind::Loop, Some(&drv.lo))
+                } else if let Some(shm) = drv.shm.as_ref().filter(|s| s.reaches(peer)) {
+                    gate_for(DriverKind::Shm, Some(shm))
+                } else {
+                    gate_for(DriverKind::Unreachable, None)
+                };
+                g.can_get &= !no_get;
+                g
+            })
+            .collect();
         Engine {
-            st: State {
-                me,
-                nprocs,
-                gates,
-                reqs: Slab::default(),
-                mq: Vec::new(),
-                comms,
-                messages: Vec::new(),
-                next_msg: 0,
-                strategy,
-                gets: Vec::new(),
-                dirty: Vec::new(),
-                bsend: BsendBuffer::default(),
-                peer_errors: Vec::new(),
-            },
+            st: State::new(me, nprocs, gates, strategy),
             drv,
         }
     }
@@ -1004,41 +1244,32 @@ impl Engine {
     fn schedule(&mut self, peer: u32) -> Result<bool> {
         let st = &mut self.st;
         loop {
-            let g = &mut st.gates[peer as usize];
-            let Some(first) = g.out.front() else { return Ok(true) };
+            let n = st.pick(peer);
+            if n == 0 {
+                return Ok(true);
+            }
+            let g = &st.gates[peer as usize];
             let Some(t) = self.drv.get(g.driver) else {
-                return err(ErrorClass::Intern, format!("no transport reaches rank {peer}"));
-            };
-            let n = match st.strategy {
-                Strategy::Default => 1,
-                Strategy::Aggreg => {
-                    let mut total = 0usize;
-                    let mut n = 0usize;
-                    for c in g.out.iter() {
-                        let sz = wire::pad8(HDR_LEN + c.len);
-                        if n > 0 && (total + sz > g.packet_max || (n + 1) * 3 > g.max_iov) {
-                            break;
-                        }
-                        total += sz;
-                        n += 1;
-                    }
-                    n
-                }
+                return err(
+                    ErrorClass::Intern,
+                    format!("no transport reaches rank {peer}"),
+                );
             };
             let outcome = if n == 1 {
-                let hb = first.hdr.encode();
+                let c = g.out.front().expect("picked");
+                let hb = c.hdr.encode();
                 // SAFETY: the chunk's payload is owned by a request that is not complete.
-                let payload = unsafe { raw_slice(first.ptr, first.len) };
+                let payload = unsafe { raw_slice(c.ptr, c.len) };
                 t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)])?
             } else {
-                const PAD: [u8; 8] = [0; 8];
-                let hdrs: Vec<[u8; HDR_LEN]> = g.out.iter().take(n).map(|c| c.hdr.encode()).collect();
+                let hdrs: Vec<[u8; HDR_LEN]> =
+                    g.out.iter().take(n).map(|c| c.hdr.encode()).collect();
                 let mut iov = Vec::with_capacity(n * 3);
                 for (c, hb) in g.out.iter().take(n).zip(hdrs.iter()) {
                     iov.push(IoSlice::new(hb));
                     // SAFETY: as above.
                     iov.push(IoSlice::new(unsafe { raw_slice(c.ptr, c.len) }));
-                    let pad = wire::pad8(HDR_LEN + c.len) - (HDR_LEN + c.len);
+                    let pad = pad_len(c.len);
                     if pad > 0 {
                         iov.push(IoSlice::new(&PAD[..pad]));
                     }
@@ -1047,12 +1278,7 @@ impl Engine {
             };
             match outcome {
                 SendOutcome::WouldBlock => return Ok(false),
-                SendOutcome::Done => {
-                    for _ in 0..n {
-                        let c = st.gates[peer as usize].out.pop_front().expect("n chunks queued");
-                        st.on_sent(c.sent, c.len);
-                    }
-                }
+                SendOutcome::Done => st.sent(peer, n),
             }
         }
     }
@@ -1062,7 +1288,10 @@ impl Engine {
     pub fn progress(&mut self) -> Result<bool> {
         self.flush()?;
         let st = &mut self.st;
-        let mut n = self.drv.lo.poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
+        let mut n = self
+            .drv
+            .lo
+            .poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
         if let Some(shm) = self.drv.shm.as_mut() {
             n += shm.poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
         }
@@ -1074,27 +1303,64 @@ impl Engine {
     }
 
     fn run_gets(&mut self) -> Result<()> {
-        let gets = std::mem::take(&mut self.st.gets);
-        for g in gets {
-            let kind = self.st.gates[g.peer as usize].driver;
-            let Some(Request { op: Op::Recv(rv), .. }) = self.st.reqs.get_mut(g.rid) else { continue };
-            // SAFETY: the target has `cap >= g.len` bytes and stays valid until completion.
-            let local = unsafe { std::slice::from_raw_parts_mut(rv.target.ptr, g.len as usize) };
-            let t = self.drv.get(kind).ok_or_else(|| Error::new(ErrorClass::Intern, "driver vanished"))?;
+        let drv = &mut self.drv;
+        self.st
+            .run_gets(&mut |kind, peer, remote, local| match drv.get(kind) {
+                Some(t) => t.get(PeerId(peer), remote, &mut [IoSliceMut::new(local)]),
+                None => Err(madmpi_transports::Error::Unsupported("get")),
+            })
+    }
+}
+
+/// Reads a region of a peer's memory (a driver's `get`).
+type Getter<'a> = dyn FnMut(
+        DriverKind,
+        u32,
+        RemoteRegion,
+        &mut [u8],
+    ) -> std::result::Result<(), madmpi_transports::Error>
+    + 'a;
+
+impl State {
+    /// Pull the data of matched rendezvous messages with `get`, complete their receives and
+    /// tell the senders (Fin). Where the OS refuses cross-memory access, fall back to
+    /// fragments (Cts) for that peer from now on.
+    fn run_gets(&mut self, get: &mut Getter<'_>) -> Result<()> {
+        for g in std::mem::take(&mut self.gets) {
+            let kind = self.gates[g.peer as usize].driver;
+            let Some(Request {
+                op: Op::Recv(rv), ..
+            }) = self.reqs.get_mut(g.rid)
+            else {
+                continue;
+            };
             let res = if g.len == 0 {
                 Ok(())
             } else {
-                t.get(PeerId(g.peer), RemoteRegion { addr: g.addr, len: g.len }, &mut [IoSliceMut::new(local)])
+                // SAFETY: the target has `cap >= g.len` bytes and stays valid until completion.
+                let local =
+                    unsafe { std::slice::from_raw_parts_mut(rv.target.ptr, g.len as usize) };
+                get(
+                    kind,
+                    g.peer,
+                    RemoteRegion {
+                        addr: g.addr,
+                        len: g.len,
+                    },
+                    local,
+                )
             };
             match res {
                 Ok(()) => {
-                    self.st.complete(g.rid);
-                    self.st.queue_ctrl(g.peer, Kind::Fin, 0, g.sreq, 0);
+                    self.complete(g.rid);
+                    self.queue_ctrl(g.peer, Kind::Fin, 0, g.sreq, 0);
                 }
-                Err(madmpi_transports::Error::PermissionDenied(_) | madmpi_transports::Error::Unsupported(_)) => {
-                    // Cross-memory attach refused: fall back to fragments for this peer.
-                    self.st.gates[g.peer as usize].can_get = false;
-                    self.st.queue_ctrl(g.peer, Kind::Cts, 0, g.sreq, g.rid.0);
+                Err(
+                    madmpi_transports::Error::PermissionDenied(_)
+                    | madmpi_transports::Error::Unsupported(_),
+                ) => {
+                    self.gates[g.peer as usize].can_get = false;
+                    self.queue_ctrl(g.peer, Kind::Cts, 0, g.sreq, g.rid.0);
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -1113,3 +1379,6 @@ unsafe fn raw_slice<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
         std::slice::from_raw_parts(ptr, len)
     }
 }
+
+#[cfg(test)]
+mod sim;

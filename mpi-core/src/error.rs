@@ -93,7 +93,10 @@ pub struct Error {
 impl Error {
     /// An error of `class` with message `msg`.
     pub fn new(class: ErrorClass, msg: impl Into<String>) -> Error {
-        Error { class, msg: msg.into() }
+        Error {
+            class,
+            msg: msg.into(),
+        }
     }
 }
 

@@ -41,12 +41,22 @@ pub struct Status {
 }
 
 /// The standard's "empty" status: source MPI_ANY_SOURCE, tag MPI_ANY_TAG, no error, count 0.
-pub const EMPTY_STATUS: Status =
-    Status { source: crate::ANY_SOURCE, tag: crate::ANY_TAG, error: None, bytes: 0, cancelled: false };
+pub const EMPTY_STATUS: Status = Status {
+    source: crate::ANY_SOURCE,
+    tag: crate::ANY_TAG,
+    error: None,
+    bytes: 0,
+    cancelled: false,
+};
 
 /// The status of an operation on MPI_PROC_NULL.
-pub const PROC_NULL_STATUS: Status =
-    Status { source: crate::PROC_NULL, tag: crate::ANY_TAG, error: None, bytes: 0, cancelled: false };
+pub const PROC_NULL_STATUS: Status = Status {
+    source: crate::PROC_NULL,
+    tag: crate::ANY_TAG,
+    error: None,
+    bytes: 0,
+    cancelled: false,
+};
 
 /// Send modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,9 +112,6 @@ pub(crate) struct SendOp {
 pub(crate) struct RecvOp {
     /// Context the receive matches in.
     pub ctx: u32,
-    /// Requested source (or ANY_SOURCE) and tag (or ANY_TAG).
-    pub src: i32,
-    pub tag: i32,
     /// Destination.
     pub target: RecvTarget,
     /// Message length announced by the sender (rendezvous), bytes received so far.
@@ -117,8 +124,23 @@ pub(crate) struct RecvOp {
 /// What to re-create on MPI_Start.
 #[derive(Clone)]
 pub(crate) enum Persistent {
-    Send { buf: *const u8, count: usize, dt: Datatype, dest: i32, tag: i32, comm: CommId, mode: SendMode },
-    Recv { buf: *mut u8, count: usize, dt: Datatype, src: i32, tag: i32, comm: CommId },
+    Send {
+        buf: *const u8,
+        count: usize,
+        dt: Datatype,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+        mode: SendMode,
+    },
+    Recv {
+        buf: *mut u8,
+        count: usize,
+        dt: Datatype,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    },
 }
 
 pub(crate) enum Op {
@@ -126,8 +148,6 @@ pub(crate) enum Op {
     None,
     Send(SendOp),
     Recv(RecvOp),
-    /// A receive of a message taken by MPI_Mprobe but with nothing to do (kept for symmetry).
-    Generic,
 }
 
 pub(crate) struct Request {
@@ -143,7 +163,14 @@ pub(crate) struct Request {
 
 impl Request {
     pub fn new(op: Op) -> Request {
-        Request { op, complete: false, active: true, status: EMPTY_STATUS, persistent: None, detached: false }
+        Request {
+            op,
+            complete: false,
+            active: true,
+            status: EMPTY_STATUS,
+            persistent: None,
+            detached: false,
+        }
     }
 }
 
@@ -198,13 +225,17 @@ impl Slab {
     }
 
     /// Requests alive.
+    #[cfg(test)]
     pub fn live(&self) -> usize {
         self.live
     }
 
     /// Ids of the requests that are detached (internal or freed by the user) and not complete.
     pub fn detached_pending(&self) -> usize {
-        self.slots.iter().filter(|(_, r)| matches!(r, Some(r) if r.detached && !r.complete)).count()
+        self.slots
+            .iter()
+            .filter(|(_, r)| matches!(r, Some(r) if r.detached && !r.complete))
+            .count()
     }
 }
 
@@ -221,7 +252,10 @@ mod tests {
         assert!(s.get(a).is_none());
         let b = s.insert(Request::new(Op::None));
         assert_eq!(a.index(), b.index());
-        assert!(s.get(a).is_none(), "old generation must not alias the new request");
+        assert!(
+            s.get(a).is_none(),
+            "old generation must not alias the new request"
+        );
         assert!(s.remove(a).is_none());
         assert_eq!(s.live(), 1);
     }

@@ -53,18 +53,24 @@ pub struct Universe {
 /// MPI_Init (thread level MPI_THREAD_MULTIPLE).
 pub fn initialize() -> Result<Universe> {
     crate::init(ThreadLevel::Multiple)?;
-    Ok(Universe { _not_send: PhantomData })
+    Ok(Universe {
+        _not_send: PhantomData,
+    })
 }
 
 impl Universe {
     /// MPI_COMM_WORLD.
     pub fn world(&self) -> Communicator {
-        Communicator { id: crate::COMM_WORLD }
+        Communicator {
+            id: crate::COMM_WORLD,
+        }
     }
 
     /// MPI_COMM_SELF.
     pub fn self_comm(&self) -> Communicator {
-        Communicator { id: crate::COMM_SELF }
+        Communicator {
+            id: crate::COMM_SELF,
+        }
     }
 }
 
@@ -134,33 +140,97 @@ impl Communicator {
     /// MPI_Send.
     pub fn send<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
         // SAFETY: `buf` is borrowed for the whole blocking call.
-        unsafe { crate::send(buf.as_ptr() as *const u8, buf.len(), &T::datatype(), dest, tag, self.id, SendMode::Standard) }
+        unsafe {
+            crate::send(
+                buf.as_ptr() as *const u8,
+                buf.len(),
+                &T::datatype(),
+                dest,
+                tag,
+                self.id,
+                SendMode::Standard,
+            )
+        }
     }
 
     /// MPI_Ssend.
     pub fn ssend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
         // SAFETY: as `send`.
-        unsafe { crate::send(buf.as_ptr() as *const u8, buf.len(), &T::datatype(), dest, tag, self.id, SendMode::Synchronous) }
+        unsafe {
+            crate::send(
+                buf.as_ptr() as *const u8,
+                buf.len(),
+                &T::datatype(),
+                dest,
+                tag,
+                self.id,
+                SendMode::Synchronous,
+            )
+        }
     }
 
     /// MPI_Recv.
     pub fn recv<T: Equivalence>(&self, buf: &mut [T], src: i32, tag: i32) -> Result<Status> {
         // SAFETY: `buf` is borrowed mutably for the whole blocking call.
-        unsafe { crate::recv(buf.as_mut_ptr() as *mut u8, buf.len(), &T::datatype(), src, tag, self.id) }
+        unsafe {
+            crate::recv(
+                buf.as_mut_ptr() as *mut u8,
+                buf.len(),
+                &T::datatype(),
+                src,
+                tag,
+                self.id,
+            )
+        }
     }
 
     /// MPI_Isend: the request borrows `buf` until it completes.
-    pub fn isend<'a, T: Equivalence>(&self, buf: &'a [T], dest: i32, tag: i32) -> Result<Request<'a>> {
+    pub fn isend<'a, T: Equivalence>(
+        &self,
+        buf: &'a [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'a>> {
         // SAFETY: the returned request borrows `buf`; dropping it waits.
-        let id = unsafe { crate::isend(buf.as_ptr() as *const u8, buf.len(), &T::datatype(), dest, tag, self.id, SendMode::Standard)? };
-        Ok(Request { id: Some(id), _buf: PhantomData })
+        let id = unsafe {
+            crate::isend(
+                buf.as_ptr() as *const u8,
+                buf.len(),
+                &T::datatype(),
+                dest,
+                tag,
+                self.id,
+                SendMode::Standard,
+            )?
+        };
+        Ok(Request {
+            id: Some(id),
+            _buf: PhantomData,
+        })
     }
 
     /// MPI_Irecv: the request borrows `buf` mutably until it completes.
-    pub fn irecv<'a, T: Equivalence>(&self, buf: &'a mut [T], src: i32, tag: i32) -> Result<Request<'a>> {
+    pub fn irecv<'a, T: Equivalence>(
+        &self,
+        buf: &'a mut [T],
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'a>> {
         // SAFETY: as `isend`.
-        let id = unsafe { crate::irecv(buf.as_mut_ptr() as *mut u8, buf.len(), &T::datatype(), src, tag, self.id)? };
-        Ok(Request { id: Some(id), _buf: PhantomData })
+        let id = unsafe {
+            crate::irecv(
+                buf.as_mut_ptr() as *mut u8,
+                buf.len(),
+                &T::datatype(),
+                src,
+                tag,
+                self.id,
+            )?
+        };
+        Ok(Request {
+            id: Some(id),
+            _buf: PhantomData,
+        })
     }
 
     /// MPI_Probe.

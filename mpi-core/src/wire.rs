@@ -104,7 +104,10 @@ impl Header {
     #[inline]
     pub fn decode(b: &[u8]) -> Result<Header> {
         if b.len() < HDR_LEN {
-            return Err(Error::new(ErrorClass::Intern, "malformed packet: truncated chunk header"));
+            return Err(Error::new(
+                ErrorClass::Intern,
+                "malformed packet: truncated chunk header",
+            ));
         }
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let u64_at = |i: usize| {
@@ -150,7 +153,10 @@ pub struct Chunks<'a> {
 impl<'a> Chunks<'a> {
     /// Chunks of `packet`.
     pub fn new(packet: &'a [u8]) -> Chunks<'a> {
-        Chunks { rest: packet, failed: false }
+        Chunks {
+            rest: packet,
+            failed: false,
+        }
     }
 }
 
@@ -210,7 +216,11 @@ mod tests {
     fn chunks_and_garbage() {
         let mut pkt = Vec::new();
         for i in 0..3u32 {
-            let h = Header { kind: 1, len: i * 3, ..Default::default() };
+            let h = Header {
+                kind: 1,
+                len: i * 3,
+                ..Default::default()
+            };
             pkt.extend_from_slice(&h.encode());
             pkt.extend(std::iter::repeat(i as u8).take((i * 3) as usize));
             pkt.resize(pad8(pkt.len()), 0);
@@ -218,11 +228,21 @@ mod tests {
         let got: Vec<_> = Chunks::new(&pkt).map(|c| c.unwrap().1.to_vec()).collect();
         assert_eq!(got, vec![vec![], vec![1; 3], vec![2; 6]]);
         // A length that overruns the packet is an error, not a panic.
-        let mut bad = Header { kind: 1, len: 1000, ..Default::default() }.encode().to_vec();
+        let mut bad = Header {
+            kind: 1,
+            len: 1000,
+            ..Default::default()
+        }
+        .encode()
+        .to_vec();
         bad.extend_from_slice(&[0; 8]);
         assert!(Chunks::new(&bad).next().unwrap().is_err());
         // Unknown kind.
-        let bad = Header { kind: 77, ..Default::default() }.encode();
+        let bad = Header {
+            kind: 77,
+            ..Default::default()
+        }
+        .encode();
         assert!(Chunks::new(&bad).next().unwrap().is_err());
         // Truncated header.
         assert!(Chunks::new(&[1, 2, 3]).next().unwrap().is_err());

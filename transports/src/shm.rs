@@ -31,14 +31,23 @@
 //! # Ring records
 //!
 //! `head` and `tail` are free-running byte counters (never reduced modulo the size; the position
-//! is `counter & (size - 1)`). A record is an 8-byte little-endian length followed by the payload,
-//! padded to 8 bytes. A record never wraps: when it does not fit before the end of the data area
-//! the producer writes a skip marker (`u64::MAX`) and starts the record at offset 0; both are
-//! published by one `tail` store. The producer writes the record, then publishes `tail` with
-//! Release; the consumer reads `tail` with Acquire, hands the payload to the engine straight from
-//! the ring, and only then publishes `head` with Release. All sizes and counters a peer wrote are
-//! validated before use, so a corrupt ring is an [`Error::Malformed`], never an out-of-bounds
-//! access.
+//! is `counter & (size - 1)`). A record is an 8-byte header word, `READY (bit 63) | length`,
+//! followed by the payload padded to 8 bytes. A record never wraps: when it does not fit before
+//! the end of the data area the producer writes a skip marker (`u64::MAX`) and starts the record
+//! at offset 0.
+//!
+//! The producer writes the payload, clears the word just after the record (the next header, so
+//! that it reads 0, "nothing yet"), stores the header with Release (the skip marker last, when
+//! there is one), then publishes `tail` with Release. The consumer polls the header word at its
+//! `head` with Acquire rather than `tail`: the signal then travels in the same cache line as a
+//! small payload, one line transfer per message instead of two (on this machine a line transfer
+//! is ~150 ns, so this halves small-message latency). It hands the payload to the engine
+//! straight from the ring, and only then publishes `head` with Release; the producer reads
+//! `head` only when its cached copy says the ring is full. A ring holds at most
+//! `ring_bytes - 8` bytes of records (the word after the last record is always free).
+//!
+//! Every header a peer wrote is validated before use, so a corrupt ring is an
+//! [`Error::Malformed`], never an access outside the ring.
 //!
 //! # What this module must never do
 //!
@@ -69,6 +78,8 @@ const PAGE: usize = 4096;
 const REC_HDR: usize = 8;
 /// Record header meaning "nothing more before the end of the data area".
 const SKIP: u64 = u64::MAX;
+/// Set in every record header, so that a header is never 0 (0 means "no record yet").
+const READY: u64 = 1 << 63;
 
 const STATE_FREE: u32 = 0;
 const STATE_ATTACHED: u32 = 1;
@@ -487,6 +498,19 @@ fn align8(n: usize) -> usize {
     (n + 7) & !7
 }
 
+/// The header word of the record at byte `pos` of a data area.
+///
+/// # Safety
+///
+/// `base` is a live data area, `pos` is 8-aligned and at most its size minus 8.
+#[inline(always)]
+unsafe fn header<'a>(base: *mut u8, pos: usize) -> &'a AtomicU64 {
+    // SAFETY: in bounds and 8-aligned (caller); the word is only accessed atomically while it
+    // serves as a header, and accesses as payload bytes are ordered with those by the
+    // head/header protocol.
+    unsafe { AtomicU64::from_ptr(base.add(pos).cast()) }
+}
+
 /// Producer end of one ring, owned by the only process that writes to it.
 #[derive(Debug)]
 struct Producer {
@@ -502,8 +526,8 @@ struct Producer {
 impl Producer {
     /// # Safety
     ///
-    /// `ctrl` and `data` (`capacity` bytes, 8-byte aligned, `capacity` a power of two) stay
-    /// valid as long as the producer, and no one else produces on this ring.
+    /// `ctrl` and `data` (`capacity` bytes, 8-byte aligned, `capacity` a power of two, zeroed
+    /// at creation) stay valid as long as the producer, and no one else produces on this ring.
     unsafe fn new(ctrl: NonNull<RingCtrl>, data: NonNull<u8>, capacity: usize) -> Producer {
         debug_assert!(capacity.is_power_of_two() && capacity >= 64);
         // SAFETY: `ctrl` is valid (caller).
@@ -519,43 +543,45 @@ impl Producer {
         unsafe { self.ctrl.as_ref() }
     }
 
-    /// Append one record holding the concatenation of `iov` (`len` bytes in total), or return
-    /// `false` and take nothing when it does not fit now.
+    /// Append one record holding the concatenation of `iov` (`len` bytes in total, at most a
+    /// quarter of the ring), or return `false` and take nothing when it does not fit now.
     #[inline]
     fn try_push(&mut self, iov: &[IoSlice<'_>], len: usize) -> bool {
         let cap = self.mask + 1;
         let rec = REC_HDR + align8(len);
         let pos = self.tail as usize & self.mask;
         let to_end = cap - pos;
-        let need = if rec <= to_end { rec } else { to_end + rec };
+        let wraps = rec > to_end;
+        let need = if wraps { to_end + rec } else { rec };
+        // `+ REC_HDR`: the word after the record must be free too, to be cleared as the next
+        // (still empty) header.
         let used = self.tail.wrapping_sub(self.head_cache);
-        if used > cap as u64 || need > cap - used as usize {
+        if used > cap as u64 || need + REC_HDR > cap - used as usize {
             self.head_cache = self.ctrl().head.0.load(Ordering::Acquire);
             // A consumer publishing nonsense (head past tail) only makes the ring look full.
             let used = self.tail.wrapping_sub(self.head_cache);
-            if used > cap as u64 || need > cap - used as usize {
+            if used > cap as u64 || need + REC_HDR > cap - used as usize {
                 return false;
             }
         }
         let base = self.data.as_ptr();
-        let mut at = pos;
-        if rec > to_end {
-            // SAFETY: `pos` is 8-aligned and < cap, so 8 bytes fit before the end; the bytes
-            // from `pos` on are free (checked above), so the consumer does not read them.
-            unsafe { base.add(pos).cast::<u64>().write(SKIP.to_le()) };
-            at = 0;
-        }
-        // SAFETY: [at, at + rec) is inside the data area (rec <= to_end, or at == 0 and
-        // rec <= cap / 2 since callers keep len <= cap / 4) and free (checked above): the
-        // consumer reads it only after our Release store of `tail` below. The iovec slices
-        // are valid for reads and cannot overlap the ring, which no Rust reference covers.
+        let at = if wraps { 0 } else { pos };
+        let next = (at + rec) & self.mask;
+        // SAFETY: [at, at + rec) and the word at `next` are inside the data area (rec <= to_end,
+        // or at == 0 and rec < cap) and free (checked above): the consumer reads them only after
+        // it sees the header stores below. The iovec slices are valid for reads and cannot
+        // overlap the ring, which no Rust reference covers.
         unsafe {
-            let mut dst = base.add(at);
-            dst.cast::<u64>().write((len as u64).to_le());
-            dst = dst.add(REC_HDR);
+            let mut dst = base.add(at + REC_HDR);
             for s in iov {
                 ptr::copy_nonoverlapping(s.as_ptr(), dst, s.len());
                 dst = dst.add(s.len());
+            }
+            header(base, next).store(0, Ordering::Relaxed);
+            header(base, at).store(READY | len as u64, Ordering::Release);
+            if wraps {
+                // Published last: the consumer, waiting at `pos`, then finds the record at 0.
+                header(base, pos).store(SKIP, Ordering::Release);
             }
         }
         self.tail += need as u64;
@@ -596,62 +622,69 @@ impl Consumer {
         unsafe { self.ctrl.as_ref() }
     }
 
-    /// Hand every record published so far to `f`, oldest first. Records published while we
-    /// deliver wait for the next call, so the loop is bounded. A record is consumed before
-    /// `f` runs: if `f` panics it is not delivered again.
-    #[inline]
-    fn pop_all(&mut self, f: &mut dyn FnMut(&[u8])) -> Result<usize> {
-        let tail = self.ctrl().tail.0.load(Ordering::Acquire);
-        if tail == self.head {
-            return Ok(0);
-        }
-        self.pop_until(tail, f)
+    /// The header word where the next record will appear (0 while there is none).
+    #[inline(always)]
+    fn peek(&self) -> u64 {
+        // SAFETY: `head` only advances by whole 8-aligned records inside the area.
+        unsafe { header(self.data.as_ptr(), self.head as usize & self.mask) }
+            .load(Ordering::Acquire)
     }
 
-    fn pop_until(&mut self, tail: u64, f: &mut dyn FnMut(&[u8])) -> Result<usize> {
+    /// Hand the records published so far to `f`, oldest first, and at most one ring's worth
+    /// (so the loop is bounded even if the producer keeps up). A record is consumed before `f`
+    /// runs: if `f` panics it is not delivered again.
+    #[inline]
+    fn pop_all(&mut self, f: &mut dyn FnMut(&[u8])) -> Result<usize> {
+        let word = self.peek();
+        if word == 0 {
+            return Ok(0);
+        }
+        self.pop_from(word, f)
+    }
+
+    fn pop_from(&mut self, mut word: u64, f: &mut dyn FnMut(&[u8])) -> Result<usize> {
         let cap = self.mask + 1;
         let base = self.data.as_ptr();
+        let start = self.head;
         let mut n = 0;
-        while self.head != tail {
-            let avail = tail.wrapping_sub(self.head);
-            if avail > cap as u64 {
-                return Err(Error::Malformed(format!(
-                    "shm ring: tail {tail} is {avail} bytes ahead of head {}",
-                    self.head
-                )));
-            }
-            let avail = avail as usize;
+        loop {
             let pos = self.head as usize & self.mask;
             let to_end = cap - pos;
-            // SAFETY: `pos` < cap and 8-aligned (we only ever advance by multiples of 8), so the
-            // word is inside the data area; the producer wrote it before its Release store of
-            // `tail`, which we read with Acquire. Read once (volatile) so that a misbehaving
-            // peer cannot change it between the checks below and its use.
-            let word = u64::from_le(unsafe { base.add(pos).cast::<u64>().read_volatile() });
             if word == SKIP {
-                if to_end > avail {
-                    return Err(Error::Malformed("shm ring: skip marker past tail".into()));
-                }
                 self.head += to_end as u64;
-                continue;
+            } else {
+                let len = word & !READY;
+                if word & READY == 0 || len >= cap as u64 {
+                    return Err(Error::Malformed(format!(
+                        "shm ring: bad record header {word:#x} at {pos}"
+                    )));
+                }
+                let len = len as usize;
+                let rec = REC_HDR + align8(len);
+                if rec > to_end {
+                    return Err(Error::Malformed(format!(
+                        "shm ring: record of {len} bytes at {pos} overruns the ring"
+                    )));
+                }
+                self.head += rec as u64;
+                // SAFETY: [pos + 8, pos + 8 + len) is inside the data area (checked above) and
+                // was written before the header we read with Acquire; the producer does not
+                // write it again before we publish a `head` past it, which happens only after
+                // `f` returns, so the slice is stable while it lives.
+                let payload = unsafe { std::slice::from_raw_parts(base.add(pos + REC_HDR), len) };
+                f(payload);
+                self.ctrl().head.0.store(self.head, Ordering::Release);
+                n += 1;
             }
-            let len = word as usize;
-            if word >= cap as u64 || REC_HDR + align8(len) > to_end.min(avail) {
-                return Err(Error::Malformed(format!(
-                    "shm ring: record of {word} bytes at {pos} with {avail} bytes published"
-                )));
+            if self.head.wrapping_sub(start) >= cap as u64 {
+                break;
             }
-            let rec = REC_HDR + align8(len);
-            self.head += rec as u64;
-            // SAFETY: [pos + 8, pos + 8 + len) is inside the data area and published (checked
-            // above); the producer does not write it again before we publish a `head` past it,
-            // which happens only after `f` returns, so the slice is stable while it lives.
-            let payload = unsafe { std::slice::from_raw_parts(base.add(pos + REC_HDR), len) };
-            f(payload);
-            self.ctrl().head.0.store(self.head, Ordering::Release);
-            n += 1;
+            word = self.peek();
+            if word == 0 {
+                break;
+            }
         }
-        // Publish skips that ended the batch.
+        // Publish a skip that ended the batch.
         self.ctrl().head.0.store(self.head, Ordering::Release);
         Ok(n)
     }
@@ -1161,12 +1194,13 @@ mod tests {
         while push(&mut r, &[1; 24]) {
             n += 1;
         }
-        assert_eq!(n, 256 / 32);
+        // 32-byte records, and the word after the last one stays free.
+        assert_eq!(n, 256 / 32 - 1);
         let tail = r.prod.tail;
-        assert!(!push(&mut r, &[]));
+        assert!(!push(&mut r, &[9; 24]));
         assert_eq!(r.prod.tail, tail);
         assert_eq!(r.prod.ctrl().tail.0.load(Ordering::Relaxed), tail);
-        assert_eq!(pop(&mut r).len(), n);
+        assert_eq!(pop(&mut r), vec![vec![1u8; 24]; n]);
         assert!(push(&mut r, &[2; 24]));
         assert_eq!(pop(&mut r), vec![vec![2u8; 24]]);
     }
@@ -1174,20 +1208,26 @@ mod tests {
     #[test]
     fn exact_fit_records() {
         let mut r = ring(256);
-        // Fill up to 8 bytes before the end, then a zero-length record fits exactly.
-        assert!(push(&mut r, &[3; 240]));
+        // 240 + 8 bytes of records and the free word: exactly full.
+        assert!(push(&mut r, &[3; 232]));
+        assert!(push(&mut r, &[]));
+        assert_eq!(r.prod.tail, 248);
+        assert!(!push(&mut r, &[]), "the ring is exactly full");
+        assert_eq!(pop(&mut r), vec![vec![3u8; 232], vec![]]);
+        // A record ending exactly at the end of the area needs no skip marker.
         assert!(push(&mut r, &[]));
         assert_eq!(r.prod.tail, 256);
-        assert!(!push(&mut r, &[]), "the ring is exactly full");
-        assert_eq!(pop(&mut r), vec![vec![3u8; 240], vec![]]);
-        // A record ending exactly at the end of the area needs no skip marker.
+        assert_eq!(pop(&mut r), vec![vec![]]);
         assert!(push(&mut r, &[4; 120]));
+        assert_eq!(pop(&mut r), vec![vec![4u8; 120]]);
         assert!(push(&mut r, &[5; 120]));
         assert_eq!(r.prod.tail, 512);
-        assert_eq!(pop(&mut r), vec![vec![4u8; 120], vec![5u8; 120]]);
-        // A record filling the whole empty ring.
-        assert!(push(&mut r, &[6; 248]));
-        assert_eq!(pop(&mut r), vec![vec![6u8; 248]]);
+        assert_eq!(pop(&mut r), vec![vec![5u8; 120]]);
+        // The largest record an empty ring takes, and one more byte.
+        assert!(!push(&mut r, &[6; 241]));
+        assert!(push(&mut r, &[6; 240]));
+        assert_eq!(pop(&mut r), vec![vec![6u8; 240]]);
+        assert_eq!(r.cons.head, 512 + 248);
     }
 
     #[test]
@@ -1214,13 +1254,12 @@ mod tests {
     #[test]
     fn corrupt_ring_is_malformed_not_a_crash() {
         let mut r = ring(256);
-        assert!(push(&mut r, &[1; 8]));
-        // SAFETY: test ring memory is alive; offset 0 is inside.
-        unsafe { r.prod.data.as_ptr().cast::<u64>().write(1 << 40) };
-        assert!(matches!(r.cons.pop_all(&mut |_| {}), Err(Error::Malformed(_))));
-        let mut r = ring(256);
-        r.prod.ctrl().tail.0.store(10_000, Ordering::Release);
-        assert!(matches!(r.cons.pop_all(&mut |_| {}), Err(Error::Malformed(_))));
+        let base = r.prod.data.as_ptr();
+        for bad in [1 << 40, READY | 256, READY | 249, 5] {
+            // SAFETY: test ring memory is alive; offset 0 is inside and 8-aligned.
+            unsafe { header(base, 0) }.store(bad, Ordering::Release);
+            assert!(matches!(r.cons.pop_all(&mut |_| {}), Err(Error::Malformed(_))), "{bad:#x}");
+        }
     }
 
     #[test]

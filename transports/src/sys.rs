@@ -151,15 +151,6 @@ pub(crate) fn probe_pid(pid: i32) -> io::Result<()> {
     cvt(unsafe { libc::kill(pid, 0) }).map(drop)
 }
 
-/// `sched_yield()`.
-#[inline]
-pub(crate) fn yield_now() {
-    // SAFETY: `sched_yield` has no preconditions; its result (always 0 on Linux) carries nothing.
-    unsafe {
-        libc::sched_yield();
-    }
-}
-
 /// `process_vm_readv(pid, local, remote, 0)`: one call, possibly partial.
 ///
 /// # Safety

@@ -1,0 +1,315 @@
+//! The MPI implementations being compared: how to find, build with, and
+//! launch each one, and how to force each onto TCP.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::proc::{self, Outcome, Spec};
+
+/// Which implementation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Ours,
+    Mpich,
+    OpenMpi,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Ours, Kind::Mpich, Kind::OpenMpi];
+
+    /// Short name used in paths, options and results.json.
+    pub fn id(self) -> &'static str {
+        match self {
+            Kind::Ours => "ours",
+            Kind::Mpich => "mpich",
+            Kind::OpenMpi => "openmpi",
+        }
+    }
+
+    /// Human name for summary.md.
+    pub fn title(self) -> &'static str {
+        match self {
+            Kind::Ours => "ours",
+            Kind::Mpich => "MPICH",
+            Kind::OpenMpi => "Open MPI",
+        }
+    }
+
+    pub fn from_id(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.id() == s)
+    }
+}
+
+/// Which transport the run must use between ranks of one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Transport {
+    /// Each implementation's default (shared memory on one node).
+    Shm,
+    /// TCP forced, even between ranks of one node.
+    Tcp,
+}
+
+impl Transport {
+    pub fn id(self) -> &'static str {
+        match self {
+            Transport::Shm => "shm",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// One implementation and what was found out about it.
+#[derive(Debug, Clone)]
+pub struct Impl {
+    pub kind: Kind,
+    /// Compiler wrapper (path or name on PATH).
+    pub cc: String,
+    /// Launcher (path or name on PATH).
+    pub launcher: String,
+    /// `Err(reason)` when it cannot be used in this run.
+    pub status: Result<(), String>,
+    /// What `MPI_Get_library_version` said (from the probe run).
+    pub version: Option<String>,
+    /// Where its benchmark binaries go.
+    pub build_dir: PathBuf,
+    /// Benchmarks that failed to build, with the reason.
+    pub build_failures: Vec<(String, String)>,
+}
+
+impl Impl {
+    /// The implementation with its default commands; nothing checked yet.
+    pub fn new(kind: Kind, repo: &Path, build_root: &Path) -> Impl {
+        let (cc, launcher) = match kind {
+            Kind::Ours => (
+                repo.join("bin/mpicc").display().to_string(),
+                repo.join("bin/mpirun").display().to_string(),
+            ),
+            Kind::Mpich => ("mpicc.mpich".into(), "mpiexec.mpich".into()),
+            Kind::OpenMpi => ("mpicc.openmpi".into(), "mpirun.openmpi".into()),
+        };
+        Impl {
+            kind,
+            cc,
+            launcher,
+            status: Ok(()),
+            version: None,
+            build_dir: build_root.join(kind.id()),
+            build_failures: Vec::new(),
+        }
+    }
+
+    pub fn usable(&self) -> bool {
+        self.status.is_ok()
+    }
+
+    /// Path of the built benchmark `bench`, if it built.
+    pub fn exe(&self, bench: &str) -> Option<PathBuf> {
+        let p = self.build_dir.join(bench);
+        (self.usable() && !self.build_failures.iter().any(|(b, _)| b == bench) && p.is_file())
+            .then_some(p)
+    }
+
+    /// The command that runs `exe args` on `nranks` ranks over `transport`.
+    pub fn launch(&self, transport: Transport, nranks: u32, exe: &Path, args: &[String]) -> Spec {
+        let mut argv = vec![self.launcher.clone()];
+        let mut env = Vec::new();
+        match self.kind {
+            Kind::Ours => {
+                if transport == Transport::Tcp {
+                    env.push(("MADMPI_TRANSPORTS".into(), "tcp".into()));
+                }
+            }
+            Kind::Mpich => {
+                if transport == Transport::Tcp {
+                    // NOLOCAL makes MPICH treat every peer as remote (no
+                    // shared-memory path); with the ch4:ucx device UCX would
+                    // still pick its own shm/cma transports, hence UCX_TLS.
+                    env.push(("MPIR_CVAR_NOLOCAL".into(), "1".into()));
+                    env.push(("UCX_TLS".into(), "tcp,self".into()));
+                }
+            }
+            Kind::OpenMpi => {
+                // Harmless when not root; needed when root.
+                env.push(("OMPI_ALLOW_RUN_AS_ROOT".into(), "1".into()));
+                env.push(("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM".into(), "1".into()));
+                argv.push("--oversubscribe".into());
+                if transport == Transport::Tcp {
+                    // ob1 is the PML that uses BTLs; a UCX PML would ignore
+                    // the BTL list.
+                    argv.extend(["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"].map(String::from));
+                }
+            }
+        }
+        argv.extend(["-n".to_string(), nranks.to_string()]);
+        argv.push(exe.display().to_string());
+        argv.extend(args.iter().cloned());
+        Spec { argv, env, cwd: None }
+    }
+
+    /// Checks that the compiler and launcher exist; sets `status`.
+    pub fn detect(&mut self) {
+        let missing: Vec<&str> = [self.cc.as_str(), self.launcher.as_str()]
+            .into_iter()
+            .filter(|c| proc::which(c).is_none())
+            .collect();
+        if !missing.is_empty() {
+            let hint = match self.kind {
+                Kind::Ours => "; run `make` at the repository root",
+                Kind::Mpich => "; apt-get install mpich",
+                Kind::OpenMpi => "; apt-get install openmpi-bin libopenmpi-dev",
+            };
+            self.status = Err(format!("{} not found{hint}", missing.join(" and ")));
+        }
+    }
+
+    /// Builds every benchmark in `sources` (`name`, `path.c`) with this
+    /// implementation's compiler. The implementation stays usable if at
+    /// least one builds.
+    pub fn build(&mut self, sources: &[(String, PathBuf)], include: &Path, log_dir: &Path) {
+        if !self.usable() {
+            return;
+        }
+        if let Err(e) = proc::mkdirs(&self.build_dir) {
+            self.status = Err(format!("cannot create {}: {e}", self.build_dir.display()));
+            return;
+        }
+        for (name, src) in sources {
+            let out = self.build_dir.join(name);
+            let _ = std::fs::remove_file(&out);
+            let spec = Spec::new(&[
+                self.cc.as_str(),
+                "-std=c99",
+                "-O2",
+                "-Wall",
+                "-Wextra",
+                "-I",
+                &include.display().to_string(),
+                &src.display().to_string(),
+                "-o",
+                &out.display().to_string(),
+            ]);
+            let log = log_dir.join(format!("build-{}-{name}", self.kind.id()));
+            let f = proc::run(&spec, Duration::from_secs(300), &log);
+            if f.outcome != Outcome::Ok || !out.is_file() {
+                let why = format!("{}: {}", f.outcome.detail(), proc::tail(&f.stderr, 5));
+                self.build_failures.push((name.clone(), why));
+            }
+        }
+        if self.build_failures.len() == sources.len() && !sources.is_empty() {
+            let (_, why) = &self.build_failures[0];
+            self.status = Err(format!("compiler failed: {why}"));
+        }
+    }
+
+    /// Runs one tiny benchmark to learn whether the launcher works and which
+    /// library version this is.
+    pub fn probe(&mut self, log_dir: &Path) {
+        let Some(exe) = self.exe("barrier") else {
+            return;
+        };
+        let args = ["--iters", "2", "--reps", "1"].map(String::from);
+        let spec = self.launch(Transport::Shm, 2, &exe, &args);
+        let log = log_dir.join(format!("probe-{}", self.kind.id()));
+        let f = proc::run(&spec, Duration::from_secs(60), &log);
+        if f.outcome != Outcome::Ok {
+            self.status = Err(format!(
+                "launcher failed: {} — {}",
+                f.outcome.detail(),
+                proc::tail(&f.stderr, 3).replace('\n', " / ")
+            ));
+            return;
+        }
+        self.version = crate::parse::library_version(&f.stdout);
+    }
+}
+
+/// Installs MPICH and Open MPI from Debian when they are missing and we are
+/// root. Returns a note for the report (None when nothing was needed).
+pub fn install_peers(log_dir: &Path) -> Option<String> {
+    let needed = ["mpicc.mpich", "mpiexec.mpich", "mpicc.openmpi", "mpirun.openmpi"]
+        .into_iter()
+        .any(|c| proc::which(c).is_none());
+    if !needed {
+        return None;
+    }
+    if !proc::is_root() {
+        return Some("MPICH/Open MPI missing and not root: not installing".into());
+    }
+    let install = |tag: &str| {
+        let mut spec = Spec::new(&[
+            "apt-get",
+            "install",
+            "-y",
+            "--no-install-recommends",
+            "mpich",
+            "openmpi-bin",
+            "libopenmpi-dev",
+        ]);
+        spec.env.push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
+        proc::run(&spec, Duration::from_secs(900), &log_dir.join(tag))
+    };
+    eprintln!("madmpi-bench: installing mpich openmpi-bin libopenmpi-dev ...");
+    let mut f = install("apt-install");
+    if f.outcome != Outcome::Ok {
+        // A stale package index is the usual reason.
+        let mut upd = Spec::new(&["apt-get", "update"]);
+        upd.env.push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
+        proc::run(&upd, Duration::from_secs(600), &log_dir.join("apt-update"));
+        f = install("apt-install-retry");
+    }
+    Some(match f.outcome {
+        Outcome::Ok => "installed mpich openmpi-bin libopenmpi-dev".into(),
+        o => format!(
+            "apt-get install {}: {}",
+            o.detail(),
+            proc::tail(&f.stderr, 3).replace('\n', " / ")
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcp_forcing_per_implementation() {
+        let repo = Path::new("/repo");
+        let exe = Path::new("/b/pingpong");
+        let args = vec!["--quick".to_string()];
+
+        let ours = Impl::new(Kind::Ours, repo, Path::new("/b"));
+        let s = ours.launch(Transport::Tcp, 2, exe, &args);
+        assert_eq!(s.argv, ["/repo/bin/mpirun", "-n", "2", "/b/pingpong", "--quick"]);
+        assert_eq!(s.env, [("MADMPI_TRANSPORTS".to_string(), "tcp".to_string())]);
+        assert!(ours.launch(Transport::Shm, 2, exe, &args).env.is_empty());
+
+        let mpich = Impl::new(Kind::Mpich, repo, Path::new("/b"));
+        let s = mpich.launch(Transport::Tcp, 4, exe, &[]);
+        assert_eq!(s.argv, ["mpiexec.mpich", "-n", "4", "/b/pingpong"]);
+        assert!(s.env.contains(&("MPIR_CVAR_NOLOCAL".into(), "1".into())));
+
+        let ompi = Impl::new(Kind::OpenMpi, repo, Path::new("/b"));
+        let s = ompi.launch(Transport::Tcp, 2, exe, &[]);
+        let line = s.argv.join(" ");
+        assert!(line.contains("--oversubscribe"), "{line}");
+        assert!(line.contains("--mca btl tcp,self"), "{line}");
+        let s = ompi.launch(Transport::Shm, 2, exe, &[]);
+        assert!(!s.argv.join(" ").contains("btl"));
+    }
+
+    #[test]
+    fn missing_tools_are_reported_not_fatal() {
+        let mut i = Impl::new(Kind::Ours, Path::new("/nonexistent"), Path::new("/tmp"));
+        i.detect();
+        let why = i.status.unwrap_err();
+        assert!(why.contains("/nonexistent/bin/mpicc"), "{why}");
+        assert!(why.contains("make"), "{why}");
+    }
+}

@@ -1,0 +1,293 @@
+//! Running external commands with a time limit.
+//!
+//! Every command starts in a process group of its own, so that on a timeout
+//! the launcher *and* the ranks it started are killed together (by that group
+//! id, never by name), and stragglers left after a normal exit are reaped the
+//! same way.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exited with status 0.
+    Ok,
+    /// Exited non-zero or was killed by a signal (text says which).
+    Failed(String),
+    /// Still running when the time limit expired; killed.
+    Timeout,
+    /// Could not be started.
+    SpawnError(String),
+}
+
+impl Outcome {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed(_) => "failed",
+            Outcome::Timeout => "timeout",
+            Outcome::SpawnError(_) => "spawn-error",
+        }
+    }
+
+    pub fn detail(&self) -> String {
+        match self {
+            Outcome::Ok => "ok".into(),
+            Outcome::Failed(s) => format!("failed ({s})"),
+            Outcome::Timeout => "timed out (killed)".into(),
+            Outcome::SpawnError(s) => format!("could not start ({s})"),
+        }
+    }
+}
+
+/// A finished command: outcome, wall time and captured output.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub outcome: Outcome,
+    pub wall: Duration,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// A command to run: argv, extra environment, working directory.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl Spec {
+    pub fn new<S: AsRef<str>>(argv: &[S]) -> Spec {
+        Spec {
+            argv: argv.iter().map(|s| s.as_ref().to_string()).collect(),
+            env: Vec::new(),
+            cwd: None,
+        }
+    }
+
+    /// The command as a shell-like line, for logs and results.json.
+    pub fn display(&self) -> String {
+        let mut parts: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", quote(v)))
+            .collect();
+        parts.extend(self.argv.iter().map(|a| quote(a)));
+        parts.join(" ")
+    }
+}
+
+fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Runs `spec` with a time limit, capturing stdout and stderr into files
+/// under `log_prefix` (`<prefix>.out`, `<prefix>.err`) and returning both.
+pub fn run(spec: &Spec, timeout: Duration, log_prefix: &Path) -> Finished {
+    let started = Instant::now();
+    let out_path = log_prefix.with_extension("out");
+    let err_path = log_prefix.with_extension("err");
+    let files = File::create(&out_path).and_then(|o| Ok((o, File::create(&err_path)?)));
+    let (out_file, err_file) = match files {
+        Ok(f) => f,
+        Err(e) => return spawn_error(started, format!("log files: {e}")),
+    };
+    let Some((prog, args)) = spec.argv.split_first() else {
+        return spawn_error(started, "empty command".into());
+    };
+    let mut cmd = Command::new(prog);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out_file))
+        .stderr(Stdio::from(err_file))
+        .process_group(0);
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    if let Some(dir) = &spec.cwd {
+        cmd.current_dir(dir);
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return spawn_error(started, format!("{prog}: {e}")),
+    };
+    // The child is the group leader: its pid is the group id.
+    let pgid = child.id() as libc::pid_t;
+    let outcome = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break outcome_of(status),
+            Ok(None) => {}
+            Err(e) => break Outcome::Failed(format!("wait: {e}")),
+        }
+        if started.elapsed() >= timeout {
+            kill_group(pgid, libc::SIGTERM);
+            let grace = Instant::now();
+            while grace.elapsed() < Duration::from_secs(2) {
+                if matches!(child.try_wait(), Ok(Some(_))) {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+            kill_group(pgid, libc::SIGKILL);
+            let _ = child.wait();
+            break Outcome::Timeout;
+        }
+        thread::sleep(poll_interval(started.elapsed()));
+    };
+    // Ranks that outlived their launcher would skew the next measurement.
+    kill_group(pgid, libc::SIGKILL);
+    Finished {
+        outcome,
+        wall: started.elapsed(),
+        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
+    }
+}
+
+/// Short polls at first so quick commands are not padded, then coarser.
+fn poll_interval(elapsed: Duration) -> Duration {
+    if elapsed < Duration::from_millis(200) {
+        Duration::from_millis(5)
+    } else {
+        Duration::from_millis(50)
+    }
+}
+
+fn spawn_error(started: Instant, why: String) -> Finished {
+    Finished {
+        outcome: Outcome::SpawnError(why),
+        wall: started.elapsed(),
+        stdout: String::new(),
+        stderr: String::new(),
+    }
+}
+
+fn outcome_of(status: ExitStatus) -> Outcome {
+    use std::os::unix::process::ExitStatusExt;
+    if status.success() {
+        Outcome::Ok
+    } else if let Some(code) = status.code() {
+        Outcome::Failed(format!("exit code {code}"))
+    } else if let Some(sig) = status.signal() {
+        Outcome::Failed(format!("signal {sig}"))
+    } else {
+        Outcome::Failed("unknown status".into())
+    }
+}
+
+fn kill_group(pgid: libc::pid_t, sig: libc::c_int) {
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: killpg has no memory-safety preconditions; `pgid` is the group
+    // this module created for its own child (never 0/1, which would mean our
+    // own group or init).
+    unsafe {
+        libc::killpg(pgid, sig);
+    }
+}
+
+/// The full path of `name` on PATH (or `name` itself if it contains a
+/// slash and is an executable file).
+pub fn which(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return is_executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+pub fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// Whether this process runs as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The last `n` lines of `text`, for reports.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Creates a directory and its parents.
+pub fn mkdirs(p: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("madmpi-bench-test-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d.join(name)
+    }
+
+    #[test]
+    fn captures_output_and_status() {
+        let f = run(
+            &Spec::new(&["sh", "-c", "echo hi; echo err >&2; exit 3"]),
+            Duration::from_secs(10),
+            &tmp("a"),
+        );
+        assert_eq!(f.outcome, Outcome::Failed("exit code 3".into()));
+        assert_eq!(f.stdout, "hi\n");
+        assert_eq!(f.stderr, "err\n");
+    }
+
+    #[test]
+    fn kills_the_whole_group_on_timeout() {
+        // The grandchild would keep the group alive if only `sh` were killed.
+        let started = Instant::now();
+        let f = run(
+            &Spec::new(&["sh", "-c", "sleep 30 & sleep 30; echo never"]),
+            Duration::from_millis(300),
+            &tmp("b"),
+        );
+        assert_eq!(f.outcome, Outcome::Timeout);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(!f.stdout.contains("never"));
+    }
+
+    #[test]
+    fn missing_program_is_a_spawn_error() {
+        let f = run(
+            &Spec::new(&["/nonexistent/prog"]),
+            Duration::from_secs(1),
+            &tmp("c"),
+        );
+        assert!(matches!(f.outcome, Outcome::SpawnError(_)), "{:?}", f.outcome);
+    }
+
+    #[test]
+    fn quotes_for_display() {
+        let mut s = Spec::new(&["mpirun", "-n", "2", "a b"]);
+        s.env.push(("UCX_TLS".into(), "tcp,self".into()));
+        assert_eq!(s.display(), "UCX_TLS=tcp,self mpirun -n 2 'a b'");
+    }
+}

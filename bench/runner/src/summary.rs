@@ -1,0 +1,406 @@
+//! Aggregation of raw runs into `summary.md`.
+//!
+//! Each run reports, per (benchmark, mode, size, metric), the median over the
+//! repetitions inside the program. Across the R runs of an implementation the
+//! summary shows the median of those medians and their min–max, and the ratio
+//! ours / best peer (best = lowest for lower-is-better metrics, highest for
+//! higher-is-better ones).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::impls::{Impl, Kind, Transport};
+use crate::parse::{Better, Measurement};
+use crate::proc::Outcome;
+
+/// One launch of one benchmark program.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    pub kind: Kind,
+    pub transport: Transport,
+    pub bench: String,
+    pub ranks: u32,
+    pub round: usize,
+    pub command: String,
+    pub outcome: Outcome,
+    pub wall_s: f64,
+    pub log: String,
+    pub measurements: Vec<Measurement>,
+    pub parse_errors: Vec<String>,
+    pub stderr_tail: String,
+}
+
+/// Identifies one table: a metric of one mode of one benchmark.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TableKey {
+    pub transport: Transport,
+    pub bench_order: usize,
+    pub bench: String,
+    pub mode: String,
+    pub metric: String,
+    pub ranks: u32,
+    pub better: Better,
+}
+
+/// Median, min and max of the per-run medians, and how many runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cell {
+    pub med: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+impl Cell {
+    pub fn of(values: &[f64]) -> Option<Cell> {
+        if values.is_empty() {
+            return None;
+        }
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let med = if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) };
+        Some(Cell { med, min: v[0], max: v[n - 1], n })
+    }
+}
+
+/// size -> implementation -> per-run medians.
+pub type Table = BTreeMap<u64, BTreeMap<Kind, Vec<f64>>>;
+
+/// Groups every measurement of every run into tables.
+pub fn tables(runs: &[RunRecord], bench_order: &[&str]) -> BTreeMap<TableKey, Table> {
+    let mut out: BTreeMap<TableKey, Table> = BTreeMap::new();
+    for r in runs {
+        for m in &r.measurements {
+            let key = TableKey {
+                transport: r.transport,
+                bench_order: bench_order.iter().position(|b| *b == m.bench).unwrap_or(usize::MAX),
+                bench: m.bench.clone(),
+                mode: m.mode.clone(),
+                metric: m.metric.clone(),
+                ranks: m.ranks,
+                better: m.better,
+            };
+            out.entry(key)
+                .or_default()
+                .entry(m.size)
+                .or_default()
+                .entry(r.kind)
+                .or_default()
+                .push(m.med);
+        }
+    }
+    out
+}
+
+/// ours / best peer, if both exist.
+pub fn ratio(better: Better, cells: &BTreeMap<Kind, Cell>) -> Option<f64> {
+    let ours = cells.get(&Kind::Ours)?.med;
+    let peers = cells.iter().filter(|(k, _)| **k != Kind::Ours).map(|(_, c)| c.med);
+    let best = match better {
+        Better::Lower => peers.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x)))),
+        Better::Higher => peers.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))),
+    }?;
+    (best != 0.0).then(|| ours / best)
+}
+
+/// Number formatting with about four significant digits.
+pub fn num(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1000.0 {
+        format!("{x:.0}")
+    } else if a >= 100.0 {
+        format!("{x:.1}")
+    } else if a >= 10.0 {
+        format!("{x:.2}")
+    } else if a >= 0.01 || a == 0.0 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.2e}")
+    }
+}
+
+/// 8 B, 1 KiB, 4 MiB; sizes that are not whole KiB/MiB stay in bytes.
+pub fn human_size(n: u64) -> String {
+    if n >= 1 << 20 && n % (1 << 20) == 0 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} B")
+    }
+}
+
+fn cell_text(c: Option<&Cell>, runs: usize) -> String {
+    match c {
+        None => "–".into(),
+        Some(c) => {
+            let mut s = format!("{} ({}–{})", num(c.med), num(c.min), num(c.max));
+            if c.n < runs {
+                let _ = write!(s, " n={}", c.n);
+            }
+            s
+        }
+    }
+}
+
+fn better_note(b: Better) -> &'static str {
+    match b {
+        Better::Lower => "lower is better; ratio < 1 means ours is faster",
+        Better::Higher => "higher is better; ratio > 1 means ours is better",
+    }
+}
+
+/// What summary.md needs besides the runs.
+pub struct Context<'a> {
+    pub timestamp: &'a str,
+    pub host: &'a str,
+    pub cpus: usize,
+    pub impls: &'a [Impl],
+    pub transports: &'a [Transport],
+    pub runs_per_impl: usize,
+    pub quick: bool,
+    pub nranks: u32,
+    pub notes: &'a [String],
+    pub bench_order: &'a [&'a str],
+}
+
+/// Rows of the headline table: (bench, mode, metric, size, ranks or 0 for
+/// "the run's rank count", label).
+const HEADLINES: &[(&str, &str, &str, u64, u32, &str)] = &[
+    ("pingpong", "lat", "lat_us", 8, 2, "ping-pong latency 8 B (µs)"),
+    ("pingpong", "lat", "bw_MBps", 1 << 20, 2, "ping-pong bandwidth 1 MiB (MB/s)"),
+    ("pingpong", "bw", "bw_MBps", 1 << 20, 2, "windowed bandwidth 1 MiB (MB/s)"),
+    ("barrier", "barrier", "lat_us", 0, 0, "barrier (µs)"),
+    ("msgrate", "uni", "msg_rate_M", 8, 2, "message rate 8 B (Mmsg/s)"),
+    ("multiseg", "multiseg", "lat_us", 4, 2, "multiseg 16×4 B (µs)"),
+    ("multiseg", "multiseg", "lat_us", 1024, 2, "multiseg 16×1 KiB (µs)"),
+    ("multiseg", "multiseg", "lat_us", 8192, 2, "multiseg 16×8 KiB (µs)"),
+    ("indexed", "indexed", "lat_us", 64 + 262_144, 2, "indexed 64 B + 256 KiB (µs)"),
+    ("indexed", "indexed_contig", "lat_us", 64 + 262_144, 2, "same payload contiguous (µs)"),
+    ("overlap", "nocall", "overlap_pct", 1 << 20, 2, "overlap 1 MiB, no MPI calls (%)"),
+    ("coll", "allreduce", "lat_us", 8, 0, "allreduce 8 B (µs)"),
+];
+
+/// Renders summary.md.
+pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# madmpi benchmark summary — {}\n", ctx.timestamp);
+    let _ = writeln!(
+        s,
+        "Host `{}` ({} CPUs), transports: {}, {} run(s) per implementation{}, interleaved. \
+         Each cell is the median over runs of the in-program median (min–max over runs); \
+         `n=` marks cells with fewer runs than planned. Raw data: `results.json`.\n",
+        ctx.host,
+        ctx.cpus,
+        ctx.transports.iter().map(|t| t.id()).collect::<Vec<_>>().join(", "),
+        ctx.runs_per_impl,
+        if ctx.quick { " (--quick)" } else { "" },
+    );
+
+    let _ = writeln!(s, "## Implementations\n");
+    let _ = writeln!(s, "| implementation | status | library |");
+    let _ = writeln!(s, "|---|---|---|");
+    for i in ctx.impls {
+        let status = match &i.status {
+            Ok(()) if i.build_failures.is_empty() => "ok".to_string(),
+            Ok(()) => format!(
+                "ok; not built: {}",
+                i.build_failures.iter().map(|(b, _)| b.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            Err(why) => format!("not built ({})", why.replace('|', "/").replace('\n', " ")),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} |",
+            i.kind.title(),
+            status,
+            i.version.as_deref().unwrap_or("–").replace('|', "/")
+        );
+    }
+    for n in ctx.notes {
+        let _ = writeln!(s, "\nNote: {n}");
+    }
+    s.push('\n');
+
+    let kinds: Vec<Kind> = ctx.impls.iter().map(|i| i.kind).collect();
+    let all = tables(runs, ctx.bench_order);
+
+    for &t in ctx.transports {
+        let _ = writeln!(s, "## Headline numbers ({t})\n");
+        let _ = write!(s, "| measurement |");
+        for k in &kinds {
+            let _ = write!(s, " {} |", k.title());
+        }
+        let _ = writeln!(s, " ours/best peer |");
+        let _ = writeln!(s, "|---|{}---|", "---|".repeat(kinds.len()));
+        let mut any = false;
+        for &(bench, mode, metric, size, ranks, label) in HEADLINES {
+            let want_ranks = if ranks == 0 { ctx.nranks } else { ranks };
+            let found = all.iter().find(|(k, _)| {
+                k.transport == t && k.bench == bench && k.mode == mode && k.metric == metric && k.ranks == want_ranks
+            });
+            let Some((key, table)) = found else { continue };
+            let Some(row) = table.get(&size) else { continue };
+            any = true;
+            let cells: BTreeMap<Kind, Cell> =
+                row.iter().filter_map(|(k, v)| Some((*k, Cell::of(v)?))).collect();
+            let label = if ranks == 0 { format!("{label}, {want_ranks} ranks") } else { label.to_string() };
+            let _ = write!(s, "| {label} |");
+            for k in &kinds {
+                let _ = write!(s, " {} |", cell_text(cells.get(k), ctx.runs_per_impl));
+            }
+            let r = ratio(key.better, &cells).map_or("–".into(), |r| format!("{r:.2}"));
+            let _ = writeln!(s, " {r} ({}) |", key.better.as_str());
+        }
+        if !any {
+            let _ = writeln!(s, "| (no measurements) |{}  |", " |".repeat(kinds.len()));
+        }
+        s.push('\n');
+
+        let _ = writeln!(s, "## All results ({t})\n");
+        for (key, table) in all.iter().filter(|(k, _)| k.transport == t) {
+            let _ = writeln!(
+                s,
+                "### {} / {} — {}, {} ranks\n\n{}.\n",
+                key.bench,
+                key.mode,
+                key.metric,
+                key.ranks,
+                better_note(key.better)
+            );
+            let _ = write!(s, "| size |");
+            for k in &kinds {
+                let _ = write!(s, " {} |", k.title());
+            }
+            let _ = writeln!(s, " ours/best peer |");
+            let _ = writeln!(s, "|---:|{}---:|", "---:|".repeat(kinds.len()));
+            for (size, row) in table {
+                let cells: BTreeMap<Kind, Cell> =
+                    row.iter().filter_map(|(k, v)| Some((*k, Cell::of(v)?))).collect();
+                let _ = write!(s, "| {} |", human_size(*size));
+                for k in &kinds {
+                    let _ = write!(s, " {} |", cell_text(cells.get(k), ctx.runs_per_impl));
+                }
+                let r = ratio(key.better, &cells).map_or("–".into(), |r| format!("{r:.2}"));
+                let _ = writeln!(s, " {r} |");
+            }
+            s.push('\n');
+        }
+    }
+
+    let bad: Vec<&RunRecord> = runs.iter().filter(|r| r.outcome != Outcome::Ok).collect();
+    let _ = writeln!(s, "## Failed or timed-out runs\n");
+    if bad.is_empty() {
+        let _ = writeln!(s, "None ({} runs).", runs.len());
+    } else {
+        for r in bad {
+            let _ = writeln!(
+                s,
+                "- {} {} {} ({} ranks, run {}): {} after {:.1} s — log `{}`{}",
+                r.kind.title(),
+                r.transport,
+                r.bench,
+                r.ranks,
+                r.round + 1,
+                r.outcome.detail(),
+                r.wall_s,
+                r.log,
+                if r.stderr_tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": `{}`", r.stderr_tail.replace('\n', " / ").replace('`', "'"))
+                }
+            );
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse_line;
+
+    fn run(kind: Kind, round: usize, lines: &[&str]) -> RunRecord {
+        RunRecord {
+            kind,
+            transport: Transport::Shm,
+            bench: "pingpong".into(),
+            ranks: 2,
+            round,
+            command: String::new(),
+            outcome: Outcome::Ok,
+            wall_s: 1.0,
+            log: String::new(),
+            measurements: lines.iter().map(|l| parse_line(l).unwrap().unwrap()).collect(),
+            parse_errors: vec![],
+            stderr_tail: String::new(),
+        }
+    }
+
+    fn lat(med: f64) -> String {
+        format!(
+            "RESULT bench=pingpong mode=lat size=8 ranks=2 iters=1 reps=1 metric=lat_us \
+             better=lower min={med} med={med} max={med}"
+        )
+    }
+
+    #[test]
+    fn cells_and_ratios() {
+        let c = Cell::of(&[3.0, 1.0, 2.0, 10.0]).unwrap();
+        assert_eq!((c.med, c.min, c.max, c.n), (2.5, 1.0, 10.0, 4));
+        let mut cells = BTreeMap::new();
+        cells.insert(Kind::Ours, Cell::of(&[2.0]).unwrap());
+        cells.insert(Kind::Mpich, Cell::of(&[4.0]).unwrap());
+        cells.insert(Kind::OpenMpi, Cell::of(&[1.0]).unwrap());
+        assert_eq!(ratio(Better::Lower, &cells), Some(2.0));
+        assert_eq!(ratio(Better::Higher, &cells), Some(0.5));
+        cells.remove(&Kind::Ours);
+        assert_eq!(ratio(Better::Lower, &cells), None);
+    }
+
+    #[test]
+    fn renders_tables_without_ours() {
+        let runs: Vec<RunRecord> = [(Kind::Mpich, 0.4), (Kind::OpenMpi, 0.3), (Kind::Mpich, 0.5)]
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| run(*k, i, &[&lat(*v)]))
+            .collect();
+        let mut ours = Impl::new(Kind::Ours, std::path::Path::new("/x"), std::path::Path::new("/b"));
+        ours.status = Err("bin/mpicc not found".into());
+        let impls = vec![
+            ours,
+            Impl::new(Kind::Mpich, std::path::Path::new("/x"), std::path::Path::new("/b")),
+            Impl::new(Kind::OpenMpi, std::path::Path::new("/x"), std::path::Path::new("/b")),
+        ];
+        let ctx = Context {
+            timestamp: "t",
+            host: "h",
+            cpus: 2,
+            impls: &impls,
+            transports: &[Transport::Shm],
+            runs_per_impl: 2,
+            quick: false,
+            nranks: 4,
+            notes: &[],
+            bench_order: &["pingpong"],
+        };
+        let md = render(&ctx, &runs);
+        assert!(md.contains("not built (bin/mpicc not found)"), "{md}");
+        assert!(md.contains("| 8 B | – | 0.450 (0.400–0.500) | 0.300 (0.300–0.300) n=1 | – |"), "{md}");
+        assert!(md.contains("ping-pong latency 8 B"), "{md}");
+        assert!(md.contains("lower is better"), "{md}");
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(human_size(8), "8 B");
+        assert_eq!(human_size(1024), "1 KiB");
+        assert_eq!(human_size(4 << 20), "4 MiB");
+        assert_eq!(human_size(262_208), "262208 B");
+        assert_eq!(num(0.1534), "0.153");
+        assert_eq!(num(12345.6), "12346");
+        assert_eq!(num(0.0), "0.000");
+    }
+}

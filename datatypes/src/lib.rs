@@ -1,0 +1,50 @@
+//! # madmpi-datatypes
+//!
+//! The MPI datatype engine of madmpi, as a pure Rust crate: no I/O, no C handles.
+//!
+//! * [`Datatype`]: every constructor of MPI-4 (contiguous, vector, hvector, indexed, hindexed,
+//!   indexed_block, hindexed_block, struct, subarray, darray, resized, dup, the `f90` types,
+//!   value_index), with counts as `usize` and displacements as `isize` (the `_c` variants map
+//!   onto the same functions; [`Datatype::mark_large_count`] makes `get_contents` report large
+//!   counts as the standard requires for them);
+//! * queries: size, extent and bounds with resized-type markers, true extent, envelope and
+//!   contents, names;
+//! * traversal ([`Datatype::segments`]): the `(offset, len)` memory segments of any byte range of
+//!   the packed stream of `count` elements, computed from a compiled layout tree without
+//!   flattening, for per-block zero-copy transfers (NewMadeleine §5.3), with
+//!   [`Datatype::block_stats`] to decide between packing and zero-copy;
+//! * pack / unpack (native, restartable at any offset) and `external32`;
+//! * `MPI_Get_elements` ([`Datatype::elements_in`]) and signature matching.
+//!
+//! All `unsafe` code is in one module (`raw`), which reads and writes user memory for
+//! pack/unpack; everything else is `forbid(unsafe_code)`. Bad input is an [`Error`], never a
+//! panic.
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+
+mod basic;
+mod build;
+mod datatype;
+mod error;
+mod external32;
+mod node;
+mod raw;
+mod segments;
+mod signature;
+
+pub use basic::{Basic, TypeClass};
+pub use datatype::{
+    abi, BlockStats, Combiner, Contents, Datatype, Distribution, Envelope, Order,
+};
+pub use error::{count_from_i64, Error, Result};
+pub use segments::Segments;
+
+/// Checks a data representation name for `MPI_Pack_external` and friends: only
+/// `"external32"` is supported.
+pub fn check_datarep(name: &str) -> Result<()> {
+    if name == "external32" {
+        Ok(())
+    } else {
+        Err(Error::UnsupportedDatarep(format!("{name:?} (only \"external32\")")))
+    }
+}

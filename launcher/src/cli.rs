@@ -1,0 +1,332 @@
+//! Command-line parsing for `mpirun`/`mpiexec`. Pure: arguments in, [`Parsed`] out.
+//!
+//! Options follow Hydra's and Open MPI's spellings; each accepts one or two leading dashes and
+//! `--opt=value` as well as `--opt value`. Options stop at the first non-option (the program)
+//! or at `--`.
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What to do.
+#[derive(Debug)]
+pub enum Parsed {
+    /// Start a job.
+    Run(Options),
+    /// Print the help text.
+    Help,
+    /// Print the version.
+    Version,
+}
+
+/// How the ranks' environment is built from mpirun's own.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct EnvSpec {
+    /// Pass nothing from mpirun's environment (`-genvnone`).
+    pub none: bool,
+    /// Pass only these variables (`-genvlist a,b`), in addition to `set`.
+    pub list: Option<Vec<OsString>>,
+    /// Variables set explicitly (`-x VAR=VAL`, `-genv VAR VAL`), or passed explicitly
+    /// (`-x VAR` when VAR is set in mpirun's environment), in order.
+    pub set: Vec<(OsString, OsString)>,
+}
+
+/// A parsed command line.
+#[derive(Debug)]
+pub struct Options {
+    /// Number of ranks.
+    pub np: u32,
+    /// The program.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Prefix every output line with `[rank] `.
+    pub tag_output: bool,
+    /// Environment passing.
+    pub env: EnvSpec,
+    /// Kill the job after this long.
+    pub timeout: Option<Duration>,
+    /// Serve PMI on a TCP port (`PMI_PORT`/`PMI_ID`) instead of inherited sockets (`PMI_FD`).
+    pub pmi_port: bool,
+    /// Working directory of the ranks.
+    pub wdir: Option<PathBuf>,
+    /// Trace PMI traffic on stderr.
+    pub verbose: bool,
+}
+
+/// The help text (`name` is `mpirun` or `mpiexec`).
+pub fn help(name: &str) -> String {
+    format!(
+        "\
+Usage: {name} [options] [--] program [args...]
+
+Starts N copies of program on this node, serves them PMI-1 (PMI_FD), forwards stdin to
+rank 0 and every rank's stdout/stderr, and ends with the first non-zero exit code of a rank
+(128+signal for a rank killed by a signal).
+
+Options:
+  -n, -np, -c, --n N        number of ranks (default 1)
+  --tag-output, --prefix-rank, -prepend-rank, -l
+                            prefix every output line with [rank]
+  -x VAR[=VALUE]            pass VAR (set it to VALUE) to the ranks
+  -genv VAR VALUE, -env VAR VALUE
+                            set VAR=VALUE for the ranks
+  -genvlist A,B,...         pass only these variables of mpirun's environment
+  -genvnone                 pass none of mpirun's environment (-x/-genv still apply)
+  -genvall                  pass all of mpirun's environment (the default)
+  -wdir DIR                 working directory of the ranks
+  --timeout SECONDS         kill the job after SECONDS (default: $MPIEXEC_TIMEOUT); exit code 124
+  --pmi-port                serve PMI over TCP (PMI_PORT, PMI_ID) instead of PMI_FD
+  -v, --verbose             trace PMI traffic on stderr
+  -h, --help                this text
+  -V, --version             version
+
+Not supported yet (one node only): --host, --hostfile, -ppn.
+
+Each rank gets PMI_FD, PMI_RANK, PMI_SIZE, PMI_JOBID, MADMPI_JOBID (the kvsname),
+MPI_LOCALNRANKS and MPI_LOCALRANKID.
+"
+    )
+}
+
+/// Parses the arguments after argv[0]. `getenv` reads mpirun's own environment (for `-x VAR`
+/// and `MPIEXEC_TIMEOUT`).
+pub fn parse(args: &[OsString], getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<Parsed, String> {
+    let mut np: Option<u32> = None;
+    let mut opts = Options {
+        np: 1,
+        program: OsString::new(),
+        args: Vec::new(),
+        tag_output: false,
+        env: EnvSpec::default(),
+        timeout: None,
+        pmi_port: false,
+        wdir: None,
+        verbose: false,
+    };
+    if let Some(t) = getenv("MPIEXEC_TIMEOUT") {
+        opts.timeout = Some(parse_timeout(&t.to_string_lossy()).map_err(|e| format!("MPIEXEC_TIMEOUT: {e}"))?);
+    }
+    let mut i = 0;
+    // Takes the value of an option: inline (`--opt=value`) or the next argument.
+    let take = |inline: Option<OsString>, i: &mut usize, name: &str| -> Result<OsString, String> {
+        if let Some(v) = inline {
+            return Ok(v);
+        }
+        *i += 1;
+        args.get(*i).cloned().ok_or_else(|| format!("option '{name}' needs a value"))
+    };
+    while i < args.len() {
+        let arg = &args[i];
+        let Some(text) = arg.to_str() else { break };
+        if text == "--" {
+            i += 1;
+            break;
+        }
+        if !text.starts_with('-') || text == "-" {
+            break;
+        }
+        let bare = text.trim_start_matches('-');
+        let (name, inline) = match bare.split_once('=') {
+            Some((n, v)) => (n, Some(OsString::from(v))),
+            None => (bare, None),
+        };
+        let flag = |inline: &Option<OsString>| -> Result<(), String> {
+            match inline {
+                Some(_) => Err(format!("option '{name}' takes no value")),
+                None => Ok(()),
+            }
+        };
+        match name {
+            "n" | "np" | "c" => {
+                let v = take(inline, &mut i, text)?;
+                let n = v
+                    .to_str()
+                    .and_then(|s| s.trim().parse::<u32>().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| format!("'{text}' needs a positive number of ranks, got '{}'", v.to_string_lossy()))?;
+                np = Some(n);
+            }
+            "tag-output" | "prefix-rank" | "prepend-rank" | "l" | "output-filename-rank" => {
+                flag(&inline)?;
+                opts.tag_output = true;
+            }
+            "x" => {
+                let v = take(inline, &mut i, text)?;
+                let s = v.to_string_lossy().into_owned();
+                match s.split_once('=') {
+                    Some((k, val)) if !k.is_empty() => opts.env.set.push((k.into(), val.into())),
+                    Some(_) => return Err(format!("'-x {s}': empty variable name")),
+                    None => {
+                        if let Some(val) = getenv(&s) {
+                            opts.env.set.push((s.into(), val));
+                        }
+                    }
+                }
+            }
+            "genv" | "env" => {
+                let k = take(None, &mut i, text)?;
+                let v = take(None, &mut i, text)?;
+                if inline.is_some() || k.is_empty() {
+                    return Err(format!("usage: {text} VAR VALUE"));
+                }
+                opts.env.set.push((k, v));
+            }
+            "genvlist" | "envlist" => {
+                let v = take(inline, &mut i, text)?;
+                let list = v.to_string_lossy().split(',').filter(|s| !s.is_empty()).map(OsString::from).collect();
+                opts.env.list = Some(list);
+            }
+            "genvnone" | "envnone" => {
+                flag(&inline)?;
+                opts.env.none = true;
+            }
+            "genvall" | "envall" => {
+                flag(&inline)?;
+                opts.env.none = false;
+                opts.env.list = None;
+            }
+            "wdir" | "wd" | "cwd" => opts.wdir = Some(PathBuf::from(take(inline, &mut i, text)?)),
+            "timeout" => {
+                let v = take(inline, &mut i, text)?;
+                opts.timeout = Some(parse_timeout(&v.to_string_lossy()).map_err(|e| format!("{text}: {e}"))?);
+            }
+            "pmi-port" => {
+                flag(&inline)?;
+                opts.pmi_port = true;
+            }
+            "v" | "verbose" => {
+                flag(&inline)?;
+                opts.verbose = true;
+            }
+            "h" | "help" | "?" => return Ok(Parsed::Help),
+            "V" | "version" => return Ok(Parsed::Version),
+            "host" | "hosts" | "H" | "hostfile" | "f" | "machinefile" | "machine" | "ppn" | "npernode"
+            | "N" | "map-by" | "bind-to" | "launcher" | "bootstrap" | "rmk" => {
+                return Err(format!("option '{text}' is not supported yet (madmpi's mpirun runs on this node only)"));
+            }
+            _ => return Err(format!("unknown option '{text}'")),
+        }
+        i += 1;
+    }
+    let Some(program) = args.get(i) else {
+        return Err("no program to run".into());
+    };
+    opts.program = program.clone();
+    opts.args = args[i + 1..].to_vec();
+    opts.np = np.unwrap_or(1);
+    Ok(Parsed::Run(opts))
+}
+
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(secs.is_finite() && secs > 0.0 && secs < 1e9) {
+        return Err(format!("'{s}' is not a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Whether a variable from mpirun's own environment must not reach the ranks: the PMI
+/// connection of an enclosing launcher (a nested `mpirun` under Hydra or Slurm) would confuse
+/// the ranks' client, and these are set per rank anyway.
+pub fn is_launcher_var(name: &OsStr) -> bool {
+    let Some(n) = name.to_str() else { return false };
+    n.starts_with("PMI_") || n.starts_with("HYDI_") || n == "MPI_LOCALNRANKS" || n == "MPI_LOCALRANKID" || n == "MADMPI_JOBID"
+}
+
+/// The environment of the ranks (before the per-rank PMI variables are added).
+pub fn build_env(spec: &EnvSpec, own: impl Iterator<Item = (OsString, OsString)>) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = if spec.none {
+        Vec::new()
+    } else {
+        own.filter(|(k, _)| !is_launcher_var(k))
+            .filter(|(k, _)| spec.list.as_ref().map_or(true, |l| l.contains(k)))
+            .collect()
+    };
+    for (k, v) in &spec.set {
+        env.retain(|(ek, _)| ek != k);
+        env.push((k.clone(), v.clone()));
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &[&str]) -> Vec<OsString> {
+        s.iter().map(OsString::from).collect()
+    }
+
+    fn run(s: &[&str]) -> Result<Options, String> {
+        let env = |k: &str| if k == "HOME" { Some(OsString::from("/root")) } else { None };
+        match parse(&args(s), &env)? {
+            Parsed::Run(o) => Ok(o),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn counts_and_program() {
+        for form in [&["-n", "4"][..], &["-np", "4"], &["-c", "4"], &["--n", "4"], &["--np=4"], &["-n=4"]] {
+            let mut a = form.to_vec();
+            a.extend(["prog", "-n", "x"]);
+            let o = run(&a).unwrap();
+            assert_eq!(o.np, 4);
+            assert_eq!(o.program, "prog");
+            assert_eq!(o.args, args(&["-n", "x"]));
+        }
+        let o = run(&["--", "-weird-prog", "a"]).unwrap();
+        assert_eq!((o.np, o.program.to_str().unwrap()), (1, "-weird-prog"));
+        assert!(run(&["-n", "0", "p"]).is_err());
+        assert!(run(&["-n", "x", "p"]).is_err());
+        assert!(run(&["-n"]).unwrap_err().contains("needs a value"));
+        assert!(run(&["-n", "2"]).unwrap_err().contains("no program"));
+    }
+
+    #[test]
+    fn flags_env_timeout() {
+        let o = run(&["--tag-output", "-x", "A=1", "-x", "HOME", "-x", "UNSET", "-genv", "B", "2 3", "--timeout", "1.5", "p"])
+            .unwrap();
+        assert!(o.tag_output);
+        assert_eq!(
+            o.env.set,
+            vec![("A".into(), "1".into()), ("HOME".into(), "/root".into()), ("B".into(), "2 3".into())]
+        );
+        assert_eq!(o.timeout, Some(Duration::from_millis(1500)));
+        assert!(run(&["--timeout", "-1", "p"]).is_err());
+        assert!(run(&["--prefix-rank", "-l", "p"]).unwrap().tag_output);
+    }
+
+    #[test]
+    fn errors_and_specials() {
+        assert!(run(&["--bogus", "p"]).unwrap_err().contains("unknown option '--bogus'"));
+        for o in ["--host", "--hostfile", "-ppn", "-f"] {
+            assert!(run(&[o, "x", "p"]).unwrap_err().contains("not supported yet"), "{o}");
+        }
+        let env = |_: &str| None;
+        assert!(matches!(parse(&args(&["-h"]), &env), Ok(Parsed::Help)));
+        assert!(matches!(parse(&args(&["--help", "p"]), &env), Ok(Parsed::Help)));
+        assert!(matches!(parse(&args(&["--version"]), &env), Ok(Parsed::Version)));
+        assert!(run(&["--tag-output=yes", "p"]).is_err());
+    }
+
+    #[test]
+    fn environment_building() {
+        let own = || {
+            vec![
+                ("PATH".into(), "/bin".into()),
+                ("PMI_FD".into(), "9".into()),
+                ("HOME".into(), "/root".into()),
+                ("MADMPI_JOBID".into(), "old".into()),
+            ]
+            .into_iter()
+        };
+        let spec = EnvSpec::default();
+        assert_eq!(build_env(&spec, own()), vec![("PATH".into(), "/bin".into()), ("HOME".into(), "/root".into())]);
+        let spec = EnvSpec { list: Some(vec!["HOME".into()]), set: vec![("X".into(), "1".into())], none: false };
+        assert_eq!(build_env(&spec, own()), vec![("HOME".into(), "/root".into()), ("X".into(), "1".into())]);
+        let spec = EnvSpec { none: true, set: vec![("PATH".into(), "/x".into())], list: None };
+        assert_eq!(build_env(&spec, own()), vec![("PATH".into(), "/x".into())]);
+    }
+}

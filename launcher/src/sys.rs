@@ -1,0 +1,328 @@
+//! Every OS call of the launcher, each behind a small safe function. All `unsafe` of the crate
+//! lives here (plus the `pre_exec` hook in `spawn`, which can only call async-signal-safe code).
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+/// Runs a libc call returning -1 on error, turning errno into `io::Error`.
+macro_rules! syscall {
+    ($e:expr) => {{
+        let r = $e;
+        if r == -1 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r)
+        }
+    }};
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitKind {
+    /// `exit(code)`.
+    Exited(i32),
+    /// Killed by a signal.
+    Signaled {
+        /// The signal.
+        sig: i32,
+        /// Whether it dumped core.
+        core: bool,
+    },
+}
+
+/// Opens /dev/null on any of fds 0, 1, 2 that is closed, so that descriptors we create later
+/// never land there (a child's stdio would then clobber them).
+pub fn ensure_std_fds() {
+    for fd in 0..3 {
+        // SAFETY: F_GETFD only inspects the descriptor table.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            // SAFETY: the path is a NUL-terminated literal; the new fd is deliberately leaked
+            // to occupy the hole (it is the lowest free descriptor, i.e. `fd`).
+            unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+        }
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit: each rank costs four descriptors.
+pub fn raise_nofile_limit() {
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit read and write the struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) == 0 && rl.rlim_cur < rl.rlim_max {
+            rl.rlim_cur = rl.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
+        }
+    }
+}
+
+/// A connected pair of close-on-exec Unix stream sockets.
+pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: socketpair writes two descriptors into the array we own.
+    syscall!(unsafe {
+        libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr())
+    })?;
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we own.
+    syscall!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Sets O_NONBLOCK on a descriptor we own alone (never on our inherited stdio).
+pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: fcntl on a borrowed, hence open, descriptor.
+    let fl = syscall!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    // SAFETY: as above.
+    syscall!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK) })?;
+    Ok(())
+}
+
+/// `read(2)`; `Interrupted` is retried.
+pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: buf is valid for writes of its length.
+        let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// One `write(2)` (or `send(MSG_NOSIGNAL)` on a socket); `Interrupted` is retried.
+pub fn write(fd: RawFd, buf: &[u8], socket: bool) -> io::Result<usize> {
+    loop {
+        // SAFETY: buf is valid for reads of its length.
+        let r = unsafe {
+            if socket {
+                libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL)
+            } else {
+                libc::write(fd, buf.as_ptr().cast(), buf.len())
+            }
+        };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Writes everything, waiting (in poll, not spinning) if the descriptor is non-blocking and
+/// full. Used for our own stdout/stderr, which we must not switch to non-blocking mode.
+pub fn write_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match write(fd, buf, false) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let mut p = [libc::pollfd { fd, events: libc::POLLOUT, revents: 0 }];
+                poll(&mut p, 100)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// `poll(2)`; an interrupted call reports no event.
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: fds is a valid array of pollfd of the given length.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(r as usize)
+}
+
+/// The signals the launcher handles through its signalfd.
+pub const HANDLED_SIGNALS: [i32; 7] =
+    [libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
+
+/// Blocks [`HANDLED_SIGNALS`] and returns a non-blocking signalfd that reports them.
+/// Children get an empty mask back in `spawn`'s `pre_exec` (std resets it too).
+pub fn signalfd() -> io::Result<OwnedFd> {
+    // SAFETY: sigset manipulation on a zeroed set we own; sigprocmask and signalfd take valid
+    // pointers to it.
+    unsafe {
+        let mut set = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut set);
+        for s in HANDLED_SIGNALS {
+            libc::sigaddset(&mut set, s);
+        }
+        syscall!(libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()))?;
+        let fd = syscall!(libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC))?;
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// Drains the signalfd: the signal numbers received.
+pub fn read_signals(fd: BorrowedFd<'_>) -> Vec<i32> {
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: signalfd_siginfo is plain data; zeroed is a valid value.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: we read at most `size` bytes into the struct we own.
+        let r = unsafe { libc::read(fd.as_raw_fd(), (&mut info as *mut libc::signalfd_siginfo).cast(), size) };
+        if r != size as isize {
+            return out;
+        }
+        out.push(info.ssi_signo as i32);
+    }
+}
+
+/// `kill(2)`; ESRCH (already gone) is not an error worth reporting.
+pub fn kill(pid: i32, sig: i32) {
+    // SAFETY: kill has no memory-safety preconditions. Callers only pass pids of children not
+    // yet reaped (or the group they lead), which cannot have been recycled.
+    unsafe { libc::kill(pid, sig) };
+}
+
+/// Has `pid` (our child) ended? Uses WNOWAIT: the child stays a zombie, so its pid (and the
+/// process group it may lead) cannot be reused while we may still signal it.
+pub fn exited(pid: i32) -> io::Result<Option<ExitKind>> {
+    // SAFETY: siginfo_t is plain data; waitid fills it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to our struct; pid is our child.
+    syscall!(unsafe {
+        libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+    })?;
+    // SAFETY: waitid succeeded; for WEXITED children it filled si_pid and si_status (si_pid
+    // stays 0 when nothing has changed).
+    let (spid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if spid == 0 {
+        return Ok(None);
+    }
+    Ok(Some(match info.si_code {
+        libc::CLD_EXITED => ExitKind::Exited(status),
+        libc::CLD_DUMPED => ExitKind::Signaled { sig: status, core: true },
+        _ => ExitKind::Signaled { sig: status, core: false },
+    }))
+}
+
+/// Reaps a child known to have exited.
+pub fn reap(pid: i32) {
+    let mut status = 0;
+    loop {
+        // SAFETY: valid pointer to our int; pid is our child.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
+/// True when fd 0 is a terminal whose foreground process group is not ours (mpirun runs in the
+/// background): reading it would stop us with SIGTTIN.
+pub fn stdin_is_background_tty() -> bool {
+    // SAFETY: isatty/tcgetpgrp/getpgrp have no memory-safety preconditions.
+    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) != libc::getpgrp() }
+}
+
+/// The name of a signal ("Killed", "Segmentation fault", ...).
+pub fn signal_name(sig: i32) -> String {
+    // SAFETY: strsignal returns a pointer to a NUL-terminated string valid until the next call;
+    // we copy it at once and the launcher is single-threaded.
+    unsafe {
+        let p = libc::strsignal(sig);
+        if p.is_null() {
+            return format!("signal {sig}");
+        }
+        std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+/// `n` random bytes from /dev/urandom as lowercase hex (falls back to time and pid).
+pub fn random_hex(n: usize) -> String {
+    use std::io::Read;
+    let mut buf = vec![0u8; n];
+    let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf)).is_ok();
+    if !ok {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let mut x = (t.as_nanos() as u64) ^ (u64::from(std::process::id()) << 32);
+        for b in &mut buf {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What a child does between fork and exec (async-signal-safe calls only).
+pub struct ChildSetup {
+    /// The launcher's pid: the child dies at once if its parent already changed.
+    pub parent: i32,
+    /// Process group to join; 0 makes a new one led by the child.
+    pub pgid: i32,
+    /// The PMI socket end to keep open across exec.
+    pub keep_fd: Option<RawFd>,
+}
+
+impl ChildSetup {
+    /// Runs in the child after fork.
+    pub fn apply(&self) -> io::Result<()> {
+        // SAFETY: prctl, getppid, setpgid, fcntl, sigemptyset and sigprocmask are
+        // async-signal-safe and get valid arguments; nothing here allocates.
+        unsafe {
+            // A launcher killed with SIGKILL cannot clean up: the kernel kills its ranks for it.
+            syscall!(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0))?;
+            if libc::getppid() != self.parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            // Our own process group, so that terminal signals go to mpirun alone (it forwards
+            // them) and one kill(-pgid) reaches every rank and its descendants.
+            syscall!(libc::setpgid(0, self.pgid))?;
+            if let Some(fd) = self.keep_fd {
+                let fl = syscall!(libc::fcntl(fd, libc::F_GETFD))?;
+                syscall!(libc::fcntl(fd, libc::F_SETFD, fl & !libc::FD_CLOEXEC))?;
+            }
+            let mut set = std::mem::zeroed::<libc::sigset_t>();
+            libc::sigemptyset(&mut set);
+            syscall!(libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Puts a just-spawned child into process group `pgid` from the parent side too, which closes
+/// the window in which a signal to the group could miss it. Failure means the child did it
+/// itself already (or exec'd): harmless.
+pub fn setpgid(pid: i32, pgid: i32) {
+    // SAFETY: no memory-safety preconditions.
+    unsafe { libc::setpgid(pid, pgid) };
+}
+
+/// Our pid.
+pub fn getpid() -> i32 {
+    std::process::id() as i32
+}
+
+/// Installs `setup` to run in the child between fork and exec.
+pub fn set_child_setup(cmd: &mut std::process::Command, setup: ChildSetup) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: `ChildSetup::apply` only makes async-signal-safe calls and does not allocate, as
+    // required between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || setup.apply());
+    }
+}

@@ -1,0 +1,498 @@
+//! A simulated network driving N engine states in one process, after quinn's habit: no drivers,
+//! no clock. Packets travel on per-pair FIFO links (the only ordering a real driver promises),
+//! and a seeded random scheduler interleaves transmissions, deliveries and rendezvous gets across
+//! pairs, so cross-peer reordering and delays are explored while nothing is dropped.
+
+use std::collections::{HashMap, VecDeque};
+
+use madmpi_datatypes::{Basic, Datatype};
+
+use super::*;
+use crate::request::SendMode;
+use crate::{ANY_SOURCE, ANY_TAG, COMM_WORLD};
+
+/// xorshift64*: deterministic, seedable, good enough to shuffle events.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+struct Net {
+    ranks: Vec<State>,
+    links: HashMap<(u32, u32), VecDeque<Vec<u8>>>,
+    rng: Rng,
+}
+
+fn sim_gate(can_get: bool) -> Gate {
+    // Small limits so that rendezvous, fragmentation and aggregation all happen with small data.
+    Gate {
+        driver: DriverKind::Loop,
+        out: VecDeque::new(),
+        seq: 0,
+        eager_max: 64,
+        frag_max: 100,
+        packet_max: HDR_LEN + 100,
+        max_iov: 64,
+        can_get,
+        queued: false,
+    }
+}
+
+impl Net {
+    fn new(n: u32, strategy: Strategy, can_get: bool, seed: u64) -> Net {
+        let ranks = (0..n)
+            .map(|me| State::new(me, n, (0..n).map(|_| sim_gate(can_get)).collect(), strategy))
+            .collect();
+        Net {
+            ranks,
+            links: HashMap::new(),
+            rng: Rng(seed | 1),
+        }
+    }
+
+    /// Build one packet from rank `i`'s gate to `j` with the strategy, as a driver would send it.
+    fn transmit(&mut self, i: usize, j: u32) -> bool {
+        let st = &mut self.ranks[i];
+        let n = st.pick(j);
+        if n == 0 {
+            st.gates[j as usize].queued = false;
+            st.dirty.retain(|&p| p != j);
+            return false;
+        }
+        let mut pkt = Vec::new();
+        for c in st.gates[j as usize].out.iter().take(n) {
+            pkt.extend_from_slice(&c.hdr.encode());
+            // SAFETY: the payload belongs to a live request of this test.
+            pkt.extend_from_slice(unsafe { raw_slice(c.ptr, c.len) });
+            pkt.resize(pkt.len() + pad_len(c.len), 0);
+        }
+        st.sent(j, n);
+        self.links.entry((i as u32, j)).or_default().push_back(pkt);
+        true
+    }
+
+    /// One random event; false when nothing is left to do anywhere.
+    fn step(&mut self) -> bool {
+        let mut events: Vec<(u8, usize, u32)> = Vec::new();
+        for (i, st) in self.ranks.iter().enumerate() {
+            for &j in &st.dirty {
+                events.push((0, i, j));
+            }
+            if !st.gets.is_empty() {
+                events.push((2, i, 0));
+            }
+        }
+        for (&(i, j), q) in &self.links {
+            if !q.is_empty() {
+                events.push((1, i as usize, j));
+            }
+        }
+        if events.is_empty() {
+            return false;
+        }
+        let (kind, i, j) = events[self.rng.below(events.len())];
+        match kind {
+            0 => {
+                self.transmit(i, j);
+            }
+            1 => {
+                let pkt = self
+                    .links
+                    .get_mut(&(i as u32, j))
+                    .unwrap()
+                    .pop_front()
+                    .unwrap();
+                self.ranks[j as usize].handle_packet(i as u32, &pkt);
+            }
+            _ => {
+                // Every address is in this process: a get is a memcpy.
+                self.ranks[i]
+                    .run_gets(&mut |_, _, remote, local| {
+                        // SAFETY: the sender's buffer is alive (its request waits for Fin).
+                        let src = unsafe {
+                            std::slice::from_raw_parts(
+                                remote.addr as *const u8,
+                                remote.len as usize,
+                            )
+                        };
+                        local.copy_from_slice(src);
+                        Ok(())
+                    })
+                    .unwrap();
+            }
+        }
+        true
+    }
+
+    fn run(&mut self) {
+        let mut guard = 0;
+        while self.step() {
+            guard += 1;
+            assert!(guard < 10_000_000, "simulation does not converge");
+        }
+    }
+
+    fn status(&mut self, rank: usize, r: RequestId) -> Status {
+        let req = self.ranks[rank].reqs.get(r).expect("request alive");
+        assert!(req.complete, "request of rank {rank} did not complete");
+        req.status
+    }
+}
+
+fn byte() -> Datatype {
+    Datatype::basic(Basic::Byte)
+}
+
+/// Payload of message `k` from `src`: its sequence number in the first 8 bytes, then a pattern.
+fn payload(src: u32, k: u64, len: usize) -> Vec<u8> {
+    let mut v: Vec<u8> = (0..len)
+        .map(|x| (x as u64 * 31 + k * 7 + src as u64) as u8)
+        .collect();
+    if len >= 8 {
+        v[..8].copy_from_slice(&k.to_le_bytes());
+    }
+    v
+}
+
+/// Non-overtaking: messages from one source on one communicator are matched in send order, even
+/// with ANY_SOURCE receives, mixed eager and rendezvous sizes, receives posted before and after
+/// arrival, under every strategy and with and without `get`.
+#[test]
+fn matching_order_and_rendezvous() {
+    for seed in 1..40u64 {
+        for (strategy, can_get) in [
+            (Strategy::Default, true),
+            (Strategy::Aggreg, true),
+            (Strategy::Aggreg, false),
+            (Strategy::Default, false),
+        ] {
+            let n = 4u32;
+            let per = 12u64;
+            let mut net = Net::new(n, strategy, can_get, seed);
+            let mut rng = Rng(seed * 7919);
+            let dt = byte();
+            let mut sends: Vec<(usize, RequestId, Vec<u8>)> = Vec::new();
+            for src in 1..n {
+                for k in 0..per {
+                    let len = [0usize, 8, 40, 64, 65, 300, 1000][rng.below(7)];
+                    let data = payload(src, k, len);
+                    // SAFETY: `data` is kept in `sends` until the end of the test.
+                    let r = unsafe {
+                        net.ranks[src as usize]
+                            .isend(
+                                data.as_ptr(),
+                                len,
+                                &dt,
+                                0,
+                                (k % 3) as i32,
+                                COMM_WORLD,
+                                SendMode::Standard,
+                                false,
+                            )
+                            .unwrap()
+                    };
+                    sends.push((src as usize, r, data));
+                }
+            }
+            // Half of the receives before any traffic, half after some has arrived.
+            let total = (n as u64 - 1) * per;
+            let mut bufs: Vec<Vec<u8>> = (0..total).map(|_| vec![0u8; 1000]).collect();
+            let mut recvs = Vec::new();
+            for (idx, b) in bufs.iter_mut().enumerate() {
+                if idx == total as usize / 2 {
+                    for _ in 0..200 {
+                        net.step();
+                    }
+                }
+                // SAFETY: `bufs` outlives the requests.
+                let r = unsafe {
+                    net.ranks[0]
+                        .irecv(
+                            b.as_mut_ptr(),
+                            1000,
+                            &dt,
+                            ANY_SOURCE,
+                            ANY_TAG,
+                            COMM_WORLD,
+                            false,
+                        )
+                        .unwrap()
+                };
+                recvs.push(r);
+            }
+            net.run();
+            let mut last: HashMap<i32, i64> = HashMap::new();
+            for (idx, &r) in recvs.iter().enumerate() {
+                let st = net.status(0, r);
+                assert_eq!(st.error, None);
+                let len = st.bytes as usize;
+                let b = &bufs[idx][..len];
+                if len >= 8 {
+                    let k = u64::from_le_bytes(b[..8].try_into().unwrap());
+                    assert_eq!(
+                        b,
+                        &payload(st.source as u32, k, len)[..],
+                        "payload corrupted (seed {seed})"
+                    );
+                    let prev = last.insert(st.source, k as i64).unwrap_or(-1);
+                    assert!(
+                        k as i64 > prev,
+                        "message {k} from {} overtook {prev} (seed {seed}, {strategy:?})",
+                        st.source
+                    );
+                }
+            }
+            for (rank, r, _) in &sends {
+                let st = net.status(*rank, *r);
+                assert!(!st.cancelled);
+            }
+        }
+    }
+}
+
+/// Synchronous sends complete only after the match; truncation delivers what fits and reports
+/// MPI_ERR_TRUNCATE, on both the eager and the rendezvous paths.
+#[test]
+fn ssend_and_truncation() {
+    for can_get in [true, false] {
+        let mut net = Net::new(2, Strategy::Default, can_get, 3);
+        let dt = byte();
+        let small = payload(0, 1, 40);
+        let big = payload(0, 2, 700);
+        // SAFETY: buffers outlive the requests.
+        let s1 = unsafe {
+            net.ranks[0]
+                .isend(
+                    small.as_ptr(),
+                    40,
+                    &dt,
+                    1,
+                    5,
+                    COMM_WORLD,
+                    SendMode::Synchronous,
+                    false,
+                )
+                .unwrap()
+        };
+        net.run();
+        assert!(
+            !net.ranks[0].reqs.get(s1).unwrap().complete,
+            "ssend completed before a receive matched it"
+        );
+        let mut rb = vec![0u8; 16];
+        let r1 = unsafe {
+            net.ranks[1]
+                .irecv(rb.as_mut_ptr(), 16, &dt, 0, 5, COMM_WORLD, false)
+                .unwrap()
+        };
+        net.run();
+        assert!(net.ranks[0].reqs.get(s1).unwrap().complete);
+        let st = net.status(1, r1);
+        assert_eq!(st.error, Some(ErrorClass::Truncate));
+        assert_eq!(st.bytes, 16);
+        assert_eq!(&rb[..], &small[..16]);
+
+        let mut rb2 = vec![0u8; 300];
+        let r2 = unsafe {
+            net.ranks[1]
+                .irecv(rb2.as_mut_ptr(), 300, &dt, 0, 6, COMM_WORLD, false)
+                .unwrap()
+        };
+        let s2 = unsafe {
+            net.ranks[0]
+                .isend(
+                    big.as_ptr(),
+                    700,
+                    &dt,
+                    1,
+                    6,
+                    COMM_WORLD,
+                    SendMode::Standard,
+                    false,
+                )
+                .unwrap()
+        };
+        net.run();
+        let st = net.status(1, r2);
+        assert_eq!(st.error, Some(ErrorClass::Truncate));
+        assert_eq!(&rb2[..], &big[..300]);
+        assert!(
+            net.ranks[0].reqs.get(s2).unwrap().complete,
+            "truncated rendezvous must still complete the sender"
+        );
+    }
+}
+
+/// Cancel: a posted receive, a queued send, and a sent-but-unmatched send (rendezvous and
+/// eager) are cancelled; a matched one is not.
+#[test]
+fn cancel() {
+    let mut net = Net::new(2, Strategy::Default, true, 5);
+    let dt = byte();
+    let mut rb = vec![0u8; 8];
+    let r = unsafe {
+        net.ranks[1]
+            .irecv(rb.as_mut_ptr(), 8, &dt, 0, 1, COMM_WORLD, false)
+            .unwrap()
+    };
+    net.ranks[1].cancel(r).unwrap();
+    assert!(net.status(1, r).cancelled);
+
+    let big = payload(0, 9, 500);
+    let small = payload(0, 8, 16);
+    let s_big = unsafe {
+        net.ranks[0]
+            .isend(
+                big.as_ptr(),
+                500,
+                &dt,
+                1,
+                2,
+                COMM_WORLD,
+                SendMode::Standard,
+                false,
+            )
+            .unwrap()
+    };
+    let s_small = unsafe {
+        net.ranks[0]
+            .isend(
+                small.as_ptr(),
+                16,
+                &dt,
+                1,
+                3,
+                COMM_WORLD,
+                SendMode::Standard,
+                false,
+            )
+            .unwrap()
+    };
+    net.run(); // both now sit unexpected at rank 1
+    net.ranks[0].cancel(s_big).unwrap();
+    net.ranks[0].cancel(s_small).unwrap();
+    net.run();
+    assert!(net.status(0, s_big).cancelled);
+    assert!(net.status(0, s_small).cancelled);
+    // Nothing is left to receive.
+    assert_eq!(
+        net.ranks[1]
+            .iprobe(ANY_SOURCE, ANY_TAG, COMM_WORLD)
+            .unwrap(),
+        None
+    );
+
+    // A matched message cannot be cancelled.
+    let mut rb3 = vec![0u8; 16];
+    let s = unsafe {
+        net.ranks[0]
+            .isend(
+                small.as_ptr(),
+                16,
+                &dt,
+                1,
+                4,
+                COMM_WORLD,
+                SendMode::Synchronous,
+                false,
+            )
+            .unwrap()
+    };
+    let r3 = unsafe {
+        net.ranks[1]
+            .irecv(rb3.as_mut_ptr(), 16, &dt, 0, 4, COMM_WORLD, false)
+            .unwrap()
+    };
+    net.run();
+    net.ranks[0].cancel(s).unwrap();
+    net.run();
+    assert!(!net.status(0, s).cancelled);
+    assert_eq!(net.status(1, r3).bytes, 16);
+}
+
+/// Aggregation: chunks queued on one gate leave in fewer packets than chunks.
+#[test]
+fn aggreg_packs_chunks_together() {
+    let mut net = Net::new(2, Strategy::Aggreg, true, 11);
+    let dt = byte();
+    let data: Vec<Vec<u8>> = (0..16).map(|k| payload(0, k, 8)).collect();
+    let mut reqs = Vec::new();
+    for (k, d) in data.iter().enumerate() {
+        reqs.push(unsafe {
+            net.ranks[0]
+                .isend(
+                    d.as_ptr(),
+                    8,
+                    &dt,
+                    1,
+                    k as i32,
+                    COMM_WORLD,
+                    SendMode::Standard,
+                    false,
+                )
+                .unwrap()
+        });
+    }
+    let mut packets = 0;
+    while net.transmit(0, 1) {
+        packets += 1;
+    }
+    assert!(
+        packets < 16 && packets >= 1,
+        "16 chunks of 8 bytes went in {packets} packets"
+    );
+    net.run();
+    for k in 0..16 {
+        let st = net.ranks[1]
+            .iprobe(0, k, COMM_WORLD)
+            .unwrap()
+            .expect("message arrived");
+        assert_eq!(st.bytes, 8);
+    }
+}
+
+/// A peer's garbage is dropped without panicking and without disturbing the matching state.
+#[test]
+fn malformed_packets_are_dropped() {
+    let mut net = Net::new(2, Strategy::Default, true, 1);
+    let mut rng = Rng(99);
+    for len in 0..400 {
+        let pkt: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        net.ranks[1].handle_packet(0, &pkt);
+    }
+    // Well-formed traffic still works afterwards.
+    let dt = byte();
+    let d = payload(0, 1, 32);
+    let mut rb = vec![0u8; 32];
+    let r = unsafe {
+        net.ranks[1]
+            .irecv(rb.as_mut_ptr(), 32, &dt, 0, 0, COMM_WORLD, false)
+            .unwrap()
+    };
+    let _s = unsafe {
+        net.ranks[0]
+            .isend(
+                d.as_ptr(),
+                32,
+                &dt,
+                1,
+                0,
+                COMM_WORLD,
+                SendMode::Standard,
+                false,
+            )
+            .unwrap()
+    };
+    net.run();
+    assert_eq!(net.status(1, r).bytes, 32);
+    assert_eq!(rb, d);
+}
