@@ -14,8 +14,8 @@
 //! - `abi_check.rs`: compile-time (and unit-test) checks of `src/abi.rs` against the tables.
 //! - `mpi.h`: cbindgen's output for `src/abi.rs` and `generated.rs`, with the parts cbindgen
 //!   cannot express written from the tables. Copied to `include/mpi.h` when it changed.
-//! - `unsupported.txt`: the functions that report `MPI_ERR_UNSUPPORTED_OPERATION`, also written
-//!   as `docs/unsupported-functions.md`.
+//! - `unsupported.txt`: the functions that report `MPI_ERR_UNSUPPORTED_OPERATION`, and
+//!   `unsupported-functions.md`, the same list for readers, copied to `docs/` when it changed.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -32,7 +32,12 @@ fn main() {
     let abi_dir = manifest_dir.join("abi");
     let imp_dir = manifest_dir.join("src").join("imp");
     let abi_rs = manifest_dir.join("src").join("abi.rs");
-    for path in [&abi_dir, &imp_dir, &abi_rs, &manifest_dir.join("Cargo.toml")] {
+    for path in [
+        &abi_dir,
+        &imp_dir,
+        &abi_rs,
+        &manifest_dir.join("Cargo.toml"),
+    ] {
         println!("cargo:rerun-if-changed={}", path.display());
     }
 
@@ -83,9 +88,11 @@ fn main() {
         writeln!(list_txt, "{name}").unwrap();
     }
     write_if_changed(&out_dir.join("unsupported.txt"), &list_txt);
+    let markdown = unsupported_markdown(&unsupported, plans.len());
+    write_if_changed(&out_dir.join("unsupported-functions.md"), &markdown);
     update_workspace_file(
         &workspace.join("docs").join("unsupported-functions.md"),
-        &unsupported_markdown(&unsupported, plans.len()),
+        &markdown,
     );
 
     let target_os = env("CARGO_CFG_TARGET_OS");
@@ -250,9 +257,7 @@ fn parse_decl(text: &str, line: &str) -> Decl {
     let body = text
         .strip_suffix(';')
         .unwrap_or_else(|| panic!("`{line}`: missing `;`"));
-    let open = body
-        .find('(')
-        .unwrap_or_else(|| panic!("`{line}`: no `(`"));
+    let open = body.find('(').unwrap_or_else(|| panic!("`{line}`: no `(`"));
     let args = body[open + 1..]
         .strip_suffix(')')
         .unwrap_or_else(|| panic!("`{line}`: does not end with `)`"));
@@ -320,7 +325,10 @@ fn parse_declarator(text: &str, line: &str) -> Param {
             other => panic!("`{line}`: unexpected `{other}` in `{text}`"),
         }
     }
-    assert!(base.len() == 1, "`{line}`: type of `{name}` is not one word");
+    assert!(
+        base.len() == 1,
+        "`{line}`: type of `{name}` is not one word"
+    );
     let mut dims = Vec::new();
     let mut rest = &tokens[bracket..];
     while !rest.is_empty() {
@@ -398,7 +406,10 @@ fn rust_type(ty: &CType, table: &SignatureTable, is_return: bool) -> String {
     if unsized_first {
         rust = format!("*{} {rust}", if pointee_const { "const" } else { "mut" });
     } else {
-        assert!(sized.is_empty(), "array parameters must have an empty first dimension");
+        assert!(
+            sized.is_empty(),
+            "array parameters must have an empty first dimension"
+        );
     }
     rust
 }
@@ -602,7 +613,10 @@ fn generate_export(
         // the caller remove the rest, so a definition taking only the named parameters is
         // ABI-compatible with the variadic prototype of mpi.h. (A C definition linked into the
         // cdylib would not be exported: rustc's version script lists Rust symbols only.)
-        assert!(returns_error_code(f), "{name}: variadic functions return an error code");
+        assert!(
+            returns_error_code(f),
+            "{name}: variadic functions return an error code"
+        );
         writeln!(
             out,
             "\n/// `{}`, defined with its named parameters only (see build.rs).",
@@ -693,10 +707,11 @@ fn generate_abi_check(
                 writeln!(out, "const _: fn({n}) -> *mut {target} = same;").unwrap();
             }
             "int" => writeln!(out, "const _: () = assert!(int({n}) == {v}, {n:?});").unwrap(),
-            "MPI_Offset" => {
-                writeln!(out, "const _: () = assert!(same::<MPI_Offset>({n}) == {v}, {n:?});")
-                    .unwrap()
-            }
+            "MPI_Offset" => writeln!(
+                out,
+                "const _: () = assert!(same::<MPI_Offset>({n}) == {v}, {n:?});"
+            )
+            .unwrap(),
             "alias" => runtime.push(format!("({n:?}, {n} as usize, {v} as usize)")),
             ty => {
                 let rust = c_spelling_to_rust(ty);
@@ -707,8 +722,16 @@ fn generate_abi_check(
     }
     for row in callback_constants {
         let (n, v) = (&row.name, &row.value);
-        assert!(table.is_callback(&row.ty), "{n}: unknown callback type {}", row.ty);
-        writeln!(out, "const _: () = assert!(same::<usize>({n}) == {v}, {n:?});").unwrap();
+        assert!(
+            table.is_callback(&row.ty),
+            "{n}: unknown callback type {}",
+            row.ty
+        );
+        writeln!(
+            out,
+            "const _: () = assert!(same::<usize>({n}) == {v}, {n:?});"
+        )
+        .unwrap();
     }
     out.push('\n');
     for cb in &table.callbacks {
@@ -816,7 +839,11 @@ fn generate_header(
             .rename
             .insert(name.clone(), format!("{name} *"));
     }
-    let prototypes = run_cbindgen(config, generated_rs);
+    let mut prototypes = run_cbindgen(config, generated_rs);
+    for name in &callback_names {
+        // The rename above reads `MPI_User_function * user_fn`; the standard's spelling is tighter.
+        prototypes = prototypes.replace(&format!("{name} * "), &format!("{name} *"));
+    }
 
     let mut h = String::new();
     h.push_str(
@@ -829,10 +856,17 @@ fn generate_header(
          #ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
     );
     writeln!(h, "#define MADMPI 1").unwrap();
-    writeln!(h, "#define MADMPI_VERSION \"{}\"\n", env("CARGO_PKG_VERSION")).unwrap();
+    writeln!(
+        h,
+        "#define MADMPI_VERSION \"{}\"\n",
+        env("CARGO_PKG_VERSION")
+    )
+    .unwrap();
     h.push_str(&types);
 
-    h.push_str("\n/* Predefined handles, special addresses and aliases (mpi-abi-constants.tsv) */\n\n");
+    h.push_str(
+        "\n/* Predefined handles, special addresses and aliases (mpi-abi-constants.tsv) */\n\n",
+    );
     for row in constants {
         let line = match row.ty.as_str() {
             "handle-type" | "int" => continue,
@@ -890,7 +924,7 @@ fn base_config() -> cbindgen::Config {
     let mut config = cbindgen::Config {
         language: cbindgen::Language::C,
         no_includes: true,
-        documentation_style: cbindgen::DocumentationStyle::C,
+        documentation_style: cbindgen::DocumentationStyle::Doxy,
         line_length: 100,
         sort_by: cbindgen::SortKey::None,
         ..Default::default()
@@ -916,7 +950,11 @@ fn run_cbindgen(config: cbindgen::Config, source: &Path) -> String {
     for (i, line) in lines.iter().enumerate() {
         if line.is_empty() {
             let after = lines[i + 1..].iter().find(|l| !l.is_empty());
-            let define_pair = out.trim_end().lines().last().is_some_and(|l| l.starts_with("#define"))
+            let define_pair = out
+                .trim_end()
+                .lines()
+                .last()
+                .is_some_and(|l| l.starts_with("#define"))
                 && after.is_some_and(|l| l.starts_with("#define"));
             if out.ends_with("\n\n") || define_pair {
                 continue;
@@ -989,9 +1027,6 @@ fn update_workspace_file(path: &Path, content: &str) {
         fs::rename(&tmp, path)
     })();
     if let Err(e) = result {
-        println!(
-            "cargo:warning=could not update {}: {e}",
-            path.display()
-        );
+        println!("cargo:warning=could not update {}: {e}", path.display());
     }
 }

@@ -199,8 +199,9 @@ static inline long bench_time_cap(const struct bench_opts *o, long iters,
     double target = o->quick ? 0.05 : 0.2;
     long n = 1;
     double el = 0.0;
-    /* A first call can be very slow (connection set-up, page faults). */
-    for (long i = 0; i < iters && i < 16; i++)
+    /* A first call can be very slow (connection set-up, page faults); the
+     * doubling runs below finish the warm-up. */
+    for (long i = 0; i < iters && i < 2; i++)
         op(ctx);
     for (;;) {
         MPI_Barrier(MPI_COMM_WORLD);

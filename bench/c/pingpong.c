@@ -6,7 +6,8 @@
  *         half round-trip time (metric lat_us) and size / lat (bw_MBps).
  *   bw    windowed unidirectional bandwidth: rank 0 posts --window Isends,
  *         rank 1 the matching Irecvs (distinct receive buffers), both wait,
- *         rank 1 acknowledges with a 4-byte message; 1 B .. 4 MiB.
+ *         rank 1 acknowledges with a 4-byte message; 1 B .. 4 MiB
+ *         (--quick: 8 B, 4 KiB, 64 KiB, 1 MiB).
  *   bibw  the same in both directions at once (both ranks post window
  *         Irecvs and Isends); the bandwidth counts both directions.
  *
@@ -22,27 +23,35 @@
 static const long quick_sizes[] = {0, 1, 8, 64, 512, 4096, 32768, 262144,
                                    1L << 20, 4L << 20};
 #define NQUICK ((int)(sizeof quick_sizes / sizeof quick_sizes[0]))
+/* The windowed modes move 64 messages per step: fewer sizes with --quick. */
+static const long quick_bw_sizes[] = {8, 4096, 65536, 1L << 20};
+#define NQUICK_BW ((int)(sizeof quick_bw_sizes / sizeof quick_bw_sizes[0]))
 
 static int rank;
 
-/* Next size of the sweep after `s` (-1 at the end). */
-static long next_size(const struct bench_opts *o, long s)
+/* Next size of the sweep after `s` (-1 at the end); `bw` selects the
+ * windowed modes' --quick list. */
+static long next_size(const struct bench_opts *o, long s, int bw)
 {
     if (o->quick) {
-        for (int i = 0; i < NQUICK; i++)
-            if (quick_sizes[i] > s)
-                return quick_sizes[i];
+        const long *l = bw ? quick_bw_sizes : quick_sizes;
+        int n = bw ? NQUICK_BW : NQUICK;
+        for (int i = 0; i < n; i++)
+            if (l[i] > s)
+                return l[i];
         return -1;
     }
     long n = s == 0 ? 1 : s * 2;
     return n <= MAX_SIZE ? n : -1;
 }
 
-static long first_size(const struct bench_opts *o, int allow_zero)
+/* First size of the sweep: 0 for latency, the first non-zero size for the
+ * windowed modes (`bw`). */
+static long first_size(const struct bench_opts *o, int bw)
 {
-    long s = allow_zero ? 0 : next_size(o, 0);
+    long s = bw ? next_size(o, 0, bw) : 0;
     while (s >= 0 && s < o->min_size)
-        s = next_size(o, s);
+        s = next_size(o, s, bw);
     return s;
 }
 
@@ -76,8 +85,8 @@ static void run_lat(const struct bench_opts *o)
     unsigned char *rbuf = bench_malloc(MAX_SIZE);
     double secs[BENCH_MAX_REPS];
 
-    for (long n = first_size(o, 1); n >= 0 && bench_size_on(o, n);
-         n = next_size(o, n)) {
+    for (long n = first_size(o, 0); n >= 0 && bench_size_on(o, n);
+         n = next_size(o, n, 0)) {
         /* Check: each side sends its own pattern. */
         bench_fill(sbuf, n, n * 2 + rank);
         memset(rbuf, 0, (size_t)n);
@@ -162,8 +171,8 @@ static void run_bw(const struct bench_opts *o, int bidir)
 
     if (rank <= 1)
         rwin = bench_malloc((size_t)w * (size_t)maxn);
-    for (long n = first_size(o, 0); n >= 0 && n <= maxn && bench_size_on(o, n);
-         n = next_size(o, n)) {
+    for (long n = first_size(o, 1); n >= 0 && n <= maxn && bench_size_on(o, n);
+         n = next_size(o, n, 1)) {
         if (rank <= 1) {
             bench_fill(sbuf, n, n * 2 + rank);
             memset(rwin, 0, (size_t)w * (size_t)n);

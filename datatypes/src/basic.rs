@@ -161,15 +161,16 @@ pub(crate) enum LongDoubleFormat {
     DoubleDouble,
 }
 
-pub(crate) const LONG_DOUBLE_FORMAT: LongDoubleFormat = if cfg!(any(target_arch = "x86_64", target_arch = "x86")) {
-    LongDoubleFormat::X87
-} else if cfg!(target_arch = "powerpc64") {
-    LongDoubleFormat::DoubleDouble
-} else if ld::SIZE == 16 {
-    LongDoubleFormat::Binary128
-} else {
-    LongDoubleFormat::Double
-};
+pub(crate) const LONG_DOUBLE_FORMAT: LongDoubleFormat =
+    if cfg!(any(target_arch = "x86_64", target_arch = "x86")) {
+        LongDoubleFormat::X87
+    } else if cfg!(target_arch = "powerpc64") {
+        LongDoubleFormat::DoubleDouble
+    } else if ld::SIZE == 16 {
+        LongDoubleFormat::Binary128
+    } else {
+        LongDoubleFormat::Double
+    };
 
 const WCHAR_SIZE: usize = if cfg!(windows) { 2 } else { 4 };
 
@@ -442,8 +443,9 @@ impl Basic {
             CFloatComplex | CDoubleComplex | CLongDoubleComplex | CxxFloatComplex
             | CxxDoubleComplex | CxxLongDoubleComplex | Complex | DoubleComplex | Complex4
             | Complex8 | Complex16 | Complex32 => Some(TypeClass::Complex),
-            Logical | Logical1 | Logical2 | Logical4 | Logical8 | Logical16 | CBool
-            | CxxBool => Some(TypeClass::Logical),
+            Logical | Logical1 | Logical2 | Logical4 | Logical8 | Logical16 | CBool | CxxBool => {
+                Some(TypeClass::Logical)
+            }
             Byte | Packed | Character | FloatInt | DoubleInt | LongInt | TwoInt | ShortInt
             | LongDoubleInt | TwoReal | TwoDoublePrecision | TwoInteger => None,
         }
@@ -627,7 +629,10 @@ mod tests {
                 Conv::LongDouble => ld::SIZE,
             };
             assert_eq!(native_unit * units, b.size(), "{b:?}");
-            assert!(b.align().is_power_of_two() && b.align() <= b.size().max(1), "{b:?}");
+            assert!(
+                b.align().is_power_of_two() && b.align() <= b.size().max(1),
+                "{b:?}"
+            );
         }
     }
 }

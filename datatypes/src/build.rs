@@ -33,7 +33,12 @@ impl Datatype {
 
     /// `count` blocks of `blocklength` copies of `old`, block starts `stride` extents of `old`
     /// apart (`MPI_Type_vector[_c]`).
-    pub fn vector(count: usize, blocklength: usize, stride: isize, old: &Datatype) -> Result<Datatype> {
+    pub fn vector(
+        count: usize,
+        blocklength: usize,
+        stride: isize,
+        old: &Datatype,
+    ) -> Result<Datatype> {
         let bytes = stride.mul_or(old.extent(), "stride")?;
         let t = hvector_parts(count, blocklength, bytes, old)?;
         Ok(Datatype::rewrap(
@@ -68,7 +73,11 @@ impl Datatype {
 
     /// Blocks of `blocklengths[i]` copies of `old` at `displacements[i]` extents of `old`
     /// (`MPI_Type_indexed[_c]`).
-    pub fn indexed(blocklengths: &[usize], displacements: &[isize], old: &Datatype) -> Result<Datatype> {
+    pub fn indexed(
+        blocklengths: &[usize],
+        displacements: &[isize],
+        old: &Datatype,
+    ) -> Result<Datatype> {
         same_len(blocklengths.len(), displacements.len(), "displacements")?;
         let bytes = scale(displacements, old.extent())?;
         let t = indexed_parts(blocklengths, &bytes, old)?;
@@ -202,7 +211,9 @@ impl Datatype {
         same_len(n, starts.len(), "array_of_starts")?;
         for i in 0..n {
             if sizes[i] == 0 {
-                return Err(Error::Arg(format!("subarray: array_of_sizes[{i}] must be positive")));
+                return Err(Error::Arg(format!(
+                    "subarray: array_of_sizes[{i}] must be positive"
+                )));
             }
             let end = starts[i].checked_add(subsizes[i]);
             if end.map_or(true, |e| e > sizes[i]) {
@@ -371,7 +382,10 @@ impl Datatype {
         }
         let value_ext = usize::try_from(value.extent())
             .map_err(|_| Error::Type("value type has a negative extent".into()))?;
-        let off = to_isize(round_up(value_ext, index.0.layout.align), "index displacement")?;
+        let off = to_isize(
+            round_up(value_ext, index.0.layout.align),
+            "index displacement",
+        )?;
         let t = struct_parts(&[1, 1], &[0, off], &[value.clone(), index.clone()])?;
         Ok(Datatype::rewrap(
             &t,
@@ -401,11 +415,16 @@ fn scale(displs: &[isize], extent: isize) -> Result<Vec<isize>> {
 
 /// Layout-only type (arguments recorded by the caller) for `count` blocks of `blocklength`
 /// copies of `old`, `stride` bytes apart.
-fn hvector_parts(count: usize, blocklength: usize, stride: isize, old: &Datatype) -> Result<Datatype> {
+fn hvector_parts(
+    count: usize,
+    blocklength: usize,
+    stride: isize,
+    old: &Datatype,
+) -> Result<Datatype> {
     let mut acc = Acc::default();
     if count > 0 {
         let span = to_isize(count - 1, "count")?.mul_or(stride, "vector span")?;
-        acc.add(span.min(0), span.max(0), blocklength, &old.0.layout)?;
+        acc.add(count, span.min(0), span.max(0), blocklength, &old.0.layout)?;
     }
     let layout = acc.finish(false)?;
     let node = Node::blocks(0, count, blocklength, stride, &old.0.node, layout.extent())?;
@@ -422,11 +441,15 @@ fn indexed_parts(blocklengths: &[usize], displs: &[isize], old: &Datatype) -> Re
     let mut acc = Acc::default();
     let mut total = 0usize;
     for (&k, &d) in blocklengths.iter().zip(displs) {
-        acc.add(d, d, k, &old.0.layout)?;
+        acc.add(1, d, d, k, &old.0.layout)?;
         total = total.add_or(k, "count")?;
     }
     let layout = acc.finish(false)?;
-    let entries = blocklengths.iter().zip(displs).map(|(&k, &d)| (d, k)).collect();
+    let entries = blocklengths
+        .iter()
+        .zip(displs)
+        .map(|(&k, &d)| (d, k))
+        .collect();
     let node = Node::indexed(entries, &old.0.node, layout.extent())?;
     Ok(Datatype::derived(
         layout,
@@ -439,7 +462,7 @@ fn indexed_parts(blocklengths: &[usize], displs: &[isize], old: &Datatype) -> Re
 fn struct_parts(blocklengths: &[usize], displs: &[isize], types: &[Datatype]) -> Result<Datatype> {
     let mut acc = Acc::default();
     for ((&k, &d), t) in blocklengths.iter().zip(displs).zip(types) {
-        acc.add(d, d, k, &t.0.layout)?;
+        acc.add(1, d, d, k, &t.0.layout)?;
     }
     let layout = acc.finish(true)?;
     let entries = blocklengths
@@ -454,7 +477,10 @@ fn struct_parts(blocklengths: &[usize], displs: &[isize], types: &[Datatype]) ->
         .collect();
     let node = Node::structure(entries, layout.extent())?;
     let sig = Sig::concat(blocklengths.iter().zip(types).map(|(&k, t)| (k, &t.0.sig)));
-    let any = types.first().cloned().unwrap_or_else(|| Datatype::basic(Basic::Byte));
+    let any = types
+        .first()
+        .cloned()
+        .unwrap_or_else(|| Datatype::basic(Basic::Byte));
     Ok(Datatype::derived(layout, node, sig, Args::Dup(any)))
 }
 
@@ -478,13 +504,19 @@ fn resized_parts(old: &Datatype, lb: isize, extent: isize) -> Result<Datatype> {
 
 /// One block-distributed dimension: `gsize` elements of `t`, this process owning block `coord`
 /// of `darg` elements (default: `ceil(gsize / psize)`).
-fn block_dim(gsize: usize, psize: usize, coord: usize, darg: Option<usize>, t: &Datatype) -> Result<Datatype> {
+fn block_dim(
+    gsize: usize,
+    psize: usize,
+    coord: usize,
+    darg: Option<usize>,
+    t: &Datatype,
+) -> Result<Datatype> {
     let b = match darg {
         Some(0) => return Err(Error::Arg("darray: block size must be positive".into())),
         Some(b) => b,
         None => gsize.div_ceil(psize),
     };
-    if b.checked_mul(psize).map_or(false, |cover| cover < gsize) {
+    if b.checked_mul(psize).is_some_and(|cover| cover < gsize) {
         return Err(Error::Arg(format!(
             "darray: block size {b} over {psize} processes does not cover {gsize} elements"
         )));
@@ -501,9 +533,19 @@ fn block_dim(gsize: usize, psize: usize, coord: usize, darg: Option<usize>, t: &
 
 /// One cyclically distributed dimension: blocks of `darg` elements (default 1) dealt
 /// round-robin to the `psize` processes.
-fn cyclic_dim(gsize: usize, psize: usize, coord: usize, darg: Option<usize>, t: &Datatype) -> Result<Datatype> {
+fn cyclic_dim(
+    gsize: usize,
+    psize: usize,
+    coord: usize,
+    darg: Option<usize>,
+    t: &Datatype,
+) -> Result<Datatype> {
     let b = match darg {
-        Some(0) => return Err(Error::Arg("darray: cyclic block size must be positive".into())),
+        Some(0) => {
+            return Err(Error::Arg(
+                "darray: cyclic block size must be positive".into(),
+            ))
+        }
         Some(b) => b,
         None => 1,
     };
@@ -541,10 +583,14 @@ fn cyclic_dim(gsize: usize, psize: usize, coord: usize, darg: Option<usize>, t: 
 }
 
 /// A struct without the alignment padding (internal compositions only).
-fn struct_parts_unpadded(blocklengths: &[usize], displs: &[isize], types: &[Datatype]) -> Result<Datatype> {
+fn struct_parts_unpadded(
+    blocklengths: &[usize],
+    displs: &[isize],
+    types: &[Datatype],
+) -> Result<Datatype> {
     let mut acc = Acc::default();
     for ((&k, &d), t) in blocklengths.iter().zip(displs).zip(types) {
-        acc.add(d, d, k, &t.0.layout)?;
+        acc.add(1, d, d, k, &t.0.layout)?;
     }
     let layout = acc.finish(false)?;
     let entries = blocklengths
@@ -559,12 +605,19 @@ fn struct_parts_unpadded(blocklengths: &[usize], displs: &[isize], types: &[Data
         .collect();
     let node = Node::structure(entries, layout.extent())?;
     let sig = Sig::concat(blocklengths.iter().zip(types).map(|(&k, t)| (k, &t.0.sig)));
-    Ok(Datatype::derived(layout, node, sig, Args::Dup(types[0].clone())))
+    Ok(Datatype::derived(
+        layout,
+        node,
+        sig,
+        Args::Dup(types[0].clone()),
+    ))
 }
 
 fn f90_real_kind(p: Option<i32>, r: Option<i32>) -> Result<Basic> {
     if p.is_none() && r.is_none() {
-        return Err(Error::Arg("f90 real: p and r cannot both be MPI_UNDEFINED".into()));
+        return Err(Error::Arg(
+            "f90 real: p and r cannot both be MPI_UNDEFINED".into(),
+        ));
     }
     let (p, r) = (p.unwrap_or(0), r.unwrap_or(0));
     if p <= 6 && r <= 37 {
@@ -574,7 +627,9 @@ fn f90_real_kind(p: Option<i32>, r: Option<i32>) -> Result<Basic> {
     } else if p <= 33 && r <= 4931 {
         Ok(Basic::Real16)
     } else {
-        Err(Error::Arg(format!("no real kind with precision {p} and range {r}")))
+        Err(Error::Arg(format!(
+            "no real kind with precision {p} and range {r}"
+        )))
     }
 }
 

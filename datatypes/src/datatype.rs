@@ -315,18 +315,26 @@ pub(crate) struct Acc {
 }
 
 impl Acc {
-    /// Adds blocks of `k` instances of `child` whose displacements range over `dmin..=dmax`
-    /// (all blocks alike).
-    pub fn add(&mut self, dmin: isize, dmax: isize, k: usize, child: &Layout) -> Result<()> {
-        if k == 0 {
+    /// Adds `nblocks` blocks of `k` instances of `child` whose displacements range over
+    /// `dmin..=dmax` (all blocks alike).
+    pub fn add(
+        &mut self,
+        nblocks: usize,
+        dmin: isize,
+        dmax: isize,
+        k: usize,
+        child: &Layout,
+    ) -> Result<()> {
+        if k == 0 || nblocks == 0 {
             return Ok(());
         }
         let e = child.extent();
         let span = to_isize(k - 1, "block length")?.mul_or(e, "block extent")?;
         let (lo, hi) = (span.min(0), span.max(0));
-        self.size = self
-            .size
-            .add_or(k.mul_or(child.size, "datatype size")?, "datatype size")?;
+        let bytes = nblocks
+            .mul_or(k, "datatype size")?
+            .mul_or(child.size, "datatype size")?;
+        self.size = self.size.add_or(bytes, "datatype size")?;
         self.align = self.align.max(child.align);
         let first = dmin.add_or(lo, "displacement")?;
         let last = dmax.add_or(hi, "displacement")?;
@@ -472,7 +480,10 @@ impl Datatype {
     pub fn is_predefined(&self) -> bool {
         matches!(
             self.0.args,
-            Args::Named(_) | Args::F90Real { .. } | Args::F90Complex { .. } | Args::F90Integer { .. }
+            Args::Named(_)
+                | Args::F90Real { .. }
+                | Args::F90Complex { .. }
+                | Args::F90Integer { .. }
         )
     }
 
@@ -581,9 +592,11 @@ impl Datatype {
     }
 
     /// Report the constructor arguments as large counts (for the `_c` C constructors), and
-    /// return `self`.
+    /// return `self`. No effect on predefined types.
     pub fn mark_large_count(self) -> Datatype {
-        self.0.large.store(true, Ordering::Relaxed);
+        if !self.is_predefined() {
+            self.0.large.store(true, Ordering::Relaxed);
+        }
         self
     }
 
@@ -648,7 +661,12 @@ impl Datatype {
     /// `recv_count` elements of `recv` (a send with `self` matches a receive with `recv`).
     /// `MPI_PACKED` on either side matches anything of a fitting size. Costs O(number of runs of
     /// basic types) in the worst case.
-    pub fn signature_matches_prefix(&self, count: usize, recv: &Datatype, recv_count: usize) -> bool {
+    pub fn signature_matches_prefix(
+        &self,
+        count: usize,
+        recv: &Datatype,
+        recv_count: usize,
+    ) -> bool {
         is_prefix(&self.0.sig, count, &recv.0.sig, recv_count)
     }
 
@@ -712,7 +730,11 @@ impl Datatype {
         let checks = [
             ("array_of_integers", c.integers.len(), max_integers),
             ("array_of_addresses", c.addresses.len(), max_addresses),
-            ("array_of_large_counts", c.large_counts.len(), max_large_counts),
+            (
+                "array_of_large_counts",
+                c.large_counts.len(),
+                max_large_counts,
+            ),
             ("array_of_datatypes", c.datatypes.len(), max_datatypes),
         ];
         for (what, needed, available) in checks {
@@ -730,7 +752,12 @@ impl Datatype {
     fn contents_unchecked(&self) -> Contents {
         let large = self.0.large.load(Ordering::Relaxed);
         let f = self.0.args.form(large);
-        match f.ints.iter().map(|&v| i32::try_from(v)).collect::<std::result::Result<Vec<i32>, _>>() {
+        match f
+            .ints
+            .iter()
+            .map(|&v| i32::try_from(v))
+            .collect::<std::result::Result<Vec<i32>, _>>()
+        {
             Ok(integers) => Contents {
                 integers,
                 addresses: f.addrs,

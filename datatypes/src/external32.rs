@@ -91,11 +91,19 @@ pub(crate) fn encode(conv: Conv, src: &[u8], dst: &mut [u8]) -> Result<()> {
     match conv {
         Conv::Byte => dst.copy_from_slice(src),
         Conv::Float { n } => to_big_endian(n as usize, src, dst),
-        Conv::Int { signed, native, ext } if native == ext => {
+        Conv::Int {
+            signed,
+            native,
+            ext,
+        } if native == ext => {
             let _ = signed;
             to_big_endian(native as usize, src, dst)
         }
-        Conv::Int { signed, native, ext } => {
+        Conv::Int {
+            signed,
+            native,
+            ext,
+        } => {
             let (native, ext) = (native as usize, ext as usize);
             for (s, d) in src.chunks_exact(native).zip(dst.chunks_exact_mut(ext)) {
                 let v = read_int_ne(s, signed);
@@ -124,7 +132,11 @@ pub(crate) fn decode(conv: Conv, src: &[u8], dst: &mut [u8]) -> Result<()> {
         Conv::Byte => dst.copy_from_slice(src),
         Conv::Float { n } => to_big_endian(n as usize, src, dst),
         Conv::Int { native, ext, .. } if native == ext => to_big_endian(native as usize, src, dst),
-        Conv::Int { signed, native, ext } => {
+        Conv::Int {
+            signed,
+            native,
+            ext,
+        } => {
             let (native, ext) = (native as usize, ext as usize);
             for (s, d) in src.chunks_exact(ext).zip(dst.chunks_exact_mut(native)) {
                 let mut v: u128 = 0;
@@ -304,7 +316,11 @@ pub(crate) fn binary128_to_f64(q: u128) -> f64 {
     let exp = ((q >> Q_FRAC_BITS) & Q_EXP_MAX) as i64;
     let frac = q & ((1u128 << Q_FRAC_BITS) - 1);
     if exp == 0x7fff {
-        let nan = if frac == 0 { 0 } else { ((frac >> 60) as u64) | (1 << 51) };
+        let nan = if frac == 0 {
+            0
+        } else {
+            ((frac >> 60) as u64) | (1 << 51)
+        };
         return f64::from_bits(sign | (0x7ff << 52) | nan);
     }
     if exp == 0 {
@@ -317,7 +333,11 @@ pub(crate) fn binary128_to_f64(q: u128) -> f64 {
     let sig = (1u128 << Q_FRAC_BITS) | frac; // 113 bits
     if e >= 1 {
         let r = round_shift(sig, 60) as u64; // 53 bits, maybe 2^53 after rounding
-        let (e, r) = if r >> 53 == 1 { (e + 1, r >> 1) } else { (e, r) };
+        let (e, r) = if r >> 53 == 1 {
+            (e + 1, r >> 1)
+        } else {
+            (e, r)
+        };
         if e >= 0x7ff {
             return f64::from_bits(sign | (0x7ff << 52));
         }
@@ -346,7 +366,10 @@ mod tests {
         let (e, m) = if exp == 0 && frac == 0 {
             (0, 0)
         } else {
-            (exp - 1023 + 16383, (1u64 << 63) | (frac << 11))
+            (
+                (exp as i32 - 1023 + 16383) as u16,
+                (1u64 << 63) | (frac << 11),
+            )
         };
         out[..8].copy_from_slice(&m.to_le_bytes());
         out[8..].copy_from_slice(&((sign << 15) | e).to_le_bytes());

@@ -33,9 +33,7 @@ mod segments;
 mod signature;
 
 pub use basic::{Basic, TypeClass};
-pub use datatype::{
-    abi, BlockStats, Combiner, Contents, Datatype, Distribution, Envelope, Order,
-};
+pub use datatype::{abi, BlockStats, Combiner, Contents, Datatype, Distribution, Envelope, Order};
 pub use error::{count_from_i64, Error, Result};
 pub use segments::Segments;
 
@@ -45,6 +43,8 @@ pub fn check_datarep(name: &str) -> Result<()> {
     if name == "external32" {
         Ok(())
     } else {
-        Err(Error::UnsupportedDatarep(format!("{name:?} (only \"external32\")")))
+        Err(Error::UnsupportedDatarep(format!(
+            "{name:?} (only \"external32\")"
+        )))
     }
 }

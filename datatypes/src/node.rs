@@ -255,7 +255,15 @@ impl Node {
             if count == 1 || stride == to_isize(run, "block length")? {
                 return Ok(Node::leaf(base, size, extent));
             }
-            return Ok(Node::vector(base, count, run, stride, byte().clone(), extent, size));
+            return Ok(Node::vector(
+                base,
+                count,
+                run,
+                stride,
+                byte().clone(),
+                extent,
+                size,
+            ));
         }
         let mut count = count;
         let mut blocklen = blocklen;
@@ -286,10 +294,26 @@ impl Node {
                 ));
             }
             if blocklen == 1 {
-                return Ok(Node::vector(base, count, len, stride, byte().clone(), extent, size));
+                return Ok(Node::vector(
+                    base,
+                    count,
+                    len,
+                    stride,
+                    byte().clone(),
+                    extent,
+                    size,
+                ));
             }
         }
-        Ok(Node::vector(base, count, blocklen, stride, child.clone(), extent, size))
+        Ok(Node::vector(
+            base,
+            count,
+            blocklen,
+            stride,
+            child.clone(),
+            extent,
+            size,
+        ))
     }
 
     fn vector(

@@ -25,9 +25,15 @@ unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
     // has no alignment guarantee at an arbitrary offset of the stream.
     unsafe {
         match len {
-            4 => dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned()),
-            8 => dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()),
-            16 => dst.cast::<u128>().write_unaligned(src.cast::<u128>().read_unaligned()),
+            4 => dst
+                .cast::<u32>()
+                .write_unaligned(src.cast::<u32>().read_unaligned()),
+            8 => dst
+                .cast::<u64>()
+                .write_unaligned(src.cast::<u64>().read_unaligned()),
+            16 => dst
+                .cast::<u128>()
+                .write_unaligned(src.cast::<u128>().read_unaligned()),
             _ => std::ptr::copy_nonoverlapping(src, dst, len),
         }
     }
@@ -52,9 +58,24 @@ impl Datatype {
     /// `src` must be valid for reads at every byte the type describes for `count` elements
     /// (see [`buffer_span`](Self::buffer_span)), and those bytes initialized; see the module
     /// documentation of `raw`.
-    pub unsafe fn pack(&self, src: *const u8, count: usize, offset: usize, out: &mut [u8]) -> usize {
+    pub unsafe fn pack(
+        &self,
+        src: *const u8,
+        count: usize,
+        offset: usize,
+        out: &mut [u8],
+    ) -> usize {
         // SAFETY: forwarded contract; `Dir::Pack` only reads through `src`.
-        unsafe { self.copy_stream(src as *mut u8, count, offset, out.as_mut_ptr(), out.len(), Dir::Pack) }
+        unsafe {
+            self.copy_stream(
+                src as *mut u8,
+                count,
+                offset,
+                out.as_mut_ptr(),
+                out.len(),
+                Dir::Pack,
+            )
+        }
     }
 
     /// Unpacks `input` as bytes `[offset, offset + input.len())` of the packed stream of `count`
@@ -66,7 +87,14 @@ impl Datatype {
     pub unsafe fn unpack(&self, dst: *mut u8, count: usize, offset: usize, input: &[u8]) -> usize {
         // SAFETY: forwarded contract; `Dir::Unpack` only reads from `input`.
         unsafe {
-            self.copy_stream(dst, count, offset, input.as_ptr() as *mut u8, input.len(), Dir::Unpack)
+            self.copy_stream(
+                dst,
+                count,
+                offset,
+                input.as_ptr() as *mut u8,
+                input.len(),
+                Dir::Unpack,
+            )
         }
     }
 
@@ -143,7 +171,8 @@ impl Datatype {
                 }
                 // SAFETY: `off..off + take * nsz` is a data segment of the type, readable and
                 // initialized by the caller's contract.
-                let native = unsafe { std::slice::from_raw_parts(src.wrapping_offset(off), take * nsz) };
+                let native =
+                    unsafe { std::slice::from_raw_parts(src.wrapping_offset(off), take * nsz) };
                 encode(conv, native, &mut out[p..p + take * esz])?;
                 off = off.wrapping_add((take * nsz) as isize);
                 len -= take * nsz;
@@ -168,7 +197,12 @@ impl Datatype {
         count: usize,
     ) -> Result<()> {
         let needed = self.pack_external_size(count)?;
-        space(input.len(), *position, needed, "unpack_external input buffer")?;
+        space(
+            input.len(),
+            *position,
+            needed,
+            "unpack_external input buffer",
+        )?;
         let input = &input[*position..*position + needed];
         let mut segs = self.segments(count, 0..usize::MAX);
         let (mut off, mut len) = (0isize, 0usize);

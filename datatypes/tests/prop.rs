@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{map_of, naive_elements, naive_pack, naive_unpack, segments as ref_segments, Buf, Map};
+use common::{
+    map_of, naive_elements, naive_pack, naive_unpack, segments as ref_segments, Buf, Map, T,
+};
 use madmpi_datatypes::{Basic, Datatype, Distribution, Order};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -56,7 +58,11 @@ fn darray(t: Datatype, dims: Vec<DarrayDim>, rank: usize, c: bool) -> Datatype {
                 psizes.push(p);
                 distribs.push(Distribution::Block);
                 // a block size that covers the dimension, or the default
-                dargs.push(if a == 0 { None } else { Some(g.div_ceil(p) + a - 1) });
+                dargs.push(if a == 0 {
+                    None
+                } else {
+                    Some(g.div_ceil(p) + a - 1)
+                });
             }
             _ => {
                 psizes.push(p);
@@ -67,13 +73,26 @@ fn darray(t: Datatype, dims: Vec<DarrayDim>, rank: usize, c: bool) -> Datatype {
     }
     let size: usize = psizes.iter().product();
     let order = if c { Order::C } else { Order::Fortran };
-    Datatype::create_darray(size, rank % size, &gsizes, &distribs, &dargs, &psizes, order, &t)
-        .unwrap()
+    Datatype::create_darray(
+        size,
+        rank % size,
+        &gsizes,
+        &distribs,
+        &dargs,
+        &psizes,
+        order,
+        &t,
+    )
+    .unwrap()
 }
 
-fn arb_type() -> impl Strategy<Value = Datatype> {
+fn arb_type() -> impl Strategy<Value = T> {
+    arb_dt().prop_map(T)
+}
+
+fn arb_dt() -> impl Strategy<Value = Datatype> {
     leaf().prop_recursive(4, 32, 4, |inner| {
-        prop_oneof![
+        let made = prop_oneof![
             (0usize..4, inner.clone()).prop_map(|(n, t)| Datatype::contiguous(n, &t).unwrap()),
             (0usize..4, 0usize..3, -3isize..4, inner.clone())
                 .prop_map(|(c, b, s, t)| Datatype::vector(c, b, s, &t).unwrap()),
@@ -100,7 +119,11 @@ fn arb_type() -> impl Strategy<Value = Datatype> {
             (inner.clone(), -16isize..16, -8isize..48)
                 .prop_map(|(t, lb, ext)| Datatype::create_resized(&t, lb, ext).unwrap()),
             inner.clone().prop_map(|t| t.dup()),
-            (inner.clone(), vec((1usize..4, 0usize..4, 0usize..4), 1..3), any::<bool>())
+            (
+                inner.clone(),
+                vec((1usize..4, 0usize..4, 0usize..4), 1..3),
+                any::<bool>()
+            )
                 .prop_map(|(t, dims, c)| subarray(t, dims, c)),
             (
                 inner,
@@ -109,14 +132,19 @@ fn arb_type() -> impl Strategy<Value = Datatype> {
                 any::<bool>()
             )
                 .prop_map(|(t, dims, rank, c)| darray(t, dims, rank, c)),
-            // the same constructors, reporting large counts
-        ]
+        ];
+        // the same constructors as made by the `_c` bindings, reporting large counts
+        (made, any::<bool>()).prop_map(|(t, large)| if large { t.mark_large_count() } else { t })
     })
 }
 
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: if cfg!(miri) { 6 } else { 400 },
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(if cfg!(miri) { 6 } else { 400 }),
+        max_global_rejects: 1_000_000,
         failure_persistence: None,
         ..ProptestConfig::default()
     }
@@ -136,7 +164,13 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn bounds_match_reference(t in arb_type()) {
+    fn show_samples(tt in arb_type()) {
+        if std::env::var("SHOW").is_ok() { println!("{:?}", tt); }
+    }
+
+    #[test]
+    fn bounds_match_reference(tt in arb_type()) {
+        let t = tt.0;
         let m = map_of(&t);
         check_bounds(&t, &m)?;
         // the large-count report of the same arguments describes the same type
@@ -145,7 +179,8 @@ proptest! {
     }
 
     #[test]
-    fn segments_match_reference(t in arb_type(), count in 0usize..4, a in 0usize..2000, b in 0usize..2000) {
+    fn segments_match_reference(tt in arb_type(), count in 0usize..4, a in 0usize..2000, b in 0usize..2000) {
+        let t = tt.0;
         let m = map_of(&t);
         let total = count * t.size();
         let (s, e) = if total == 0 { (0, 0) } else { (a % (total + 1), b % (total + 1)) };
@@ -167,7 +202,8 @@ proptest! {
     }
 
     #[test]
-    fn pack_matches_reference(t in arb_type(), count in 0usize..4, chunks in vec(1usize..40, 1..20)) {
+    fn pack_matches_reference(tt in arb_type(), count in 0usize..4, chunks in vec(1usize..40, 1..20)) {
+        let t = tt.0;
         let m = map_of(&t);
         let src = Buf::new(&t, count, |i| (i * 7 + 3) as u8);
         let expected = naive_pack(&m, count, &src);
@@ -199,7 +235,8 @@ proptest! {
     }
 
     #[test]
-    fn unpack_matches_reference(t in arb_type(), count in 0usize..4, chunks in vec(1usize..40, 1..20)) {
+    fn unpack_matches_reference(tt in arb_type(), count in 0usize..4, chunks in vec(1usize..40, 1..20)) {
+        let t = tt.0;
         let m = map_of(&t);
         let total = t.pack_size(count).unwrap();
         let stream: Vec<u8> = (0..total).map(|i| (i * 13 + 5) as u8).collect();
@@ -225,7 +262,8 @@ proptest! {
     }
 
     #[test]
-    fn elements_match_reference(t in arb_type()) {
+    fn elements_match_reference(tt in arb_type()) {
+        let t = tt.0;
         let m = map_of(&t);
         for bytes in 0..=(2 * t.size()).min(600) {
             prop_assert_eq!(t.elements_in(bytes), naive_elements(&m, bytes), "bytes = {}", bytes);
@@ -233,7 +271,8 @@ proptest! {
     }
 
     #[test]
-    fn signature_of_flattened_type_matches(t in arb_type(), count in 1usize..3) {
+    fn signature_of_flattened_type_matches(tt in arb_type(), count in 1usize..3) {
+        let t = tt.0;
         let m = map_of(&t);
         // a struct of the basic elements at packed positions has the same signature
         let mut disp = 0isize;
@@ -254,7 +293,8 @@ proptest! {
     }
 
     #[test]
-    fn external32_round_trip(t in arb_type(), count in 0usize..3) {
+    fn external32_round_trip(tt in arb_type(), count in 0usize..3) {
+        let t = tt.0;
         let m = map_of(&t);
         prop_assume!(m.data.iter().all(|(_, b)| *b != Basic::LongDouble));
         let src = Buf::new(&t, count, |i| (i * 31 + 7) as u8);

@@ -91,7 +91,10 @@ MPI_LOCALNRANKS and MPI_LOCALRANKID.
 
 /// Parses the arguments after argv[0]. `getenv` reads mpirun's own environment (for `-x VAR`
 /// and `MPIEXEC_TIMEOUT`).
-pub fn parse(args: &[OsString], getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<Parsed, String> {
+pub fn parse(
+    args: &[OsString],
+    getenv: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<Parsed, String> {
     let mut np: Option<u32> = None;
     let mut opts = Options {
         np: 1,
@@ -105,7 +108,8 @@ pub fn parse(args: &[OsString], getenv: &dyn Fn(&str) -> Option<OsString>) -> Re
         verbose: false,
     };
     if let Some(t) = getenv("MPIEXEC_TIMEOUT") {
-        opts.timeout = Some(parse_timeout(&t.to_string_lossy()).map_err(|e| format!("MPIEXEC_TIMEOUT: {e}"))?);
+        opts.timeout =
+            Some(parse_timeout(&t.to_string_lossy()).map_err(|e| format!("MPIEXEC_TIMEOUT: {e}"))?);
     }
     let mut i = 0;
     // Takes the value of an option: inline (`--opt=value`) or the next argument.
@@ -114,7 +118,9 @@ pub fn parse(args: &[OsString], getenv: &dyn Fn(&str) -> Option<OsString>) -> Re
             return Ok(v);
         }
         *i += 1;
-        args.get(*i).cloned().ok_or_else(|| format!("option '{name}' needs a value"))
+        args.get(*i)
+            .cloned()
+            .ok_or_else(|| format!("option '{name}' needs a value"))
     };
     while i < args.len() {
         let arg = &args[i];
@@ -144,7 +150,12 @@ pub fn parse(args: &[OsString], getenv: &dyn Fn(&str) -> Option<OsString>) -> Re
                     .to_str()
                     .and_then(|s| s.trim().parse::<u32>().ok())
                     .filter(|&n| n > 0)
-                    .ok_or_else(|| format!("'{text}' needs a positive number of ranks, got '{}'", v.to_string_lossy()))?;
+                    .ok_or_else(|| {
+                        format!(
+                            "'{text}' needs a positive number of ranks, got '{}'",
+                            v.to_string_lossy()
+                        )
+                    })?;
                 np = Some(n);
             }
             "tag-output" | "prefix-rank" | "prepend-rank" | "l" | "output-filename-rank" => {
@@ -174,7 +185,12 @@ pub fn parse(args: &[OsString], getenv: &dyn Fn(&str) -> Option<OsString>) -> Re
             }
             "genvlist" | "envlist" => {
                 let v = take(inline, &mut i, text)?;
-                let list = v.to_string_lossy().split(',').filter(|s| !s.is_empty()).map(OsString::from).collect();
+                let list = v
+                    .to_string_lossy()
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(OsString::from)
+                    .collect();
                 opts.env.list = Some(list);
             }
             "genvnone" | "envnone" => {
@@ -189,7 +205,8 @@ pub fn parse(args: &[OsString], getenv: &dyn Fn(&str) -> Option<OsString>) -> Re
             "wdir" | "wd" | "cwd" => opts.wdir = Some(PathBuf::from(take(inline, &mut i, text)?)),
             "timeout" => {
                 let v = take(inline, &mut i, text)?;
-                opts.timeout = Some(parse_timeout(&v.to_string_lossy()).map_err(|e| format!("{text}: {e}"))?);
+                opts.timeout =
+                    Some(parse_timeout(&v.to_string_lossy()).map_err(|e| format!("{text}: {e}"))?);
             }
             "pmi-port" => {
                 flag(&inline)?;
@@ -201,9 +218,11 @@ pub fn parse(args: &[OsString], getenv: &dyn Fn(&str) -> Option<OsString>) -> Re
             }
             "h" | "help" | "?" => return Ok(Parsed::Help),
             "V" | "version" => return Ok(Parsed::Version),
-            "host" | "hosts" | "H" | "hostfile" | "f" | "machinefile" | "machine" | "ppn" | "npernode"
-            | "N" | "map-by" | "bind-to" | "launcher" | "bootstrap" | "rmk" => {
-                return Err(format!("option '{text}' is not supported yet (madmpi's mpirun runs on this node only)"));
+            "host" | "hosts" | "H" | "hostfile" | "f" | "machinefile" | "machine" | "ppn"
+            | "npernode" | "N" | "map-by" | "bind-to" | "launcher" | "bootstrap" | "rmk" => {
+                return Err(format!(
+                    "option '{text}' is not supported yet (madmpi's mpirun runs on this node only)"
+                ));
             }
             _ => return Err(format!("unknown option '{text}'")),
         }
@@ -219,7 +238,10 @@ pub fn parse(args: &[OsString], getenv: &dyn Fn(&str) -> Option<OsString>) -> Re
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
-    let secs: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
     if !(secs.is_finite() && secs > 0.0 && secs < 1e9) {
         return Err(format!("'{s}' is not a positive number of seconds"));
     }
@@ -231,16 +253,26 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 /// the ranks' client, and these are set per rank anyway.
 pub fn is_launcher_var(name: &OsStr) -> bool {
     let Some(n) = name.to_str() else { return false };
-    n.starts_with("PMI_") || n.starts_with("HYDI_") || n == "MPI_LOCALNRANKS" || n == "MPI_LOCALRANKID" || n == "MADMPI_JOBID"
+    n.starts_with("PMI_")
+        || n.starts_with("HYDI_")
+        || n == "MPI_LOCALNRANKS"
+        || n == "MPI_LOCALRANKID"
+        || n == "MADMPI_JOBID"
 }
 
 /// The environment of the ranks (before the per-rank PMI variables are added).
-pub fn build_env(spec: &EnvSpec, own: impl Iterator<Item = (OsString, OsString)>) -> Vec<(OsString, OsString)> {
+pub fn build_env(
+    spec: &EnvSpec,
+    own: impl Iterator<Item = (OsString, OsString)>,
+) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = if spec.none {
         Vec::new()
     } else {
         own.filter(|(k, _)| !is_launcher_var(k))
-            .filter(|(k, _)| spec.list.as_ref().map_or(true, |l| l.contains(k)))
+            .filter(|(k, _)| match &spec.list {
+                None => true,
+                Some(l) => l.contains(k),
+            })
             .collect()
     };
     for (k, v) in &spec.set {
@@ -259,7 +291,13 @@ mod tests {
     }
 
     fn run(s: &[&str]) -> Result<Options, String> {
-        let env = |k: &str| if k == "HOME" { Some(OsString::from("/root")) } else { None };
+        let env = |k: &str| {
+            if k == "HOME" {
+                Some(OsString::from("/root"))
+            } else {
+                None
+            }
+        };
         match parse(&args(s), &env)? {
             Parsed::Run(o) => Ok(o),
             other => panic!("{other:?}"),
@@ -268,7 +306,14 @@ mod tests {
 
     #[test]
     fn counts_and_program() {
-        for form in [&["-n", "4"][..], &["-np", "4"], &["-c", "4"], &["--n", "4"], &["--np=4"], &["-n=4"]] {
+        for form in [
+            &["-n", "4"][..],
+            &["-np", "4"],
+            &["-c", "4"],
+            &["--n", "4"],
+            &["--np=4"],
+            &["-n=4"],
+        ] {
             let mut a = form.to_vec();
             a.extend(["prog", "-n", "x"]);
             let o = run(&a).unwrap();
@@ -286,12 +331,30 @@ mod tests {
 
     #[test]
     fn flags_env_timeout() {
-        let o = run(&["--tag-output", "-x", "A=1", "-x", "HOME", "-x", "UNSET", "-genv", "B", "2 3", "--timeout", "1.5", "p"])
-            .unwrap();
+        let o = run(&[
+            "--tag-output",
+            "-x",
+            "A=1",
+            "-x",
+            "HOME",
+            "-x",
+            "UNSET",
+            "-genv",
+            "B",
+            "2 3",
+            "--timeout",
+            "1.5",
+            "p",
+        ])
+        .unwrap();
         assert!(o.tag_output);
         assert_eq!(
             o.env.set,
-            vec![("A".into(), "1".into()), ("HOME".into(), "/root".into()), ("B".into(), "2 3".into())]
+            vec![
+                ("A".into(), "1".into()),
+                ("HOME".into(), "/root".into()),
+                ("B".into(), "2 3".into())
+            ]
         );
         assert_eq!(o.timeout, Some(Duration::from_millis(1500)));
         assert!(run(&["--timeout", "-1", "p"]).is_err());
@@ -300,14 +363,27 @@ mod tests {
 
     #[test]
     fn errors_and_specials() {
-        assert!(run(&["--bogus", "p"]).unwrap_err().contains("unknown option '--bogus'"));
+        assert!(run(&["--bogus", "p"])
+            .unwrap_err()
+            .contains("unknown option '--bogus'"));
         for o in ["--host", "--hostfile", "-ppn", "-f"] {
-            assert!(run(&[o, "x", "p"]).unwrap_err().contains("not supported yet"), "{o}");
+            assert!(
+                run(&[o, "x", "p"])
+                    .unwrap_err()
+                    .contains("not supported yet"),
+                "{o}"
+            );
         }
         let env = |_: &str| None;
         assert!(matches!(parse(&args(&["-h"]), &env), Ok(Parsed::Help)));
-        assert!(matches!(parse(&args(&["--help", "p"]), &env), Ok(Parsed::Help)));
-        assert!(matches!(parse(&args(&["--version"]), &env), Ok(Parsed::Version)));
+        assert!(matches!(
+            parse(&args(&["--help", "p"]), &env),
+            Ok(Parsed::Help)
+        ));
+        assert!(matches!(
+            parse(&args(&["--version"]), &env),
+            Ok(Parsed::Version)
+        ));
         assert!(run(&["--tag-output=yes", "p"]).is_err());
     }
 
@@ -323,10 +399,27 @@ mod tests {
             .into_iter()
         };
         let spec = EnvSpec::default();
-        assert_eq!(build_env(&spec, own()), vec![("PATH".into(), "/bin".into()), ("HOME".into(), "/root".into())]);
-        let spec = EnvSpec { list: Some(vec!["HOME".into()]), set: vec![("X".into(), "1".into())], none: false };
-        assert_eq!(build_env(&spec, own()), vec![("HOME".into(), "/root".into()), ("X".into(), "1".into())]);
-        let spec = EnvSpec { none: true, set: vec![("PATH".into(), "/x".into())], list: None };
+        assert_eq!(
+            build_env(&spec, own()),
+            vec![
+                ("PATH".into(), "/bin".into()),
+                ("HOME".into(), "/root".into())
+            ]
+        );
+        let spec = EnvSpec {
+            list: Some(vec!["HOME".into()]),
+            set: vec![("X".into(), "1".into())],
+            none: false,
+        };
+        assert_eq!(
+            build_env(&spec, own()),
+            vec![("HOME".into(), "/root".into()), ("X".into(), "1".into())]
+        );
+        let spec = EnvSpec {
+            none: true,
+            set: vec![("PATH".into(), "/x".into())],
+            list: None,
+        };
         assert_eq!(build_env(&spec, own()), vec![("PATH".into(), "/x".into())]);
     }
 }

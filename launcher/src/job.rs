@@ -152,7 +152,11 @@ pub fn run(spec: JobSpec) -> i32 {
         ranks: Vec::new(),
         conns: Vec::new(),
         outs: Vec::new(),
-        stdin: StdinFwd { pipe: None, buf: Vec::new(), eof: false },
+        stdin: StdinFwd {
+            pipe: None,
+            buf: Vec::new(),
+            eof: false,
+        },
         pgid: 0,
         exit_code: None,
         aborting: false,
@@ -184,11 +188,17 @@ pub fn run(spec: JobSpec) -> i32 {
 impl Job {
     fn spawn(&mut self, rank: u32) -> io::Result<()> {
         let np = self.spec.np;
-        let pmi = if self.listener.is_none() { Some(sys::socketpair()?) } else { None };
+        let pmi = if self.listener.is_none() {
+            Some(sys::socketpair()?)
+        } else {
+            None
+        };
         let (out_r, out_w) = sys::pipe()?;
         let (err_r, err_w) = sys::pipe()?;
         let mut cmd = Command::new(&self.spec.program);
-        cmd.args(&self.spec.args).env_clear().envs(self.spec.env.iter().map(|(k, v)| (k, v)));
+        cmd.args(&self.spec.args)
+            .env_clear()
+            .envs(self.spec.env.iter().map(|(k, v)| (k, v)));
         match (&pmi, &self.listener) {
             (Some((_, child_end)), _) => {
                 cmd.env("PMI_FD", child_end.as_raw_fd().to_string())
@@ -196,7 +206,8 @@ impl Job {
                     .env("PMI_SIZE", np.to_string());
             }
             (None, Some(l)) => {
-                cmd.env("PMI_PORT", l.local_addr()?.to_string()).env("PMI_ID", rank.to_string());
+                cmd.env("PMI_PORT", l.local_addr()?.to_string())
+                    .env("PMI_ID", rank.to_string());
             }
             (None, None) => unreachable!("either PMI_FD or PMI_PORT is set up"),
         }
@@ -238,11 +249,22 @@ impl Job {
         if let Some((ours, _theirs)) = pmi {
             sys::set_nonblocking(ours.as_fd())?;
             let id = self.server.handle_connect(Some(rank));
-            self.conns.push(PmiConn { fd: Some(ours), id, hint: Some(rank), framer: LineFramer::default(), out: Vec::new() });
+            self.conns.push(PmiConn {
+                fd: Some(ours),
+                id,
+                hint: Some(rank),
+                framer: LineFramer::default(),
+                out: Vec::new(),
+            });
         }
         for (fd, target) in [(out_r, 1), (err_r, 2)] {
             sys::set_nonblocking(fd.as_fd())?;
-            self.outs.push(OutPipe { fd: Some(fd), rank, target, line: Vec::new() });
+            self.outs.push(OutPipe {
+                fd: Some(fd),
+                rank,
+                target,
+                line: Vec::new(),
+            });
         }
         if let Some(w) = stdin_w {
             sys::set_nonblocking(w.as_fd())?;
@@ -276,7 +298,11 @@ impl Job {
             fds.clear();
             slots.clear();
             let mut add = |fd: RawFd, events: i16, slot: Slot| {
-                fds.push(libc::pollfd { fd, events, revents: 0 });
+                fds.push(libc::pollfd {
+                    fd,
+                    events,
+                    revents: 0,
+                });
                 slots.push(slot);
             };
             add(self.sigfd.as_raw_fd(), libc::POLLIN, Slot::Signals);
@@ -293,7 +319,11 @@ impl Job {
             }
             for (i, c) in self.conns.iter().enumerate() {
                 if let Some(fd) = &c.fd {
-                    let ev = if c.out.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
+                    let ev = if c.out.is_empty() {
+                        libc::POLLIN
+                    } else {
+                        libc::POLLIN | libc::POLLOUT
+                    };
                     add(fd.as_raw_fd(), ev, Slot::Conn(i));
                 }
             }
@@ -365,7 +395,10 @@ impl Job {
         if let Some(d) = self.deadline {
             if !self.aborting && now >= d {
                 let secs = self.spec.timeout.map_or(0.0, |t| t.as_secs_f64());
-                self.fail(TIMEOUT_EXIT, format!("job timed out after {secs} s; aborting job"));
+                self.fail(
+                    TIMEOUT_EXIT,
+                    format!("job timed out after {secs} s; aborting job"),
+                );
             }
         }
         if let Some(k) = self.kill_at {
@@ -462,14 +495,25 @@ impl Job {
                 // A rank that used PMI and left without finalize leaves the others stuck in
                 // their next collective: end the job. Non-MPI programs never init.
                 if others && self.server.is_initialized(rank) && !self.server.is_finalized(rank) {
-                    self.fail(1, format!("rank {rank} (pid {pid}) exited without calling PMI finalize{tail}"));
+                    self.fail(
+                        1,
+                        format!(
+                            "rank {rank} (pid {pid}) exited without calling PMI finalize{tail}"
+                        ),
+                    );
                 }
             }
-            ExitKind::Exited(code) => self.fail(code, format!("rank {rank} (pid {pid}) exited with code {code}{tail}")),
+            ExitKind::Exited(code) => self.fail(
+                code,
+                format!("rank {rank} (pid {pid}) exited with code {code}{tail}"),
+            ),
             ExitKind::Signaled { sig, core } => {
                 let core = if core { ", core dumped" } else { "" };
                 let name = sys::signal_name(sig);
-                self.fail(128 + sig, format!("rank {rank} (pid {pid}) killed by signal {sig} ({name}{core}){tail}"));
+                self.fail(
+                    128 + sig,
+                    format!("rank {rank} (pid {pid}) killed by signal {sig} ({name}{core}){tail}"),
+                );
             }
         }
     }
@@ -484,7 +528,13 @@ impl Job {
                         continue;
                     }
                     let id = self.server.handle_connect(None);
-                    self.conns.push(PmiConn { fd: Some(fd), id, hint: None, framer: LineFramer::default(), out: Vec::new() });
+                    self.conns.push(PmiConn {
+                        fd: Some(fd),
+                        id,
+                        hint: None,
+                        framer: LineFramer::default(),
+                        out: Vec::new(),
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -506,7 +556,9 @@ impl Job {
     /// Reads everything available on a PMI connection and feeds the server.
     fn read_conn(&mut self, i: usize) {
         loop {
-            let Some(fd) = self.conns[i].fd.as_ref().map(|f| f.as_raw_fd()) else { return };
+            let Some(fd) = self.conns[i].fd.as_ref().map(|f| f.as_raw_fd()) else {
+                return;
+            };
             match sys::read(fd, &mut self.scratch) {
                 Ok(0) => return self.close_conn(i),
                 Ok(n) => {
@@ -514,9 +566,16 @@ impl Job {
                     c.framer.handle_bytes(&self.scratch[..n]);
                     while let Some(frame) = c.framer.poll_frame() {
                         if self.spec.verbose {
-                            let who = self.server.rank_of(c.id).map_or("?".into(), |r| r.to_string());
+                            let who = self
+                                .server
+                                .rank_of(c.id)
+                                .map_or("?".into(), |r| r.to_string());
                             if let Frame::Data(d) = &frame {
-                                eprintln!("{}: [pmi {who}] > {}", self.spec.name, String::from_utf8_lossy(d).trim_end());
+                                eprintln!(
+                                    "{}: [pmi {who}] > {}",
+                                    self.spec.name,
+                                    String::from_utf8_lossy(d).trim_end()
+                                );
                             }
                         }
                         self.server.handle_frame(c.id, &frame);
@@ -538,7 +597,9 @@ impl Job {
 
     fn flush_conn(&mut self, i: usize) {
         let c = &mut self.conns[i];
-        let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else { return };
+        let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else {
+            return;
+        };
         while !c.out.is_empty() {
             match sys::write(fd, &c.out, true) {
                 Ok(n) => {
@@ -554,8 +615,15 @@ impl Job {
     fn pump_server(&mut self) {
         while let Some((id, bytes)) = self.server.poll_transmit() {
             if self.spec.verbose {
-                let who = self.server.rank_of(id).map_or("?".into(), |r| r.to_string());
-                eprintln!("{}: [pmi {who}] < {}", self.spec.name, String::from_utf8_lossy(&bytes).trim_end());
+                let who = self
+                    .server
+                    .rank_of(id)
+                    .map_or("?".into(), |r| r.to_string());
+                eprintln!(
+                    "{}: [pmi {who}] < {}",
+                    self.spec.name,
+                    String::from_utf8_lossy(&bytes).trim_end()
+                );
             }
             if let Some(i) = self.conns.iter().position(|c| c.id == id) {
                 self.conns[i].out.extend_from_slice(&bytes);
@@ -564,7 +632,12 @@ impl Job {
         }
         while let Some(ev) = self.server.poll_event() {
             match ev {
-                Event::Abort { rank, exitcode, message, .. } => {
+                Event::Abort {
+                    rank,
+                    exitcode,
+                    message,
+                    ..
+                } => {
                     let who = rank.map_or("a rank".to_owned(), |r| format!("rank {r}"));
                     let msg = match message {
                         Some(m) => format!("{who} called MPI_Abort with code {exitcode}: {m}"),
@@ -576,7 +649,9 @@ impl Job {
                     let who = rank.map_or("a PMI client".to_owned(), |r| format!("rank {r}"));
                     eprintln!("{}: warning: {who}: {reason}", self.spec.name);
                 }
-                Event::Initialized { .. } | Event::Finalized { .. } | Event::BarrierReleased { .. } => {}
+                Event::Initialized { .. }
+                | Event::Finalized { .. }
+                | Event::BarrierReleased { .. } => {}
             }
         }
     }
@@ -623,7 +698,9 @@ impl Job {
 
     /// Forwards what a rank wrote on stdout or stderr.
     fn forward(&mut self, i: usize) {
-        let Some(fd) = self.outs[i].fd.as_ref().map(|f| f.as_raw_fd()) else { return };
+        let Some(fd) = self.outs[i].fd.as_ref().map(|f| f.as_raw_fd()) else {
+            return;
+        };
         match sys::read(fd, &mut self.scratch) {
             Ok(0) => {
                 let o = &mut self.outs[i];
@@ -673,7 +750,12 @@ impl Job {
     fn emit(&mut self, target: RawFd, data: &[u8]) {
         let t = target as usize;
         if !self.dead[t] && sys::write_all(target, data).is_err() {
+            // Our reader went away (`mpirun ... | head`): pass that on as a shell pipeline
+            // would, by closing the ranks' pipes, so that their next write gets SIGPIPE.
             self.dead[t] = true;
+            for o in self.outs.iter_mut().filter(|o| o.target == target) {
+                o.fd = None;
+            }
         }
     }
 
@@ -683,7 +765,16 @@ impl Job {
             sys::reap(r.pid);
         }
         remove_shm_leftovers(&self.kvsname);
-        self.exit_code.unwrap_or(0)
+        exit_status_byte(self.exit_code.unwrap_or(0))
+    }
+}
+
+/// The byte a process can exit with for a job code. MPI_Abort codes are arbitrary ints; a
+/// failure must never come out as 0 (`MPI_Abort(comm, 256)` would otherwise "succeed").
+pub fn exit_status_byte(code: i32) -> i32 {
+    match code & 0xff {
+        0 if code != 0 => 1,
+        c => c,
     }
 }
 
@@ -691,7 +782,9 @@ impl Job {
 /// mid-job cannot unlink them itself.
 pub fn remove_shm_leftovers(kvsname: &str) {
     let prefix = format!("madmpi-{kvsname}");
-    let Ok(dir) = std::fs::read_dir("/dev/shm") else { return };
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
     for entry in dir.flatten() {
         if entry.file_name().to_string_lossy().starts_with(&prefix) {
             let path = entry.path();
@@ -701,5 +794,37 @@ pub fn remove_shm_leftovers(kvsname: &str) {
                 std::fs::remove_file(&path)
             };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_fit_a_byte_and_failures_stay_failures() {
+        assert_eq!(exit_status_byte(0), 0);
+        assert_eq!(exit_status_byte(3), 3);
+        assert_eq!(exit_status_byte(137), 137);
+        assert_eq!(exit_status_byte(256), 1);
+        assert_eq!(exit_status_byte(257), 1);
+        assert_eq!(exit_status_byte(-1), 255);
+        assert_eq!(exit_status_byte(-256), 1);
+    }
+
+    #[test]
+    fn shm_cleanup_matches_the_prefix_only() {
+        let kvs = format!("kvs_test_{}_{}", std::process::id(), sys::random_hex(4));
+        let mine = format!("/dev/shm/madmpi-{kvs}-seg0");
+        let unrelated = format!("/dev/shm/other-{kvs}");
+        if std::fs::write(&mine, b"x").is_err() {
+            eprintln!("SKIP: /dev/shm is not writable");
+            return;
+        }
+        std::fs::write(&unrelated, b"x").unwrap();
+        remove_shm_leftovers(&kvs);
+        assert!(!std::path::Path::new(&mine).exists());
+        assert!(std::path::Path::new(&unrelated).exists());
+        let _ = std::fs::remove_file(&unrelated);
     }
 }

@@ -23,8 +23,14 @@ pub fn main() -> i32 {
 
 /// Runs with explicit arguments (`args` excludes argv[0], which only names us in messages).
 pub fn run(argv0: &std::ffi::OsStr, args: &[OsString]) -> i32 {
-    let base = std::path::Path::new(argv0).file_name().map(|n| n.to_string_lossy().into_owned());
-    let name = if base.as_deref() == Some("mpiexec") { "mpiexec" } else { "mpirun" };
+    let base = std::path::Path::new(argv0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    let name = if base.as_deref() == Some("mpiexec") {
+        "mpiexec"
+    } else {
+        "mpirun"
+    };
     sys::ensure_std_fds();
     let getenv = |k: &str| std::env::var_os(k);
     let opts = match cli::parse(args, &getenv) {

@@ -46,7 +46,10 @@ pub fn ensure_std_fds() {
 
 /// Raises the soft limit on open files to the hard limit: each rank costs four descriptors.
 pub fn raise_nofile_limit() {
-    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: getrlimit/setrlimit read and write the struct we own.
     unsafe {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) == 0 && rl.rlim_cur < rl.rlim_max {
@@ -61,7 +64,12 @@ pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: socketpair writes two descriptors into the array we own.
     syscall!(unsafe {
-        libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr())
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
     })?;
     // SAFETY: both descriptors were just created and are owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
@@ -129,7 +137,11 @@ pub fn write_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => buf = &buf[n..],
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let mut p = [libc::pollfd { fd, events: libc::POLLOUT, revents: 0 }];
+                let mut p = [libc::pollfd {
+                    fd,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                }];
                 poll(&mut p, 100)?;
             }
             Err(e) => return Err(e),
@@ -153,8 +165,15 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
 }
 
 /// The signals the launcher handles through its signalfd.
-pub const HANDLED_SIGNALS: [i32; 7] =
-    [libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
+pub const HANDLED_SIGNALS: [i32; 7] = [
+    libc::SIGCHLD,
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
 
 /// Blocks [`HANDLED_SIGNALS`] and returns a non-blocking signalfd that reports them.
 /// Children get an empty mask back in `spawn`'s `pre_exec` (std resets it too).
@@ -167,8 +186,16 @@ pub fn signalfd() -> io::Result<OwnedFd> {
         for s in HANDLED_SIGNALS {
             libc::sigaddset(&mut set, s);
         }
-        syscall!(libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()))?;
-        let fd = syscall!(libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC))?;
+        syscall!(libc::sigprocmask(
+            libc::SIG_BLOCK,
+            &set,
+            std::ptr::null_mut()
+        ))?;
+        let fd = syscall!(libc::signalfd(
+            -1,
+            &set,
+            libc::SFD_NONBLOCK | libc::SFD_CLOEXEC
+        ))?;
         Ok(OwnedFd::from_raw_fd(fd))
     }
 }
@@ -181,7 +208,13 @@ pub fn read_signals(fd: BorrowedFd<'_>) -> Vec<i32> {
         let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
         let size = std::mem::size_of::<libc::signalfd_siginfo>();
         // SAFETY: we read at most `size` bytes into the struct we own.
-        let r = unsafe { libc::read(fd.as_raw_fd(), (&mut info as *mut libc::signalfd_siginfo).cast(), size) };
+        let r = unsafe {
+            libc::read(
+                fd.as_raw_fd(),
+                (&mut info as *mut libc::signalfd_siginfo).cast(),
+                size,
+            )
+        };
         if r != size as isize {
             return out;
         }
@@ -203,7 +236,12 @@ pub fn exited(pid: i32) -> io::Result<Option<ExitKind>> {
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer to our struct; pid is our child.
     syscall!(unsafe {
-        libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
     })?;
     // SAFETY: waitid succeeded; for WEXITED children it filled si_pid and si_status (si_pid
     // stays 0 when nothing has changed).
@@ -213,8 +251,14 @@ pub fn exited(pid: i32) -> io::Result<Option<ExitKind>> {
     }
     Ok(Some(match info.si_code {
         libc::CLD_EXITED => ExitKind::Exited(status),
-        libc::CLD_DUMPED => ExitKind::Signaled { sig: status, core: true },
-        _ => ExitKind::Signaled { sig: status, core: false },
+        libc::CLD_DUMPED => ExitKind::Signaled {
+            sig: status,
+            core: true,
+        },
+        _ => ExitKind::Signaled {
+            sig: status,
+            core: false,
+        },
     }))
 }
 
@@ -254,9 +298,13 @@ pub fn signal_name(sig: i32) -> String {
 pub fn random_hex(n: usize) -> String {
     use std::io::Read;
     let mut buf = vec![0u8; n];
-    let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf)).is_ok();
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .is_ok();
     if !ok {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
         let mut x = (t.as_nanos() as u64) ^ (u64::from(std::process::id()) << 32);
         for b in &mut buf {
             x ^= x << 13;
@@ -298,7 +346,11 @@ impl ChildSetup {
             }
             let mut set = std::mem::zeroed::<libc::sigset_t>();
             libc::sigemptyset(&mut set);
-            syscall!(libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut()))?;
+            syscall!(libc::sigprocmask(
+                libc::SIG_SETMASK,
+                &set,
+                std::ptr::null_mut()
+            ))?;
         }
         Ok(())
     }

@@ -63,9 +63,8 @@ handle_conversions! {
 
 // The Fortran status is the C status word for word: the standard ABI puts MPI_SOURCE, MPI_TAG
 // and MPI_ERROR first at the indices MPI_F_SOURCE, MPI_F_TAG and MPI_F_ERROR.
-const _: () = assert!(
-    MPI_F_STATUS_SIZE == 8 && MPI_F_SOURCE == 0 && MPI_F_TAG == 1 && MPI_F_ERROR == 2
-);
+const _: () =
+    assert!(MPI_F_STATUS_SIZE == 8 && MPI_F_SOURCE == 0 && MPI_F_TAG == 1 && MPI_F_ERROR == 2);
 const _: () = assert!(std::mem::size_of::<MPI_Status>() == 8 * std::mem::size_of::<MPI_Fint>());
 
 /// `MPI_Status_c2f`: copies a status into a Fortran status (`MPI_Fint[MPI_F_STATUS_SIZE]`).
@@ -153,7 +152,10 @@ mod tests {
         unsafe {
             assert_eq!(MPI_Status_c2f(&c, f.as_mut_ptr()), MPI_SUCCESS);
             assert_eq!(MPI_Status_f2c(f.as_ptr(), &mut back), MPI_SUCCESS);
-            assert_eq!(MPI_Status_c2f(MPI_STATUS_IGNORE, f.as_mut_ptr()), MPI_ERR_ARG);
+            assert_eq!(
+                MPI_Status_c2f(MPI_STATUS_IGNORE, f.as_mut_ptr()),
+                MPI_ERR_ARG
+            );
         }
         assert_eq!(f, [3, 7, 0, 1, 2, 3, 4, 5]);
         assert_eq!(back, c);

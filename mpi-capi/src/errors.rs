@@ -186,21 +186,33 @@ pub fn code_string(code: c_int) -> Option<String> {
     }
     if code > MPI_ERR_LASTCODE {
         // A code without a string has the empty string (the standard).
-        return USER_CODES.lock().get(&code).map(|u| u.string.clone().unwrap_or_default());
+        return USER_CODES
+            .lock()
+            .get(&code)
+            .map(|u| u.string.clone().unwrap_or_default());
     }
     None
 }
 
 fn next_code(t: &BTreeMap<c_int, UserCode>) -> Result<c_int, Error> {
-    let last = LASTUSEDCODE.load(Ordering::Relaxed).max(t.keys().next_back().copied().unwrap_or(0));
-    last.checked_add(1).ok_or_else(|| Error::new(ErrorClass::NoMem, "no error codes left"))
+    let last = LASTUSEDCODE
+        .load(Ordering::Relaxed)
+        .max(t.keys().next_back().copied().unwrap_or(0));
+    last.checked_add(1)
+        .ok_or_else(|| Error::new(ErrorClass::NoMem, "no error codes left"))
 }
 
 /// MPI_Add_error_class.
 pub fn add_class() -> Result<c_int, Error> {
     let mut t = USER_CODES.lock();
     let c = next_code(&t)?;
-    t.insert(c, UserCode { class: c, string: None });
+    t.insert(
+        c,
+        UserCode {
+            class: c,
+            string: None,
+        },
+    );
     LASTUSEDCODE.store(c, Ordering::Relaxed);
     Ok(c)
 }
@@ -211,10 +223,19 @@ pub fn add_code(class: c_int) -> Result<c_int, Error> {
     let known = predefined(class).is_some_and(|e| e.0 != MPI_SUCCESS)
         || t.get(&class).is_some_and(|u| u.class == class);
     if !known {
-        return Err(Error::new(ErrorClass::Arg, format!("{class} is not an error class")));
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("{class} is not an error class"),
+        ));
     }
     let c = next_code(&t)?;
-    t.insert(c, UserCode { class, string: None });
+    t.insert(
+        c,
+        UserCode {
+            class,
+            string: None,
+        },
+    );
     LASTUSEDCODE.store(c, Ordering::Relaxed);
     Ok(c)
 }
@@ -231,7 +252,12 @@ pub fn add_string(code: c_int, s: String) -> Result<(), Error> {
             ErrorClass::Arg,
             format!("the string of the predefined error code {code} cannot be changed"),
         )),
-        None => Err(Error::new(ErrorClass::Arg, format!("{code} is not an error code added by MPI_Add_error_code or MPI_Add_error_class"))),
+        None => Err(Error::new(
+            ErrorClass::Arg,
+            format!(
+                "{code} is not an error code added by MPI_Add_error_code or MPI_Add_error_class"
+            ),
+        )),
     }
 }
 
@@ -240,13 +266,24 @@ pub fn remove_class(class: c_int) -> Result<(), Error> {
     let mut t = USER_CODES.lock();
     match t.get(&class) {
         Some(u) if u.class == class => {}
-        _ => return Err(Error::new(ErrorClass::Arg, format!("{class} is not an error class added by MPI_Add_error_class"))),
+        _ => {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("{class} is not an error class added by MPI_Add_error_class"),
+            ))
+        }
     }
     if let Some((c, _)) = t.iter().find(|(&c, u)| u.class == class && c != class) {
-        return Err(Error::new(ErrorClass::Arg, format!("error class {class} still has the error code {c} (remove it first)")));
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("error class {class} still has the error code {c} (remove it first)"),
+        ));
     }
     if t.get(&class).is_some_and(|u| u.string.is_some()) {
-        return Err(Error::new(ErrorClass::Arg, format!("error class {class} still has a string (remove it first)")));
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("error class {class} still has a string (remove it first)"),
+        ));
     }
     t.remove(&class);
     Ok(())
@@ -257,10 +294,18 @@ pub fn remove_code(code: c_int) -> Result<(), Error> {
     let mut t = USER_CODES.lock();
     match t.get(&code) {
         Some(u) if u.class != code => {}
-        _ => return Err(Error::new(ErrorClass::Arg, format!("{code} is not an error code added by MPI_Add_error_code"))),
+        _ => {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("{code} is not an error code added by MPI_Add_error_code"),
+            ))
+        }
     }
     if t.get(&code).is_some_and(|u| u.string.is_some()) {
-        return Err(Error::new(ErrorClass::Arg, format!("error code {code} still has a string (remove it first)")));
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("error code {code} still has a string (remove it first)"),
+        ));
     }
     t.remove(&code);
     Ok(())
@@ -274,7 +319,10 @@ pub fn remove_string(code: c_int) -> Result<(), Error> {
             u.string = None;
             Ok(())
         }
-        _ => Err(Error::new(ErrorClass::Arg, format!("error code {code} has no string added by MPI_Add_error_string"))),
+        _ => Err(Error::new(
+            ErrorClass::Arg,
+            format!("error code {code} has no string added by MPI_Add_error_string"),
+        )),
     }
 }
 
@@ -303,9 +351,15 @@ fn die(code: c_int, line: String) -> ! {
 fn handler_for(comm: MPI_Comm) -> (MPI_Comm, Errh) {
     let (comm, h) = match handles::comm_errhandler(comm) {
         Some(h) => (comm, h),
-        None => (MPI_COMM_SELF, handles::comm_errhandler(MPI_COMM_SELF).unwrap_or(0x141)),
+        None => (
+            MPI_COMM_SELF,
+            handles::comm_errhandler(MPI_COMM_SELF).unwrap_or(0x141),
+        ),
     };
-    (comm, handles::errhandler(h as MPI_Errhandler).unwrap_or(Errh::Fatal))
+    (
+        comm,
+        handles::errhandler(h as MPI_Errhandler).unwrap_or(Errh::Fatal),
+    )
 }
 
 /// Report error `code` (with the text `why`) of the call described by `call` on `comm`'s
@@ -316,8 +370,14 @@ pub fn raise_code(comm: MPI_Comm, call: &dyn Fn() -> String, code: c_int, why: &
         Errh::Return => code,
         Errh::Fatal | Errh::Abort => {
             let class = class_of_code(code).unwrap_or(code);
-            let cname = class_name(class).map(str::to_string).unwrap_or_else(|| format!("error class {class}"));
-            let which = if code == class { cname } else { format!("error code {code}, {cname}") };
+            let cname = class_name(class)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("error class {class}"));
+            let which = if code == class {
+                cname
+            } else {
+                format!("error code {code}, {cname}")
+            };
             die(code, format!("{}{}: {why} ({which})", prefix(), call()))
         }
         Errh::User(f) => {
@@ -354,7 +414,12 @@ pub fn raise_self(name: &str, e: Error) -> c_int {
 /// MPI_Comm_call_errhandler: invoke `comm`'s handler with `code` (on MPI_COMM_SELF's if `comm`
 /// is invalid, with MPI_ERR_COMM).
 pub fn call_errhandler(comm: MPI_Comm, code: c_int) -> c_int {
-    let call = || format!("MPI_Comm_call_errhandler(comm={}, errorcode={code})", handles::comm_name(comm));
+    let call = || {
+        format!(
+            "MPI_Comm_call_errhandler(comm={}, errorcode={code})",
+            handles::comm_name(comm)
+        )
+    };
     if handles::comm_errhandler(comm).is_none() {
         return raise_code(MPI_COMM_SELF, &call, MPI_ERR_COMM, "invalid communicator");
     }
@@ -395,8 +460,28 @@ mod tests {
     fn every_core_class_maps_to_a_described_code() {
         use ErrorClass::*;
         for c in [
-            Buffer, Count, Type, Tag, Comm, Rank, Request, Root, Group, Op, Arg, Truncate, Other, Intern, Pending,
-            NoMem, ProcAborted, Unsupported, Keyval, Info, Topology, Dims,
+            Buffer,
+            Count,
+            Type,
+            Tag,
+            Comm,
+            Rank,
+            Request,
+            Root,
+            Group,
+            Op,
+            Arg,
+            Truncate,
+            Other,
+            Intern,
+            Pending,
+            NoMem,
+            ProcAborted,
+            Unsupported,
+            Keyval,
+            Info,
+            Topology,
+            Dims,
         ] {
             let code = class_code(c);
             assert_eq!(class_name(code), Some(c.mpi_name()));

@@ -134,7 +134,10 @@ pub const MAX_SLOTS: usize = 1 << INDEX_BITS;
 
 #[inline]
 fn encode(kind: Kind, index: u32, gen: u32) -> usize {
-    TAG_BIT | (kind as usize) << KIND_SHIFT | ((gen & GEN_MASK) as usize) << GEN_SHIFT | index as usize
+    TAG_BIT
+        | (kind as usize) << KIND_SHIFT
+        | ((gen & GEN_MASK) as usize) << GEN_SHIFT
+        | index as usize
 }
 
 /// `(kind, index, generation)` of a library handle value.
@@ -144,7 +147,11 @@ fn decode(h: usize) -> Option<(Kind, u32, u32)> {
         return None;
     }
     let kind = Kind::from_bits((h >> KIND_SHIFT) & 0xf)?;
-    Some((kind, (h & (MAX_SLOTS - 1)) as u32, ((h >> GEN_SHIFT) as u32) & GEN_MASK))
+    Some((
+        kind,
+        (h & (MAX_SLOTS - 1)) as u32,
+        ((h >> GEN_SHIFT) as u32) & GEN_MASK,
+    ))
 }
 
 /// Why a value is not a live handle of the expected kind.
@@ -154,9 +161,13 @@ fn bad_handle(expected: Kind, h: usize, null_name: Option<&str>) -> Error {
     if let Some(n) = null_name {
         return Error::new(class, format!("invalid {what}: {n}"));
     }
-    let other = decode(h).map(|(k, _, _)| k).or_else(|| Kind::of_predefined(h));
+    let other = decode(h)
+        .map(|(k, _, _)| k)
+        .or_else(|| Kind::of_predefined(h));
     let msg = match other {
-        Some(k) if k != expected => format!("invalid {what} handle {h:#x} (it is a {} handle)", k.noun()),
+        Some(k) if k != expected => {
+            format!("invalid {what} handle {h:#x} (it is a {} handle)", k.noun())
+        }
         Some(_) => format!("invalid {what} handle {h:#x} (freed, or never created)"),
         None if h == 0 => format!("invalid {what} handle 0 (uninitialized?)"),
         None => format!("invalid {what} handle {h:#x}"),
@@ -181,7 +192,11 @@ pub struct Table<T> {
 impl<T> Table<T> {
     /// An empty table (usable in a `static`).
     pub const fn new(kind: Kind) -> Table<T> {
-        Table { kind, slots: Vec::new(), free: Vec::new() }
+        Table {
+            kind,
+            slots: Vec::new(),
+            free: Vec::new(),
+        }
     }
 
     /// Store `v` and return its handle value.
@@ -198,7 +213,10 @@ impl<T> Table<T> {
             ));
         }
         let i = self.slots.len() as u32;
-        self.slots.push(Slot { gen: 0, val: Some(v) });
+        self.slots.push(Slot {
+            gen: 0,
+            val: Some(v),
+        });
         Ok(encode(self.kind, i, 0))
     }
 
@@ -293,7 +311,10 @@ pub fn free_comm(comm: MPI_Comm) -> Result<CommId, Error> {
     match comm as usize {
         0x100..=0x102 => Err(Error::new(
             ErrorClass::Comm,
-            format!("cannot free the predefined communicator {}", comm_name(comm)),
+            format!(
+                "cannot free the predefined communicator {}",
+                comm_name(comm)
+            ),
         )),
         h => {
             let e = COMMS.write().remove(h)?;
@@ -429,7 +450,9 @@ const PREDEF_TYPE_COUNT: usize = 0x100;
 
 /// Every predefined datatype, indexed by `handle - 0x200`.
 static PREDEF_TYPES: Lazy<Vec<Option<Datatype>>> = Lazy::new(|| {
-    (0..PREDEF_TYPE_COUNT).map(|i| basic_of(PREDEF_TYPE_BASE + i).map(Datatype::basic)).collect()
+    (0..PREDEF_TYPE_COUNT)
+        .map(|i| basic_of(PREDEF_TYPE_BASE + i).map(Datatype::basic))
+        .collect()
 });
 
 /// The handle value of a predefined datatype.
@@ -469,7 +492,10 @@ pub fn datatype(dt: MPI_Datatype) -> Result<DtRef, Error> {
         return match &PREDEF_TYPES[h - PREDEF_TYPE_BASE] {
             Some(d) => Ok(DtRef::Predefined(d)),
             None if h == 0x200 => Err(bad_handle(Kind::Datatype, h, Some("MPI_DATATYPE_NULL"))),
-            None => Err(Error::new(ErrorClass::Type, format!("invalid datatype handle {h:#x}"))),
+            None => Err(Error::new(
+                ErrorClass::Type,
+                format!("invalid datatype handle {h:#x}"),
+            )),
         };
     }
     TYPES.read().get(h).map(|d| DtRef::Derived(d.clone()))
@@ -484,7 +510,10 @@ pub fn register_datatype(d: Datatype) -> Result<MPI_Datatype, Error> {
 pub fn free_datatype(dt: MPI_Datatype) -> Result<Datatype, Error> {
     let h = dt as usize;
     if (PREDEF_TYPE_BASE..PREDEF_TYPE_BASE + PREDEF_TYPE_COUNT).contains(&h) {
-        return Err(Error::new(ErrorClass::Type, format!("cannot free the predefined datatype {}", type_name(dt))));
+        return Err(Error::new(
+            ErrorClass::Type,
+            format!("cannot free the predefined datatype {}", type_name(dt)),
+        ));
     }
     TYPES.write().remove(h)
 }
@@ -517,7 +546,10 @@ static REQUESTS: Mutex<Table<ReqEntry>> = const_mutex(Table::new(Kind::Request))
 /// Give the core request `rid`, an operation on `comm`, a C handle.
 #[inline]
 pub fn new_request(rid: RequestId, comm: MPI_Comm) -> Result<MPI_Request, Error> {
-    match REQUESTS.lock().insert(ReqEntry { rid, comm: comm as usize }) {
+    match REQUESTS.lock().insert(ReqEntry {
+        rid,
+        comm: comm as usize,
+    }) {
         Ok(h) => Ok(h as MPI_Request),
         Err(e) => {
             // The table is full: let the operation finish on its own.
@@ -543,7 +575,11 @@ pub fn requests(rs: &[MPI_Request], out: &mut [Option<ReqEntry>]) -> Result<(), 
     let t = REQUESTS.lock();
     for (i, (&r, o)) in rs.iter().zip(out.iter_mut()).enumerate() {
         let h = r as usize;
-        *o = if h == 0x180 { None } else { Some(*t.get(h).map_err(|e| (i, e))?) };
+        *o = if h == 0x180 {
+            None
+        } else {
+            Some(*t.get(h).map_err(|e| (i, e))?)
+        };
     }
     Ok(())
 }
@@ -580,13 +616,19 @@ pub fn new_message(msg: MessageId, comm: MPI_Comm) -> Result<MPI_Message, Error>
     if msg == MessageId::NO_PROC {
         return Ok(MPI_MESSAGE_NO_PROC);
     }
-    Ok(MESSAGES.lock().insert(MsgEntry { msg, comm: comm as usize })? as MPI_Message)
+    Ok(MESSAGES.lock().insert(MsgEntry {
+        msg,
+        comm: comm as usize,
+    })? as MPI_Message)
 }
 
 /// Take the message of a handle (it is received exactly once).
 pub fn take_message(m: MPI_Message) -> Result<MsgEntry, Error> {
     match m as usize {
-        0x129 => Ok(MsgEntry { msg: MessageId::NO_PROC, comm: MPI_COMM_SELF as usize }),
+        0x129 => Ok(MsgEntry {
+            msg: MessageId::NO_PROC,
+            comm: MPI_COMM_SELF as usize,
+        }),
         0x128 => Err(bad_handle(Kind::Message, 0x128, Some("MPI_MESSAGE_NULL"))),
         h => MESSAGES.lock().remove(h),
     }
@@ -600,7 +642,7 @@ pub fn message_comm(m: MPI_Message) -> Option<usize> {
 // ------------------------------------------------------------------------------------ error handlers
 
 /// A user error handler function, by the kind of object it was created for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum ErrhFn {
     /// MPI_Comm_create_errhandler.
     Comm(unsafe extern "C" fn(comm: *mut MPI_Comm, error_code: *mut c_int, ...)),
@@ -623,7 +665,7 @@ pub struct ErrhEntry {
 static ERRHANDLERS: Mutex<Table<ErrhEntry>> = const_mutex(Table::new(Kind::Errhandler));
 
 /// How an error handler acts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Errh {
     /// MPI_ERRORS_ARE_FATAL.
     Fatal,
@@ -641,7 +683,10 @@ pub fn errhandler(e: MPI_Errhandler) -> Result<Errh, Error> {
         0x141 => Ok(Errh::Fatal),
         0x142 => Ok(Errh::Abort),
         0x143 => Ok(Errh::Return),
-        0x140 => Err(Error::new(ErrorClass::Arg, "invalid error handler: MPI_ERRHANDLER_NULL")),
+        0x140 => Err(Error::new(
+            ErrorClass::Arg,
+            "invalid error handler: MPI_ERRHANDLER_NULL",
+        )),
         h => ERRHANDLERS.lock().get(h).map(|x| Errh::User(x.func)),
     }
 }
@@ -718,7 +763,11 @@ mod tests {
         assert!(t.get(a).is_err());
         let dt = encode(Kind::Datatype, 0, 0);
         assert!(t.get(dt).unwrap_err().msg.contains("datatype handle"));
-        assert!(t.get(0x101).unwrap_err().msg.contains("communicator handle"));
+        assert!(t
+            .get(0x101)
+            .unwrap_err()
+            .msg
+            .contains("communicator handle"));
         assert!(t.get(0).is_err());
         assert!(t.get(usize::MAX).is_err());
         assert_eq!(t.len(), 1);
@@ -736,10 +785,22 @@ mod tests {
             }
         }
         assert_eq!(n, Basic::ALL.len());
-        assert_eq!(datatype(MPI_DATATYPE_NULL).err().unwrap().class, ErrorClass::Type);
-        assert_eq!(datatype(0x211 as MPI_Datatype).err().unwrap().class, ErrorClass::Type);
+        assert_eq!(
+            datatype(MPI_DATATYPE_NULL).err().unwrap().class,
+            ErrorClass::Type
+        );
+        assert_eq!(
+            datatype(0x211 as MPI_Datatype).err().unwrap().class,
+            ErrorClass::Type
+        );
         assert_eq!(datatype(MPI_LONG_LONG_INT).unwrap().size(), 8);
-        assert_eq!(datatype(MPI_COMM_WORLD as usize as MPI_Datatype).err().unwrap().class, ErrorClass::Type);
+        assert_eq!(
+            datatype(MPI_COMM_WORLD as usize as MPI_Datatype)
+                .err()
+                .unwrap()
+                .class,
+            ErrorClass::Type
+        );
     }
 
     #[test]
@@ -747,6 +808,9 @@ mod tests {
         assert_eq!(comm(MPI_COMM_WORLD).unwrap(), madmpi::COMM_WORLD);
         assert_eq!(comm(MPI_COMM_SELF).unwrap(), madmpi::COMM_SELF);
         assert_eq!(comm(MPI_COMM_NULL).unwrap_err().class, ErrorClass::Comm);
-        assert_eq!(comm(MPI_INT as usize as MPI_Comm).unwrap_err().class, ErrorClass::Comm);
+        assert_eq!(
+            comm(MPI_INT as usize as MPI_Comm).unwrap_err().class,
+            ErrorClass::Comm
+        );
     }
 }

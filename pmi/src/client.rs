@@ -44,7 +44,9 @@ impl fmt::Display for Error {
             Error::Io(e) => write!(f, "PMI I/O error: {e}"),
             Error::Protocol(m) => write!(f, "PMI protocol error: {m}"),
             Error::NotFound(k) => write!(f, "PMI key not found: {k}"),
-            Error::Rejected { cmd, rc, msg } => write!(f, "PMI server rejected '{cmd}' (rc={rc}): {msg}"),
+            Error::Rejected { cmd, rc, msg } => {
+                write!(f, "PMI server rejected '{cmd}' (rc={rc}): {msg}")
+            }
         }
     }
 }
@@ -143,10 +145,17 @@ impl Client {
         let trace = env("MADMPI_PMI_TRACE").is_some_and(|v| v != "0");
         if let Some(fd) = env_int::<i32>("PMI_FD")? {
             let (owned, is_socket) = sys::inherit_fd(fd).map_err(|e| {
-                Error::Io(io::Error::new(e.kind(), format!("PMI_FD={fd} is not a usable file descriptor: {e}")))
+                Error::Io(io::Error::new(
+                    e.kind(),
+                    format!("PMI_FD={fd} is not a usable file descriptor: {e}"),
+                ))
             })?;
             // Any socket type works through UnixStream's send/recv.
-            let conn = if is_socket { Conn::Sock(UnixStream::from(owned)) } else { Conn::Fd(owned.into()) };
+            let conn = if is_socket {
+                Conn::Sock(UnixStream::from(owned))
+            } else {
+                Conn::Fd(owned.into())
+            };
             let rank = env_int::<u32>("PMI_RANK")?.unwrap_or(0);
             let size = env_int::<u32>("PMI_SIZE")?.unwrap_or(1);
             let mut c = Client::with_conn(conn, rank, size, trace);
@@ -158,7 +167,10 @@ impl Client {
         }
         if let Some(port) = env("PMI_PORT") {
             let stream = TcpStream::connect(port.trim()).map_err(|e| {
-                Error::Io(io::Error::new(e.kind(), format!("cannot connect to PMI_PORT={port}: {e}")))
+                Error::Io(io::Error::new(
+                    e.kind(),
+                    format!("cannot connect to PMI_PORT={port}: {e}"),
+                ))
             })?;
             // Requests are small and each waits for its reply.
             let _ = stream.set_nodelay(true);
@@ -238,7 +250,11 @@ impl Client {
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
         check_token("key", key, key, self.max_key_len())?;
         check_token("value", key, value, self.max_value_len())?;
-        let cmd = Command::Put { kvsname: Some(self.kvsname.clone()), key: key.into(), value: value.into() };
+        let cmd = Command::Put {
+            kvsname: Some(self.kvsname.clone()),
+            key: key.into(),
+            value: value.into(),
+        };
         self.request(&cmd)?;
         Ok(())
     }
@@ -253,14 +269,19 @@ impl Client {
     /// The value of `key`; `Err(Error::NotFound)` for a missing key.
     pub fn get(&mut self, key: &str) -> Result<String, Error> {
         check_token("key", key, key, self.max_key_len())?;
-        let cmd = Command::Get { kvsname: Some(self.kvsname.clone()), key: key.into() };
+        let cmd = Command::Get {
+            kvsname: Some(self.kvsname.clone()),
+            key: key.into(),
+        };
         let reply = self.exchange(&cmd)?;
         if reply.rc().unwrap_or(0) != 0 {
             return Err(Error::NotFound(key.to_owned()));
         }
         match reply.get("value") {
             Some(v) => Ok(v.to_owned()),
-            None => Err(Error::Protocol(format!("get_result for {key} has rc=0 and no value: {reply}"))),
+            None => Err(Error::Protocol(format!(
+                "get_result for {key} has rc=0 and no value: {reply}"
+            ))),
         }
     }
 
@@ -293,10 +314,20 @@ impl Client {
     fn local_ranks_by_hostname(&mut self) -> Result<Vec<u32>, Error> {
         let host: String = sys::hostname()
             .chars()
-            .map(|c| if c.is_ascii_graphic() && c != '\\' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_graphic() && c != '\\' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .take(self.max_value_len().max(1))
             .collect();
-        let host = if host.is_empty() { "localhost".to_owned() } else { host };
+        let host = if host.is_empty() {
+            "localhost".to_owned()
+        } else {
+            host
+        };
         self.put(&format!("madmpi-host-{}", self.rank), &host)?;
         self.barrier()?;
         let mut local = Vec::new();
@@ -312,7 +343,10 @@ impl Client {
     /// caller should exit (with `code`) right after, as MPICH does.
     pub fn abort(&mut self, code: i32, msg: &str) -> Result<(), Error> {
         // Keep the line short enough for any server's buffer; newlines cannot travel.
-        let mut msg: String = msg.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let mut msg: String = msg
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
         if msg.len() > 512 {
             let mut cut = 512;
             while !msg.is_char_boundary(cut) {
@@ -320,8 +354,15 @@ impl Client {
             }
             msg.truncate(cut);
         }
-        let message = if msg.trim().is_empty() { None } else { Some(msg) };
-        self.send(&Command::Abort { exitcode: code, message })
+        let message = if msg.trim().is_empty() {
+            None
+        } else {
+            Some(msg)
+        };
+        self.send(&Command::Abort {
+            exitcode: code,
+            message,
+        })
     }
 
     /// Tells the process manager this rank is done with PMI. Further calls fail.
@@ -347,7 +388,9 @@ impl Client {
         while size.is_none() || rank.is_none() || !debug {
             let set = self.receive()?;
             if set.cmd != "set" {
-                return Err(Error::Protocol(format!("expected 'set' after initack, got: {set}")));
+                return Err(Error::Protocol(format!(
+                    "expected 'set' after initack, got: {set}"
+                )));
             }
             for (k, v) in &set.args {
                 let Some(v) = v else { continue };
@@ -366,17 +409,29 @@ impl Client {
     }
 
     fn init(&mut self) -> Result<(), Error> {
-        let reply = self.request(&Command::Init { pmi_version: PMI_VERSION, pmi_subversion: PMI_SUBVERSION })?;
+        let reply = self.request(&Command::Init {
+            pmi_version: PMI_VERSION,
+            pmi_subversion: PMI_SUBVERSION,
+        })?;
         if let Some(v) = reply.get("pmi_version") {
             if v.trim() != PMI_VERSION.to_string() {
-                return Err(Error::Protocol(format!("server speaks PMI version {v}, not {PMI_VERSION}")));
+                return Err(Error::Protocol(format!(
+                    "server speaks PMI version {v}, not {PMI_VERSION}"
+                )));
             }
         }
         if self.size == 0 || self.rank >= self.size {
-            return Err(Error::Protocol(format!("rank {} is not in a job of size {}", self.rank, self.size)));
+            return Err(Error::Protocol(format!(
+                "rank {} is not in a job of size {}",
+                self.rank, self.size
+            )));
         }
         let maxes = self.request(&Command::GetMaxes)?;
-        let num = |m: &Message, key: &str, default: u32| m.get(key).and_then(|v| v.trim().parse().ok()).unwrap_or(default);
+        let num = |m: &Message, key: &str, default: u32| {
+            m.get(key)
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(default)
+        };
         let d = Maxes::default();
         self.maxes = Maxes {
             kvsname_max: num(&maxes, "kvsname_max", d.kvsname_max),
@@ -384,7 +439,10 @@ impl Client {
             vallen_max: num(&maxes, "vallen_max", d.vallen_max),
         };
         let appnum = self.request(&Command::GetAppnum)?;
-        self.appnum = appnum.get("appnum").and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+        self.appnum = appnum
+            .get("appnum")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
         let kvs = self.request(&Command::GetMyKvsname)?;
         self.kvsname = kvs
             .get("kvsname")
@@ -419,7 +477,10 @@ impl Client {
         // A server that could not parse us answers with its own error line.
         match reply.rc() {
             Some(rc) if rc != 0 => Err(rejected(cmd.name(), rc, &reply)),
-            _ => Err(Error::Protocol(format!("sent '{}', expected '{expected}', got: {reply}", cmd.name()))),
+            _ => Err(Error::Protocol(format!(
+                "sent '{}', expected '{expected}', got: {reply}",
+                cmd.name()
+            ))),
         }
     }
 
@@ -444,11 +505,16 @@ impl Client {
                         eprintln!("[pmi {}] < {}", self.rank, String::from_utf8_lossy(&line));
                     }
                     return parse_message(&line).map_err(|e| {
-                        Error::Protocol(format!("undecodable reply '{}': {e}", String::from_utf8_lossy(&line)))
+                        Error::Protocol(format!(
+                            "undecodable reply '{}': {e}",
+                            String::from_utf8_lossy(&line)
+                        ))
                     });
                 }
                 Some(Frame::Overlong { len }) => {
-                    return Err(Error::Protocol(format!("reply of {len} bytes exceeds the line limit")));
+                    return Err(Error::Protocol(format!(
+                        "reply of {len} bytes exceeds the line limit"
+                    )));
                 }
                 None => {}
             }
@@ -473,14 +539,20 @@ fn rejected(cmd: &str, rc: i64, reply: &Message) -> Error {
     Error::Rejected {
         cmd: cmd.to_owned(),
         rc: i32::try_from(rc).unwrap_or(i32::MIN),
-        msg: reply.get("msg").or_else(|| reply.get("errmsg")).unwrap_or("").replace('_', " "),
+        msg: reply
+            .get("msg")
+            .or_else(|| reply.get("errmsg"))
+            .unwrap_or("")
+            .replace('_', " "),
     }
 }
 
 /// Keys and values travel as single tokens through servers that never unescape.
 fn check_token(what: &str, key: &str, s: &str, max: usize) -> Result<(), Error> {
     if s.is_empty() {
-        return Err(Error::Protocol(format!("PMI {what} for key '{key}' is empty")));
+        return Err(Error::Protocol(format!(
+            "PMI {what} for key '{key}' is empty"
+        )));
     }
     if s.len() > max {
         return Err(Error::Protocol(format!(
@@ -488,8 +560,13 @@ fn check_token(what: &str, key: &str, s: &str, max: usize) -> Result<(), Error> 
             s.len()
         )));
     }
-    if let Some(c) = s.chars().find(|c| c.is_whitespace() || c.is_control() || *c == '\\') {
-        return Err(Error::Protocol(format!("PMI {what} for key '{key}' contains {c:?}, which PMI-1 cannot carry")));
+    if let Some(c) = s
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || *c == '\\')
+    {
+        return Err(Error::Protocol(format!(
+            "PMI {what} for key '{key}' contains {c:?}, which PMI-1 cannot carry"
+        )));
     }
     Ok(())
 }
@@ -545,7 +622,9 @@ mod tests {
         assert_eq!(c.get("a").unwrap(), "b");
         assert_eq!(c.local_ranks().unwrap(), vec![0]);
         // Refused before reaching the wire.
-        assert!(matches!(c.put("k", &"v".repeat(1024)), Err(Error::Protocol(m)) if m.contains("at most 1023")));
+        assert!(
+            matches!(c.put("k", &"v".repeat(1024)), Err(Error::Protocol(m)) if m.contains("at most 1023"))
+        );
         assert!(matches!(c.put("k", "a b"), Err(Error::Protocol(_))));
         assert!(matches!(c.put("k", ""), Err(Error::Protocol(_))));
         c.put("k", &"v".repeat(1023)).unwrap();
@@ -564,7 +643,12 @@ mod tests {
         assert_eq!(c.local_ranks().unwrap(), vec![0]);
         drop(c);
         let server = h.join().unwrap();
-        assert_eq!(server.value("madmpi-host-0").map(str::to_owned), Some(sys::hostname()).filter(|h| !h.is_empty()).or(Some("localhost".into())));
+        assert_eq!(
+            server.value("madmpi-host-0").map(str::to_owned),
+            Some(sys::hostname())
+                .filter(|h| !h.is_empty())
+                .or(Some("localhost".into()))
+        );
     }
 
     #[test]
@@ -573,7 +657,8 @@ mod tests {
         c.abort(3, "bad\nthing happened").unwrap();
         drop(c);
         let mut server = h.join().unwrap();
-        let ev = std::iter::from_fn(|| server.poll_event()).find(|e| matches!(e, crate::Event::Abort { .. }));
+        let ev = std::iter::from_fn(|| server.poll_event())
+            .find(|e| matches!(e, crate::Event::Abort { .. }));
         assert_eq!(
             ev,
             Some(crate::Event::Abort {
@@ -592,7 +677,8 @@ mod tests {
         let t = std::thread::spawn(move || {
             let mut buf = [0u8; 256];
             let _ = b.read(&mut buf);
-            b.write_all(b"cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1 msg=go_away\n").unwrap();
+            b.write_all(b"cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1 msg=go_away\n")
+                .unwrap();
         });
         match c.init() {
             Err(Error::Rejected { cmd, rc, msg }) => {

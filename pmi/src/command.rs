@@ -120,9 +120,12 @@ impl Command {
     pub fn to_message(&self) -> Message {
         let m = Message::new(self.name());
         match self {
-            Command::Init { pmi_version, pmi_subversion } => {
-                m.arg("pmi_version", pmi_version).arg("pmi_subversion", pmi_subversion)
-            }
+            Command::Init {
+                pmi_version,
+                pmi_subversion,
+            } => m
+                .arg("pmi_version", pmi_version)
+                .arg("pmi_subversion", pmi_subversion),
             Command::InitAck { pmiid } => m.arg("pmiid", pmiid),
             Command::GetMaxes
             | Command::GetAppnum
@@ -130,7 +133,11 @@ impl Command {
             | Command::GetUniverseSize
             | Command::BarrierIn
             | Command::Finalize => m,
-            Command::Put { kvsname, key, value } => {
+            Command::Put {
+                kvsname,
+                key,
+                value,
+            } => {
                 let m = match kvsname {
                     Some(k) => m.arg("kvsname", k),
                     None => m,
@@ -155,8 +162,13 @@ impl Command {
             Command::UnpublishName { service } | Command::LookupName { service } => {
                 m.arg("service", service)
             }
-            Command::Spawn { totspawns, spawnssofar } => {
-                let mut m = m.arg("totspawns", totspawns).arg("spawnssofar", spawnssofar);
+            Command::Spawn {
+                totspawns,
+                spawnssofar,
+            } => {
+                let mut m = m
+                    .arg("totspawns", totspawns)
+                    .arg("spawnssofar", spawnssofar);
                 m.mcmd = true;
                 m
             }
@@ -172,7 +184,10 @@ impl Command {
     pub fn from_message(m: &Message) -> Result<Command, ParseError> {
         let cmd = m.cmd.as_str();
         let req = |key: &'static str| -> Result<String, ParseError> {
-            m.get(key).map(str::to_owned).ok_or(ParseError::MissingArg { cmd: cmd.to_owned(), key })
+            m.get(key).map(str::to_owned).ok_or(ParseError::MissingArg {
+                cmd: cmd.to_owned(),
+                key,
+            })
         };
         let int = |key: &'static str, default: Option<i32>| -> Result<i32, ParseError> {
             match m.get(key) {
@@ -181,7 +196,10 @@ impl Command {
                     key,
                     value: v.to_owned(),
                 }),
-                None => default.ok_or(ParseError::MissingArg { cmd: cmd.to_owned(), key }),
+                None => default.ok_or(ParseError::MissingArg {
+                    cmd: cmd.to_owned(),
+                    key,
+                }),
             }
         };
         if m.mcmd {
@@ -198,7 +216,9 @@ impl Command {
                 pmi_version: int("pmi_version", None)?,
                 pmi_subversion: int("pmi_subversion", Some(0))?,
             },
-            "initack" => Command::InitAck { pmiid: int("pmiid", None)? },
+            "initack" => Command::InitAck {
+                pmiid: int("pmiid", None)?,
+            },
             "get_maxes" => Command::GetMaxes,
             "get_appnum" => Command::GetAppnum,
             "get_my_kvsname" => Command::GetMyKvsname,
@@ -209,16 +229,26 @@ impl Command {
                 // `value=` with nothing after it is an empty value, not a missing one.
                 value: req("value")?,
             },
-            "get" => Command::Get { kvsname: m.get("kvsname").map(str::to_owned), key: req("key")? },
+            "get" => Command::Get {
+                kvsname: m.get("kvsname").map(str::to_owned),
+                key: req("key")?,
+            },
             "barrier_in" => Command::BarrierIn,
             "finalize" => Command::Finalize,
             "abort" => Command::Abort {
                 exitcode: int("exitcode", Some(1))?,
                 message: m.get("message").map(str::to_owned),
             },
-            "publish_name" => Command::PublishName { service: req("service")?, port: req("port")? },
-            "unpublish_name" => Command::UnpublishName { service: req("service")? },
-            "lookup_name" => Command::LookupName { service: req("service")? },
+            "publish_name" => Command::PublishName {
+                service: req("service")?,
+                port: req("port")?,
+            },
+            "unpublish_name" => Command::UnpublishName {
+                service: req("service")?,
+            },
+            "lookup_name" => Command::LookupName {
+                service: req("service")?,
+            },
             other => return Err(ParseError::UnknownCommand(other.to_owned())),
         })
     }
@@ -263,7 +293,13 @@ mod tests {
     #[test]
     fn decodes_every_command() {
         let cases: &[(&[u8], Command)] = &[
-            (b"cmd=init pmi_version=1 pmi_subversion=1\n", Command::Init { pmi_version: 1, pmi_subversion: 1 }),
+            (
+                b"cmd=init pmi_version=1 pmi_subversion=1\n",
+                Command::Init {
+                    pmi_version: 1,
+                    pmi_subversion: 1,
+                },
+            ),
             (b"cmd=initack pmiid=3", Command::InitAck { pmiid: 3 }),
             (b"cmd=get_maxes", Command::GetMaxes),
             (b"cmd=get_appnum", Command::GetAppnum),
@@ -271,31 +307,80 @@ mod tests {
             (b"cmd=get_universe_size", Command::GetUniverseSize),
             (
                 b"cmd=put kvsname=k key=a value=b",
-                Command::Put { kvsname: Some("k".into()), key: "a".into(), value: "b".into() },
+                Command::Put {
+                    kvsname: Some("k".into()),
+                    key: "a".into(),
+                    value: "b".into(),
+                },
             ),
-            (b"cmd=put key=a value=", Command::Put { kvsname: None, key: "a".into(), value: "".into() }),
-            (b"cmd=get kvsname=k key=a", Command::Get { kvsname: Some("k".into()), key: "a".into() }),
+            (
+                b"cmd=put key=a value=",
+                Command::Put {
+                    kvsname: None,
+                    key: "a".into(),
+                    value: "".into(),
+                },
+            ),
+            (
+                b"cmd=get kvsname=k key=a",
+                Command::Get {
+                    kvsname: Some("k".into()),
+                    key: "a".into(),
+                },
+            ),
             (b"cmd=barrier_in", Command::BarrierIn),
             (b"cmd=finalize", Command::Finalize),
-            (b"cmd=abort exitcode=7", Command::Abort { exitcode: 7, message: None }),
-            (b"cmd=abort", Command::Abort { exitcode: 1, message: None }),
+            (
+                b"cmd=abort exitcode=7",
+                Command::Abort {
+                    exitcode: 7,
+                    message: None,
+                },
+            ),
+            (
+                b"cmd=abort",
+                Command::Abort {
+                    exitcode: 1,
+                    message: None,
+                },
+            ),
             (
                 b"cmd=abort exitcode=-2 message=it\\ broke",
-                Command::Abort { exitcode: -2, message: Some("it broke".into()) },
+                Command::Abort {
+                    exitcode: -2,
+                    message: Some("it broke".into()),
+                },
             ),
             (
                 b"cmd=publish_name service=s port=p",
-                Command::PublishName { service: "s".into(), port: "p".into() },
+                Command::PublishName {
+                    service: "s".into(),
+                    port: "p".into(),
+                },
             ),
-            (b"cmd=unpublish_name service=s", Command::UnpublishName { service: "s".into() }),
-            (b"cmd=lookup_name service=s", Command::LookupName { service: "s".into() }),
+            (
+                b"cmd=unpublish_name service=s",
+                Command::UnpublishName {
+                    service: "s".into(),
+                },
+            ),
+            (
+                b"cmd=lookup_name service=s",
+                Command::LookupName {
+                    service: "s".into(),
+                },
+            ),
             (
                 b"mcmd=spawn\nnprocs=1\nexecname=a\ntotspawns=2\nspawnssofar=1\nendcmd\n",
-                Command::Spawn { totspawns: 2, spawnssofar: 1 },
+                Command::Spawn {
+                    totspawns: 2,
+                    spawnssofar: 1,
+                },
             ),
         ];
         for (line, want) in cases {
-            let got = parse_line(line).unwrap_or_else(|e| panic!("{}: {e}", String::from_utf8_lossy(line)));
+            let got = parse_line(line)
+                .unwrap_or_else(|e| panic!("{}: {e}", String::from_utf8_lossy(line)));
             assert_eq!(&got, want);
             if !matches!(want, Command::Spawn { .. }) {
                 assert_eq!(parse_line(&want.encode()).as_ref(), Ok(want));
@@ -305,27 +390,48 @@ mod tests {
 
     #[test]
     fn rejects_bad_commands() {
-        assert_eq!(parse_line(b"cmd=bogus a=b"), Err(ParseError::UnknownCommand("bogus".into())));
+        assert_eq!(
+            parse_line(b"cmd=bogus a=b"),
+            Err(ParseError::UnknownCommand("bogus".into()))
+        );
         assert_eq!(
             parse_line(b"cmd=put key=a"),
-            Err(ParseError::MissingArg { cmd: "put".into(), key: "value" })
+            Err(ParseError::MissingArg {
+                cmd: "put".into(),
+                key: "value"
+            })
         );
         assert_eq!(
             parse_line(b"cmd=init pmi_version=x"),
-            Err(ParseError::BadInteger { cmd: "init".into(), key: "pmi_version", value: "x".into() })
+            Err(ParseError::BadInteger {
+                cmd: "init".into(),
+                key: "pmi_version",
+                value: "x".into()
+            })
         );
         assert_eq!(
             parse_line(b"cmd=abort exitcode=99999999999"),
-            Err(ParseError::BadInteger { cmd: "abort".into(), key: "exitcode", value: "99999999999".into() })
+            Err(ParseError::BadInteger {
+                cmd: "abort".into(),
+                key: "exitcode",
+                value: "99999999999".into()
+            })
         );
-        assert_eq!(parse_line(b"mcmd=frobnicate\nendcmd\n"), Err(ParseError::UnknownCommand("frobnicate".into())));
-        assert_eq!(parse_line(b"cmd=get_maxes").unwrap().reply_name(), Some("maxes"));
+        assert_eq!(
+            parse_line(b"mcmd=frobnicate\nendcmd\n"),
+            Err(ParseError::UnknownCommand("frobnicate".into()))
+        );
+        assert_eq!(
+            parse_line(b"cmd=get_maxes").unwrap().reply_name(),
+            Some("maxes")
+        );
         assert_eq!(parse_line(b"cmd=abort").unwrap().reply_name(), None);
     }
 
     #[test]
     fn property_parse_line_never_panics() {
-        let alphabet: &[u8] = b"cmd=mcmd=put get key=value=kvsname=exitcode=-0123456789 \\\n\tendcmd";
+        let alphabet: &[u8] =
+            b"cmd=mcmd=put get key=value=kvsname=exitcode=-0123456789 \\\n\tendcmd";
         let mut rng = XorShift(0xdead_beef_cafe_f00d);
         for _ in 0..50_000 {
             let input = rng.bytes(200, alphabet);

@@ -41,7 +41,13 @@ impl std::error::Error for MappingError {}
 impl ProcessMapping {
     /// All `size` ranks on node 0: `(vector,(0,1,size))`.
     pub fn single_node(size: u32) -> ProcessMapping {
-        ProcessMapping { blocks: vec![Block { start_node: 0, num_nodes: 1, ranks_per_node: size }] }
+        ProcessMapping {
+            blocks: vec![Block {
+                start_node: 0,
+                num_nodes: 1,
+                ranks_per_node: size,
+            }],
+        }
     }
 
     /// Parses the attribute. Whitespace is ignored; an empty vector is accepted here and refused
@@ -66,10 +72,14 @@ impl ProcessMapping {
                 .ok_or_else(|| MappingError(format!("unclosed block at '{rest}'")))?;
             let nums: Vec<&str> = after_comma[..close].split(',').collect();
             if nums.len() != 3 {
-                return Err(MappingError(format!("block '({})' needs 3 numbers", &after_comma[..close])));
+                return Err(MappingError(format!(
+                    "block '({})' needs 3 numbers",
+                    &after_comma[..close]
+                )));
             }
             let num = |s: &str| {
-                s.parse::<u32>().map_err(|_| MappingError(format!("'{s}' is not a node or rank count")))
+                s.parse::<u32>()
+                    .map_err(|_| MappingError(format!("'{s}' is not a node or rank count")))
             };
             blocks.push(Block {
                 start_node: num(nums[0])?,
@@ -85,8 +95,11 @@ impl ProcessMapping {
     pub fn node_ids(&self, size: u32) -> Result<Vec<u32>, MappingError> {
         // Blocks that place nobody are skipped, so each step below places at least one rank
         // and the loop ends after at most `size` steps whatever the numbers say.
-        let useful: Vec<&Block> =
-            self.blocks.iter().filter(|b| b.num_nodes > 0 && b.ranks_per_node > 0).collect();
+        let useful: Vec<&Block> = self
+            .blocks
+            .iter()
+            .filter(|b| b.num_nodes > 0 && b.ranks_per_node > 0)
+            .collect();
         if useful.is_empty() && size > 0 {
             return Err(MappingError(format!("'{self}' places no rank")));
         }
@@ -114,8 +127,12 @@ impl ProcessMapping {
     /// The ranks on the same node as `rank`, increasing (`None` when `rank >= size`).
     pub fn local_ranks(&self, size: u32, rank: u32) -> Result<Option<Vec<u32>>, MappingError> {
         let ids = self.node_ids(size)?;
-        let Some(&mine) = ids.get(rank as usize) else { return Ok(None) };
-        Ok(Some((0..size).filter(|&r| ids[r as usize] == mine).collect()))
+        let Some(&mine) = ids.get(rank as usize) else {
+            return Ok(None);
+        };
+        Ok(Some(
+            (0..size).filter(|&r| ids[r as usize] == mine).collect(),
+        ))
     }
 }
 
@@ -123,7 +140,11 @@ impl fmt::Display for ProcessMapping {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("(vector")?;
         for b in &self.blocks {
-            write!(f, ",({},{},{})", b.start_node, b.num_nodes, b.ranks_per_node)?;
+            write!(
+                f,
+                ",({},{},{})",
+                b.start_node, b.num_nodes, b.ranks_per_node
+            )?;
         }
         f.write_str(")")
     }
@@ -166,14 +187,34 @@ mod tests {
     #[test]
     fn refuses_malformed() {
         for bad in [
-            "", "vector,(0,1,1)", "(vector,(0,1))", "(vector,(0,1,1,1))", "(vector,(a,1,1))",
-            "(vector,(0,1,1)", "(vector(0,1,1))", "(vectorx)", "(vector,(0,1,-1))", "(list,(0,1,1))",
+            "",
+            "vector,(0,1,1)",
+            "(vector,(0,1))",
+            "(vector,(0,1,1,1))",
+            "(vector,(a,1,1))",
+            "(vector,(0,1,1)",
+            "(vector(0,1,1))",
+            "(vectorx)",
+            "(vector,(0,1,-1))",
+            "(list,(0,1,1))",
         ] {
             assert!(ProcessMapping::parse(bad).is_err(), "{bad}");
         }
-        assert!(ProcessMapping::parse("(vector)").unwrap().node_ids(2).is_err());
-        assert!(ProcessMapping::parse("(vector,(0,0,5),(1,3,0))").unwrap().node_ids(2).is_err());
-        assert_eq!(ProcessMapping::parse("(vector)").unwrap().node_ids(0).unwrap(), Vec::<u32>::new());
+        assert!(ProcessMapping::parse("(vector)")
+            .unwrap()
+            .node_ids(2)
+            .is_err());
+        assert!(ProcessMapping::parse("(vector,(0,0,5),(1,3,0))")
+            .unwrap()
+            .node_ids(2)
+            .is_err());
+        assert_eq!(
+            ProcessMapping::parse("(vector)")
+                .unwrap()
+                .node_ids(0)
+                .unwrap(),
+            Vec::<u32>::new()
+        );
     }
 
     #[test]

@@ -37,7 +37,11 @@ pub struct Maxes {
 impl Default for Maxes {
     /// Hydra's values.
     fn default() -> Self {
-        Maxes { kvsname_max: 256, keylen_max: 64, vallen_max: 1024 }
+        Maxes {
+            kvsname_max: 256,
+            keylen_max: 64,
+            vallen_max: 1024,
+        }
     }
 }
 
@@ -191,7 +195,10 @@ impl Server {
 
     /// Whether `rank` completed `init`.
     pub fn is_initialized(&self, rank: u32) -> bool {
-        self.initialized.get(rank as usize).copied().unwrap_or(false)
+        self.initialized
+            .get(rank as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Whether `rank` completed `finalize`.
@@ -219,7 +226,11 @@ impl Server {
         if let Some(r) = rank {
             self.rank_conn[r as usize] = Some(id);
         }
-        self.conns.push(Conn { rank, open: true, ..Conn::default() });
+        self.conns.push(Conn {
+            rank,
+            open: true,
+            ..Conn::default()
+        });
         id
     }
 
@@ -269,7 +280,10 @@ impl Server {
             return self.refuse(conn, reply, &format!("'{}' after finalize", cmd.name()));
         }
         match cmd {
-            Command::Init { pmi_version, pmi_subversion } => {
+            Command::Init {
+                pmi_version,
+                pmi_subversion,
+            } => {
                 let ok = pmi_version == PMI_VERSION && pmi_subversion <= PMI_SUBVERSION;
                 let reply = Message::new("response_to_init")
                     .arg("pmi_version", PMI_VERSION)
@@ -300,7 +314,10 @@ impl Server {
                         .arg("vallen_max", m.vallen_max),
                 );
             }
-            Command::GetAppnum => self.send(conn, Message::new("appnum").arg("appnum", self.config.appnum)),
+            Command::GetAppnum => self.send(
+                conn,
+                Message::new("appnum").arg("appnum", self.config.appnum),
+            ),
             Command::GetMyKvsname => {
                 let kvs = self.config.kvsname.clone();
                 self.send(conn, Message::new("my_kvsname").arg("kvsname", kvs));
@@ -309,8 +326,15 @@ impl Server {
                 let size = self.config.universe_size.map_or(-1, i64::from);
                 self.send(conn, Message::new("universe_size").arg("size", size));
             }
-            Command::Put { kvsname, key, value } => {
-                if let Err(why) = self.check_kvsname(kvsname.as_deref()).and_then(|()| self.check_key(&key)) {
+            Command::Put {
+                kvsname,
+                key,
+                value,
+            } => {
+                if let Err(why) = self
+                    .check_kvsname(kvsname.as_deref())
+                    .and_then(|()| self.check_key(&key))
+                {
                     return self.refuse(conn, "put_result", &why);
                 }
                 if value.len() >= self.config.maxes.vallen_max as usize {
@@ -322,18 +346,26 @@ impl Server {
                     return self.refuse(conn, "put_result", &why);
                 }
                 self.pending.push((key, value));
-                self.send(conn, Message::new("put_result").arg("rc", 0).arg("msg", "success"));
+                self.send(
+                    conn,
+                    Message::new("put_result")
+                        .arg("rc", 0)
+                        .arg("msg", "success"),
+                );
             }
             Command::Get { kvsname, key } => {
                 if let Err(why) = self.check_kvsname(kvsname.as_deref()) {
                     return self.refuse(conn, "get_result", &why);
                 }
                 let reply = match self.kvs.get(&key) {
-                    Some(v) => {
-                        Message::new("get_result").arg("rc", 0).arg("msg", "success").arg("value", v)
-                    }
+                    Some(v) => Message::new("get_result")
+                        .arg("rc", 0)
+                        .arg("msg", "success")
+                        .arg("value", v),
                     // Hydra's answer, underscores and all: old MPICH clients split on spaces.
-                    None => Message::new("get_result").arg("rc", -1).arg("msg", format!("key_{key}_not_found")),
+                    None => Message::new("get_result")
+                        .arg("rc", -1)
+                        .arg("msg", format!("key_{key}_not_found")),
                 };
                 self.send(conn, reply);
             }
@@ -347,36 +379,67 @@ impl Server {
                 }
             }
             Command::Abort { exitcode, message } => {
-                self.events.push_back(Event::Abort { conn, rank, exitcode, message });
+                self.events.push_back(Event::Abort {
+                    conn,
+                    rank,
+                    exitcode,
+                    message,
+                });
             }
             Command::PublishName { service, port } => {
-                let reply = if self.names.contains_key(&service) {
-                    Message::new("publish_result").arg("rc", -1).arg("info", "fail").arg("msg", "service_already_published")
-                } else {
-                    self.names.insert(service, port);
-                    Message::new("publish_result").arg("rc", 0).arg("info", "ok")
+                let reply = match self.names.entry(service) {
+                    std::collections::hash_map::Entry::Occupied(_) => {
+                        Message::new("publish_result")
+                            .arg("rc", -1)
+                            .arg("info", "fail")
+                            .arg("msg", "service_already_published")
+                    }
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(port);
+                        Message::new("publish_result")
+                            .arg("rc", 0)
+                            .arg("info", "ok")
+                    }
                 };
                 self.send(conn, reply);
             }
             Command::UnpublishName { service } => {
                 let reply = if self.names.remove(&service).is_some() {
-                    Message::new("unpublish_result").arg("rc", 0).arg("info", "ok")
+                    Message::new("unpublish_result")
+                        .arg("rc", 0)
+                        .arg("info", "ok")
                 } else {
-                    Message::new("unpublish_result").arg("rc", -1).arg("info", "fail").arg("msg", "service_not_found")
+                    Message::new("unpublish_result")
+                        .arg("rc", -1)
+                        .arg("info", "fail")
+                        .arg("msg", "service_not_found")
                 };
                 self.send(conn, reply);
             }
             Command::LookupName { service } => {
                 let reply = match self.names.get(&service) {
-                    Some(port) => Message::new("lookup_result").arg("rc", 0).arg("info", "ok").arg("port", port),
-                    None => Message::new("lookup_result").arg("rc", -1).arg("info", "fail").arg("msg", "service_not_found"),
+                    Some(port) => Message::new("lookup_result")
+                        .arg("rc", 0)
+                        .arg("info", "ok")
+                        .arg("port", port),
+                    None => Message::new("lookup_result")
+                        .arg("rc", -1)
+                        .arg("info", "fail")
+                        .arg("msg", "service_not_found"),
                 };
                 self.send(conn, reply);
             }
-            Command::Spawn { totspawns, spawnssofar } => {
+            Command::Spawn {
+                totspawns,
+                spawnssofar,
+            } => {
                 // The client reads one spawn_result after its last block.
                 if spawnssofar >= totspawns {
-                    self.refuse(conn, "spawn_result", "MPI_Comm_spawn is not supported by this launcher");
+                    self.refuse(
+                        conn,
+                        "spawn_result",
+                        "MPI_Comm_spawn is not supported by this launcher",
+                    );
                 }
             }
         }
@@ -388,7 +451,9 @@ impl Server {
         let ok_id = u32::try_from(pmiid).ok().filter(|&id| id < size);
         let result = match (current, ok_id) {
             (_, None) => Err(format!("pmiid {pmiid} is not a rank of this job of {size}")),
-            (Some(r), Some(id)) if r != id => Err(format!("pmiid {id} on the connection of rank {r}")),
+            (Some(r), Some(id)) if r != id => {
+                Err(format!("pmiid {id} on the connection of rank {r}"))
+            }
             (Some(r), Some(_)) => Ok(r),
             (None, Some(id)) => match self.rank_conn[id as usize] {
                 Some(_) => Err(format!("pmiid {id} is already connected")),
@@ -404,7 +469,10 @@ impl Server {
                 self.send(conn, Message::new("initack"));
                 self.send(conn, Message::new("set").arg("size", size));
                 self.send(conn, Message::new("set").arg("rank", rank));
-                self.send(conn, Message::new("set").arg("debug", u8::from(self.config.debug)));
+                self.send(
+                    conn,
+                    Message::new("set").arg("debug", u8::from(self.config.debug)),
+                );
             }
             Err(why) => self.refuse(conn, "initack", &why),
         }
@@ -412,7 +480,11 @@ impl Server {
 
     fn barrier_in(&mut self, conn: ConnId) {
         if self.conns[conn.0].rank.is_none() {
-            return self.refuse(conn, "barrier_out", "barrier_in from a connection that has not said its rank (initack)");
+            return self.refuse(
+                conn,
+                "barrier_out",
+                "barrier_in from a connection that has not said its rank (initack)",
+            );
         }
         if self.conns[conn.0].in_barrier {
             return self.refuse(conn, "barrier_out", "barrier_in twice in the same barrier");
@@ -433,14 +505,17 @@ impl Server {
                 self.send(ConnId(id), Message::new("barrier_out"));
             }
         }
-        self.events.push_back(Event::BarrierReleased { count: self.barriers });
+        self.events.push_back(Event::BarrierReleased {
+            count: self.barriers,
+        });
     }
 
     fn check_kvsname(&self, kvsname: Option<&str>) -> Result<(), String> {
         match kvsname {
-            Some(k) if k != self.config.kvsname => {
-                Err(format!("unknown kvsname {k} (this job's is {})", self.config.kvsname))
-            }
+            Some(k) if k != self.config.kvsname => Err(format!(
+                "unknown kvsname {k} (this job's is {})",
+                self.config.kvsname
+            )),
             _ => Ok(()),
         }
     }
@@ -480,14 +555,18 @@ impl Server {
     /// Replies `cmd=<reply> rc=-1 msg=<why>` and reports the misbehaviour.
     fn refuse(&mut self, conn: ConnId, reply: &str, why: &str) {
         // Old MPICH clients cut values at spaces even when escaped; Hydra writes underscores.
-        let msg: String = why.chars().map(|c| if c.is_whitespace() { '_' } else { c }).collect();
+        let msg: String = why
+            .chars()
+            .map(|c| if c.is_whitespace() { '_' } else { c })
+            .collect();
         self.send(conn, Message::new(reply).arg("rc", -1).arg("msg", msg));
         self.misbehaved(conn, why.to_owned());
     }
 
     fn misbehaved(&mut self, conn: ConnId, reason: String) {
         let rank = self.rank_of(conn);
-        self.events.push_back(Event::Misbehaved { conn, rank, reason });
+        self.events
+            .push_back(Event::Misbehaved { conn, rank, reason });
     }
 }
 
@@ -556,10 +635,17 @@ mod tests {
         out.sort();
         assert_eq!(
             out,
-            [(0, "cmd=barrier_out\n".into()), (1, "cmd=barrier_out\n".into()), (2, "cmd=barrier_out\n".into())]
+            [
+                (0, "cmd=barrier_out\n".into()),
+                (1, "cmd=barrier_out\n".into()),
+                (2, "cmd=barrier_out\n".into())
+            ]
         );
         s.handle_line(c[2], b"cmd=get kvsname=kvs_1_abc key=k1");
-        assert_eq!(drain(&mut s), [(2, "cmd=get_result rc=0 msg=success value=v1\n".into())]);
+        assert_eq!(
+            drain(&mut s),
+            [(2, "cmd=get_result rc=0 msg=success value=v1\n".into())]
+        );
         // A second barrier works the same way.
         for &cn in &c {
             s.handle_line(cn, b"cmd=barrier_in");
@@ -576,23 +662,51 @@ mod tests {
         s.handle_line(c[0], b"cmd=bogus");
         s.handle_line(c[0], b"cmd=put key=a");
         s.handle_line(c[0], b"cmd=put kvsname=other key=a value=b");
-        s.handle_line(c[0], format!("cmd=put key={} value=b", "k".repeat(64)).as_bytes());
-        s.handle_line(c[0], format!("cmd=put key=a value={}", "v".repeat(1024)).as_bytes());
+        s.handle_line(
+            c[0],
+            format!("cmd=put key={} value=b", "k".repeat(64)).as_bytes(),
+        );
+        s.handle_line(
+            c[0],
+            format!("cmd=put key=a value={}", "v".repeat(1024)).as_bytes(),
+        );
         s.handle_line(c[0], b"cmd=barrier_in");
         s.handle_line(c[0], b"\xff\xfe");
         s.handle_frame(c[0], &Frame::Overlong { len: 100_000 });
         let out = drain(&mut s);
         let lines: Vec<&str> = out.iter().map(|(_, l)| l.as_str()).collect();
-        assert!(lines[0].starts_with("cmd=error rc=-1 msg=PMI_line_does_not_start_with_cmd"), "{}", lines[0]);
-        assert!(lines[1].starts_with("cmd=error rc=-1 msg=unknown_PMI_command_'bogus'"), "{}", lines[1]);
-        assert!(lines[2].starts_with("cmd=put_result rc=-1 msg="), "{}", lines[2]);
-        assert!(lines[3].starts_with("cmd=put_result rc=-1 msg=unknown_kvsname_other"), "{}", lines[3]);
-        assert!(lines[4].starts_with("cmd=put_result rc=-1 msg=key_"), "{}", lines[4]);
+        assert!(
+            lines[0].starts_with("cmd=error rc=-1 msg=PMI_line_does_not_start_with_cmd"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].starts_with("cmd=error rc=-1 msg=unknown_PMI_command_'bogus'"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].starts_with("cmd=put_result rc=-1 msg="),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[3].starts_with("cmd=put_result rc=-1 msg=unknown_kvsname_other"),
+            "{}",
+            lines[3]
+        );
+        assert!(
+            lines[4].starts_with("cmd=put_result rc=-1 msg=key_"),
+            "{}",
+            lines[4]
+        );
         assert!(lines[5].contains("vallen_max_is_1024"), "{}", lines[5]);
         assert_eq!(lines[6], "cmd=barrier_out\n");
         assert!(lines[7].starts_with("cmd=error rc=-1"));
         assert!(lines[8].starts_with("cmd=error rc=-1 msg=a_PMI_line_of_100000"));
-        let misbehaved = std::iter::from_fn(|| s.poll_event()).filter(|e| matches!(e, Event::Misbehaved { .. })).count();
+        let misbehaved = std::iter::from_fn(|| s.poll_event())
+            .filter(|e| matches!(e, Event::Misbehaved { .. }))
+            .count();
         assert_eq!(misbehaved, 8);
     }
 
@@ -603,7 +717,12 @@ mod tests {
         assert!(drain(&mut s).is_empty());
         assert_eq!(
             s.poll_event(),
-            Some(Event::Abort { conn: c[1], rank: Some(1), exitcode: 3, message: Some("bad thing".into()) })
+            Some(Event::Abort {
+                conn: c[1],
+                rank: Some(1),
+                exitcode: 3,
+                message: Some("bad thing".into())
+            })
         );
         s.handle_line(c[0], b"cmd=finalize");
         assert_eq!(drain(&mut s), [(0, "cmd=finalize_ack\n".into())]);
@@ -621,7 +740,10 @@ mod tests {
         s.handle_line(b, b"cmd=initack pmiid=1");
         s.handle_line(b, b"cmd=initack pmiid=7");
         s.handle_line(b, b"cmd=initack pmiid=0");
-        let out: Vec<String> = drain(&mut s).into_iter().map(|(c, l)| format!("{c}:{l}")).collect();
+        let out: Vec<String> = drain(&mut s)
+            .into_iter()
+            .map(|(c, l)| format!("{c}:{l}"))
+            .collect();
         assert_eq!(out[0], "0:cmd=initack\n");
         assert_eq!(out[1], "0:cmd=set size=2\n");
         assert_eq!(out[2], "0:cmd=set rank=1\n");

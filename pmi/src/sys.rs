@@ -26,12 +26,18 @@ macro_rules! syscall {
 /// children must not inherit its PMI connection) and says whether it is a socket.
 pub(crate) fn inherit_fd(fd: i32) -> io::Result<(OwnedFd, bool)> {
     if fd < 0 {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "negative descriptor"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "negative descriptor",
+        ));
     }
     // SAFETY: F_GETFD only inspects the descriptor table; an invalid fd yields EBADF.
     let flags = syscall!(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
     if FD_TAKEN.swap(true, Ordering::SeqCst) {
-        return Err(io::Error::new(io::ErrorKind::AlreadyExists, "already owned by another PMI client"));
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "already owned by another PMI client",
+        ));
     }
     // SAFETY: as above, on a descriptor we just checked is open.
     syscall!(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) })?;
@@ -63,7 +69,14 @@ pub(crate) fn send_all(fd: std::os::fd::BorrowedFd<'_>, mut buf: &[u8]) -> io::R
     use std::os::fd::AsRawFd;
     while !buf.is_empty() {
         // SAFETY: buf is a valid readable slice for its length; the fd is borrowed, hence open.
-        let r = unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+        let r = unsafe {
+            libc::send(
+                fd.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
         if r < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -72,7 +85,10 @@ pub(crate) fn send_all(fd: std::os::fd::BorrowedFd<'_>, mut buf: &[u8]) -> io::R
             return Err(e);
         }
         if r == 0 {
-            return Err(io::Error::new(io::ErrorKind::WriteZero, "PMI socket accepted no bytes"));
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "PMI socket accepted no bytes",
+            ));
         }
         buf = &buf[r as usize..];
     }

@@ -85,7 +85,10 @@ impl fmt::Display for ParseError {
         match self {
             ParseError::Empty => write!(f, "empty PMI line"),
             ParseError::TooLong { len } => {
-                write!(f, "PMI line of {len} bytes is longer than the limit of {MAX_FRAME}")
+                write!(
+                    f,
+                    "PMI line of {len} bytes is longer than the limit of {MAX_FRAME}"
+                )
             }
             ParseError::NotUtf8 => write!(f, "PMI line is not UTF-8 text"),
             ParseError::ControlByte { byte, pos } => {
@@ -119,7 +122,11 @@ pub struct Message {
 impl Message {
     /// A message with no arguments yet.
     pub fn new(cmd: &str) -> Message {
-        Message { cmd: cmd.to_owned(), mcmd: false, args: Vec::new() }
+        Message {
+            cmd: cmd.to_owned(),
+            mcmd: false,
+            args: Vec::new(),
+        }
     }
 
     /// Appends `key=value` (builder style).
@@ -130,7 +137,10 @@ impl Message {
 
     /// The value of the first `key=` token, as Hydra looks keys up.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.args.iter().find(|(k, v)| k == key && v.is_some()).and_then(|(_, v)| v.as_deref())
+        self.args
+            .iter()
+            .find(|(k, v)| k == key && v.is_some())
+            .and_then(|(_, v)| v.as_deref())
     }
 
     /// The `rc=` value when present and an integer.
@@ -143,7 +153,11 @@ impl Message {
     /// NUL, which no framing can carry, become escaped spaces.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(16 + self.cmd.len() + self.args.len() * 16);
-        let (lead, sep) = if self.mcmd { ("mcmd=", b'\n') } else { ("cmd=", b' ') };
+        let (lead, sep) = if self.mcmd {
+            ("mcmd=", b'\n')
+        } else {
+            ("cmd=", b' ')
+        };
         out.extend_from_slice(lead.as_bytes());
         push_escaped(&mut out, &self.cmd, !self.mcmd);
         for (k, v) in &self.args {
@@ -208,7 +222,10 @@ pub fn parse_message(frame: &[u8]) -> Result<Message, ParseError> {
         return parse_mcmd(text);
     }
     if let Some(pos) = text.bytes().position(|b| b < 0x20 && b != b'\t') {
-        return Err(ParseError::ControlByte { byte: text.as_bytes()[pos], pos });
+        return Err(ParseError::ControlByte {
+            byte: text.as_bytes()[pos],
+            pos,
+        });
     }
     let mut tokens = Tokens { text, pos: 0 };
     let first = match tokens.next_token()? {
@@ -219,7 +236,11 @@ pub fn parse_message(frame: &[u8]) -> Result<Message, ParseError> {
         (k, Some(v)) if k == "cmd" && !v.is_empty() => v,
         _ => return Err(ParseError::MissingCmd),
     };
-    let mut msg = Message { cmd, mcmd: false, args: Vec::new() };
+    let mut msg = Message {
+        cmd,
+        mcmd: false,
+        args: Vec::new(),
+    };
     while let Some(tok) = tokens.next_token()? {
         msg.args.push(tok);
     }
@@ -288,7 +309,10 @@ fn unescape(s: &str) -> String {
 }
 
 fn parse_mcmd(text: &str) -> Result<Message, ParseError> {
-    let mut msg = Message { mcmd: true, ..Message::default() };
+    let mut msg = Message {
+        mcmd: true,
+        ..Message::default()
+    };
     let mut ended = false;
     for (i, line) in text.split('\n').enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -299,7 +323,10 @@ fn parse_mcmd(text: &str) -> Result<Message, ParseError> {
             return Err(ParseError::BadMcmd("text after endcmd".into()));
         }
         if let Some(pos) = line.bytes().position(|b| b < 0x20 && b != b'\t') {
-            return Err(ParseError::ControlByte { byte: line.as_bytes()[pos], pos });
+            return Err(ParseError::ControlByte {
+                byte: line.as_bytes()[pos],
+                pos,
+            });
         }
         if line.trim().is_empty() {
             continue;
@@ -313,7 +340,10 @@ fn parse_mcmd(text: &str) -> Result<Message, ParseError> {
         };
         let k = k.trim();
         if k.is_empty() {
-            return Err(ParseError::BadMcmd(format!("line {} has an empty key", i + 1)));
+            return Err(ParseError::BadMcmd(format!(
+                "line {} has an empty key",
+                i + 1
+            )));
         }
         if i == 0 {
             if v.is_empty() {
@@ -369,7 +399,13 @@ impl Default for LineFramer {
 impl LineFramer {
     /// A framer that accepts frames up to `limit` bytes.
     pub fn new(limit: usize) -> LineFramer {
-        LineFramer { buf: Vec::new(), scanned: 0, limit: limit.max(16), discarding: None, report: None }
+        LineFramer {
+            buf: Vec::new(),
+            scanned: 0,
+            limit: limit.max(16),
+            discarding: None,
+            report: None,
+        }
     }
 
     /// Bytes received and not yet returned as frames.
@@ -401,18 +437,29 @@ impl LineFramer {
             return Some(Frame::Overlong { len });
         }
         let is_mcmd = self.buf.starts_with(b"mcmd=");
-        while let Some(off) = self.buf.get(self.scanned..).and_then(|s| s.iter().position(|&b| b == b'\n')) {
+        while let Some(off) = self
+            .buf
+            .get(self.scanned..)
+            .and_then(|s| s.iter().position(|&b| b == b'\n'))
+        {
             let nl = self.scanned + off;
             self.scanned = nl + 1;
             let end_of_frame = !is_mcmd || {
                 // The block ends at the line `endcmd`.
-                let line_start = self.buf[..nl].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+                let line_start = self.buf[..nl]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |p| p + 1);
                 strip_eol(&self.buf[line_start..=nl]) == b"endcmd"
             };
             if end_of_frame {
                 let frame: Vec<u8> = self.buf.drain(..=nl).collect();
                 self.scanned = 0;
-                let frame = if is_mcmd { frame } else { strip_eol(&frame).to_vec() };
+                let frame = if is_mcmd {
+                    frame
+                } else {
+                    strip_eol(&frame).to_vec()
+                };
                 return Some(Frame::Data(frame));
             }
         }
@@ -456,7 +503,9 @@ pub(crate) mod tests {
 
     #[test]
     fn escapes_round_trip() {
-        let m = Message::new("abort").arg("exitcode", 3).arg("message", "a b\\c\nd");
+        let m = Message::new("abort")
+            .arg("exitcode", 3)
+            .arg("message", "a b\\c\nd");
         let line = m.encode();
         assert_eq!(line, b"cmd=abort exitcode=3 message=a\\ b\\\\c\\ d\n");
         let back = parse_message(&line).unwrap();
@@ -476,11 +525,26 @@ pub(crate) mod tests {
         assert_eq!(parse_message(b"key=a cmd=put"), Err(ParseError::MissingCmd));
         assert_eq!(parse_message(b"cmd= x=1"), Err(ParseError::MissingCmd));
         assert_eq!(parse_message(b"cmd"), Err(ParseError::MissingCmd));
-        assert_eq!(parse_message(b"cmd=a =b"), Err(ParseError::EmptyKey { pos: 6 }));
-        assert_eq!(parse_message(b"cmd=a\0"), Err(ParseError::ControlByte { byte: 0, pos: 5 }));
-        assert_eq!(parse_message(b"cmd=a\nb"), Err(ParseError::ControlByte { byte: b'\n', pos: 5 }));
+        assert_eq!(
+            parse_message(b"cmd=a =b"),
+            Err(ParseError::EmptyKey { pos: 6 })
+        );
+        assert_eq!(
+            parse_message(b"cmd=a\0"),
+            Err(ParseError::ControlByte { byte: 0, pos: 5 })
+        );
+        assert_eq!(
+            parse_message(b"cmd=a\nb"),
+            Err(ParseError::ControlByte {
+                byte: b'\n',
+                pos: 5
+            })
+        );
         assert_eq!(parse_message(b"cmd=\xff"), Err(ParseError::NotUtf8));
-        assert!(matches!(parse_message(&vec![b'a'; MAX_FRAME + 1]), Err(ParseError::TooLong { .. })));
+        assert!(matches!(
+            parse_message(&vec![b'a'; MAX_FRAME + 1]),
+            Err(ParseError::TooLong { .. })
+        ));
     }
 
     #[test]
@@ -492,13 +556,20 @@ pub(crate) mod tests {
 
     #[test]
     fn mcmd_block() {
-        let block = b"mcmd=spawn\nnprocs=2\nexecname=/bin/my prog\ntotspawns=1\nspawnssofar=1\nendcmd\n";
+        let block =
+            b"mcmd=spawn\nnprocs=2\nexecname=/bin/my prog\ntotspawns=1\nspawnssofar=1\nendcmd\n";
         let m = parse_message(block).unwrap();
         assert!(m.mcmd);
         assert_eq!(m.cmd, "spawn");
         assert_eq!(m.get("execname"), Some("/bin/my prog"));
-        assert!(matches!(parse_message(b"mcmd=spawn\nnprocs=2\n"), Err(ParseError::BadMcmd(_))));
-        assert!(matches!(parse_message(b"mcmd=spawn\nnprocs\nendcmd\n"), Err(ParseError::BadMcmd(_))));
+        assert!(matches!(
+            parse_message(b"mcmd=spawn\nnprocs=2\n"),
+            Err(ParseError::BadMcmd(_))
+        ));
+        assert!(matches!(
+            parse_message(b"mcmd=spawn\nnprocs\nendcmd\n"),
+            Err(ParseError::BadMcmd(_))
+        ));
         let again = parse_message(&m.encode()).unwrap();
         assert_eq!(again, m);
     }
@@ -525,7 +596,10 @@ pub(crate) mod tests {
             Some(Frame::Data(d)) => assert!(d.ends_with(b"endcmd\n")),
             other => panic!("{other:?}"),
         }
-        assert_eq!(f.poll_frame(), Some(Frame::Data(b"cmd=barrier_in".to_vec())));
+        assert_eq!(
+            f.poll_frame(),
+            Some(Frame::Data(b"cmd=barrier_in".to_vec()))
+        );
     }
 
     #[test]
@@ -557,7 +631,7 @@ pub(crate) mod tests {
             (0..n)
                 .map(|_| {
                     let r = self.next();
-                    if alphabet.is_empty() || r % 4 == 0 {
+                    if alphabet.is_empty() || r & 3 == 0 {
                         (r >> 8) as u8
                     } else {
                         alphabet[(r >> 8) as usize % alphabet.len()]
@@ -577,7 +651,12 @@ pub(crate) mod tests {
             if let Ok(m) = parse_message(&input) {
                 // Whatever decodes must re-encode to something that decodes to the same.
                 let again = parse_message(&m.encode());
-                assert_eq!(again.as_ref(), Ok(&m), "input {:?}", String::from_utf8_lossy(&input));
+                assert_eq!(
+                    again.as_ref(),
+                    Ok(&m),
+                    "input {:?}",
+                    String::from_utf8_lossy(&input)
+                );
             }
             framer.handle_bytes(&input);
             while framer.poll_frame().is_some() {}
@@ -590,7 +669,12 @@ pub(crate) mod tests {
         let mut rng = XorShift(12345);
         for _ in 0..20_000 {
             // Keys and command names are identifiers on the wire: no '=', space or control.
-            let ident = |s: &str| !s.is_empty() && !s.chars().any(|c| c == '=' || c.is_whitespace() || c.is_control());
+            let ident = |s: &str| {
+                !s.is_empty()
+                    && !s
+                        .chars()
+                        .any(|c| c == '=' || c.is_whitespace() || c.is_control())
+            };
             let cmd = String::from_utf8_lossy(&rng.bytes(8, b"abcdefgh_")).into_owned();
             if !ident(&cmd) {
                 continue;

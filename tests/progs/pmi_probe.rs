@@ -55,7 +55,11 @@ impl Probe {
         if self.client.is_none() {
             match Client::from_env() {
                 Ok(Some(c)) => self.client = Some(c),
-                Ok(None) => die(0, "init", &"no PMI_FD or PMI_PORT: not started by a launcher"),
+                Ok(None) => die(
+                    0,
+                    "init",
+                    &"no PMI_FD or PMI_PORT: not started by a launcher",
+                ),
                 Err(e) => die(env_rank(), "init", &e),
             }
         }
@@ -75,7 +79,10 @@ impl Probe {
         while read_fd(fd, &mut b) == 1 && b[0] != b'\n' {
             line.push(b[0]);
         }
-        say(&format!("raw reply[{rank}]: {}", String::from_utf8_lossy(&line)));
+        say(&format!(
+            "raw reply[{rank}]: {}",
+            String::from_utf8_lossy(&line)
+        ));
     }
 
     fn act(&mut self, name: &str, arg: &str) {
@@ -192,7 +199,9 @@ impl Probe {
                 }
                 say(&format!("shm {path}"));
             }
-            "sleep" => std::thread::sleep(std::time::Duration::from_secs_f64(arg.parse().unwrap_or(1.0))),
+            "sleep" => std::thread::sleep(std::time::Duration::from_secs_f64(
+                arg.parse().unwrap_or(1.0),
+            )),
             "exit" => std::process::exit(arg.parse().unwrap_or(1)),
             "signal" => {
                 let sig: i32 = arg.parse().unwrap_or(9);
@@ -229,10 +238,21 @@ fn read_fd(fd: i32, b: &mut [u8]) -> isize {
 }
 
 fn main() {
-    let mut probe = Probe { client: None, finalize_at_end: true, finalized: false };
+    let mut probe = Probe {
+        client: None,
+        finalize_at_end: true,
+        finalized: false,
+    };
     for action in std::env::args().skip(1) {
         let (ranks, body) = match action.strip_prefix('@').and_then(|a| a.split_once(':')) {
-            Some((list, body)) => (Some(list.split(',').filter_map(|r| r.parse::<u32>().ok()).collect::<Vec<_>>()), body),
+            Some((list, body)) => (
+                Some(
+                    list.split(',')
+                        .filter_map(|r| r.parse::<u32>().ok())
+                        .collect::<Vec<_>>(),
+                ),
+                body,
+            ),
             None => (None, action.as_str()),
         };
         if ranks.is_some_and(|l| !l.contains(&probe.rank())) {

@@ -1,1 +1,3 @@
 //! Helpers for the multi-process integration tests.
+
+pub mod harness;

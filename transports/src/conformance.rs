@@ -93,7 +93,11 @@ pub(crate) fn order_and_exactly_once(p: &mut dyn Pair) {
     let check = |got: &mut VecDeque<Vec<u8>>, next: &mut u64, want: &mut Vec<u8>| {
         while let Some(pk) = got.pop_front() {
             packet(*next, pk.len(), want);
-            assert!(pk == *want, "packet {next} corrupt or out of order ({} bytes)", pk.len());
+            assert!(
+                pk == *want,
+                "packet {next} corrupt or out of order ({} bytes)",
+                pk.len()
+            );
             *next += 1;
         }
     };
@@ -130,7 +134,11 @@ pub(crate) fn iovec_gather(p: &mut dyn Pair) {
         let piece = p.a().caps().max_packet / nparts;
         let parts: Vec<Vec<u8>> = (0..nparts)
             .map(|k| {
-                let len = if rng.below(4) == 0 { 0 } else { rng.below(100.min(piece) + 1) };
+                let len = if rng.below(4) == 0 {
+                    0
+                } else {
+                    rng.below(100.min(piece) + 1)
+                };
                 vec![(round + k) as u8; len]
             })
             .collect();
@@ -180,7 +188,10 @@ pub(crate) fn backpressure(p: &mut dyn Pair) {
     assert!(blocked, "never saw backpressure");
     // Still full: another packet of that size is refused too, and leaves no trace.
     let other = vec![0xee; size];
-    assert_eq!(p.a().try_send(b, &[IoSlice::new(&other)]).unwrap(), SendOutcome::WouldBlock);
+    assert_eq!(
+        p.a().try_send(b, &[IoSlice::new(&other)]).unwrap(),
+        SendOutcome::WouldBlock
+    );
     drain(p, &mut got);
     assert_eq!(got.len() as u64, accepted);
     for (seq, pk) in got.iter().enumerate() {
@@ -188,7 +199,10 @@ pub(crate) fn backpressure(p: &mut dyn Pair) {
         assert_eq!(*pk, buf);
     }
     got.clear();
-    assert_eq!(p.a().try_send(b, &[IoSlice::new(b"after")]).unwrap(), SendOutcome::Done);
+    assert_eq!(
+        p.a().try_send(b, &[IoSlice::new(b"after")]).unwrap(),
+        SendOutcome::Done
+    );
     drain(p, &mut got);
     assert_eq!(got, [b"after".to_vec()]);
 }
@@ -199,11 +213,18 @@ pub(crate) fn max_packet(p: &mut dyn Pair) {
     let max = p.a().caps().max_packet;
     let mut got = VecDeque::new();
     let big: Vec<u8> = (0..max).map(|i| (i % 251) as u8).collect();
-    send_blocking(p, &[IoSlice::new(&big[..max / 3]), IoSlice::new(&big[max / 3..])], &mut got);
+    send_blocking(
+        p,
+        &[IoSlice::new(&big[..max / 3]), IoSlice::new(&big[max / 3..])],
+        &mut got,
+    );
     drain(p, &mut got);
     assert_eq!(got.pop_front().as_deref(), Some(&big[..]));
     let over = vec![0u8; max + 1];
-    assert!(matches!(p.a().try_send(b, &[IoSlice::new(&over)]), Err(Error::Invalid(_))));
+    assert!(matches!(
+        p.a().try_send(b, &[IoSlice::new(&over)]),
+        Err(Error::Invalid(_))
+    ));
 }
 
 /// `b` reads a region of `a`'s memory into scattered buffers.
@@ -211,7 +232,10 @@ pub(crate) fn get(p: &mut dyn Pair) {
     let a = p.a_id();
     if !p.b().caps().can_get {
         let mut one = [0u8; 1];
-        let r = RemoteRegion { addr: one.as_ptr() as u64, len: 1 };
+        let r = RemoteRegion {
+            addr: one.as_ptr() as u64,
+            len: 1,
+        };
         assert!(p.b().get(a, r, &mut [IoSliceMut::new(&mut one)]).is_err());
         return;
     }
@@ -251,14 +275,17 @@ pub(crate) fn get(p: &mut dyn Pair) {
     let mut dst = vec![0u8; 3000 * 3];
     {
         let mut iov: Vec<_> = dst.chunks_mut(3).map(IoSliceMut::new).collect();
-        p.b().get(a, region(5, 9000), &mut iov).expect("get of 3000 pieces");
+        p.b()
+            .get(a, region(5, 9000), &mut iov)
+            .expect("get of 3000 pieces");
     }
     assert_eq!(dst, src[5..9005]);
     // Zero bytes, and a length mismatch.
     p.b().get(a, region(0, 0), &mut []).expect("empty get");
     let mut small = [0u8; 4];
     assert!(matches!(
-        p.b().get(a, region(0, 5), &mut [IoSliceMut::new(&mut small)]),
+        p.b()
+            .get(a, region(0, 5), &mut [IoSliceMut::new(&mut small)]),
         Err(Error::Invalid(_))
     ));
 }
@@ -270,7 +297,10 @@ pub(crate) fn reachability(p: &mut dyn Pair) {
     assert!(p.b().reaches(a));
     let stranger = PeerId(1_000_000);
     assert!(!p.a().reaches(stranger));
-    assert!(matches!(p.a().try_send(stranger, &[IoSlice::new(b"x")]), Err(Error::Invalid(_))));
+    assert!(matches!(
+        p.a().try_send(stranger, &[IoSlice::new(b"x")]),
+        Err(Error::Invalid(_))
+    ));
 }
 
 pub(crate) fn run_all(p: &mut dyn Pair) {
@@ -306,7 +336,10 @@ impl Pair for SelfPair {
 fn loopback_conformance() {
     let me = PeerId(3);
     // A small limit so that backpressure shows quickly.
-    run_all(&mut SelfPair(LoopbackTransport::with_limit(me, 1 << 20), me));
+    run_all(&mut SelfPair(
+        LoopbackTransport::with_limit(me, 1 << 20),
+        me,
+    ));
     run_all(&mut SelfPair(LoopbackTransport::new(me), me));
 }
 
@@ -343,7 +376,11 @@ impl Drop for Unlink {
 pub(crate) fn seg_name(tag: &str) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
-    format!("/madmpi-test-{}-{tag}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "/madmpi-test-{}-{tag}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// Both ends of a two-process segment, in this process.
@@ -353,31 +390,46 @@ fn shm_pair(cfg: &ShmConfig, reversed: bool) -> ShmPair {
     let s0 = ShmSegment::create(&name, 2, cfg).expect("create");
     let s1 = ShmSegment::open(&name, 2, cfg).expect("open");
     ShmSegment::unlink(&name).expect("unlink");
-    assert!(ShmSegment::open(&name, 2, cfg).is_err(), "the name is gone after unlink");
+    assert!(
+        ShmSegment::open(&name, 2, cfg).is_err(),
+        "the name is gone after unlink"
+    );
     // Non-contiguous world ranks, in both orders.
     let ranks = vec![PeerId(7), PeerId(2)];
     let t0 = ShmTransport::new(s0, 0, ranks.clone()).expect("transport 0");
     let t1 = ShmTransport::new(s1, 1, ranks.clone()).expect("transport 1");
     if reversed {
-        ShmPair { a: t1, b: t0, ids: [ranks[1], ranks[0]] }
+        ShmPair {
+            a: t1,
+            b: t0,
+            ids: [ranks[1], ranks[0]],
+        }
     } else {
-        ShmPair { a: t0, b: t1, ids: [ranks[0], ranks[1]] }
+        ShmPair {
+            a: t0,
+            b: t1,
+            ids: [ranks[0], ranks[1]],
+        }
     }
 }
 
 fn cfg(ring: usize, doorbell: bool, cma: bool) -> ShmConfig {
-    let mut c = ShmConfig::default();
-    c.ring_bytes = ring;
-    c.doorbell = Some(doorbell);
-    c.cma = cma;
-    c
+    ShmConfig {
+        ring_bytes: ring,
+        doorbell: Some(doorbell),
+        cma,
+        ..ShmConfig::default()
+    }
 }
 
 #[test]
 fn shm_conformance() {
-    for (ring, doorbell, reversed) in
-        [(4096, false, false), (4096, true, true), (256 << 10, false, true), (64 << 10, true, false)]
-    {
+    for (ring, doorbell, reversed) in [
+        (4096, false, false),
+        (4096, true, true),
+        (256 << 10, false, true),
+        (64 << 10, true, false),
+    ] {
         run_all(&mut shm_pair(&cfg(ring, doorbell, true), reversed));
     }
 }
@@ -388,8 +440,14 @@ fn shm_without_cma_refuses_get() {
     assert!(!p.b.caps().can_get);
     let a = p.a_id();
     let mut x = [0u8; 8];
-    let r = RemoteRegion { addr: x.as_ptr() as u64, len: 8 };
-    assert!(matches!(p.b.get(a, r, &mut [IoSliceMut::new(&mut x)]), Err(Error::Unsupported(_))));
+    let r = RemoteRegion {
+        addr: x.as_ptr() as u64,
+        len: 8,
+    };
+    assert!(matches!(
+        p.b.get(a, r, &mut [IoSliceMut::new(&mut x)]),
+        Err(Error::Unsupported(_))
+    ));
     run_all(&mut p);
 }
 
@@ -398,18 +456,33 @@ fn shm_setup_errors_are_clear() {
     let c = ShmConfig::default();
     let name = seg_name("setup");
     let _guard = Unlink(name.clone());
-    assert!(matches!(ShmSegment::create("no-slash", 2, &c), Err(Error::Invalid(_))));
-    assert!(matches!(ShmSegment::create("/a/b", 2, &c), Err(Error::Invalid(_))));
-    assert!(matches!(ShmSegment::open(&name, 2, &c), Err(Error::Io { .. })));
+    assert!(matches!(
+        ShmSegment::create("no-slash", 2, &c),
+        Err(Error::Invalid(_))
+    ));
+    assert!(matches!(
+        ShmSegment::create("/a/b", 2, &c),
+        Err(Error::Invalid(_))
+    ));
+    assert!(matches!(
+        ShmSegment::open(&name, 2, &c),
+        Err(Error::Io { .. })
+    ));
     let s = ShmSegment::create(&name, 3, &c).expect("create");
     assert_eq!((s.nlocal(), s.name()), (3, name.as_str()));
-    assert!(matches!(ShmSegment::create(&name, 3, &c), Err(Error::Io { .. })), "O_EXCL");
+    assert!(
+        matches!(ShmSegment::create(&name, 3, &c), Err(Error::Io { .. })),
+        "O_EXCL"
+    );
     let msg = |r: crate::Result<ShmSegment>| match r {
         Err(Error::Invalid(m)) => m,
         other => panic!("expected a mismatch error, got {other:?}"),
     };
     let m = msg(ShmSegment::open(&name, 4, &c));
-    assert!(m.contains("3 local processes") && m.contains("4 expected"), "{m}");
+    assert!(
+        m.contains("3 local processes") && m.contains("4 expected"),
+        "{m}"
+    );
     let m = msg(ShmSegment::open(&name, 3, &cfg(8192, false, true)));
     assert!(m.contains("rings of"), "{m}");
     // Claiming a local index twice, a wrong peer list.
@@ -433,7 +506,9 @@ fn shm_closed_peer_with_full_ring_is_lost() {
     let b = p.b_id();
     // Fill the ring, then the receiver goes away.
     while p.a.try_send(b, &[IoSlice::new(&[0; 512])]).unwrap() == SendOutcome::Done {}
-    let ShmPair { mut a, b: receiver, .. } = p;
+    let ShmPair {
+        mut a, b: receiver, ..
+    } = p;
     drop(receiver);
     assert!(matches!(a.try_send(b, &[IoSlice::new(&[0; 512])]), Err(Error::PeerLost(x)) if x == b));
 }

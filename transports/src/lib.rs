@@ -23,6 +23,7 @@ use std::io::{IoSlice, IoSliceMut};
 pub mod loopback;
 pub mod shm;
 mod sys;
+pub mod tcp;
 
 #[cfg(test)]
 mod conformance;
@@ -130,9 +131,132 @@ pub trait Transport {
     fn poll_recv(&mut self, deliver: &mut dyn FnMut(PeerId, &[u8])) -> Result<usize>;
 
     /// Copy `remote` from `peer`'s memory into `local` (whose lengths sum to `remote.len`).
-    fn get(&mut self, peer: PeerId, remote: RemoteRegion, local: &mut [IoSliceMut<'_>])
-        -> Result<()>;
+    fn get(
+        &mut self,
+        peer: PeerId,
+        remote: RemoteRegion,
+        local: &mut [IoSliceMut<'_>],
+    ) -> Result<()>;
 
     /// Whether `peer` is reachable through this driver.
     fn reaches(&self, peer: PeerId) -> bool;
+
+    /// Like [`poll_recv`](Self::poll_recv), but large packets may be written straight into
+    /// memory the engine chooses (the rendezvous receive buffer) instead of being delivered
+    /// whole: see [`RecvSink`] for the contract. Returns how many packets were delivered or
+    /// placed. Never blocks.
+    ///
+    /// The default delivers every packet whole through [`RecvSink::deliver`], so a driver that
+    /// cannot do better needs nothing; a driver that can (TCP, which otherwise reads every
+    /// byte into its own buffer first) overrides it, and its `poll_recv` is then this method
+    /// with a sink that never places.
+    fn poll_recv_split(&mut self, split: SplitParams, sink: &mut dyn RecvSink) -> Result<usize> {
+        let _ = split;
+        self.poll_recv(&mut |peer, packet| sink.deliver(peer, packet))
+    }
+
+    /// The next peer this driver has lost since the last call, each reported once, or `None`.
+    ///
+    /// A driver that detects peer failure while polling (EOF or reset on a connection) does not
+    /// fail [`poll_recv`](Self::poll_recv) for it, since packets from other peers still flow:
+    /// it records the loss, and the engine calls this after polling to fail the operations
+    /// involving that peer only. Every later [`try_send`](Self::try_send) to a lost peer
+    /// answers [`Error::PeerLost`]. The default reports nothing.
+    fn poll_lost(&mut self) -> Option<PeerId> {
+        None
+    }
+}
+
+/// Parameters of [`Transport::poll_recv_split`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SplitParams {
+    /// How many bytes at the start of a packet the engine needs to decide where the rest goes
+    /// (the engine's chunk header).
+    pub head_len: usize,
+    /// Only packets of at least `head_len + min_rest` bytes are offered to
+    /// [`RecvSink::place`]; smaller ones are cheaper to deliver whole.
+    pub min_rest: usize,
+}
+
+/// Memory into which a driver writes the rest of a packet (see [`RecvSink::place`]).
+///
+/// It holds a raw pointer into a receive buffer owned by the engine; the buffer must stay
+/// valid as [`Placement::new`] says, which the MPI rule ("a receive buffer stays valid until its
+/// request completes") gives for free, since the request cannot complete before its data has
+/// landed.
+#[derive(Debug)]
+pub struct Placement {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Placement {
+    /// Memory of `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for writes of `len` bytes, and nothing else may read or write that
+    /// memory, from the moment [`RecvSink::place`] returns this value until the driver calls
+    /// [`RecvSink::placed`] for the packet, reports the peer through
+    /// [`Transport::poll_lost`], or is dropped, whichever comes first.
+    pub unsafe fn new(ptr: *mut u8, len: usize) -> Placement {
+        Placement { ptr, len }
+    }
+
+    /// Start of the memory.
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Length of the memory in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the memory is empty (the whole rest of the packet is discarded).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Where [`Transport::poll_recv_split`] puts incoming packets. The engine implements it on its
+/// state; the driver calls it, and it must not call back into the driver.
+///
+/// The contract, per peer (packets of different peers interleave freely):
+/// - Packets are handled in order, each exactly once, by either `deliver` (whole) or
+///   `place` … `placed` (split).
+/// - The driver calls `place(peer, head, total_len)` at most once per packet, only if
+///   `total_len >= split.head_len + split.min_rest`; `head` is the first `split.head_len`
+///   bytes of the packet. `None`: the packet is delivered whole through `deliver`, in this
+///   call or a later one. `Some(p)`: the driver writes the packet's bytes
+///   `head_len .. head_len + min(p.len(), total_len - head_len)` to `p` (nothing else of `p`
+///   is touched), discards the rest of the packet if `p` is shorter, and then calls
+///   `placed(peer, head, total_len)` exactly once, with the same `head`; this may take several
+///   polls. No later packet of that peer is delivered or offered before `placed`.
+/// - If the peer is lost before the packet is complete, `placed` is never called; the driver
+///   stops touching `p` before [`Transport::poll_lost`] reports the peer, and the content of
+///   `p` is then unspecified. The same holds when the driver is dropped.
+pub trait RecvSink {
+    /// A whole packet from `peer`. The slice is only valid during the call.
+    fn deliver(&mut self, peer: PeerId, packet: &[u8]);
+
+    /// The first bytes of a large packet from `peer` (of `total_len` bytes) have arrived:
+    /// return where the rest goes, or `None` to have it delivered whole. The default declines.
+    fn place(&mut self, peer: PeerId, head: &[u8], total_len: usize) -> Option<Placement> {
+        let _ = (peer, head, total_len);
+        None
+    }
+
+    /// The packet whose head was `head` has fully landed in the [`Placement`] that
+    /// [`place`](Self::place) returned for it.
+    fn placed(&mut self, peer: PeerId, head: &[u8], total_len: usize) {
+        let _ = (peer, head, total_len);
+    }
+}
+
+/// A closure is a sink that never places.
+impl<F: FnMut(PeerId, &[u8])> RecvSink for F {
+    fn deliver(&mut self, peer: PeerId, packet: &[u8]) {
+        self(peer, packet)
+    }
 }

@@ -103,7 +103,9 @@ impl Transport for LoopbackTransport {
         // but bounding the loop keeps the contract obvious.
         let n = self.queue.len();
         for _ in 0..n {
-            let Some(buf) = self.queue.pop_front() else { break };
+            let Some(buf) = self.queue.pop_front() else {
+                break;
+            };
             self.queued_bytes -= buf.len();
             deliver(self.me, &buf);
             if self.spare.len() < MAX_SPARE && buf.capacity() <= MAX_SPARE_CAPACITY {

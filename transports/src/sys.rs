@@ -111,8 +111,8 @@ impl Mmap {
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let ptr = NonNull::new(p.cast::<u8>())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::Other, "mmap returned null"))?;
+        let ptr =
+            NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
         Ok(Mmap { ptr, len })
     }
 

@@ -80,7 +80,12 @@ fn build(seq: u64, len: usize, rng: &mut Rng, buf: &mut Vec<u8>) {
 /// Check a message built by [`build`]; returns its sequence number.
 fn verify(msg: &[u8]) -> u64 {
     assert!(msg.len() >= 16, "message of {} bytes", msg.len());
-    assert_eq!(word(msg, 1), fnv(&msg[16..]), "checksum of message {}", word(msg, 0));
+    assert_eq!(
+        word(msg, 1),
+        fnv(&msg[16..]),
+        "checksum of message {}",
+        word(msg, 0)
+    );
     word(msg, 0)
 }
 
@@ -103,7 +108,10 @@ struct Waiter {
 
 impl Waiter {
     fn new() -> Waiter {
-        Waiter { spins: 0, deadline: Instant::now() + TIMEOUT }
+        Waiter {
+            spins: 0,
+            deadline: Instant::now() + TIMEOUT,
+        }
     }
     fn progress(&mut self) {
         self.spins = 0;
@@ -114,8 +122,11 @@ impl Waiter {
             std::hint::spin_loop();
         } else {
             std::thread::yield_now();
-            if self.spins % 4096 == 0 {
-                assert!(Instant::now() < self.deadline, "timed out waiting for {what}");
+            if self.spins & 4095 == 0 {
+                assert!(
+                    Instant::now() < self.deadline,
+                    "timed out waiting for {what}"
+                );
             }
         }
     }
@@ -166,18 +177,30 @@ struct Job {
 
 impl Job {
     fn new(tag: &str) -> Job {
-        Job { name: format!("/madmpi-test-{}-{tag}", std::process::id()), children: Vec::new() }
+        Job {
+            name: format!("/madmpi-test-{}-{tag}", std::process::id()),
+            children: Vec::new(),
+        }
     }
 
     fn spawn(&mut self, test: &str, local: usize, nlocal: usize, doorbell: Option<bool>) {
         let exe = std::env::current_exe().expect("test binary");
         let child = Command::new(exe)
-            .args([test, "--exact", "--nocapture", "--test-threads=1", "--include-ignored"])
+            .args([
+                test,
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+                "--include-ignored",
+            ])
             .env(ROLE, test)
             .env(SEG, &self.name)
             .env(LOCAL, local.to_string())
             .env(NLOCAL, nlocal.to_string())
-            .env(DOORBELL, doorbell.map_or("auto", |d| if d { "1" } else { "0" }))
+            .env(
+                DOORBELL,
+                doorbell.map_or("auto", |d| if d { "1" } else { "0" }),
+            )
             // The child's harness chatter; its panics go to stderr, which we keep.
             .stdout(Stdio::null())
             .spawn()
@@ -304,7 +327,8 @@ fn two_processes_ping_pong_and_get() {
         let (x, rest) = dst.split_at_mut(12_345);
         let (y, z) = rest.split_at_mut(1 << 21);
         let mut iov = [IoSliceMut::new(x), IoSliceMut::new(y), IoSliceMut::new(z)];
-        t.get(peers[1], RemoteRegion { addr, len }, &mut iov).expect("get 4 MiB");
+        t.get(peers[1], RemoteRegion { addr, len }, &mut iov)
+            .expect("get 4 MiB");
     }
     assert_eq!(fnv(&dst), sum, "get returned wrong bytes");
     send(&mut t, peers[1], &DONE.to_le_bytes(), &mut w);
@@ -397,7 +421,10 @@ fn all_to_all(t: &mut ShmTransport, me: usize, n: usize, mut unlink: Option<&str
                 build(next_send[j], len, &mut rng, &mut b);
                 b
             });
-            if t.try_send(peers[j], &[IoSlice::new(msg)]).expect("try_send") == SendOutcome::Done {
+            if t.try_send(peers[j], &[IoSlice::new(msg)])
+                .expect("try_send")
+                == SendOutcome::Done
+            {
                 pending[j] = None;
                 next_send[j] += 1;
                 progressed = true;
@@ -428,11 +455,90 @@ fn all_to_all(t: &mut ShmTransport, me: usize, n: usize, mut unlink: Option<&str
     }
 }
 
+// ---------------------------------------------------------------- a peer that dies
+
+const DEATH: &str = "dead_peer_is_detected";
+
+/// A receiver that exits without closing its driver: once its ring is full, `try_send` keeps
+/// answering `WouldBlock` for a while, then `PeerLost`.
+#[test]
+fn dead_peer_is_detected() {
+    if let Some(a) = child_args(DEATH) {
+        let seg = ShmSegment::open(&a.seg, a.nlocal, &config(4096, a.doorbell)).expect("open");
+        let mut t = ShmTransport::new(seg, a.local, ranks(a.nlocal)).expect("transport");
+        hello(&mut t, ranks(a.nlocal)[0]);
+        // Gone without dropping `t`, as after a crash.
+        std::process::exit(0);
+    }
+    let mut job = Job::new("death");
+    let seg = ShmSegment::create(&job.name, 2, &config(4096, None)).expect("create");
+    job.spawn(DEATH, 1, 2, None);
+    let peers = ranks(2);
+    let mut t = ShmTransport::new(seg, 0, peers.clone()).expect("transport");
+    attach_all(&mut t, &job, 2);
+    for c in &mut job.children {
+        assert!(c.wait().expect("reap").success());
+    }
+    job.children.clear();
+    let start = Instant::now();
+    let lost = loop {
+        match t.try_send(peers[1], &[IoSlice::new(&[0; 256])]) {
+            Ok(SendOutcome::Done) => {}
+            Ok(SendOutcome::WouldBlock) => std::thread::sleep(Duration::from_micros(50)),
+            Err(e) => break e,
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "death never noticed"
+        );
+    };
+    assert!(
+        matches!(lost, madmpi_transports::Error::PeerLost(p) if p == peers[1]),
+        "{lost:?}"
+    );
+    drop(t);
+    job.finish();
+}
+
 // ---------------------------------------------------------------- benchmark
 
 const BENCH: &str = "bench_latency_and_get_bandwidth";
-const BENCH_ITERS: u64 = 200_000;
+/// Round trips per timing window, and windows.
+const BENCH_WINDOW: u64 = 2_000;
+const BENCH_WINDOWS: u64 = 300;
 const BENCH_GET: usize = 1 << 20;
+
+/// Wait for one packet, spinning (no `pause`: it costs ~140 cycles on recent Intel parts) and
+/// yielding now and then, since the machine may be shared.
+fn bench_recv(t: &mut ShmTransport) {
+    let mut spins = 0u32;
+    while t
+        .poll_recv(&mut |_, m| {
+            black_box(m);
+        })
+        .unwrap()
+        == 0
+    {
+        spins += 1;
+        if spins == 20_000 {
+            spins = 0;
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn bench_send(t: &mut ShmTransport, to: PeerId, msg: &[u8]) {
+    while t.try_send(to, &[IoSlice::new(msg)]).unwrap() != SendOutcome::Done {
+        std::hint::spin_loop();
+    }
+}
+
+/// Minimum and median of per-window averages: the minimum is what the code costs when both
+/// processes have a core; the median shows the noise of a shared machine.
+fn min_median(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[0], v[v.len() / 2])
+}
 
 /// Prints numbers, asserts none (the machine is shared):
 /// `cargo test --release -p madmpi-transports --test shm_processes -- --ignored --nocapture`
@@ -442,6 +548,7 @@ fn bench_latency_and_get_bandwidth() {
     if let Some(a) = child_args(BENCH) {
         return bench_child(a);
     }
+    cache_line_floor();
     for doorbell in [false, true] {
         let mut job = Job::new(&format!("bench-{doorbell}"));
         let seg = ShmSegment::create(&job.name, 2, &config(PP_RING, Some(doorbell))).unwrap();
@@ -450,48 +557,57 @@ fn bench_latency_and_get_bandwidth() {
         let mut t = ShmTransport::new(seg, 0, peers.clone()).unwrap();
         attach_all(&mut t, &job, 2);
         let msg = [7u8; 8];
-        let mut best = f64::MAX;
-        for _round in 0..5 {
+        let mut windows = Vec::new();
+        for _ in 0..BENCH_WINDOWS {
             let start = Instant::now();
-            for _ in 0..BENCH_ITERS {
-                while t.try_send(peers[1], &[IoSlice::new(&msg)]).unwrap() != SendOutcome::Done {}
-                let mut got = 0;
-                while got == 0 {
-                    got = t.poll_recv(&mut |_, m| {
-                black_box(m);
-            }).unwrap();
-                    if got == 0 {
-                        std::hint::spin_loop();
-                    }
-                }
+            for _ in 0..BENCH_WINDOW {
+                bench_send(&mut t, peers[1], &msg);
+                bench_recv(&mut t);
             }
-            let ns = start.elapsed().as_nanos() as f64 / (2 * BENCH_ITERS) as f64;
-            best = best.min(ns);
+            windows.push(start.elapsed().as_nanos() as f64 / (2 * BENCH_WINDOW) as f64);
         }
-        println!("shm 8-byte half round trip (doorbell {doorbell}): best of 5 = {best:.0} ns");
+        let (min, med) = min_median(windows);
+        println!(
+            "shm 8-byte half round trip (doorbell {doorbell}): {min:.0} ns best window, \
+             {med:.0} ns median"
+        );
 
         let (_, req) = recv_one(&mut t, &mut Waiter::new());
-        let region = RemoteRegion { addr: word(&req, 1), len: word(&req, 2) };
+        let region = RemoteRegion {
+            addr: word(&req, 1),
+            len: word(&req, 2),
+        };
         let mut dst = vec![0u8; BENCH_GET];
-        for _ in 0..50 {
-            t.get(peers[1], region, &mut [IoSliceMut::new(&mut dst)]).unwrap();
+        let mut windows = Vec::new();
+        for _ in 0..100 {
+            let start = Instant::now();
+            for _ in 0..10 {
+                t.get(peers[1], region, &mut [IoSliceMut::new(&mut dst)])
+                    .unwrap();
+            }
+            windows.push(start.elapsed().as_secs_f64() / 10.0);
         }
-        let reps = 2000;
-        let start = Instant::now();
-        for _ in 0..reps {
-            t.get(peers[1], region, &mut [IoSliceMut::new(&mut dst)]).unwrap();
-        }
-        let secs = start.elapsed().as_secs_f64();
-        let mbps = (reps * BENCH_GET) as f64 / secs / 1e6;
-        println!("shm get of 1 MiB: {:.0} us each, {mbps:.0} MB/s", secs / reps as f64 * 1e6);
-        let mut copy = vec![0u8; BENCH_GET];
+        let (min, med) = min_median(windows);
+        let mbps = |secs: f64| BENCH_GET as f64 / secs / 1e6;
+        println!(
+            "shm get of 1 MiB: {:.0} us ({:.0} MB/s) best window, {:.0} MB/s median",
+            min * 1e6,
+            mbps(min),
+            mbps(med)
+        );
         let src = dst.clone();
-        let start = Instant::now();
-        for _ in 0..reps {
-            black_box(&mut copy).copy_from_slice(black_box(&src));
+        let mut windows = Vec::new();
+        for _ in 0..100 {
+            let start = Instant::now();
+            for _ in 0..10 {
+                black_box(&mut dst).copy_from_slice(black_box(&src));
+            }
+            windows.push(start.elapsed().as_secs_f64() / 10.0);
         }
-        let secs = start.elapsed().as_secs_f64();
-        println!("  (memcpy of 1 MiB in one process for comparison: {:.0} MB/s)", (reps * BENCH_GET) as f64 / secs / 1e6);
+        println!(
+            "  (memcpy of 1 MiB within a process: {:.0} MB/s best)",
+            mbps(min_median(windows).0)
+        );
         send(&mut t, peers[1], &DONE.to_le_bytes(), &mut Waiter::new());
         drop(t);
         job.finish();
@@ -505,17 +621,9 @@ fn bench_child(a: ChildArgs) {
     let mut t = ShmTransport::new(seg, a.local, peers.clone()).unwrap();
     hello(&mut t, peers[0]);
     let msg = [9u8; 8];
-    for _ in 0..5 * BENCH_ITERS {
-        let mut got = 0;
-        while got == 0 {
-            got = t.poll_recv(&mut |_, m| {
-                black_box(m);
-            }).unwrap();
-            if got == 0 {
-                std::hint::spin_loop();
-            }
-        }
-        while t.try_send(peers[0], &[IoSlice::new(&msg)]).unwrap() != SendOutcome::Done {}
+    for _ in 0..BENCH_WINDOWS * BENCH_WINDOW {
+        bench_recv(&mut t);
+        bench_send(&mut t, peers[0], &msg);
     }
     let src = vec![5u8; BENCH_GET];
     let mut req = Vec::new();
@@ -528,6 +636,50 @@ fn bench_child(a: ChildArgs) {
     black_box(&src);
 }
 
+/// The hardware floor: one cache line written by a thread and read by another, each way.
+fn cache_line_floor() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    #[repr(align(128))]
+    struct Line(AtomicU64);
+    let (ping, pong) = (Line(AtomicU64::new(0)), Line(AtomicU64::new(0)));
+    let total = BENCH_WINDOWS * BENCH_WINDOW;
+    let windows = std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 1..=total {
+                let mut spins = 0u32;
+                while ping.0.load(Ordering::Acquire) != i {
+                    spins += 1;
+                    if spins == 20_000 {
+                        spins = 0;
+                        std::thread::yield_now();
+                    }
+                }
+                pong.0.store(i, Ordering::Release);
+            }
+        });
+        let mut windows = Vec::new();
+        let mut i = 0;
+        for _ in 0..BENCH_WINDOWS {
+            let start = Instant::now();
+            for _ in 0..BENCH_WINDOW {
+                i += 1;
+                ping.0.store(i, Ordering::Release);
+                let mut spins = 0u32;
+                while pong.0.load(Ordering::Acquire) != i {
+                    spins += 1;
+                    if spins == 20_000 {
+                        spins = 0;
+                        std::thread::yield_now();
+                    }
+                }
+            }
+            windows.push(start.elapsed().as_nanos() as f64 / (2 * BENCH_WINDOW) as f64);
+        }
+        windows
+    });
+    let (min, med) = min_median(windows);
+    println!("cache-line ping-pong between two threads (floor): {min:.0} ns best window, {med:.0} ns median");
+}
 /// Cost of a `poll_recv` that finds nothing, with 16 local processes (15 incoming rings).
 fn idle_poll_cost() {
     for doorbell in [false, true] {

@@ -59,7 +59,10 @@ pub enum CliError {
     Bad(String),
 }
 
-pub fn parse(args: impl IntoIterator<Item = String>, default_repo: PathBuf) -> Result<Options, CliError> {
+pub fn parse(
+    args: impl IntoIterator<Item = String>,
+    default_repo: PathBuf,
+) -> Result<Options, CliError> {
     let mut o = Options {
         quick: false,
         runs: 0,
@@ -75,7 +78,10 @@ pub fn parse(args: impl IntoIterator<Item = String>, default_repo: PathBuf) -> R
     };
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
-        let mut value = |name: &str| it.next().ok_or_else(|| CliError::Bad(format!("{name} needs a value")));
+        let mut value = |name: &str| {
+            it.next()
+                .ok_or_else(|| CliError::Bad(format!("{name} needs a value")))
+        };
         match a.as_str() {
             "-h" | "--help" => return Err(CliError::Help),
             "--quick" => o.quick = true,
@@ -83,21 +89,31 @@ pub fn parse(args: impl IntoIterator<Item = String>, default_repo: PathBuf) -> R
             "--runs" => o.runs = number(&value("--runs")?, "--runs", 1, 1000)?,
             "--ranks" => o.ranks = number(&value("--ranks")?, "--ranks", 2, 1024)? as u32,
             "--timeout" => {
-                o.timeout = Duration::from_secs(number(&value("--timeout")?, "--timeout", 1, 86_400)? as u64)
+                o.timeout = Duration::from_secs(number(
+                    &value("--timeout")?,
+                    "--timeout",
+                    1,
+                    86_400,
+                )? as u64)
             }
             "--transport" => {
                 o.transports = match value("--transport")?.as_str() {
                     "shm" => vec![Transport::Shm],
                     "tcp" => vec![Transport::Tcp],
                     "both" => vec![Transport::Shm, Transport::Tcp],
-                    other => return Err(CliError::Bad(format!("--transport: `{other}` is not shm, tcp or both"))),
+                    other => {
+                        return Err(CliError::Bad(format!(
+                            "--transport: `{other}` is not shm, tcp or both"
+                        )))
+                    }
                 }
             }
             "--impl" => {
                 let mut v = Vec::new();
                 for s in value("--impl")?.split(',').filter(|s| !s.is_empty()) {
-                    let k = Kind::from_id(s)
-                        .ok_or_else(|| CliError::Bad(format!("--impl: unknown `{s}` (ours, mpich, openmpi)")))?;
+                    let k = Kind::from_id(s).ok_or_else(|| {
+                        CliError::Bad(format!("--impl: unknown `{s}` (ours, mpich, openmpi)"))
+                    })?;
                     if !v.contains(&k) {
                         v.push(k);
                     }
@@ -111,7 +127,10 @@ pub fn parse(args: impl IntoIterator<Item = String>, default_repo: PathBuf) -> R
                 let mut v = Vec::new();
                 for s in value("--bench")?.split(',').filter(|s| !s.is_empty()) {
                     if !BENCHES.contains(&s) {
-                        return Err(CliError::Bad(format!("--bench: unknown `{s}` ({})", BENCHES.join(", "))));
+                        return Err(CliError::Bad(format!(
+                            "--bench: unknown `{s}` ({})",
+                            BENCHES.join(", ")
+                        )));
                     }
                     v.push(s.to_string());
                 }
@@ -122,7 +141,12 @@ pub fn parse(args: impl IntoIterator<Item = String>, default_repo: PathBuf) -> R
             }
             "--repo" => o.repo = PathBuf::from(value("--repo")?),
             "--out" => o.out = Some(PathBuf::from(value("--out")?)),
-            "--bench-args" => o.bench_args = value("--bench-args")?.split_whitespace().map(String::from).collect(),
+            "--bench-args" => {
+                o.bench_args = value("--bench-args")?
+                    .split_whitespace()
+                    .map(String::from)
+                    .collect()
+            }
             other => return Err(CliError::Bad(format!("unknown option `{other}`"))),
         }
     }
@@ -138,7 +162,9 @@ pub fn parse(args: impl IntoIterator<Item = String>, default_repo: PathBuf) -> R
 fn number(s: &str, name: &str, lo: usize, hi: usize) -> Result<usize, CliError> {
     match s.parse::<usize>() {
         Ok(n) if (lo..=hi).contains(&n) => Ok(n),
-        _ => Err(CliError::Bad(format!("{name}: `{s}` is not a number in {lo}..={hi}"))),
+        _ => Err(CliError::Bad(format!(
+            "{name}: `{s}` is not a number in {lo}..={hi}"
+        ))),
     }
 }
 
@@ -166,8 +192,17 @@ mod tests {
     #[test]
     fn options() {
         let o = p(&[
-            "--transport", "both", "--impl", "mpich,openmpi", "--bench", "pingpong,coll", "--runs", "2",
-            "--no-install", "--bench-args", "--reps 7",
+            "--transport",
+            "both",
+            "--impl",
+            "mpich,openmpi",
+            "--bench",
+            "pingpong,coll",
+            "--runs",
+            "2",
+            "--no-install",
+            "--bench-args",
+            "--reps 7",
         ])
         .unwrap();
         assert_eq!(o.transports, [Transport::Shm, Transport::Tcp]);

@@ -143,14 +143,20 @@ impl Impl {
                 if transport == Transport::Tcp {
                     // ob1 is the PML that uses BTLs; a UCX PML would ignore
                     // the BTL list.
-                    argv.extend(["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"].map(String::from));
+                    argv.extend(
+                        ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"].map(String::from),
+                    );
                 }
             }
         }
         argv.extend(["-n".to_string(), nranks.to_string()]);
         argv.push(exe.display().to_string());
         argv.extend(args.iter().cloned());
-        Spec { argv, env, cwd: None }
+        Spec {
+            argv,
+            env,
+            cwd: None,
+        }
     }
 
     /// Checks that the compiler and launcher exist; sets `status`.
@@ -233,9 +239,14 @@ impl Impl {
 /// Installs MPICH and Open MPI from Debian when they are missing and we are
 /// root. Returns a note for the report (None when nothing was needed).
 pub fn install_peers(log_dir: &Path) -> Option<String> {
-    let needed = ["mpicc.mpich", "mpiexec.mpich", "mpicc.openmpi", "mpirun.openmpi"]
-        .into_iter()
-        .any(|c| proc::which(c).is_none());
+    let needed = [
+        "mpicc.mpich",
+        "mpiexec.mpich",
+        "mpicc.openmpi",
+        "mpirun.openmpi",
+    ]
+    .into_iter()
+    .any(|c| proc::which(c).is_none());
     if !needed {
         return None;
     }
@@ -252,7 +263,8 @@ pub fn install_peers(log_dir: &Path) -> Option<String> {
             "openmpi-bin",
             "libopenmpi-dev",
         ]);
-        spec.env.push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
+        spec.env
+            .push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
         proc::run(&spec, Duration::from_secs(900), &log_dir.join(tag))
     };
     eprintln!("madmpi-bench: installing mpich openmpi-bin libopenmpi-dev ...");
@@ -260,7 +272,8 @@ pub fn install_peers(log_dir: &Path) -> Option<String> {
     if f.outcome != Outcome::Ok {
         // A stale package index is the usual reason.
         let mut upd = Spec::new(&["apt-get", "update"]);
-        upd.env.push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
+        upd.env
+            .push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
         proc::run(&upd, Duration::from_secs(600), &log_dir.join("apt-update"));
         f = install("apt-install-retry");
     }
@@ -286,8 +299,14 @@ mod tests {
 
         let ours = Impl::new(Kind::Ours, repo, Path::new("/b"));
         let s = ours.launch(Transport::Tcp, 2, exe, &args);
-        assert_eq!(s.argv, ["/repo/bin/mpirun", "-n", "2", "/b/pingpong", "--quick"]);
-        assert_eq!(s.env, [("MADMPI_TRANSPORTS".to_string(), "tcp".to_string())]);
+        assert_eq!(
+            s.argv,
+            ["/repo/bin/mpirun", "-n", "2", "/b/pingpong", "--quick"]
+        );
+        assert_eq!(
+            s.env,
+            [("MADMPI_TRANSPORTS".to_string(), "tcp".to_string())]
+        );
         assert!(ours.launch(Transport::Shm, 2, exe, &args).env.is_empty());
 
         let mpich = Impl::new(Kind::Mpich, repo, Path::new("/b"));

@@ -131,7 +131,10 @@ mod tests {
     fn escapes_and_nests() {
         let v = Json::obj([
             ("a", Json::str("x\"y\\z\n\u{1}")),
-            ("b", Json::Arr(vec![Json::Num(1.0), Json::Num(0.5), Json::Null])),
+            (
+                "b",
+                Json::Arr(vec![Json::Num(1.0), Json::Num(0.5), Json::Null]),
+            ),
             ("c", Json::Obj(vec![])),
             ("d", Json::Bool(true)),
         ]);

@@ -59,15 +59,24 @@ fn main() -> ExitCode {
 fn run(o: &Options) -> Result<ExitCode, String> {
     let src_dir = o.repo.join("bench/c");
     if !src_dir.join("common.h").is_file() {
-        return Err(format!("{} has no bench/c/common.h (use --repo)", o.repo.display()));
+        return Err(format!(
+            "{} has no bench/c/common.h (use --repo)",
+            o.repo.display()
+        ));
     }
-    let results_root = o.out.clone().unwrap_or_else(|| o.repo.join("bench/results"));
+    let results_root = o
+        .out
+        .clone()
+        .unwrap_or_else(|| o.repo.join("bench/results"));
     let stamp = timestamp();
     let run_dir = unique_dir(&results_root, &stamp);
     let log_dir = run_dir.join("logs");
     proc::mkdirs(&log_dir).map_err(|e| format!("cannot create {}: {e}", log_dir.display()))?;
     let build_root = results_root.join("build");
-    let run_name = run_dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or(stamp);
+    let run_name = run_dir
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or(stamp);
     eprintln!("madmpi-bench: results in {}", run_dir.display());
 
     let mut notes = Vec::new();
@@ -80,10 +89,16 @@ fn run(o: &Options) -> Result<ExitCode, String> {
 
     let wanted: Vec<&'static str> = BENCHES
         .into_iter()
-        .filter(|b| o.benches.as_ref().is_none_or(|l| l.iter().any(|x| x == b)))
+        .filter(|b| {
+            o.benches
+                .as_ref()
+                .map_or(true, |l| l.iter().any(|x| x == b))
+        })
         .collect();
-    let sources: Vec<(String, PathBuf)> =
-        wanted.iter().map(|b| (b.to_string(), src_dir.join(format!("{b}.c")))).collect();
+    let sources: Vec<(String, PathBuf)> = wanted
+        .iter()
+        .map(|b| (b.to_string(), src_dir.join(format!("{b}.c"))))
+        .collect();
 
     let mut impls: Vec<Impl> = Vec::new();
     for &kind in &o.impls {
@@ -124,7 +139,9 @@ fn run(o: &Options) -> Result<ExitCode, String> {
                 // Interleaved: ours, MPICH, Open MPI, ours, ... so slow drifts
                 // of the machine hit every implementation alike.
                 for i in &impls {
-                    let Some(exe) = i.exe(job.bench) else { continue };
+                    let Some(exe) = i.exe(job.bench) else {
+                        continue;
+                    };
                     n += 1;
                     let rec = run_one(i, t, job, round, &exe, o, &log_dir, &run_dir);
                     eprintln!(
@@ -192,7 +209,11 @@ fn plan(o: &Options, wanted: &[&'static str]) -> Vec<Job> {
             _ => vec![2],
         };
         for r in ranks {
-            jobs.push(Job { bench: b, ranks: r, args: base.clone() });
+            jobs.push(Job {
+                bench: b,
+                ranks: r,
+                args: base.clone(),
+            });
         }
     }
     jobs
@@ -210,10 +231,21 @@ fn run_one(
     run_dir: &Path,
 ) -> RunRecord {
     let spec = i.launch(t, job.ranks, exe, &job.args);
-    let log = log_dir.join(format!("{}-{}-n{}-{}-r{}", t.id(), job.bench, job.ranks, i.kind.id(), round + 1));
+    let log = log_dir.join(format!(
+        "{}-{}-n{}-{}-r{}",
+        t.id(),
+        job.bench,
+        job.ranks,
+        i.kind.id(),
+        round + 1
+    ));
     let f = proc::run(&spec, o.timeout, &log);
     let (measurements, parse_errors) = parse::parse_output(&f.stdout);
-    let rel = log.strip_prefix(run_dir).unwrap_or(&log).display().to_string();
+    let rel = log
+        .strip_prefix(run_dir)
+        .unwrap_or(&log)
+        .display()
+        .to_string();
     RunRecord {
         kind: i.kind,
         transport: t,
@@ -241,11 +273,20 @@ fn write_json(
     let options = Json::obj([
         ("quick", Json::Bool(o.quick)),
         ("runs", Json::Num(o.runs as f64)),
-        ("transports", Json::Arr(o.transports.iter().map(|t| Json::str(t.id())).collect())),
-        ("implementations", Json::Arr(o.impls.iter().map(|k| Json::str(k.id())).collect())),
+        (
+            "transports",
+            Json::Arr(o.transports.iter().map(|t| Json::str(t.id())).collect()),
+        ),
+        (
+            "implementations",
+            Json::Arr(o.impls.iter().map(|k| Json::str(k.id())).collect()),
+        ),
         ("ranks", Json::Num(f64::from(o.ranks))),
         ("timeout_s", Json::Num(o.timeout.as_secs_f64())),
-        ("bench_args", Json::Arr(o.bench_args.iter().map(Json::str).collect())),
+        (
+            "bench_args",
+            Json::Arr(o.bench_args.iter().map(Json::str).collect()),
+        ),
     ]);
     let impls_json = impls
         .iter()
@@ -255,15 +296,23 @@ fn write_json(
                 ("name", Json::str(i.kind.title())),
                 ("cc", Json::str(&i.cc)),
                 ("launcher", Json::str(&i.launcher)),
-                ("status", Json::str(if i.usable() { "ok" } else { "unavailable" })),
-                ("reason", i.status.as_ref().err().map_or(Json::Null, Json::str)),
+                (
+                    "status",
+                    Json::str(if i.usable() { "ok" } else { "unavailable" }),
+                ),
+                (
+                    "reason",
+                    i.status.as_ref().err().map_or(Json::Null, Json::str),
+                ),
                 ("version", i.version.as_ref().map_or(Json::Null, Json::str)),
                 (
                     "build_failures",
                     Json::Arr(
                         i.build_failures
                             .iter()
-                            .map(|(b, w)| Json::obj([("bench", Json::str(b)), ("reason", Json::str(w))]))
+                            .map(|(b, w)| {
+                                Json::obj([("bench", Json::str(b)), ("reason", Json::str(w))])
+                            })
                             .collect(),
                     ),
                 ),
@@ -276,7 +325,14 @@ fn write_json(
             let results = r
                 .measurements
                 .iter()
-                .map(|m| Json::Obj(m.fields.iter().map(|(k, v)| (k.clone(), Json::guess(v))).collect()))
+                .map(|m| {
+                    Json::Obj(
+                        m.fields
+                            .iter()
+                            .map(|(k, v)| (k.clone(), Json::guess(v)))
+                            .collect(),
+                    )
+                })
                 .collect();
             Json::obj([
                 ("impl", Json::str(r.kind.id())),
@@ -290,7 +346,10 @@ fn write_json(
                 ("wall_s", Json::Num((r.wall_s * 1000.0).round() / 1000.0)),
                 ("log", Json::str(&r.log)),
                 ("stderr_tail", Json::str(&r.stderr_tail)),
-                ("parse_errors", Json::Arr(r.parse_errors.iter().map(Json::str).collect())),
+                (
+                    "parse_errors",
+                    Json::Arr(r.parse_errors.iter().map(Json::str).collect()),
+                ),
                 ("results", Json::Arr(results)),
             ])
         })
@@ -299,7 +358,10 @@ fn write_json(
         ("format", Json::str("madmpi-bench results v1")),
         ("timestamp", Json::str(stamp)),
         ("host", Json::str(hostname())),
-        ("cpus", Json::Num(std::thread::available_parallelism().map_or(1, |n| n.get()) as f64)),
+        (
+            "cpus",
+            Json::Num(std::thread::available_parallelism().map_or(1, |n| n.get()) as f64),
+        ),
         ("options", options),
         ("notes", Json::Arr(notes.iter().map(Json::str).collect())),
         ("implementations", Json::Arr(impls_json)),
@@ -315,7 +377,10 @@ fn write_json(
 /// Points `<root>/latest` at the run directory (relative link).
 fn update_latest(root: &Path, name: &str) {
     let link = root.join("latest");
-    if link.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+    if link
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
         let _ = std::fs::remove_file(&link);
     }
     if let Err(e) = std::os::unix::fs::symlink(name, &link) {
@@ -342,7 +407,9 @@ fn hostname() -> String {
 
 /// UTC `YYYYMMDD-HHMMSS`.
 fn timestamp() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     format_utc(secs)
 }
 
@@ -350,7 +417,12 @@ fn format_utc(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem / 60 % 60, rem % 60)
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
@@ -383,10 +455,17 @@ mod tests {
     fn plan_runs_barrier_on_two_and_n() {
         let o = cli::parse(["--quick".to_string()], PathBuf::from("/r")).unwrap();
         let jobs = plan(&o, &BENCHES);
-        let barrier: Vec<u32> = jobs.iter().filter(|j| j.bench == "barrier").map(|j| j.ranks).collect();
+        let barrier: Vec<u32> = jobs
+            .iter()
+            .filter(|j| j.bench == "barrier")
+            .map(|j| j.ranks)
+            .collect();
         assert_eq!(barrier, [2, 4]);
         assert!(jobs.iter().all(|j| j.args == ["--quick"]));
         assert_eq!(jobs.iter().find(|j| j.bench == "coll").unwrap().ranks, 4);
-        assert_eq!(jobs.iter().find(|j| j.bench == "pingpong").unwrap().ranks, 2);
+        assert_eq!(
+            jobs.iter().find(|j| j.bench == "pingpong").unwrap().ranks,
+            2
+        );
     }
 }

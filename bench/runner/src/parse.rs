@@ -80,12 +80,17 @@ pub fn parse_line(line: &str) -> Result<Option<Measurement>, ParseError> {
         v.parse::<f64>()
             .ok()
             .filter(|x| x.is_finite())
-            .ok_or_else(|| ParseError::Bad { key, value: v.to_string() })
+            .ok_or_else(|| ParseError::Bad {
+                key,
+                value: v.to_string(),
+            })
     };
     let int = |key: &'static str| -> Result<u64, ParseError> {
         let v = get(key)?;
-        v.parse::<u64>()
-            .map_err(|_| ParseError::Bad { key, value: v.to_string() })
+        v.parse::<u64>().map_err(|_| ParseError::Bad {
+            key,
+            value: v.to_string(),
+        })
     };
     let better = match get("better")? {
         "lower" => Better::Lower,

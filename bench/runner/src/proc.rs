@@ -281,7 +281,11 @@ mod tests {
             Duration::from_secs(1),
             &tmp("c"),
         );
-        assert!(matches!(f.outcome, Outcome::SpawnError(_)), "{:?}", f.outcome);
+        assert!(
+            matches!(f.outcome, Outcome::SpawnError(_)),
+            "{:?}",
+            f.outcome
+        );
     }
 
     #[test]

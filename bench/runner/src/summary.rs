@@ -59,8 +59,17 @@ impl Cell {
         let mut v = values.to_vec();
         v.sort_by(f64::total_cmp);
         let n = v.len();
-        let med = if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) };
-        Some(Cell { med, min: v[0], max: v[n - 1], n })
+        let med = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            0.5 * (v[n / 2 - 1] + v[n / 2])
+        };
+        Some(Cell {
+            med,
+            min: v[0],
+            max: v[n - 1],
+            n,
+        })
     }
 }
 
@@ -74,7 +83,10 @@ pub fn tables(runs: &[RunRecord], bench_order: &[&str]) -> BTreeMap<TableKey, Ta
         for m in &r.measurements {
             let key = TableKey {
                 transport: r.transport,
-                bench_order: bench_order.iter().position(|b| *b == m.bench).unwrap_or(usize::MAX),
+                bench_order: bench_order
+                    .iter()
+                    .position(|b| *b == m.bench)
+                    .unwrap_or(usize::MAX),
                 bench: m.bench.clone(),
                 mode: m.mode.clone(),
                 metric: m.metric.clone(),
@@ -96,7 +108,10 @@ pub fn tables(runs: &[RunRecord], bench_order: &[&str]) -> BTreeMap<TableKey, Ta
 /// ours / best peer, if both exist.
 pub fn ratio(better: Better, cells: &BTreeMap<Kind, Cell>) -> Option<f64> {
     let ours = cells.get(&Kind::Ours)?.med;
-    let peers = cells.iter().filter(|(k, _)| **k != Kind::Ours).map(|(_, c)| c.med);
+    let peers = cells
+        .iter()
+        .filter(|(k, _)| **k != Kind::Ours)
+        .map(|(_, c)| c.med);
     let best = match better {
         Better::Lower => peers.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x)))),
         Better::Higher => peers.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))),
@@ -168,17 +183,87 @@ pub struct Context<'a> {
 /// Rows of the headline table: (bench, mode, metric, size, ranks or 0 for
 /// "the run's rank count", label).
 const HEADLINES: &[(&str, &str, &str, u64, u32, &str)] = &[
-    ("pingpong", "lat", "lat_us", 8, 2, "ping-pong latency 8 B (µs)"),
-    ("pingpong", "lat", "bw_MBps", 1 << 20, 2, "ping-pong bandwidth 1 MiB (MB/s)"),
-    ("pingpong", "bw", "bw_MBps", 1 << 20, 2, "windowed bandwidth 1 MiB (MB/s)"),
+    (
+        "pingpong",
+        "lat",
+        "lat_us",
+        8,
+        2,
+        "ping-pong latency 8 B (µs)",
+    ),
+    (
+        "pingpong",
+        "lat",
+        "bw_MBps",
+        1 << 20,
+        2,
+        "ping-pong bandwidth 1 MiB (MB/s)",
+    ),
+    (
+        "pingpong",
+        "bw",
+        "bw_MBps",
+        1 << 20,
+        2,
+        "windowed bandwidth 1 MiB (MB/s)",
+    ),
     ("barrier", "barrier", "lat_us", 0, 0, "barrier (µs)"),
-    ("msgrate", "uni", "msg_rate_M", 8, 2, "message rate 8 B (Mmsg/s)"),
-    ("multiseg", "multiseg", "lat_us", 4, 2, "multiseg 16×4 B (µs)"),
-    ("multiseg", "multiseg", "lat_us", 1024, 2, "multiseg 16×1 KiB (µs)"),
-    ("multiseg", "multiseg", "lat_us", 8192, 2, "multiseg 16×8 KiB (µs)"),
-    ("indexed", "indexed", "lat_us", 64 + 262_144, 2, "indexed 64 B + 256 KiB (µs)"),
-    ("indexed", "indexed_contig", "lat_us", 64 + 262_144, 2, "same payload contiguous (µs)"),
-    ("overlap", "nocall", "overlap_pct", 1 << 20, 2, "overlap 1 MiB, no MPI calls (%)"),
+    (
+        "msgrate",
+        "uni",
+        "msg_rate_M",
+        8,
+        2,
+        "message rate 8 B (Mmsg/s)",
+    ),
+    (
+        "multiseg",
+        "multiseg",
+        "lat_us",
+        4,
+        2,
+        "multiseg 16×4 B (µs)",
+    ),
+    (
+        "multiseg",
+        "multiseg",
+        "lat_us",
+        1024,
+        2,
+        "multiseg 16×1 KiB (µs)",
+    ),
+    (
+        "multiseg",
+        "multiseg",
+        "lat_us",
+        8192,
+        2,
+        "multiseg 16×8 KiB (µs)",
+    ),
+    (
+        "indexed",
+        "indexed",
+        "lat_us",
+        64 + 262_144,
+        2,
+        "indexed 64 B + 256 KiB (µs)",
+    ),
+    (
+        "indexed",
+        "indexed_contig",
+        "lat_us",
+        64 + 262_144,
+        2,
+        "same payload contiguous (µs)",
+    ),
+    (
+        "overlap",
+        "nocall",
+        "overlap_pct",
+        1 << 20,
+        2,
+        "overlap 1 MiB, no MPI calls (%)",
+    ),
     ("coll", "allreduce", "lat_us", 8, 0, "allreduce 8 B (µs)"),
 ];
 
@@ -193,7 +278,11 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
          `n=` marks cells with fewer runs than planned. Raw data: `results.json`.\n",
         ctx.host,
         ctx.cpus,
-        ctx.transports.iter().map(|t| t.id()).collect::<Vec<_>>().join(", "),
+        ctx.transports
+            .iter()
+            .map(|t| t.id())
+            .collect::<Vec<_>>()
+            .join(", "),
         ctx.runs_per_impl,
         if ctx.quick { " (--quick)" } else { "" },
     );
@@ -206,7 +295,11 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             Ok(()) if i.build_failures.is_empty() => "ok".to_string(),
             Ok(()) => format!(
                 "ok; not built: {}",
-                i.build_failures.iter().map(|(b, _)| b.as_str()).collect::<Vec<_>>().join(", ")
+                i.build_failures
+                    .iter()
+                    .map(|(b, _)| b.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Err(why) => format!("not built ({})", why.replace('|', "/").replace('\n', " ")),
         };
@@ -238,14 +331,26 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
         for &(bench, mode, metric, size, ranks, label) in HEADLINES {
             let want_ranks = if ranks == 0 { ctx.nranks } else { ranks };
             let found = all.iter().find(|(k, _)| {
-                k.transport == t && k.bench == bench && k.mode == mode && k.metric == metric && k.ranks == want_ranks
+                k.transport == t
+                    && k.bench == bench
+                    && k.mode == mode
+                    && k.metric == metric
+                    && k.ranks == want_ranks
             });
             let Some((key, table)) = found else { continue };
-            let Some(row) = table.get(&size) else { continue };
+            let Some(row) = table.get(&size) else {
+                continue;
+            };
             any = true;
-            let cells: BTreeMap<Kind, Cell> =
-                row.iter().filter_map(|(k, v)| Some((*k, Cell::of(v)?))).collect();
-            let label = if ranks == 0 { format!("{label}, {want_ranks} ranks") } else { label.to_string() };
+            let cells: BTreeMap<Kind, Cell> = row
+                .iter()
+                .filter_map(|(k, v)| Some((*k, Cell::of(v)?)))
+                .collect();
+            let label = if ranks == 0 {
+                format!("{label}, {want_ranks} ranks")
+            } else {
+                label.to_string()
+            };
             let _ = write!(s, "| {label} |");
             for k in &kinds {
                 let _ = write!(s, " {} |", cell_text(cells.get(k), ctx.runs_per_impl));
@@ -276,8 +381,10 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             let _ = writeln!(s, " ours/best peer |");
             let _ = writeln!(s, "|---:|{}---:|", "---:|".repeat(kinds.len()));
             for (size, row) in table {
-                let cells: BTreeMap<Kind, Cell> =
-                    row.iter().filter_map(|(k, v)| Some((*k, Cell::of(v)?))).collect();
+                let cells: BTreeMap<Kind, Cell> = row
+                    .iter()
+                    .filter_map(|(k, v)| Some((*k, Cell::of(v)?)))
+                    .collect();
                 let _ = write!(s, "| {} |", human_size(*size));
                 for k in &kinds {
                     let _ = write!(s, " {} |", cell_text(cells.get(k), ctx.runs_per_impl));
@@ -309,7 +416,10 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
                 if r.stderr_tail.is_empty() {
                     String::new()
                 } else {
-                    format!(": `{}`", r.stderr_tail.replace('\n', " / ").replace('`', "'"))
+                    format!(
+                        ": `{}`",
+                        r.stderr_tail.replace('\n', " / ").replace('`', "'")
+                    )
                 }
             );
         }
@@ -333,7 +443,10 @@ mod tests {
             outcome: Outcome::Ok,
             wall_s: 1.0,
             log: String::new(),
-            measurements: lines.iter().map(|l| parse_line(l).unwrap().unwrap()).collect(),
+            measurements: lines
+                .iter()
+                .map(|l| parse_line(l).unwrap().unwrap())
+                .collect(),
             parse_errors: vec![],
             stderr_tail: String::new(),
         }
@@ -367,12 +480,24 @@ mod tests {
             .enumerate()
             .map(|(i, (k, v))| run(*k, i, &[&lat(*v)]))
             .collect();
-        let mut ours = Impl::new(Kind::Ours, std::path::Path::new("/x"), std::path::Path::new("/b"));
+        let mut ours = Impl::new(
+            Kind::Ours,
+            std::path::Path::new("/x"),
+            std::path::Path::new("/b"),
+        );
         ours.status = Err("bin/mpicc not found".into());
         let impls = vec![
             ours,
-            Impl::new(Kind::Mpich, std::path::Path::new("/x"), std::path::Path::new("/b")),
-            Impl::new(Kind::OpenMpi, std::path::Path::new("/x"), std::path::Path::new("/b")),
+            Impl::new(
+                Kind::Mpich,
+                std::path::Path::new("/x"),
+                std::path::Path::new("/b"),
+            ),
+            Impl::new(
+                Kind::OpenMpi,
+                std::path::Path::new("/x"),
+                std::path::Path::new("/b"),
+            ),
         ];
         let ctx = Context {
             timestamp: "t",
@@ -388,7 +513,10 @@ mod tests {
         };
         let md = render(&ctx, &runs);
         assert!(md.contains("not built (bin/mpicc not found)"), "{md}");
-        assert!(md.contains("| 8 B | – | 0.450 (0.400–0.500) | 0.300 (0.300–0.300) n=1 | – |"), "{md}");
+        assert!(
+            md.contains("| 8 B | – | 0.450 (0.400–0.500) | 0.300 (0.300–0.300) n=1 | – |"),
+            "{md}"
+        );
         assert!(md.contains("ping-pong latency 8 B"), "{md}");
         assert!(md.contains("lower is better"), "{md}");
     }

@@ -33,7 +33,12 @@ impl Map {
             return (0, 0);
         }
         let lo = self.data.iter().map(|(d, _)| *d).min().unwrap();
-        let hi = self.data.iter().map(|(d, b)| d + b.size() as isize).max().unwrap();
+        let hi = self
+            .data
+            .iter()
+            .map(|(d, b)| d + b.size() as isize)
+            .max()
+            .unwrap();
         (lo, hi)
     }
 }
@@ -249,7 +254,10 @@ pub fn map_of(t: &Datatype) -> Map {
             };
             let distribs = &ci[k..k + n];
             let dargs = &ci[k + n..k + 2 * n];
-            let psizes: Vec<usize> = ci[k + 2 * n..k + 3 * n].iter().map(|&v| v as usize).collect();
+            let psizes: Vec<usize> = ci[k + 2 * n..k + 3 * n]
+                .iter()
+                .map(|&v| v as usize)
+                .collect();
             let order = ci[k + 3 * n];
             assert_eq!(psizes.iter().product::<usize>(), size);
             let mut coords = vec![0; n];
@@ -308,7 +316,7 @@ pub fn map_of(t: &Datatype) -> Map {
 fn indices(dims: &[usize], c_order: bool) -> Vec<Vec<usize>> {
     let n = dims.len();
     let mut out = vec![];
-    if dims.iter().any(|&d| d == 0) {
+    if dims.contains(&0) {
         return out;
     }
     let mut idx = vec![0usize; n];
@@ -446,4 +454,31 @@ pub fn naive_elements(m: &Map, bytes: usize) -> Option<usize> {
         n += 1;
     }
     (pos == bytes).then_some(n)
+}
+
+/// A recursive description from the contents (for failure messages).
+pub fn describe(t: &Datatype) -> String {
+    if let Some(b) = t.as_basic() {
+        return b.mpi_name().to_string();
+    }
+    let c = t.contents().unwrap();
+    let subs: Vec<String> = c.datatypes.iter().map(describe).collect();
+    format!(
+        "{:?}(i={:?} a={:?} c={:?} [{}])",
+        t.combiner(),
+        c.integers,
+        c.addresses,
+        c.large_counts,
+        subs.join(", ")
+    )
+}
+
+/// A datatype whose `Debug` is its full description.
+#[derive(Clone)]
+pub struct T(pub Datatype);
+
+impl std::fmt::Debug for T {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", describe(&self.0))
+    }
 }

@@ -28,7 +28,10 @@ pub(crate) fn running() -> R<()> {
     if madmpi::finalized() {
         fail(ErrorClass::Other, "MPI has already been finalized")
     } else if !madmpi::initialized() {
-        fail(ErrorClass::Other, "MPI is not initialized (call MPI_Init first)")
+        fail(
+            ErrorClass::Other,
+            "MPI is not initialized (call MPI_Init first)",
+        )
     } else {
         Ok(())
     }
@@ -37,7 +40,12 @@ pub(crate) fn running() -> R<()> {
 /// A count argument (`int` or `MPI_Count`).
 #[inline]
 pub(crate) fn count_arg(count: i64) -> R<usize> {
-    usize::try_from(count).or_else(|_| fail(ErrorClass::Count, format!("invalid count {count} (must be >= 0)")))
+    usize::try_from(count).or_else(|_| {
+        fail(
+            ErrorClass::Count,
+            format!("invalid count {count} (must be >= 0)"),
+        )
+    })
 }
 
 /// A buffer argument: NULL is an error when data would be read or written at it (MPI_BOTTOM,
@@ -46,7 +54,10 @@ pub(crate) fn count_arg(count: i64) -> R<usize> {
 #[inline]
 pub(crate) fn check_buf(buf: *const c_void, count: usize, dt: &Datatype) -> R<()> {
     if buf.is_null() && count > 0 && dt.size() > 0 && (dt.is_predefined() || dt.true_lb() == 0) {
-        return fail(ErrorClass::Buffer, format!("invalid buffer pointer NULL with count {count}"));
+        return fail(
+            ErrorClass::Buffer,
+            format!("invalid buffer pointer NULL with count {count}"),
+        );
     }
     Ok(())
 }
@@ -166,7 +177,12 @@ pub(crate) fn status_why(s: &Status) -> String {
 /// Finish a single completion: write the status, and if the operation failed set its MPI_ERROR
 /// and report the error on `comm`.
 #[inline]
-pub(crate) fn complete_one(comm: MPI_Comm, p: *mut MPI_Status, s: &Status, call: &dyn Fn() -> String) -> c_int {
+pub(crate) fn complete_one(
+    comm: MPI_Comm,
+    p: *mut MPI_Status,
+    s: &Status,
+    call: &dyn Fn() -> String,
+) -> c_int {
     write_status(p, s);
     match status_code(s) {
         None => MPI_SUCCESS,
@@ -249,7 +265,15 @@ pub(crate) fn copy_cstr(s: &str, dst: *mut std::os::raw::c_char, cap: usize) -> 
 
 /// `"MPI_Send(count=1, datatype=MPI_INT, dest=7, tag=0, comm=MPI_COMM_WORLD)"`.
 #[cold]
-pub(crate) fn p2p_call(name: &str, count: i64, dt: MPI_Datatype, peer: &str, rank: c_int, tag: c_int, comm: MPI_Comm) -> String {
+pub(crate) fn p2p_call(
+    name: &str,
+    count: i64,
+    dt: MPI_Datatype,
+    peer: &str,
+    rank: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> String {
     format!(
         "{name}(count={count}, datatype={}, {peer}={}, tag={}, comm={})",
         handles::type_name(dt),

@@ -1,0 +1,599 @@
+//! Requests: starting persistent requests, waiting and testing (single, any, all, some),
+//! status queries, freeing and cancelling.
+//!
+//! A completed non-persistent request is freed and its handle set to MPI_REQUEST_NULL; a
+//! persistent one becomes inactive and keeps its handle. Null and inactive requests complete at
+//! once with the empty status. Errors of a request go to the handler of its communicator;
+//! multiple completions that include failed operations return MPI_ERR_IN_STATUS with every
+//! status's MPI_ERROR set.
+
+use std::os::raw::c_int;
+
+use madmpi::{Completion, ErrorClass, RequestId};
+
+use super::common::*;
+use crate::abi::*;
+use crate::errors;
+use crate::handles::{self, ReqEntry};
+
+fn req_call(name: &str, r: MPI_Request) -> String {
+    match r as usize {
+        0x180 => format!("{name}(request=MPI_REQUEST_NULL)"),
+        h => format!("{name}(request={h:#x})"),
+    }
+}
+
+/// Read a request handle argument; `Ok(None)` for MPI_REQUEST_NULL.
+fn read_request(request: *mut MPI_Request) -> R<Option<(MPI_Request, ReqEntry)>> {
+    let h = *input(request as *const MPI_Request, "request")?;
+    if h == MPI_REQUEST_NULL {
+        return Ok(None);
+    }
+    Ok(Some((h, handles::request(h)?)))
+}
+
+/// After a completion: free the handle of a request the core freed.
+#[inline]
+fn settle(request: &mut MPI_Request, c: &Completion) {
+    if c.freed {
+        handles::drop_request(*request);
+        *request = MPI_REQUEST_NULL;
+    }
+}
+
+// ------------------------------------------------------------------------------------ start
+
+pub unsafe fn MPI_Start(request: *mut MPI_Request) -> c_int {
+    let call = || "MPI_Start".to_string();
+    match read_request(request) {
+        Ok(Some((_, e))) => finish(e.comm as MPI_Comm, madmpi::start(e.rid), &call),
+        Ok(None) => errors::raise(
+            MPI_COMM_SELF,
+            &call,
+            madmpi::Error::new(ErrorClass::Request, "invalid request: MPI_REQUEST_NULL"),
+        ),
+        Err(err) => errors::raise(MPI_COMM_SELF, &call, err),
+    }
+}
+
+pub unsafe fn MPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
+    let call = || format!("MPI_Startall(count={count})");
+    let reqs = match count_arg(count as i64)
+        .and_then(|n| array(array_of_requests, n, "array_of_requests"))
+    {
+        Ok(r) => r,
+        Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
+    };
+    for (i, &r) in reqs.iter().enumerate() {
+        let e = match handles::request(r) {
+            Ok(e) => e,
+            Err(mut err) => {
+                err.msg = format!("{} (at index {i})", err.msg);
+                return errors::raise(MPI_COMM_SELF, &call, err);
+            }
+        };
+        if let Err(err) = madmpi::start(e.rid) {
+            return errors::raise(e.comm as MPI_Comm, &call, err);
+        }
+    }
+    MPI_SUCCESS
+}
+
+// ------------------------------------------------------------------------------------ single
+
+pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    // SAFETY: a non-null request pointer points to a handle (the caller's contract).
+    let h0 = if request.is_null() {
+        MPI_REQUEST_NULL
+    } else {
+        unsafe { *request }
+    };
+    let call = || req_call("MPI_Wait", h0);
+    match read_request(request) {
+        Ok(None) => {
+            write_empty_status(status);
+            MPI_SUCCESS
+        }
+        Ok(Some((_, e))) => match madmpi::wait_completion(e.rid) {
+            Ok(c) => {
+                // SAFETY: read_request checked that `request` is non-null.
+                settle(unsafe { &mut *request }, &c);
+                complete_one(e.comm as MPI_Comm, status, &c.status, &call)
+            }
+            Err(err) => errors::raise(e.comm as MPI_Comm, &call, err),
+        },
+        Err(err) => errors::raise(MPI_COMM_SELF, &call, err),
+    }
+}
+
+pub unsafe fn MPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: a non-null request pointer points to a handle (the caller's contract).
+    let h0 = if request.is_null() {
+        MPI_REQUEST_NULL
+    } else {
+        unsafe { *request }
+    };
+    let call = || req_call("MPI_Test", h0);
+    let flag = match out(flag, "flag") {
+        Ok(f) => f,
+        Err(err) => return errors::raise(MPI_COMM_SELF, &call, err),
+    };
+    match read_request(request) {
+        Ok(None) => {
+            *flag = 1;
+            write_empty_status(status);
+            MPI_SUCCESS
+        }
+        Ok(Some((_, e))) => match madmpi::test(e.rid) {
+            Ok(Some(c)) => {
+                *flag = 1;
+                // SAFETY: read_request checked that `request` is non-null.
+                settle(unsafe { &mut *request }, &c);
+                complete_one(e.comm as MPI_Comm, status, &c.status, &call)
+            }
+            Ok(None) => {
+                *flag = 0;
+                MPI_SUCCESS
+            }
+            Err(err) => errors::raise(e.comm as MPI_Comm, &call, err),
+        },
+        Err(err) => errors::raise(MPI_COMM_SELF, &call, err),
+    }
+}
+
+pub unsafe fn MPI_Request_get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    let call = || req_call("MPI_Request_get_status", request);
+    let flag = match out(flag, "flag") {
+        Ok(f) => f,
+        Err(err) => return errors::raise(MPI_COMM_SELF, &call, err),
+    };
+    if request == MPI_REQUEST_NULL {
+        *flag = 1;
+        write_empty_status(status);
+        return MPI_SUCCESS;
+    }
+    let e = match handles::request(request) {
+        Ok(e) => e,
+        Err(err) => return errors::raise(MPI_COMM_SELF, &call, err),
+    };
+    match madmpi::request_get_status(e.rid) {
+        Ok(Some(s)) => {
+            *flag = 1;
+            complete_one(e.comm as MPI_Comm, status, &s, &call)
+        }
+        Ok(None) => {
+            *flag = 0;
+            MPI_SUCCESS
+        }
+        Err(err) => errors::raise(e.comm as MPI_Comm, &call, err),
+    }
+}
+
+pub unsafe fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+    // SAFETY: a non-null request pointer points to a handle (the caller's contract).
+    let h0 = if request.is_null() {
+        MPI_REQUEST_NULL
+    } else {
+        unsafe { *request }
+    };
+    let call = || req_call("MPI_Request_free", h0);
+    match read_request(request) {
+        Ok(Some((h, e))) => match madmpi::request_free(e.rid) {
+            Ok(()) => {
+                handles::drop_request(h);
+                // SAFETY: read_request checked that `request` is non-null.
+                unsafe { *request = MPI_REQUEST_NULL };
+                MPI_SUCCESS
+            }
+            Err(err) => errors::raise(e.comm as MPI_Comm, &call, err),
+        },
+        Ok(None) => errors::raise(
+            MPI_COMM_SELF,
+            &call,
+            madmpi::Error::new(ErrorClass::Request, "invalid request: MPI_REQUEST_NULL"),
+        ),
+        Err(err) => errors::raise(MPI_COMM_SELF, &call, err),
+    }
+}
+
+pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
+    // SAFETY: a non-null request pointer points to a handle (the caller's contract).
+    let h0 = if request.is_null() {
+        MPI_REQUEST_NULL
+    } else {
+        unsafe { *request }
+    };
+    let call = || req_call("MPI_Cancel", h0);
+    match read_request(request) {
+        Ok(Some((_, e))) => finish(e.comm as MPI_Comm, madmpi::cancel(e.rid), &call),
+        Ok(None) => errors::raise(
+            MPI_COMM_SELF,
+            &call,
+            madmpi::Error::new(ErrorClass::Request, "invalid request: MPI_REQUEST_NULL"),
+        ),
+        Err(err) => errors::raise(MPI_COMM_SELF, &call, err),
+    }
+}
+
+pub unsafe fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
+    let r = (|| {
+        let s = input(status, "status")?;
+        *out(flag, "flag")? = (s.MPI_internal[2] != 0) as c_int;
+        Ok(())
+    })();
+    finish_self("MPI_Test_cancelled", r)
+}
+
+// ------------------------------------------------------------------------------------ multiple
+
+/// The checked arguments of a multiple completion: the handles and their entries.
+struct Many<'a> {
+    handles: &'a mut [MPI_Request],
+}
+
+impl<'a> Many<'a> {
+    fn new(count: c_int, p: *mut MPI_Request) -> R<Many<'a>> {
+        let n = count_arg(count as i64)?;
+        Ok(Many {
+            handles: array(p, n, "array_of_requests")?,
+        })
+    }
+
+    /// Look every handle up; the core ids go to `rids`, the entries to `ents`.
+    fn lookup(&self, ents: &mut [Option<ReqEntry>], rids: &mut [Option<RequestId>]) -> R<()> {
+        handles::requests(self.handles, ents).map_err(|(i, mut e)| {
+            e.msg = format!("{} (at index {i})", e.msg);
+            e
+        })?;
+        for (r, e) in rids.iter_mut().zip(ents.iter()) {
+            *r = e.map(|e| e.rid);
+        }
+        Ok(())
+    }
+}
+
+/// The comm of entry `i` (MPI_COMM_SELF for a null one).
+fn comm_of(ents: &[Option<ReqEntry>], i: usize) -> MPI_Comm {
+    ents[i].map_or(MPI_COMM_SELF as usize, |e| e.comm) as MPI_Comm
+}
+
+/// Report MPI_ERR_IN_STATUS on the communicator of the first failed request.
+#[cold]
+fn in_status(comm: MPI_Comm, failed: usize, call: &dyn Fn() -> String) -> c_int {
+    let why = format!("{failed} of the operations failed: the error of each is in its status");
+    errors::raise_code(comm, call, MPI_ERR_IN_STATUS, &why)
+}
+
+/// Take the completions of the (all complete) requests and write statuses, for Waitall and
+/// Testall.
+fn finish_all(
+    m: &mut Many,
+    ents: &[Option<ReqEntry>],
+    statuses: *mut MPI_Status,
+    call: &dyn Fn() -> String,
+) -> c_int {
+    let n = m.handles.len();
+    let mut st = super::common::statuses(statuses, n);
+    let mut failed = 0usize;
+    let mut first_failed = None;
+    let mut core_err = None;
+    let mut codes = Vec::new();
+    for i in 0..n {
+        let Some(e) = ents[i] else {
+            if let Some(st) = st.as_deref_mut() {
+                empty_status(&mut st[i]);
+            }
+            continue;
+        };
+        match madmpi::take_completion(e.rid) {
+            Ok(c) => {
+                settle(&mut m.handles[i], &c);
+                if let Some(st) = st.as_deref_mut() {
+                    fill_status(&mut st[i], &c.status);
+                }
+                if let Some(code) = status_code(&c.status) {
+                    failed += 1;
+                    first_failed.get_or_insert(i);
+                    codes.push((i, code));
+                }
+            }
+            Err(err) => {
+                core_err.get_or_insert((i, err));
+            }
+        }
+    }
+    if let Some((i, err)) = core_err {
+        return errors::raise(comm_of(ents, i), call, err);
+    }
+    match first_failed {
+        None => MPI_SUCCESS,
+        Some(i) => {
+            if let Some(st) = st {
+                for s in st.iter_mut() {
+                    s.MPI_ERROR = MPI_SUCCESS;
+                }
+                for (j, code) in codes {
+                    st[j].MPI_ERROR = code;
+                }
+            }
+            in_status(comm_of(ents, i), failed, call)
+        }
+    }
+}
+
+pub unsafe fn MPI_Waitall(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    let call = || format!("MPI_Waitall(count={count})");
+    let mut m = match Many::new(count, array_of_requests) {
+        Ok(m) => m,
+        Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
+    };
+    let n = m.handles.len();
+    with_scratch(n, None, |ents| {
+        with_scratch(n, None, |rids| {
+            if let Err(e) = m.lookup(ents, rids) {
+                return errors::raise(MPI_COMM_SELF, &call, e);
+            }
+            if let Err(e) = madmpi::wait_all_complete(rids) {
+                let i = rids.iter().position(|r| r.is_some()).unwrap_or(0);
+                return errors::raise(comm_of(ents, i.min(n.saturating_sub(1))), &call, e);
+            }
+            finish_all(&mut m, ents, array_of_statuses, &call)
+        })
+    })
+}
+
+pub unsafe fn MPI_Testall(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    flag: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    let call = || format!("MPI_Testall(count={count})");
+    let (mut m, flag) =
+        match Many::new(count, array_of_requests).and_then(|m| Ok((m, out(flag, "flag")?))) {
+            Ok(x) => x,
+            Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
+        };
+    let n = m.handles.len();
+    with_scratch(n, None, |ents| {
+        with_scratch(n, None, |rids| {
+            if let Err(e) = m.lookup(ents, rids) {
+                return errors::raise(MPI_COMM_SELF, &call, e);
+            }
+            match madmpi::all_complete(rids) {
+                Ok(false) => {
+                    *flag = 0;
+                    MPI_SUCCESS
+                }
+                Ok(true) => {
+                    *flag = 1;
+                    finish_all(&mut m, ents, array_of_statuses, &call)
+                }
+                Err(e) => {
+                    let i = rids.iter().position(|r| r.is_some()).unwrap_or(0);
+                    errors::raise(comm_of(ents, i.min(n.saturating_sub(1))), &call, e)
+                }
+            }
+        })
+    })
+}
+
+/// Finish Waitany/Testany with request `i` completed as `c`.
+fn finish_any(
+    m: &mut Many,
+    ents: &[Option<ReqEntry>],
+    i: usize,
+    c: &Completion,
+    index: &mut c_int,
+    status: *mut MPI_Status,
+    call: &dyn Fn() -> String,
+) -> c_int {
+    settle(&mut m.handles[i], c);
+    *index = i as c_int;
+    complete_one(comm_of(ents, i), status, &c.status, call)
+}
+
+pub unsafe fn MPI_Waitany(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    let call = || format!("MPI_Waitany(count={count})");
+    let (mut m, index) =
+        match Many::new(count, array_of_requests).and_then(|m| Ok((m, out(index, "index")?))) {
+            Ok(x) => x,
+            Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
+        };
+    let n = m.handles.len();
+    with_scratch(n, None, |ents| {
+        with_scratch(n, None, |rids| {
+            if let Err(e) = m.lookup(ents, rids) {
+                return errors::raise(MPI_COMM_SELF, &call, e);
+            }
+            match madmpi::wait_any(rids) {
+                Ok(Some((i, c))) => finish_any(&mut m, ents, i, &c, index, status, &call),
+                Ok(None) => {
+                    *index = MPI_UNDEFINED;
+                    write_empty_status(status);
+                    MPI_SUCCESS
+                }
+                Err(e) => errors::raise(MPI_COMM_SELF, &call, e),
+            }
+        })
+    })
+}
+
+pub unsafe fn MPI_Testany(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    let call = || format!("MPI_Testany(count={count})");
+    let (mut m, index, flag) = match Many::new(count, array_of_requests)
+        .and_then(|m| Ok((m, out(index, "index")?, out(flag, "flag")?)))
+    {
+        Ok(x) => x,
+        Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
+    };
+    let n = m.handles.len();
+    with_scratch(n, None, |ents| {
+        with_scratch(n, None, |rids| {
+            if let Err(e) = m.lookup(ents, rids) {
+                return errors::raise(MPI_COMM_SELF, &call, e);
+            }
+            match madmpi::test_any(rids) {
+                Ok(Some(Some((i, c)))) => {
+                    *flag = 1;
+                    finish_any(&mut m, ents, i, &c, index, status, &call)
+                }
+                Ok(Some(None)) => {
+                    *flag = 1;
+                    *index = MPI_UNDEFINED;
+                    write_empty_status(status);
+                    MPI_SUCCESS
+                }
+                Ok(None) => {
+                    *flag = 0;
+                    *index = MPI_UNDEFINED;
+                    MPI_SUCCESS
+                }
+                Err(e) => errors::raise(MPI_COMM_SELF, &call, e),
+            }
+        })
+    })
+}
+
+/// Finish Waitsome/Testsome with the completions `done`.
+#[allow(clippy::too_many_arguments)]
+fn finish_some(
+    m: &mut Many,
+    ents: &[Option<ReqEntry>],
+    done: Option<Vec<(usize, Completion)>>,
+    outcount: &mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+    call: &dyn Fn() -> String,
+) -> c_int {
+    let Some(done) = done else {
+        *outcount = MPI_UNDEFINED;
+        return MPI_SUCCESS;
+    };
+    let k = done.len();
+    let idx = match array(indices, k, "array_of_indices") {
+        Ok(a) => a,
+        Err(e) => return errors::raise(MPI_COMM_SELF, call, e),
+    };
+    let mut st = super::common::statuses(statuses, k);
+    let mut first_failed = None;
+    let mut failed = 0;
+    for (j, (i, c)) in done.iter().enumerate() {
+        settle(&mut m.handles[*i], c);
+        idx[j] = *i as c_int;
+        if let Some(st) = st.as_deref_mut() {
+            fill_status(&mut st[j], &c.status);
+        }
+        if status_code(&c.status).is_some() {
+            failed += 1;
+            first_failed.get_or_insert(*i);
+        }
+    }
+    *outcount = k as c_int;
+    match first_failed {
+        None => MPI_SUCCESS,
+        Some(i) => {
+            if let Some(st) = st {
+                for (s, (_, c)) in st.iter_mut().zip(done.iter()) {
+                    s.MPI_ERROR = status_code(&c.status).unwrap_or(MPI_SUCCESS);
+                }
+            }
+            in_status(comm_of(ents, i), failed, call)
+        }
+    }
+}
+
+pub unsafe fn MPI_Waitsome(
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    let call = || format!("MPI_Waitsome(incount={incount})");
+    let (mut m, outcount) = match Many::new(incount, array_of_requests)
+        .and_then(|m| Ok((m, out(outcount, "outcount")?)))
+    {
+        Ok(x) => x,
+        Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
+    };
+    let n = m.handles.len();
+    with_scratch(n, None, |ents| {
+        with_scratch(n, None, |rids| {
+            if let Err(e) = m.lookup(ents, rids) {
+                return errors::raise(MPI_COMM_SELF, &call, e);
+            }
+            match madmpi::wait_some(rids) {
+                Ok(done) => finish_some(
+                    &mut m,
+                    ents,
+                    done,
+                    outcount,
+                    array_of_indices,
+                    array_of_statuses,
+                    &call,
+                ),
+                Err(e) => errors::raise(MPI_COMM_SELF, &call, e),
+            }
+        })
+    })
+}
+
+pub unsafe fn MPI_Testsome(
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    let call = || format!("MPI_Testsome(incount={incount})");
+    let (mut m, outcount) = match Many::new(incount, array_of_requests)
+        .and_then(|m| Ok((m, out(outcount, "outcount")?)))
+    {
+        Ok(x) => x,
+        Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
+    };
+    let n = m.handles.len();
+    with_scratch(n, None, |ents| {
+        with_scratch(n, None, |rids| {
+            if let Err(e) = m.lookup(ents, rids) {
+                return errors::raise(MPI_COMM_SELF, &call, e);
+            }
+            match madmpi::test_some(rids) {
+                Ok(done) => finish_some(
+                    &mut m,
+                    ents,
+                    done,
+                    outcount,
+                    array_of_indices,
+                    array_of_statuses,
+                    &call,
+                ),
+                Err(e) => errors::raise(MPI_COMM_SELF, &call, e),
+            }
+        })
+    })
+}

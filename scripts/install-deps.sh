@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs what building and testing madmpi needs, when it is missing: a C/C++ toolchain,
+# make, pkg-config and binutils (nm). With --bench, also MPICH and Open MPI (the references the
+# benchmarks compare against). Never fails a build for a package it cannot install: it says so.
+set -u
+need=""
+for tool in cc:gcc c++:g++ make:make pkg-config:pkg-config nm:binutils; do
+    cmd=${tool%%:*}; pkg=${tool#*:}
+    command -v "$cmd" >/dev/null 2>&1 || need="$need $pkg"
+done
+if [ "${1:-}" = "--bench" ]; then
+    command -v mpicc.mpich >/dev/null 2>&1 || need="$need mpich libmpich-dev"
+    command -v mpicc.openmpi >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"
+fi
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps: installing$need"
+    apt-get update -qq >/dev/null 2>&1
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null 2>&1 \
+        || echo "install-deps: could not install$need" >&2
+else
+    echo "install-deps: missing$need (install them with your package manager)" >&2
+fi
+exit 0

@@ -1,0 +1,134 @@
+/* cancel.c - MPI_Cancel of a posted receive, of unmatched sends (small and
+ * rendezvous-sized: Test_cancelled is true and the receiver never gets
+ * them), of a completed request (not cancelled), and Test_cancelled on
+ * ordinary statuses.  Exactly 2 ranks. */
+#include "common.h"
+
+#define BIG (512 * 1024)
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv);
+    CHECK(t_size == 2);
+    int madmpi = is_madmpi();
+    int peer = 1 - t_rank;
+    MPI_Request r;
+    MPI_Status st;
+    int flag;
+
+    /* 1. A posted receive that nothing matches. */
+    {
+        int v = 5;
+        MPI_OK(MPI_Irecv(&v, 1, MPI_INT, peer, 55, MPI_COMM_WORLD, &r));
+        MPI_OK(MPI_Cancel(&r));
+        MPI_OK(MPI_Wait(&r, &st));
+        CHECK(r == MPI_REQUEST_NULL);
+        flag = 0;
+        MPI_OK(MPI_Test_cancelled(&st, &flag));
+        CHECK(flag == 1);
+        CHECK(v == 5);
+        /* ANY_SOURCE too */
+        MPI_OK(MPI_Irecv(&v, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &r));
+        MPI_OK(MPI_Cancel(&r));
+        flag = 0;
+        while (!flag)
+            MPI_OK(MPI_Test(&r, &flag, &st));
+        MPI_OK(MPI_Test_cancelled(&st, &flag));
+        CHECK(flag == 1);
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* 2. Unmatched sends from rank 1 (small, then rendezvous-sized); rank 0
+     * posts no receive for tag 77/78 until rank 1 has cancelled. */
+    unsigned char *big = xmalloc(BIG);
+    int cancelled[2] = {0, 0};
+    if (t_rank == 1) {
+        int v = 77;
+        MPI_OK(MPI_Isend(&v, 1, MPI_INT, 0, 77, MPI_COMM_WORLD, &r));
+        MPI_OK(MPI_Cancel(&r));
+        MPI_OK(MPI_Wait(&r, &st));
+        MPI_OK(MPI_Test_cancelled(&st, &cancelled[0]));
+        fill(big, BIG, 78, 0);
+        MPI_OK(MPI_Isend(big, BIG, MPI_BYTE, 0, 78, MPI_COMM_WORLD, &r));
+        MPI_OK(MPI_Cancel(&r));
+        MPI_OK(MPI_Wait(&r, &st));
+        MPI_OK(MPI_Test_cancelled(&st, &cancelled[1]));
+        if (madmpi)
+            CHECKF(cancelled[0] && cancelled[1], "unmatched sends not cancelled: %d %d", cancelled[0],
+                   cancelled[1]);
+        MPI_OK(MPI_Send(cancelled, 2, MPI_INT, 0, 79, MPI_COMM_WORLD));
+    } else {
+        MPI_OK(MPI_Recv(cancelled, 2, MPI_INT, 1, 79, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        /* Whatever was cancelled must not arrive; what was not must. */
+        for (int k = 0; k < 2; k++) {
+            int tag = 77 + k;
+            MPI_OK(MPI_Iprobe(1, tag, MPI_COMM_WORLD, &flag, &st));
+            if (cancelled[k]) {
+                CHECKF(flag == 0, "cancelled message with tag %d arrived", tag);
+            } else {
+                MPI_OK(MPI_Recv(big, BIG, MPI_BYTE, 1, tag, MPI_COMM_WORLD, &st));
+            }
+        }
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (t_rank == 0) {
+        /* Still nothing later on. */
+        MPI_OK(MPI_Iprobe(1, 77, MPI_COMM_WORLD, &flag, &st));
+        CHECK(flag == 0 || !cancelled[0]);
+        MPI_OK(MPI_Iprobe(1, 78, MPI_COMM_WORLD, &flag, &st));
+        CHECK(flag == 0 || !cancelled[1]);
+    }
+
+    /* 3. A send that was received: cancelling it after completion does
+     * nothing (Test_cancelled false). */
+    if (t_rank == 0) {
+        int v = 1;
+        MPI_OK(MPI_Issend(&v, 1, MPI_INT, 1, 80, MPI_COMM_WORLD, &r));
+        MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 1, 81, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        /* rank 1 has received it: the synchronous send is complete or about to be */
+        MPI_OK(MPI_Cancel(&r));
+        MPI_OK(MPI_Wait(&r, &st));
+        MPI_OK(MPI_Test_cancelled(&st, &flag));
+        CHECK(flag == 0);
+    } else {
+        int v = 0;
+        MPI_OK(MPI_Recv(&v, 1, MPI_INT, 0, 80, MPI_COMM_WORLD, &st));
+        CHECK(v == 1);
+        MPI_OK(MPI_Test_cancelled(&st, &flag));
+        CHECK(flag == 0);
+        MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, 81, MPI_COMM_WORLD));
+    }
+
+    /* 4. A receive matched before the cancel is not cancelled. */
+    if (t_rank == 0) {
+        int v = 0;
+        MPI_OK(MPI_Irecv(&v, 1, MPI_INT, 1, 82, MPI_COMM_WORLD, &r));
+        MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 1, 83, MPI_COMM_WORLD));
+        MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 1, 84, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        /* Rank 1's message was sent before its tag-84 one: it is here. */
+        flag = 0;
+        while (!flag)
+            MPI_OK(MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Cancel(&r));
+        MPI_OK(MPI_Wait(&r, &st));
+        MPI_OK(MPI_Test_cancelled(&st, &flag));
+        CHECK(flag == 0 && v == 82);
+    } else {
+        int v = 82;
+        MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 0, 83, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Send(&v, 1, MPI_INT, 0, 82, MPI_COMM_WORLD));
+        MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, 84, MPI_COMM_WORLD));
+    }
+
+    /* 5. Status_set_cancelled / Test_cancelled round trip. */
+    MPI_OK(MPI_Status_set_cancelled(&st, 1));
+    MPI_OK(MPI_Test_cancelled(&st, &flag));
+    CHECK(flag == 1);
+    MPI_OK(MPI_Status_set_cancelled(&st, 0));
+    MPI_OK(MPI_Test_cancelled(&st, &flag));
+    CHECK(flag == 0);
+
+    free(big);
+    t_done("cancel");
+    return 0;
+}

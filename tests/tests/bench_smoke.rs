@@ -1,0 +1,443 @@
+//! Smoke test of the benchmark programs (`bench/c/*.c`): each builds with
+//! `-std=c99 -Wall -Wextra -Werror` using the repository's `bin/mpicc`, runs
+//! on 2 ranks under `bin/mpirun` for a tiny size range, and prints `RESULT`
+//! lines in the documented format (bench/README.md) with the expected modes.
+//!
+//! Same build-once logic and overrides as `examples_c.rs`
+//! (`MADMPI_TEST_MPICC`, `MADMPI_TEST_MPIRUN`); helpers are duplicated
+//! because each integration test is its own crate.
+
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+fn scratch() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-c")
+}
+
+/// The compiler and launcher under test, as argv prefixes.
+struct Toolchain {
+    mpicc: Vec<String>,
+    mpirun: Vec<String>,
+    /// Short name for build directories.
+    tag: String,
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+fn env_words(name: &str) -> Option<Vec<String>> {
+    std::env::var(name)
+        .ok()
+        .map(|s| words(&s))
+        .filter(|w| !w.is_empty())
+}
+
+fn toolchain() -> &'static Toolchain {
+    static T: OnceLock<Toolchain> = OnceLock::new();
+    T.get_or_init(|| {
+        let cc = env_words("MADMPI_TEST_MPICC");
+        let run = env_words("MADMPI_TEST_MPIRUN");
+        if cc.is_none() || run.is_none() {
+            ensure_built();
+        }
+        let root = repo();
+        let tag = match &cc {
+            None => "ours".to_string(),
+            Some(w) => Path::new(&w[0])
+                .file_name()
+                .map(|s| {
+                    s.to_string_lossy()
+                        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+                })
+                .unwrap_or_else(|| "override".into()),
+        };
+        Toolchain {
+            mpicc: cc.unwrap_or_else(|| vec![root.join("bin/mpicc").display().to_string()]),
+            mpirun: run.unwrap_or_else(|| vec![root.join("bin/mpirun").display().to_string()]),
+            tag,
+        }
+    })
+}
+
+/// Runs `make` at the repository root once if our wrapper scripts or
+/// library are missing. A lock file serializes concurrent test processes;
+/// the second one finds everything built.
+fn ensure_built() {
+    let root = repo();
+    let needed = ["bin/mpicc", "bin/mpirun", "lib/libmadmpi.so"];
+    let missing = || -> Vec<&str> {
+        needed
+            .iter()
+            .copied()
+            .filter(|p| !root.join(p).exists())
+            .collect()
+    };
+    if missing().is_empty() {
+        return;
+    }
+    let lock_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("madmpi-make.lock");
+    let lock = File::create(&lock_path).unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()));
+    flock(&lock);
+    if missing().is_empty() {
+        return;
+    }
+    let out = Command::new("make")
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `make` in {}: {e}", root.display()));
+    let still = missing();
+    assert!(
+        out.status.success() && still.is_empty(),
+        "`make` at {} ({}) did not produce {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        root.display(),
+        out.status,
+        still,
+        tail(&String::from_utf8_lossy(&out.stdout), 30),
+        tail(&String::from_utf8_lossy(&out.stderr), 30),
+    );
+    // The lock is released when `lock` is dropped.
+}
+
+fn flock(f: &File) {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: the descriptor is open for the lifetime of `f`; flock has
+        // no other preconditions.
+        let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+        if r == 0 {
+            return;
+        }
+        let e = std::io::Error::last_os_error();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "flock: {e}");
+    }
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// MPI jobs run one at a time: the machine may have fewer cores than the
+/// ranks of one job already.
+fn run_lock() -> MutexGuard<'static, ()> {
+    static L: Mutex<()> = Mutex::new(());
+    L.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Compiles one C file; panics with the compiler's output on failure.
+fn compile(src: &Path, out: &Path, extra: &[&str]) {
+    let tc = toolchain();
+    std::fs::create_dir_all(out.parent().expect("output has a directory")).expect("mkdir");
+    let mut cmd = Command::new(&tc.mpicc[0]);
+    cmd.args(&tc.mpicc[1..])
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror"])
+        .args(extra)
+        .arg(src)
+        .arg("-o")
+        .arg(out)
+        .stdin(Stdio::null());
+    let o = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", tc.mpicc));
+    assert!(
+        o.status.success(),
+        "{:?} {} failed ({}):\n{}{}",
+        tc.mpicc,
+        src.display(),
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+struct Ran {
+    ok: bool,
+    status: String,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    fn context(&self, what: &str) -> String {
+        format!(
+            "{what}: {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.status,
+            tail(&self.stdout, 40),
+            tail(&self.stderr, 40)
+        )
+    }
+}
+
+/// Runs `exe args` on `n` ranks with a time limit. The launcher gets its own
+/// process group, killed as a whole afterwards so no rank outlives the test.
+fn mpirun(n: u32, exe: &Path, args: &[&str]) -> Ran {
+    let tc = toolchain();
+    let _serial = run_lock();
+    let dir = scratch().join("logs");
+    std::fs::create_dir_all(&dir).expect("mkdir logs");
+    let base = format!(
+        "{}-{}-n{n}-{}",
+        tc.tag,
+        exe.file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id()
+    );
+    let out_path = dir.join(format!("{base}.out"));
+    let err_path = dir.join(format!("{base}.err"));
+    let mut cmd = Command::new(&tc.mpirun[0]);
+    cmd.args(&tc.mpirun[1..])
+        .arg("-n")
+        .arg(n.to_string())
+        .arg(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(File::create(&out_path).expect("stdout file"))
+        .stderr(File::create(&err_path).expect("stderr file"))
+        .process_group(0);
+    let started = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", tc.mpirun));
+    let pgid = child.id() as libc::pid_t;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break Some(st);
+        }
+        if started.elapsed() > RUN_TIMEOUT {
+            break None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    // SAFETY: killpg has no memory-safety preconditions; pgid is the group
+    // created above for this launcher (never our own group).
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+    let status_text = match status {
+        Some(st) => st.to_string(),
+        None => {
+            let _ = child.wait();
+            format!("timed out after {RUN_TIMEOUT:?} (killed)")
+        }
+    };
+    Ran {
+        ok: status.is_some_and(|s| s.success()),
+        status: status_text,
+        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
+    }
+}
+
+/// One parsed `RESULT` line.
+#[derive(Debug)]
+struct Measured {
+    fields: Vec<(String, String)>,
+}
+
+impl Measured {
+    fn get(&self, k: &str) -> &str {
+        self.fields
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("RESULT line without `{k}`: {:?}", self.fields))
+    }
+
+    fn num(&self, k: &str) -> f64 {
+        let v = self.get(k);
+        let x: f64 = v
+            .parse()
+            .unwrap_or_else(|_| panic!("`{k}={v}` is not a number"));
+        assert!(x.is_finite(), "`{k}={v}` is not finite");
+        x
+    }
+}
+
+/// Parses and validates every `RESULT` line of `stdout`.
+fn results(bench: &str, stdout: &str) -> Vec<Measured> {
+    let mut out = Vec::new();
+    for line in stdout.lines() {
+        let Some(rest) = line.strip_prefix("RESULT ") else {
+            continue;
+        };
+        let fields: Vec<(String, String)> = rest
+            .split_whitespace()
+            .map(|w| {
+                let (k, v) = w
+                    .split_once('=')
+                    .unwrap_or_else(|| panic!("`{w}` is not key=value in: {line}"));
+                (k.to_string(), v.to_string())
+            })
+            .collect();
+        let r = Measured { fields };
+        assert_eq!(r.get("bench"), bench, "{line}");
+        assert_eq!(r.num("ranks"), 2.0, "{line}");
+        let size = r.num("size");
+        assert!(size >= 0.0 && size.fract() == 0.0, "{line}");
+        assert!(r.num("iters") >= 1.0, "{line}");
+        assert!(r.num("reps") >= 1.0, "{line}");
+        assert!(!r.get("metric").is_empty(), "{line}");
+        assert!(matches!(r.get("better"), "lower" | "higher"), "{line}");
+        let (min, med, max) = (r.num("min"), r.num("med"), r.num("max"));
+        assert!(min <= med && med <= max, "min <= med <= max: {line}");
+        assert!(min >= 0.0, "{line}");
+        if r.get("metric") != "overlap_pct" {
+            assert!(min > 0.0, "a time or rate must be positive: {line}");
+        } else {
+            assert!(max <= 100.0, "{line}");
+        }
+        out.push(r);
+    }
+    out
+}
+
+/// Builds `bench` warning-free, runs it on 2 ranks with `args`, and checks
+/// that every mode in `modes` reported with the given metric.
+fn smoke(bench: &str, args: &[&str], modes: &[(&str, &str)]) {
+    let tc = toolchain();
+    let exe = scratch().join(&tc.tag).join(bench);
+    let root = repo();
+    let include = root.join("bench/c").display().to_string();
+    compile(
+        &root.join("bench/c").join(format!("{bench}.c")),
+        &exe,
+        &["-O2", "-I", &include],
+    );
+    let r = mpirun(2, &exe, args);
+    assert!(r.ok, "{}", r.context(&format!("{bench} on 2 ranks")));
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with(&format!("# {bench} ranks=2"))),
+        "{}",
+        r.context("header comment line")
+    );
+    let res = results(bench, &r.stdout);
+    for (mode, metric) in modes {
+        assert!(
+            res.iter()
+                .any(|x| x.get("mode") == *mode && x.get("metric") == *metric),
+            "{}",
+            r.context(&format!("no RESULT with mode={mode} metric={metric}"))
+        );
+    }
+}
+
+const TINY: [&str; 4] = ["--reps", "2", "--iters", "3"];
+
+fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    TINY.iter().copied().chain(extra.iter().copied()).collect()
+}
+
+#[test]
+fn pingpong() {
+    smoke(
+        "pingpong",
+        &args(&["--max", "1024", "--window", "8"]),
+        &[
+            ("lat", "lat_us"),
+            ("lat", "bw_MBps"),
+            ("bw", "bw_MBps"),
+            ("bibw", "bw_MBps"),
+        ],
+    );
+}
+
+#[test]
+fn barrier() {
+    smoke("barrier", &args(&[]), &[("barrier", "lat_us")]);
+}
+
+#[test]
+fn msgrate() {
+    smoke(
+        "msgrate",
+        &args(&["--max", "8", "--window", "8"]),
+        &[("uni", "msg_rate_M")],
+    );
+}
+
+#[test]
+fn multiseg() {
+    smoke(
+        "multiseg",
+        &args(&["--max", "64"]),
+        &[("multiseg", "lat_us"), ("contig", "lat_us")],
+    );
+}
+
+#[test]
+fn indexed() {
+    // --quick: the 64 B + 256 KiB indexed type, 2 vector and 2 struct sizes.
+    smoke(
+        "indexed",
+        &args(&["--quick"]),
+        &[
+            ("indexed", "lat_us"),
+            ("indexed_contig", "lat_us"),
+            ("vector", "lat_us"),
+            ("struct", "bw_MBps"),
+        ],
+    );
+}
+
+#[test]
+fn overlap() {
+    smoke(
+        "overlap",
+        &args(&["--quick"]),
+        &[("nocall", "overlap_pct"), ("test", "overlap_pct")],
+    );
+}
+
+#[test]
+fn coll() {
+    smoke(
+        "coll",
+        &args(&["--max", "1024"]),
+        &[
+            ("allreduce", "lat_us"),
+            ("bcast", "lat_us"),
+            ("alltoall", "lat_us"),
+            ("barrier", "lat_us"),
+        ],
+    );
+}
+
+/// A bad option is refused with a usage message, not ignored.
+#[test]
+fn bad_option_is_refused() {
+    let tc = toolchain();
+    let exe = scratch().join(&tc.tag).join("barrier-badopt");
+    let root = repo();
+    let include = root.join("bench/c").display().to_string();
+    compile(
+        &root.join("bench/c/barrier.c"),
+        &exe,
+        &["-O2", "-I", &include],
+    );
+    let r = mpirun(2, &exe, &["--mode", "nonsense"]);
+    assert!(!r.ok, "{}", r.context("--mode nonsense must fail"));
+    assert!(
+        r.stderr.contains("usage:"),
+        "{}",
+        r.context("usage on stderr")
+    );
+}
