@@ -33,7 +33,7 @@ HEADERS = $(notdir $(wildcard include/*.h))
 
 INST := $(DESTDIR)$(abspath $(PREFIX))
 
-.PHONY: all cargo-build build-tree install uninstall clean run test bench
+.PHONY: all cargo-build build-tree install uninstall clean run test bench deps
 
 all: build-tree
 
@@ -89,12 +89,24 @@ uninstall:
 clean:
 	rm -rf lib bin/mpirun bin/mpiexec
 
-# ---- PLACEHOLDERS: the lead fills these in (run the examples, the test suites, benchmarks) ----
-run:
-	@echo "make run: placeholder, not written yet" >&2; exit 1
+# ---- run, test, bench ----
+# make run: build everything, then build the C examples with bin/mpicc and run a 4-rank job.
+NP ?= 4
+run: all
+	@$(MAKE) --no-print-directory -C examples-c MPICC=$(CURDIR)/bin/mpicc
+	$(CURDIR)/bin/mpirun -n $(NP) build/examples-c/hello
+	$(CURDIR)/bin/mpirun -n $(NP) build/examples-c/ring
 
-test:
-	@echo "make test: placeholder, not written yet" >&2; exit 1
+# make test: everything CI runs. Tools first, then formatting and lints, the build tree (the
+# integration tests run bin/mpirun and programs built with bin/mpicc), then every test suite.
+test: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(MAKE) --no-print-directory all
+	$(MAKE) --no-print-directory -C examples-c MPICC=$(CURDIR)/bin/mpicc CFLAGS="-O2 -Wall -Wextra -Werror"
+	$(CARGO) test --workspace --no-fail-fast
 
-bench:
-	@echo "make bench: placeholder, not written yet" >&2; exit 1
+deps:
+	@sh scripts/install-deps.sh
+
+include bench/Makefile.inc

@@ -184,7 +184,7 @@ static inline long bench_iters_for_size(const struct bench_opts *o,
     return bench_iters(o, base, 2);
 }
 
-/* Caps `iters` so that one repetition takes about 0.2 s (0.05 s with
+/* Caps `iters` so that one repetition takes about 0.1 s (0.05 s with
  * --quick) on the slowest rank: with more ranks than cores, a busy-polling
  * implementation can be a thousand times slower than its dedicated-core
  * figure, and a benchmark must still finish.  Runs `op(ctx)` a doubling
@@ -196,7 +196,7 @@ static inline long bench_time_cap(const struct bench_opts *o, long iters,
 {
     if (o->iters > 0)
         return o->iters;
-    double target = o->quick ? 0.05 : 0.2;
+    double target = o->quick ? 0.05 : 0.1;
     long n = 1;
     double el = 0.0;
     /* A first call can be very slow (connection set-up, page faults); the

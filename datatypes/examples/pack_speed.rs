@@ -21,13 +21,32 @@ fn main() {
         out.copy_from_slice(&src[..n * 8]);
         std::hint::black_box(&mut out);
     }
-    println!("memcpy                      {:6.2} GB/s", gbps(n * 8, reps, t0.elapsed().as_secs_f64()));
+    println!(
+        "memcpy                      {:6.2} GB/s",
+        gbps(n * 8, reps, t0.elapsed().as_secs_f64())
+    );
 
     let cases = [
-        ("contiguous(n, double)", Datatype::contiguous(n, &d).unwrap(), 1),
-        ("vector(n, 1, 2, double)", Datatype::vector(n, 1, 2, &d).unwrap(), 1),
-        ("vector(n/8, 8, 16, double)", Datatype::vector(n / 8, 8, 16, &d).unwrap(), 1),
-        ("vector(n/512, 512, 1024)", Datatype::vector(n / 512, 512, 1024, &d).unwrap(), 1),
+        (
+            "contiguous(n, double)",
+            Datatype::contiguous(n, &d).unwrap(),
+            1,
+        ),
+        (
+            "vector(n, 1, 2, double)",
+            Datatype::vector(n, 1, 2, &d).unwrap(),
+            1,
+        ),
+        (
+            "vector(n/8, 8, 16, double)",
+            Datatype::vector(n / 8, 8, 16, &d).unwrap(),
+            1,
+        ),
+        (
+            "vector(n/512, 512, 1024)",
+            Datatype::vector(n / 512, 512, 1024, &d).unwrap(),
+            1,
+        ),
         (
             "resized(double, 16) x n",
             Datatype::create_resized(&d, 0, 16).unwrap(),
@@ -35,12 +54,8 @@ fn main() {
         ),
         (
             "struct{int,double} x n/2",
-            Datatype::create_struct(
-                &[1, 1],
-                &[0, 8],
-                &[Datatype::basic(Basic::Int), d.clone()],
-            )
-            .unwrap(),
+            Datatype::create_struct(&[1, 1], &[0, 8], &[Datatype::basic(Basic::Int), d.clone()])
+                .unwrap(),
             n * 8 / 12,
         ),
     ];
@@ -58,6 +73,10 @@ fn main() {
         let t0 = Instant::now();
         let segs = t.segments(count, 0..bytes).count();
         let dt = t0.elapsed().as_secs_f64();
-        println!("     segments: {segs} in {:.2} ms ({:.1} ns/segment)", dt * 1e3, dt * 1e9 / segs as f64);
+        println!(
+            "     segments: {segs} in {:.2} ms ({:.1} ns/segment)",
+            dt * 1e3,
+            dt * 1e9 / segs as f64
+        );
     }
 }

@@ -578,6 +578,61 @@ impl Datatype {
         self.0.sig.elems
     }
 
+    /// `Some((basic, n))` when the packed data of one instance is `n` elements of the single
+    /// predefined type `basic` (a scalar or a pair type): what a reduction operation needs to
+    /// apply itself to packed data (e.g. `contiguous(4, MPI_DOUBLE_INT)` is 4 `DoubleInt`s).
+    /// `None` for mixed types. Empty types report `n = 0` of `Byte`.
+    pub fn uniform_element(&self) -> Option<(Basic, usize)> {
+        if self.size() == 0 {
+            return Some((Basic::Byte, 0));
+        }
+        let b = self.uniform_basic()?;
+        Some((b, self.size() / b.size()))
+    }
+
+    fn uniform_basic(&self) -> Option<Basic> {
+        if self.size() == 0 {
+            return None;
+        }
+        match &self.0.args {
+            Args::Named(b) => Some(*b),
+            Args::F90Real { .. } | Args::F90Complex { .. } | Args::F90Integer { .. } => {
+                match &*self.0.sig.items {
+                    [crate::signature::SigItem::Run(b, 1)] => Some(*b),
+                    _ => None,
+                }
+            }
+            Args::Dup(old)
+            | Args::Contiguous { old, .. }
+            | Args::Vector { old, .. }
+            | Args::Hvector { old, .. }
+            | Args::Indexed { old, .. }
+            | Args::Hindexed { old, .. }
+            | Args::IndexedBlock { old, .. }
+            | Args::HindexedBlock { old, .. }
+            | Args::Subarray { old, .. }
+            | Args::Darray { old, .. }
+            | Args::Resized { old, .. } => old.uniform_basic(),
+            Args::Struct {
+                blocklens, types, ..
+            } => {
+                let mut found: Option<Basic> = None;
+                for (t, &k) in types.iter().zip(blocklens.iter()) {
+                    if k == 0 || t.size() == 0 {
+                        continue;
+                    }
+                    let b = t.uniform_basic()?;
+                    if found.is_some_and(|f| f != b) {
+                        return None;
+                    }
+                    found = Some(b);
+                }
+                found
+            }
+            Args::ValueIndex { .. } => None,
+        }
+    }
+
     /// The name (`MPI_Type_get_name`): the MPI name for predefined types, empty for new ones.
     pub fn name(&self) -> String {
         self.0.name.lock().map(|n| n.clone()).unwrap_or_default()

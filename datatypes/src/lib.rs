@@ -19,6 +19,24 @@
 //! All `unsafe` code is in one module (`raw`), which reads and writes user memory for
 //! pack/unpack; everything else is `forbid(unsafe_code)`. Bad input is an [`Error`], never a
 //! panic.
+//!
+//! ```
+//! use madmpi_datatypes::{Basic, Datatype};
+//!
+//! // every other int of 6
+//! let t = Datatype::vector(3, 1, 2, &Datatype::basic(Basic::Int))?;
+//! t.commit();
+//! assert_eq!((t.size(), t.extent()), (12, 20));
+//! assert_eq!(t.segments(1, 0..usize::MAX).collect::<Vec<_>>(), [(0, 4), (8, 4), (16, 4)]);
+//!
+//! let src = [10i32, 11, 12, 13, 14, 15];
+//! let mut packed = [0u8; 12];
+//! // SAFETY: `src` covers the 20 bytes the type spans.
+//! let n = unsafe { t.pack(src.as_ptr().cast(), 1, 0, &mut packed) };
+//! assert_eq!(n, 12);
+//! assert_eq!(packed[4..8], 12i32.to_ne_bytes());
+//! # Ok::<(), madmpi_datatypes::Error>(())
+//! ```
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -46,5 +64,22 @@ pub fn check_datarep(name: &str) -> Result<()> {
         Err(Error::UnsupportedDatarep(format!(
             "{name:?} (only \"external32\")"
         )))
+    }
+}
+
+/// `MPI_Get_address`: the address of `location` as an `MPI_Aint`. The pointer's provenance is
+/// exposed, so that a datatype built from such absolute addresses can be used with a null
+/// (`MPI_BOTTOM`) buffer in pack and unpack.
+pub fn get_address<T>(location: *const T) -> isize {
+    location as usize as isize
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn datatype_is_send_and_sync() {
+        fn check<T: Send + Sync + Clone + 'static>() {}
+        check::<crate::Datatype>();
+        check::<crate::Error>();
     }
 }

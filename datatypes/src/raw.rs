@@ -5,14 +5,18 @@
 //! The contract, stated once: **a buffer passed here must be valid, for reads (pack) or writes
 //! (unpack), at every byte the datatype describes for the given count** — the range
 //! [`Datatype::buffer_span`] reports — with the data bytes initialized for reads, and must not
-//! be accessed by anything else during the call. For a non-blocking operation this is the MPI
+//! be accessed by anything else during the call. Displacements may be negative: the pointer must
+//! carry the provenance of the whole allocation (e.g. `vec.as_ptr().add(origin)`, not
+//! `vec[origin..].as_ptr()`). A null buffer is `MPI_BOTTOM`: the displacements are then absolute
+//! addresses from [`get_address`](crate::get_address). For a non-blocking operation this is the MPI
 //! rule that the buffer stays valid and untouched until the request completes.
 #![allow(unsafe_code)]
 
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
 use crate::external32::{decode, encode};
-use crate::node::Kind;
+use crate::node::{Kind, Node};
+use crate::segments::{flat_runs, Runs};
 use crate::signature::SigCursor;
 
 /// Copies `len` bytes, with fixed-size moves for the small lengths strided types produce.
@@ -36,6 +40,18 @@ unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
                 .write_unaligned(src.cast::<u128>().read_unaligned()),
             _ => std::ptr::copy_nonoverlapping(src, dst, len),
         }
+    }
+}
+
+/// `base + off`. A null `base` is `MPI_BOTTOM`: `off` is then an absolute address obtained
+/// with [`get_address`](crate::get_address), which exposed its provenance, and the pointer is
+/// rebuilt from it; otherwise the arithmetic keeps `base`'s provenance.
+#[inline(always)]
+fn at(base: *mut u8, off: isize) -> *mut u8 {
+    if base.is_null() {
+        off as usize as *mut u8
+    } else {
+        base.wrapping_offset(off)
     }
 }
 
@@ -110,6 +126,7 @@ impl Datatype {
         out: &mut [u8],
         position: &mut usize,
     ) -> Result<()> {
+        self.buffer_span(count)?;
         let needed = self.pack_size(count)?;
         let room = space(out.len(), *position, needed, "pack output buffer")?;
         // SAFETY: forwarded contract.
@@ -130,6 +147,7 @@ impl Datatype {
         dst: *mut u8,
         count: usize,
     ) -> Result<()> {
+        self.buffer_span(count)?;
         let needed = self.pack_size(count)?;
         let room = space(input.len(), *position, needed, "unpack input buffer")?;
         // SAFETY: forwarded contract.
@@ -151,6 +169,7 @@ impl Datatype {
         out: &mut [u8],
         position: &mut usize,
     ) -> Result<()> {
+        self.buffer_span(count)?;
         let needed = self.pack_external_size(count)?;
         space(out.len(), *position, needed, "pack_external output buffer")?;
         let out = &mut out[*position..*position + needed];
@@ -196,6 +215,7 @@ impl Datatype {
         dst: *mut u8,
         count: usize,
     ) -> Result<()> {
+        self.buffer_span(count)?;
         let needed = self.pack_external_size(count)?;
         space(
             input.len(),
@@ -221,8 +241,7 @@ impl Datatype {
                 }
                 // SAFETY: `off..off + take * nsz` is a data segment of the type, writable by the
                 // caller's contract and not aliased by `input`.
-                let native =
-                    unsafe { std::slice::from_raw_parts_mut(dst.wrapping_offset(off), take * nsz) };
+                let native = unsafe { std::slice::from_raw_parts_mut(at(dst, off), take * nsz) };
                 decode(conv, &input[p..p + take * esz], native)?;
                 off = off.wrapping_add((take * nsz) as isize);
                 len -= take * nsz;
@@ -255,7 +274,7 @@ impl Datatype {
         }
         let n = len.min(total - offset);
         let step = |off: isize, pos: usize, l: usize| {
-            let u = user.wrapping_offset(off);
+            let u = at(user, off);
             let s = stream.wrapping_add(pos);
             // SAFETY: `off..off + l` is a data segment of the type (valid by the caller's
             // contract) and `pos + l <= n <= len` stays inside the stream buffer.
@@ -270,39 +289,26 @@ impl Datatype {
             step(off.wrapping_add(offset as isize), 0, n);
             return n;
         }
-        if let Kind::Vector {
-            base,
-            count: blocks,
-            blocklen,
-            stride,
-            ref child,
-        } = self.0.node.kind
-        {
-            if child.as_dense_leaf() == Some((0, 1)) {
-                // strided fast path: `blocks` runs of `blocklen` bytes per element
-                let extent = self.extent();
-                let g = offset / blocklen;
-                let mut skip = offset % blocklen;
-                let (mut inst, mut j) = (g / blocks, g % blocks);
-                let mut pos = 0;
-                while pos < n {
-                    let off = (inst as isize)
-                        .wrapping_mul(extent)
-                        .wrapping_add(base)
-                        .wrapping_add((j as isize).wrapping_mul(stride))
-                        .wrapping_add(skip as isize);
-                    let l = (blocklen - skip).min(n - pos);
-                    step(off, pos, l);
-                    pos += l;
-                    skip = 0;
-                    j += 1;
-                    if j == blocks {
-                        j = 0;
-                        inst += 1;
-                    }
+        // one-level layouts (every block one run): loop over instances and blocks directly, with
+        // the loop specialized per layout kind
+        let node = &*self.0.node;
+        if let Some(runs) = flat_runs(node) {
+            let extent = self.extent();
+            let nblocks = node.nblocks().max(1);
+            return match runs {
+                Runs::One { off, len } => {
+                    flat_loop(node, offset, n, extent, 1, |_| (off, len), step)
                 }
-                return n;
-            }
+                Runs::Strided { .. } => {
+                    flat_loop(node, offset, n, extent, nblocks, |j| runs.get(j), step)
+                }
+                Runs::Blocks { .. } => {
+                    flat_loop(node, offset, n, extent, nblocks, |j| runs.get(j), step)
+                }
+                Runs::Varying { .. } => {
+                    flat_loop(node, offset, n, extent, nblocks, |j| runs.get(j), step)
+                }
+            };
         }
         let mut pos = 0;
         for (off, l) in self.segments(count, offset..offset + n) {
@@ -311,6 +317,45 @@ impl Datatype {
         }
         pos
     }
+}
+
+/// Copies stream bytes `[offset, offset + n)` of a layout whose blocks are single runs:
+/// `block(j)` is the `(displacement, length)` of block `j` of one instance.
+#[inline(always)]
+fn flat_loop(
+    node: &Node,
+    offset: usize,
+    n: usize,
+    extent: isize,
+    nblocks: usize,
+    block: impl Fn(usize) -> (isize, usize),
+    mut step: impl FnMut(isize, usize, usize),
+) -> usize {
+    let (mut inst, within) = (offset / node.size, offset % node.size);
+    let (mut j, mut skip) = match node.kind {
+        Kind::Leaf { .. } => (0, within),
+        _ => {
+            let (j, i, rem) = node.locate(within);
+            let unit = node.block(j).2.size;
+            (j, i * unit + rem)
+        }
+    };
+    let mut base = (inst as isize).wrapping_mul(extent);
+    let mut pos = 0;
+    while pos < n {
+        let (d, len) = block(j);
+        let l = (len - skip).min(n - pos);
+        step(base.wrapping_add(d).wrapping_add(skip as isize), pos, l);
+        pos += l;
+        skip = 0;
+        j += 1;
+        if j == nblocks {
+            j = 0;
+            inst += 1;
+            base = (inst as isize).wrapping_mul(extent);
+        }
+    }
+    n
 }
 
 fn space(have: usize, position: usize, needed: usize, what: &'static str) -> Result<usize> {

@@ -88,6 +88,8 @@ impl<'a> Stack<'a> {
 /// layout tree is deeper than eight levels.
 #[derive(Clone, Debug)]
 pub struct Segments<'a> {
+    /// `Some` for one-level layouts (every block one run): walked without the stack.
+    flat: Option<Flat<'a>>,
     stack: Stack<'a>,
     count: usize,
     /// Bytes to drop from the front of the next run (set by the initial seek).
@@ -97,28 +99,147 @@ pub struct Segments<'a> {
     pending: Option<(isize, usize)>,
 }
 
+/// State of the stack-free walk of a one-level layout.
+#[derive(Clone, Copy, Debug)]
+struct Flat<'a> {
+    runs: Runs<'a>,
+    nblocks: usize,
+    extent: isize,
+    /// Next block of the current instance.
+    j: usize,
+    /// Origin of the current instance.
+    base: isize,
+}
+
+/// The runs of one instance of a one-level layout, decoded once.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Runs<'a> {
+    One {
+        off: isize,
+        len: usize,
+    },
+    Strided {
+        first: isize,
+        len: usize,
+        stride: isize,
+    },
+    Blocks {
+        displs: &'a [isize],
+        off: isize,
+        len: usize,
+    },
+    Varying {
+        displs: &'a [isize],
+        lens: &'a [usize],
+        off: isize,
+        unit: usize,
+    },
+}
+
+impl Runs<'_> {
+    #[inline(always)]
+    pub(crate) fn get(&self, j: usize) -> (isize, usize) {
+        match *self {
+            Runs::One { off, len } => (off, len),
+            Runs::Strided { first, len, stride } => {
+                (first.wrapping_add((j as isize).wrapping_mul(stride)), len)
+            }
+            Runs::Blocks { displs, off, len } => (displs[j].wrapping_add(off), len),
+            Runs::Varying {
+                displs,
+                lens,
+                off,
+                unit,
+            } => (displs[j].wrapping_add(off), lens[j] * unit),
+        }
+    }
+}
+
+/// The runs of `node` when every block of it is a single run.
+pub(crate) fn flat_runs(node: &Node) -> Option<Runs<'_>> {
+    match &node.kind {
+        Kind::Leaf { off, len } => Some(Runs::One {
+            off: *off,
+            len: *len,
+        }),
+        Kind::Vector {
+            base,
+            blocklen,
+            stride,
+            child,
+            ..
+        } => child.as_dense_leaf().map(|(off, len)| Runs::Strided {
+            first: base.wrapping_add(off),
+            len: blocklen * len,
+            stride: *stride,
+        }),
+        Kind::BlockIndexed {
+            blocklen,
+            displs,
+            child,
+        } => child.as_dense_leaf().map(|(off, len)| Runs::Blocks {
+            displs,
+            off,
+            len: blocklen * len,
+        }),
+        Kind::Indexed {
+            blocklens,
+            displs,
+            child,
+            ..
+        } => child.as_dense_leaf().map(|(off, len)| Runs::Varying {
+            displs,
+            lens: blocklens,
+            off,
+            unit: len,
+        }),
+        Kind::Empty | Kind::Struct { .. } => None,
+    }
+}
+
 impl<'a> Segments<'a> {
     pub(crate) fn new(node: &'a Node, count: usize, range: Range<usize>) -> Segments<'a> {
         let total = count.saturating_mul(node.size);
         let start = range.start.min(total);
         let end = range.end.min(total);
         let mut it = Segments {
+            flat: None,
             stack: Stack::new(),
             count,
             skip: 0,
             remaining: end.saturating_sub(start),
             pending: None,
         };
-        if it.remaining > 0 {
-            it.stack.push(Frame {
-                node,
-                base: 0,
-                j: 0,
-                i: 0,
-                root: true,
-            });
-            it.seek(start);
+        if it.remaining == 0 {
+            return it;
         }
+        if let Some(runs) = flat_runs(node) {
+            let (inst, within) = (start / node.size, start % node.size);
+            let (j, skip) = match node.kind {
+                Kind::Leaf { .. } => (0, within),
+                _ => {
+                    let (j, i, rem) = node.locate(within);
+                    (j, i * node.block(j).2.size + rem)
+                }
+            };
+            it.skip = skip;
+            it.flat = Some(Flat {
+                runs,
+                nblocks: node.nblocks().max(1),
+                extent: node.extent,
+                j,
+                base: (inst as isize).wrapping_mul(node.extent),
+            });
+            return it;
+        }
+        it.stack.push(Frame {
+            node,
+            base: 0,
+            j: 0,
+            i: 0,
+            root: true,
+        });
+        it.seek(start);
         it
     }
 
@@ -169,11 +290,27 @@ impl<'a> Segments<'a> {
     }
 
     /// The next run, before merging.
-    #[inline]
+    #[inline(always)]
     fn next_raw(&mut self) -> Option<(isize, usize)> {
         if self.remaining == 0 {
             return None;
         }
+        if let Some(f) = &mut self.flat {
+            let (d, len) = f.runs.get(f.j);
+            let off = f.base.wrapping_add(d);
+            f.j += 1;
+            if f.j == f.nblocks {
+                f.j = 0;
+                f.base = f.base.wrapping_add(f.extent);
+            }
+            return Some(self.emit(off, len));
+        }
+        self.next_tree()
+    }
+
+    /// The next run of a layout tree (kept out of line so that the flat path stays small).
+    #[inline(never)]
+    fn next_tree(&mut self) -> Option<(isize, usize)> {
         let count = self.count;
         loop {
             let top = self.stack.top()?;

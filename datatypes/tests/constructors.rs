@@ -610,3 +610,56 @@ fn external32_bytes() {
     unsafe { z.pack_external(zb.as_ptr(), 1, &mut out, &mut pos) }.unwrap();
     assert_eq!(out, [0x3f, 0x80, 0, 0, 0x40, 0, 0, 0]);
 }
+
+#[test]
+fn mpi_bottom_absolute_addresses() {
+    let a = [1i32, 2, 3];
+    let d = [4.5f64, 5.5];
+    // (from pointers to the whole arrays: the type reaches past the element addressed)
+    let addrs = [
+        madmpi_datatypes::get_address(a.as_ptr().wrapping_add(1)),
+        madmpi_datatypes::get_address(d.as_ptr()),
+    ];
+    let t = Datatype::create_struct(&[2, 1], &addrs, &[b(Basic::Int), b(Basic::Double)]).unwrap();
+    let mut out = [0u8; 16];
+    // SAFETY: the absolute addresses point into `a` and `d`, alive and initialized.
+    let n = unsafe { t.pack(std::ptr::null(), 1, 0, &mut out) };
+    assert_eq!(n, 16);
+    assert_eq!(&out[..4], &2i32.to_ne_bytes());
+    assert_eq!(&out[4..8], &3i32.to_ne_bytes());
+    assert_eq!(&out[8..], &4.5f64.to_ne_bytes());
+    let mut a2 = [0i32; 3];
+    let mut d2 = [0f64; 2];
+    // addresses taken from mutable pointers: they will be written through
+    let addrs = [
+        madmpi_datatypes::get_address(a2.as_mut_ptr().wrapping_add(1)),
+        madmpi_datatypes::get_address(d2.as_mut_ptr()),
+    ];
+    let t = Datatype::create_struct(&[2, 1], &addrs, &[b(Basic::Int), b(Basic::Double)]).unwrap();
+    // SAFETY: the absolute addresses point into `a2` and `d2`, alive and writable.
+    let n = unsafe { t.unpack(std::ptr::null_mut(), 1, 0, &out) };
+    assert_eq!(n, 16);
+    assert_eq!((a2, d2), ([0, 2, 3], [4.5, 0.0]));
+}
+
+#[test]
+fn uniform_elements_for_reductions() {
+    let di = b(Basic::DoubleInt);
+    let c = Datatype::contiguous(4, &di).unwrap();
+    assert_eq!(c.uniform_element(), Some((Basic::DoubleInt, 4)));
+    let v = Datatype::vector(3, 2, 5, &b(Basic::Int)).unwrap();
+    assert_eq!(v.uniform_element(), Some((Basic::Int, 6)));
+    let s = Datatype::create_struct(
+        &[2, 1, 0],
+        &[0, 16, 32],
+        &[v.clone(), b(Basic::Int), b(Basic::Double)],
+    )
+    .unwrap();
+    assert_eq!(s.uniform_element(), Some((Basic::Int, 13)));
+    let m = Datatype::create_struct(&[1, 1], &[0, 8], &[b(Basic::Double), b(Basic::Int)]).unwrap();
+    assert_eq!(m.uniform_element(), None);
+    let f = Datatype::create_f90_real(Some(10), None).unwrap();
+    assert_eq!(f.uniform_element(), Some((Basic::Real8, 1)));
+    let e = Datatype::contiguous(0, &b(Basic::Int)).unwrap();
+    assert_eq!(e.uniform_element(), Some((Basic::Byte, 0)));
+}

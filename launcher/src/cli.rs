@@ -83,6 +83,11 @@ Options:
 
 Not supported yet (one node only): --host, --hostfile, -ppn.
 
+Exit status: 0 when every rank exits 0; else the code of the first failure: a rank's exit
+code, 128+N for a rank killed by signal N (or mpirun receiving signal N), the MPI_Abort
+code, 1 for a rank that used PMI and exited without finalize while others ran, 124 for
+--timeout, 127/126 when the program cannot be started, 2 for a bad command line.
+
 Each rank gets PMI_FD, PMI_RANK, PMI_SIZE, PMI_JOBID, MADMPI_JOBID (the kvsname),
 MPI_LOCALNRANKS and MPI_LOCALRANKID.
 "
@@ -216,6 +221,8 @@ pub fn parse(
                 flag(&inline)?;
                 opts.verbose = true;
             }
+            // Common in scripts written for Open MPI; meaningless on one node without slots.
+            "oversubscribe" | "allow-run-as-root" => flag(&inline)?,
             "h" | "help" | "?" => return Ok(Parsed::Help),
             "V" | "version" => return Ok(Parsed::Version),
             "host" | "hosts" | "H" | "hostfile" | "f" | "machinefile" | "machine" | "ppn"

@@ -333,10 +333,10 @@ impl Job {
                 }
             }
             if let Err(e) = sys::poll(&mut fds, self.poll_timeout(Instant::now())) {
-                eprintln!("{}: poll failed: {e}", self.spec.name);
-                self.fail(1, "internal error; aborting job".into());
+                // Cannot wait for events any more: tear down, and keep watching the children
+                // (at a slow pace) until they are gone.
+                self.fail(1, format!("poll failed: {e}; aborting job"));
                 std::thread::sleep(Duration::from_millis(10));
-                continue;
             }
             let mut children_changed = false;
             for (pfd, &slot) in fds.iter().zip(slots.iter()) {
@@ -362,7 +362,7 @@ impl Job {
                             self.flush_conn(i);
                         }
                         if rev & !libc::POLLOUT != 0 {
-                            self.read_conn(i);
+                            self.read_conn(i, 16);
                         }
                     }
                     Slot::Out(i) => self.forward(i),
@@ -547,15 +547,18 @@ impl Job {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             if c.hint == Some(rank) || self.server.rank_of(c.id) == Some(rank) {
-                self.read_conn(i);
+                // The rank has exited: take all it wrote (bounded, in case a descendant
+                // inherited the socket and keeps writing).
+                self.read_conn(i, 1024);
             }
         }
         self.pump_server();
     }
 
-    /// Reads everything available on a PMI connection and feeds the server.
-    fn read_conn(&mut self, i: usize) {
-        loop {
+    /// Reads what is available on a PMI connection (up to `budget` reads, so that a flooding
+    /// rank cannot starve the others) and feeds the server.
+    fn read_conn(&mut self, i: usize, budget: usize) {
+        for _ in 0..budget {
             let Some(fd) = self.conns[i].fd.as_ref().map(|f| f.as_raw_fd()) else {
                 return;
             };

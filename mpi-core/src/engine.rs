@@ -1219,24 +1219,22 @@ impl Engine {
         if self.st.dirty.is_empty() {
             return Ok(());
         }
-        let dirty = std::mem::take(&mut self.st.dirty);
-        let mut keep = Vec::new();
+        // The list keeps its buffer from call to call: no allocation per message.
+        let mut dirty = std::mem::take(&mut self.st.dirty);
         let mut res = Ok(());
-        for &peer in &dirty {
-            match self.schedule(peer) {
-                Ok(true) => self.st.gates[peer as usize].queued = false,
-                Ok(false) => keep.push(peer),
-                Err(e) => {
-                    keep.push(peer);
-                    res = Err(e);
-                }
+        dirty.retain(|&peer| match self.schedule(peer) {
+            Ok(true) => {
+                self.st.gates[peer as usize].queued = false;
+                false
             }
-        }
-        // Replies queued while scheduling (none today) and gates still blocked stay dirty.
-        keep.append(&mut self.st.dirty);
-        keep.sort_unstable();
-        keep.dedup();
-        self.st.dirty = keep;
+            Ok(false) => true,
+            Err(e) => {
+                res = Err(e);
+                true
+            }
+        });
+        debug_assert!(self.st.dirty.is_empty(), "scheduling queues nothing");
+        self.st.dirty = dirty;
         res
     }
 

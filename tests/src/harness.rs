@@ -24,7 +24,10 @@ use std::time::{Duration, Instant};
 
 /// The repository root.
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
 }
 
 /// Scratch directory for compiled programs.
@@ -68,7 +71,10 @@ pub fn toolchain() -> &'static Toolchain {
             None => "ours".to_string(),
             Some(w) => Path::new(&w[0])
                 .file_name()
-                .map(|s| s.to_string_lossy().replace(|c: char| !c.is_ascii_alphanumeric(), "_"))
+                .map(|s| {
+                    s.to_string_lossy()
+                        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+                })
                 .unwrap_or_else(|| "override".into()),
         };
         let root = repo();
@@ -132,14 +138,25 @@ pub fn tail(s: &str, n: usize) -> String {
 /// Compile `src` (once per process and set of flags) and return the program's path. Panics with
 /// the compiler's output on failure, warnings included (`-Werror`).
 pub fn compile(src: &Path, extra: &[&str]) -> PathBuf {
-    static CACHE: Mutex<Option<HashMap<(PathBuf, Vec<String>), PathBuf>>> = Mutex::new(None);
-    let key = (src.to_path_buf(), extra.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    type Built = HashMap<(PathBuf, Vec<String>), PathBuf>;
+    static CACHE: Mutex<Option<Built>> = Mutex::new(None);
+    let key = (
+        src.to_path_buf(),
+        extra.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+    );
     if let Some(p) = lock(&CACHE).get_or_insert_with(HashMap::new).get(&key) {
         return p.clone();
     }
     let tc = toolchain();
-    let stem = src.file_stem().expect("a file").to_string_lossy().into_owned();
-    let flavor: String = extra.iter().map(|f| f.replace(|c: char| !c.is_ascii_alphanumeric(), "")).collect();
+    let stem = src
+        .file_stem()
+        .expect("a file")
+        .to_string_lossy()
+        .into_owned();
+    let flavor: String = extra
+        .iter()
+        .map(|f| f.replace(|c: char| !c.is_ascii_alphanumeric(), ""))
+        .collect();
     let out = scratch().join(&tc.tag).join(format!("{stem}{flavor}"));
     std::fs::create_dir_all(out.parent().expect("has a directory")).expect("mkdir");
     let o = Command::new(&tc.mpicc[0])
@@ -161,7 +178,9 @@ pub fn compile(src: &Path, extra: &[&str]) -> PathBuf {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    lock(&CACHE).get_or_insert_with(HashMap::new).insert(key, out.clone());
+    lock(&CACHE)
+        .get_or_insert_with(HashMap::new)
+        .insert(key, out.clone());
     out
 }
 
@@ -219,7 +238,11 @@ impl Outcome {
     pub fn assert_ok(&self, name: &str) {
         assert!(self.success(), "job failed: {}", self.context());
         let want = format!("OK {name}");
-        assert!(self.stdout.lines().any(|l| l.trim() == want), "no `{want}` line: {}", self.context());
+        assert!(
+            self.stdout.lines().any(|l| l.trim() == want),
+            "no `{want}` line: {}",
+            self.context()
+        );
     }
 }
 
@@ -235,7 +258,13 @@ pub struct Job {
 impl Job {
     /// `mpirun -n ranks prog`, 120 s timeout.
     pub fn new(prog: &Path, ranks: usize) -> Job {
-        Job { prog: prog.to_path_buf(), ranks, args: Vec::new(), env: Vec::new(), timeout: Duration::from_secs(120) }
+        Job {
+            prog: prog.to_path_buf(),
+            ranks,
+            args: Vec::new(),
+            env: Vec::new(),
+            timeout: Duration::from_secs(120),
+        }
     }
 
     /// Append program arguments.
@@ -261,9 +290,17 @@ impl Job {
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let _one_at_a_time = run_lock();
         let tc = toolchain();
-        let marker = format!("{}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed));
+        let marker = format!(
+            "{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
         let mut cmd = Command::new(&tc.mpirun[0]);
-        cmd.args(&tc.mpirun[1..]).arg("-n").arg(self.ranks.to_string()).arg(&self.prog).args(&self.args);
+        cmd.args(&tc.mpirun[1..])
+            .arg("-n")
+            .arg(self.ranks.to_string())
+            .arg(&self.prog)
+            .args(&self.args);
         let command = format!(
             "{} -n {} {} {}",
             tc.mpirun.join(" "),
@@ -274,11 +311,16 @@ impl Job {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        cmd.env(MARKER_VAR, &marker).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.env(MARKER_VAR, &marker)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         // Its own process group, so that a signal reaches the launcher and what it started.
         cmd.process_group(0);
         let start = Instant::now();
-        let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start `{command}`: {e}"));
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `{command}`: {e}"));
         let mut guard = Reaper { child, marker };
         let out_reader = reader(guard.child.stdout.take());
         let err_reader = reader(guard.child.stderr.take());
@@ -303,7 +345,14 @@ impl Job {
         guard.kill_all();
         let stdout = out_reader.join().unwrap_or_default();
         let stderr = err_reader.join().unwrap_or_default();
-        Outcome { code, timed_out, stdout, stderr, elapsed, command }
+        Outcome {
+            code,
+            timed_out,
+            stdout,
+            stderr,
+            elapsed,
+            command,
+        }
     }
 }
 
@@ -361,9 +410,15 @@ impl Drop for Reaper {
 fn marked_processes(marker: &str) -> Vec<libc::pid_t> {
     let needle = format!("{MARKER_VAR}={marker}");
     let me = std::process::id() as libc::pid_t;
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     dir.filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<libc::pid_t>().ok()))
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|s| s.parse::<libc::pid_t>().ok())
+        })
         .filter(|&pid| pid != me)
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
@@ -375,5 +430,12 @@ fn marked_processes(marker: &str) -> Vec<libc::pid_t> {
 
 /// Compile a test program of `tests/c/<dir>/<name>.c`.
 pub fn c_program(dir: &str, name: &str, extra: &[&str]) -> PathBuf {
-    compile(&repo().join("tests").join("c").join(dir).join(format!("{name}.c")), extra)
+    compile(
+        &repo()
+            .join("tests")
+            .join("c")
+            .join(dir)
+            .join(format!("{name}.c")),
+        extra,
+    )
 }

@@ -561,6 +561,10 @@ fn sigterm_to_mpirun_ends_the_ranks() {
 
 #[test]
 fn sigkill_to_mpirun_kills_the_ranks() {
+    // The orphaned ranks come to us rather than to a pid 1 that may never reap them (as in
+    // containers), so the test leaves no zombies behind.
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let mut cmd = Command::new(mpirun());
     cmd.args(["-n", "2", PROBE, "info", "sleep=30"]);
     cmd.stdout(Stdio::piped())
@@ -595,6 +599,11 @@ fn sigkill_to_mpirun_kills_the_ranks() {
         elapsed: Duration::ZERO,
     };
     assert_all_gone(&pids, &o);
+    for pid in pids {
+        let mut status = 0;
+        // SAFETY: valid pointer to a local int; the pid is our (adopted) child or not a child.
+        unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    }
 }
 
 #[test]
@@ -748,6 +757,13 @@ fn command_line_errors_are_clear() {
     let o = mpirun_with(&["-n", "2", "/nonexistent/program"], None);
     assert_eq!(o.code, Some(127), "{}", o.dump());
     assert!(o.stderr.contains("cannot start rank 0"), "{}", o.dump());
+    let o = mpirun_with(&["-wdir", "/", "--oversubscribe", "-n", "1", "pwd"], None);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (Some(0), "/\n"),
+        "{}",
+        o.dump()
+    );
     // `--` and the other count spellings.
     let o = mpirun_with(&["-np", "2", "--", "true"], None);
     assert_eq!(o.code, Some(0), "{}", o.dump());

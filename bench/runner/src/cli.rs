@@ -121,6 +121,8 @@ pub fn parse(
                 if v.is_empty() {
                     return Err(CliError::Bad("--impl: empty list".into()));
                 }
+                // Always ours, MPICH, Open MPI: the interleaving order.
+                v.sort();
                 o.impls = v;
             }
             "--bench" => {

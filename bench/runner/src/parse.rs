@@ -136,9 +136,10 @@ pub fn parse_output(text: &str) -> (Vec<Measurement>, Vec<String>) {
 
 /// The `library=` text of the `# <bench> ...` header, if any.
 pub fn library_version(text: &str) -> Option<String> {
-    text.lines()
-        .filter(|l| l.starts_with("# "))
-        .find_map(|l| l.split_once("library=").map(|(_, v)| v.trim().to_string()))
+    text.lines().filter(|l| l.starts_with("# ")).find_map(|l| {
+        l.split_once("library=")
+            .map(|(_, v)| v.split_whitespace().collect::<Vec<_>>().join(" "))
+    })
 }
 
 #[cfg(test)]
@@ -164,7 +165,7 @@ mod tests {
     #[test]
     fn ignores_other_lines_and_reports_bad_ones() {
         let text = format!(
-            "# pingpong ranks=2 library=MPICH Version: 4.0.2\nnoise\n{LINE}\n\
+            "# pingpong ranks=2 library=MPICH Version:\t4.0.2\nnoise\n{LINE}\n\
              RESULT bench=x mode=y size=1 ranks=2 metric=m better=sideways min=1 med=1 max=1\n\
              RESULT bench=x mode=y size=1 ranks=2 metric=m better=lower min=1 med=nan max=1\n\
              RESULT oops\n"

@@ -406,11 +406,12 @@ impl Buf {
             origin: (-lo) as usize,
         }
     }
+    /// The origin, with the provenance of the whole buffer (displacements may be negative).
     pub fn ptr(&self) -> *const u8 {
-        self.bytes[self.origin..].as_ptr()
+        self.bytes.as_ptr().wrapping_add(self.origin)
     }
     pub fn mut_ptr(&mut self) -> *mut u8 {
-        self.bytes[self.origin..].as_mut_ptr()
+        self.bytes.as_mut_ptr().wrapping_add(self.origin)
     }
     pub fn at(&self, off: isize) -> usize {
         (self.origin as isize + off) as usize

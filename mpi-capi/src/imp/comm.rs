@@ -91,6 +91,7 @@ pub unsafe fn MPI_Comm_get_attr(
     flag: *mut c_int,
 ) -> c_int {
     let r = (|| {
+        running()?;
         handles::comm(comm)?;
         let val = out(attribute_val as *mut *mut c_void, "attribute_val")?;
         let flag = out(flag, "flag")?;

@@ -25,6 +25,7 @@ fn req_call(name: &str, r: MPI_Request) -> String {
 
 /// Read a request handle argument; `Ok(None)` for MPI_REQUEST_NULL.
 fn read_request(request: *mut MPI_Request) -> R<Option<(MPI_Request, ReqEntry)>> {
+    running()?;
     let h = *input(request as *const MPI_Request, "request")?;
     if h == MPI_REQUEST_NULL {
         return Ok(None);
@@ -225,6 +226,7 @@ pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
 
 pub unsafe fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
     let r = (|| {
+        running()?;
         let s = input(status, "status")?;
         *out(flag, "flag")? = (s.MPI_internal[2] != 0) as c_int;
         Ok(())
@@ -241,6 +243,7 @@ struct Many<'a> {
 
 impl<'a> Many<'a> {
     fn new(count: c_int, p: *mut MPI_Request) -> R<Many<'a>> {
+        running()?;
         let n = count_arg(count as i64)?;
         Ok(Many {
             handles: array(p, n, "array_of_requests")?,
@@ -593,6 +596,92 @@ pub unsafe fn MPI_Testsome(
                     &call,
                 ),
                 Err(e) => errors::raise(MPI_COMM_SELF, &call, e),
+            }
+        })
+    })
+}
+
+/// MPI_Request_get_status_all (MPI-4.1): like MPI_Testall, but nothing is freed or made
+/// inactive.
+pub unsafe fn MPI_Request_get_status_all(
+    count: c_int,
+    array_of_requests: *const MPI_Request,
+    flag: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    let call = || format!("MPI_Request_get_status_all(count={count})");
+    let r = (|| {
+        running()?;
+        let n = count_arg(count as i64)?;
+        let hs: &[MPI_Request] = if n == 0 {
+            &[]
+        } else if array_of_requests.is_null() {
+            return fail(
+                ErrorClass::Arg,
+                "invalid argument: array_of_requests is NULL",
+            );
+        } else {
+            // SAFETY: a non-null array argument has `count` handles (the caller's contract); they
+            // are only read.
+            unsafe { std::slice::from_raw_parts(array_of_requests, n) }
+        };
+        Ok((hs, out(flag, "flag")?))
+    })();
+    let (hs, flag) = match r {
+        Ok(x) => x,
+        Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
+    };
+    let n = hs.len();
+    with_scratch(n, None, |ents| {
+        with_scratch(n, None, |rids| {
+            if let Err((i, mut e)) = handles::requests(hs, ents) {
+                e.msg = format!("{} (at index {i})", e.msg);
+                return errors::raise(MPI_COMM_SELF, &call, e);
+            }
+            for (r, e) in rids.iter_mut().zip(ents.iter()) {
+                *r = e.map(|e| e.rid);
+            }
+            match madmpi::all_complete(rids) {
+                Ok(false) => {
+                    *flag = 0;
+                    return MPI_SUCCESS;
+                }
+                Ok(true) => *flag = 1,
+                Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
+            }
+            let mut st = super::common::statuses(array_of_statuses, n);
+            let mut first_failed = None;
+            let mut failed = 0;
+            for i in 0..n {
+                let s = match rids[i] {
+                    None => madmpi::EMPTY_STATUS,
+                    Some(r) => match madmpi::request_get_status(r) {
+                        Ok(Some(s)) => s,
+                        Ok(None) => {
+                            return errors::raise(
+                                comm_of(ents, i),
+                                &call,
+                                madmpi::Error::new(
+                                    ErrorClass::Intern,
+                                    "a complete request is no longer complete",
+                                ),
+                            )
+                        }
+                        Err(e) => return errors::raise(comm_of(ents, i), &call, e),
+                    },
+                };
+                if let Some(st) = st.as_deref_mut() {
+                    fill_status(&mut st[i], &s);
+                    st[i].MPI_ERROR = status_code(&s).unwrap_or(MPI_SUCCESS);
+                }
+                if status_code(&s).is_some() {
+                    failed += 1;
+                    first_failed.get_or_insert(i);
+                }
+            }
+            match first_failed {
+                None => MPI_SUCCESS,
+                Some(i) => in_status(comm_of(ents, i), failed, &call),
             }
         })
     })

@@ -48,11 +48,17 @@ int main(int argc, char **argv)
         MPI_OK(MPI_Cancel(&r));
         MPI_OK(MPI_Wait(&r, &st));
         MPI_OK(MPI_Test_cancelled(&st, &cancelled[0]));
-        fill(big, BIG, 78, 0);
-        MPI_OK(MPI_Isend(big, BIG, MPI_BYTE, 0, 78, MPI_COMM_WORLD, &r));
-        MPI_OK(MPI_Cancel(&r));
-        MPI_OK(MPI_Wait(&r, &st));
-        MPI_OK(MPI_Test_cancelled(&st, &cancelled[1]));
+        /* (MPICH cannot cancel a rendezvous send: its Wait would wait for a
+         * receive that comes only later, so this part is madmpi's.) */
+        if (madmpi) {
+            fill(big, BIG, 78, 0);
+            MPI_OK(MPI_Isend(big, BIG, MPI_BYTE, 0, 78, MPI_COMM_WORLD, &r));
+            MPI_OK(MPI_Cancel(&r));
+            MPI_OK(MPI_Wait(&r, &st));
+            MPI_OK(MPI_Test_cancelled(&st, &cancelled[1]));
+        } else {
+            cancelled[1] = 1; /* nothing sent */
+        }
         if (madmpi)
             CHECKF(cancelled[0] && cancelled[1], "unmatched sends not cancelled: %d %d", cancelled[0],
                    cancelled[1]);

@@ -193,6 +193,33 @@ int main(int argc, char **argv)
     }
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
 
+#if MPI_VERSION > 4 || (MPI_VERSION == 4 && MPI_SUBVERSION >= 1)
+    /* Request_get_status_all: the requests stay valid. */
+    if (t_rank == 0) {
+        MPI_Request rq[3];
+        int a = -1, b = -1;
+        MPI_OK(MPI_Irecv(&a, 1, MPI_INT, 1, 200, MPI_COMM_WORLD, &rq[0]));
+        rq[1] = MPI_REQUEST_NULL;
+        MPI_OK(MPI_Irecv(&b, 1, MPI_INT, 1, 201, MPI_COMM_WORLD, &rq[2]));
+        flag = 0;
+        MPI_OK(MPI_Request_get_status_all(3, rq, &flag, sts));
+        CHECK(flag == 0);
+        MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 1, 202, MPI_COMM_WORLD));
+        while (!flag)
+            MPI_OK(MPI_Request_get_status_all(3, rq, &flag, sts));
+        CHECK(rq[0] != MPI_REQUEST_NULL && rq[2] != MPI_REQUEST_NULL);
+        CHECK(sts[0].MPI_TAG == 200 && sts[2].MPI_TAG == 201 && a == 200 && b == 201);
+        check_empty(&sts[1]);
+        MPI_OK(MPI_Waitall(3, rq, sts));
+        CHECK(rq[0] == MPI_REQUEST_NULL && rq[2] == MPI_REQUEST_NULL && sts[2].MPI_TAG == 201);
+    } else if (t_rank == 1) {
+        int a = 200, b = 201;
+        MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 0, 202, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Send(&a, 1, MPI_INT, 0, 200, MPI_COMM_WORLD));
+        MPI_OK(MPI_Send(&b, 1, MPI_INT, 0, 201, MPI_COMM_WORLD));
+    }
+#endif
+
     /* Waitall with mixed sends and receives, with statuses. */
     if (t_rank <= 1) {
         int peer = 1 - t_rank;

@@ -26,9 +26,9 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// Bytes of a [`Hello`].
-pub(crate) const HELLO_LEN: usize = 64;
+pub const HELLO_LEN: usize = 64;
 /// Bytes of an [`Auth`].
-pub(crate) const AUTH_LEN: usize = 36;
+pub const AUTH_LEN: usize = 36;
 /// Bytes of a MAC.
 pub(crate) const MAC_LEN: usize = 32;
 /// Bytes of a nonce.
@@ -126,6 +126,12 @@ impl Hello {
             nonce,
         })
     }
+}
+
+/// Whether the first bytes of a hello can still be a hello (its magic so far).
+pub(crate) fn magic_prefix_ok(first: &[u8]) -> bool {
+    let n = first.len().min(MAGIC.len());
+    first[..n] == MAGIC[..n]
 }
 
 /// The acceptor's decision about an authenticated connection.
@@ -258,6 +264,8 @@ mod tests {
         let mut bad = b;
         bad[0] = b'X';
         assert!(Hello::decode(&bad).unwrap_err().contains("magic"));
+        assert!(magic_prefix_ok(&b[..3]) && magic_prefix_ok(&[]) && magic_prefix_ok(&b));
+        assert!(!magic_prefix_ok(&bad[..1]) && !magic_prefix_ok(b"GET / HTTP/1.1"));
         let mut bad = b;
         bad[8] = 9;
         assert!(Hello::decode(&bad).unwrap_err().contains("version"));

@@ -1,0 +1,119 @@
+/* bsend.c - buffered sends: Bsend / Ibsend through an attached buffer
+ * (messages complete before the receiver posts anything), Buffer_detach
+ * returns the buffer and waits for pending buffered messages (the buffer is
+ * scribbled over right after detach and the receiver still gets the right
+ * bytes), MPI_ERR_BUFFER when the buffer is too small or missing, large
+ * buffered messages, the _c variants.  Exactly 2 ranks. */
+#include "common.h"
+
+#define NSMALL 20
+#define SMALL 1000
+#define LARGE (600 * 1024)
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv);
+    CHECK(t_size == 2);
+    unsigned char *msg = xmalloc(LARGE);
+    MPI_Status st;
+
+    /* 1. Many buffered messages completing with no receive posted. */
+    int bsize = NSMALL * (SMALL + MPI_BSEND_OVERHEAD) + 2 * (LARGE + MPI_BSEND_OVERHEAD);
+    unsigned char *bbuf = xmalloc((size_t)bsize);
+    MPI_OK(MPI_Buffer_attach(bbuf, bsize));
+    if (t_rank == 0) {
+        for (int i = 0; i < NSMALL; i++) {
+            fill(msg, SMALL, (unsigned)i, 1);
+            if (i % 2) {
+                MPI_OK(MPI_Bsend(msg, SMALL, MPI_BYTE, 1, i, MPI_COMM_WORLD));
+            } else {
+                MPI_Request r;
+                MPI_OK(MPI_Ibsend(msg, SMALL, MPI_BYTE, 1, i, MPI_COMM_WORLD, &r));
+                MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+            }
+            memset(msg, 0xee, SMALL); /* the data was copied */
+        }
+        fill(msg, LARGE, 100, 1);
+        MPI_OK(MPI_Bsend_c(msg, (MPI_Count)LARGE, MPI_BYTE, 1, 100, MPI_COMM_WORLD));
+        memset(msg, 0xee, LARGE);
+        fill(msg, LARGE, 101, 1);
+        MPI_Request r;
+        MPI_OK(MPI_Ibsend_c(msg, (MPI_Count)LARGE, MPI_BYTE, 1, 101, MPI_COMM_WORLD, &r));
+        MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        memset(msg, 0xee, LARGE);
+        /* Every send completed locally: tell the receiver to start. */
+        MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 1, 999, MPI_COMM_WORLD));
+    } else {
+        MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 0, 999, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (int i = NSMALL - 1; i >= 0; i--) {
+            MPI_OK(MPI_Recv(msg, SMALL, MPI_BYTE, 0, i, MPI_COMM_WORLD, &st));
+            CHECKF(verify(msg, SMALL, (unsigned)i, 1) < 0, "buffered message %d", i);
+        }
+        for (int t = 100; t <= 101; t++) {
+            MPI_OK(MPI_Recv(msg, LARGE, MPI_BYTE, 0, t, MPI_COMM_WORLD, &st));
+            CHECKF(verify(msg, LARGE, (unsigned)t, 1) < 0, "large buffered message %d", t);
+        }
+    }
+
+    /* Rank 1 has received everything: the space is free again once rank 0
+     * has seen that (an MPI call's progress). */
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* 2. Detach waits for pending buffered messages. */
+    if (t_rank == 0) {
+        fill(msg, LARGE, 200, 2);
+        MPI_OK(MPI_Bsend(msg, LARGE, MPI_BYTE, 1, 200, MPI_COMM_WORLD));
+        fill(msg, SMALL, 201, 2);
+        MPI_OK(MPI_Bsend(msg, SMALL, MPI_BYTE, 1, 201, MPI_COMM_WORLD));
+    }
+    void *det = NULL;
+    int dsize = 0;
+    MPI_OK(MPI_Buffer_detach(&det, &dsize));
+    CHECK(det == bbuf && dsize == bsize);
+    memset(bbuf, 0x55, (size_t)bsize); /* the messages must have left */
+    if (t_rank == 1) {
+        double t0 = MPI_Wtime();
+        while (MPI_Wtime() - t0 < 0.2) {
+        } /* let rank 0 sit in detach a while */
+        MPI_OK(MPI_Recv(msg, LARGE, MPI_BYTE, 0, 200, MPI_COMM_WORLD, &st));
+        CHECK(verify(msg, LARGE, 200, 2) < 0);
+        MPI_OK(MPI_Recv(msg, SMALL, MPI_BYTE, 0, 201, MPI_COMM_WORLD, &st));
+        CHECK(verify(msg, SMALL, 201, 2) < 0);
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* 3. Errors: no buffer, too small a buffer. */
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    if (t_rank == 0) {
+        EXPECT_CLASS(MPI_Bsend(msg, SMALL, MPI_BYTE, 1, 300, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+        unsigned char small[64 + MPI_BSEND_OVERHEAD];
+        MPI_OK(MPI_Buffer_attach(small, (int)sizeof small));
+        EXPECT_CLASS(MPI_Bsend(msg, SMALL, MPI_BYTE, 1, 301, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+        MPI_Request r = MPI_REQUEST_NULL;
+        EXPECT_CLASS(MPI_Ibsend(msg, SMALL, MPI_BYTE, 1, 302, MPI_COMM_WORLD, &r), MPI_ERR_BUFFER);
+        /* a message that fits still goes */
+        int v = 303;
+        MPI_OK(MPI_Bsend(&v, 1, MPI_INT, 1, 303, MPI_COMM_WORLD));
+        MPI_OK(MPI_Buffer_detach(&det, &dsize));
+        CHECK(det == small && dsize == (int)sizeof small);
+        /* detaching with nothing attached (madmpi and MPICH: NULL, 0) */
+        if (is_madmpi()) {
+            MPI_OK(MPI_Buffer_detach(&det, &dsize));
+            CHECK(det == NULL && dsize == 0);
+        }
+        MPI_Count csize = 0;
+        MPI_OK(MPI_Buffer_attach_c(bbuf, (MPI_Count)bsize));
+        MPI_OK(MPI_Buffer_detach_c(&det, &csize));
+        CHECK(det == bbuf && csize == bsize);
+    } else {
+        int v = 0;
+        MPI_OK(MPI_Recv(&v, 1, MPI_INT, 0, 303, MPI_COMM_WORLD, &st));
+        CHECK(v == 303);
+    }
+
+    free(bbuf);
+    free(msg);
+    t_done("bsend");
+    return 0;
+}

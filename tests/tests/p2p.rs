@@ -1,0 +1,258 @@
+//! Point-to-point, requests, statuses and error handling of the C interface: the self-checking
+//! C programs of `tests/c/p2p/` built with `bin/mpicc` and run under `bin/mpirun` on 1 to 4
+//! ranks. A passing program prints `OK <name>`; a failing check aborts the job.
+//!
+//! `MADMPI_TEST_MPICC=mpicc.mpich MADMPI_TEST_MPIRUN=mpiexec.mpich cargo test --test p2p` runs
+//! the same programs against MPICH (they skip the checks of madmpi's own choices), which is how
+//! the tests themselves were checked.
+
+use std::time::Duration;
+
+use madmpi_tests::harness::{c_program, toolchain, Job, Outcome};
+
+fn prog(name: &str) -> std::path::PathBuf {
+    let extra: &[&str] = if name == "threads" {
+        &["-pthread"]
+    } else {
+        &[]
+    };
+    c_program("p2p", name, extra)
+}
+
+fn run(name: &str, ranks: usize) -> Outcome {
+    Job::new(&prog(name), ranks).run()
+}
+
+fn ok(name: &str, ranks: usize) {
+    run(name, ranks).assert_ok(name);
+}
+
+#[test]
+fn basic_1() {
+    ok("basic", 1);
+}
+
+#[test]
+fn basic_3() {
+    ok("basic", 3);
+}
+
+#[test]
+fn sendmodes_2() {
+    ok("sendmodes", 2);
+}
+
+#[test]
+fn sendmodes_4() {
+    ok("sendmodes", 4);
+}
+
+#[test]
+fn sendmodes_aggreg_strategy() {
+    Job::new(&prog("sendmodes"), 2)
+        .env("MADMPI_STRATEGY", "aggreg")
+        .run()
+        .assert_ok("sendmodes");
+}
+
+#[test]
+fn sendmodes_without_cma() {
+    // Rendezvous data in fragments instead of cross-memory attach.
+    Job::new(&prog("sendmodes"), 2)
+        .env("MADMPI_SHM_CMA", "0")
+        .run()
+        .assert_ok("sendmodes");
+}
+
+#[test]
+fn ordering_2() {
+    ok("ordering", 2);
+}
+
+#[test]
+fn ordering_4() {
+    ok("ordering", 4);
+}
+
+#[test]
+fn selfsend_1() {
+    ok("selfsend", 1);
+}
+
+#[test]
+fn selfsend_2() {
+    ok("selfsend", 2);
+}
+
+#[test]
+fn truncate_2() {
+    ok("truncate", 2);
+}
+
+#[test]
+fn persistent_2() {
+    ok("persistent", 2);
+}
+
+#[test]
+fn completion_2() {
+    ok("completion", 2);
+}
+
+#[test]
+fn completion_3() {
+    ok("completion", 3);
+}
+
+#[test]
+fn cancel_2() {
+    ok("cancel", 2);
+}
+
+#[test]
+fn probe_2() {
+    ok("probe", 2);
+}
+
+#[test]
+fn probe_4() {
+    ok("probe", 4);
+}
+
+#[test]
+fn bsend_2() {
+    ok("bsend", 2);
+}
+
+#[test]
+fn sendrecv_1() {
+    ok("sendrecv", 1);
+}
+
+#[test]
+fn sendrecv_3() {
+    ok("sendrecv", 3);
+}
+
+#[test]
+fn datatypes_2() {
+    ok("datatypes", 2);
+}
+
+#[test]
+fn threads_2() {
+    ok("threads", 2);
+}
+
+#[test]
+fn errors_2() {
+    ok("errors", 2);
+}
+
+#[test]
+fn status_1() {
+    ok("status", 1);
+}
+
+#[test]
+fn stress_4() {
+    let o = Job::new(&prog("stress"), 4)
+        .args(&["1500"])
+        .timeout(Duration::from_secs(300))
+        .run();
+    o.assert_ok("stress");
+}
+
+#[test]
+fn stress_4_aggreg() {
+    let o = Job::new(&prog("stress"), 4)
+        .args(&["600"])
+        .env("MADMPI_STRATEGY", "aggreg")
+        .timeout(Duration::from_secs(300))
+        .run();
+    o.assert_ok("stress");
+}
+
+// ------------------------------------------------------------------------------------ fatal errors
+
+/// Run `fatal <mode>` on 2 ranks: the job must fail (not time out), never print UNREACHABLE,
+/// and its stderr must hold every one of `needles`.
+fn fatal(mode: &str, needles: &[&str]) -> Outcome {
+    let o = Job::new(&prog("fatal"), 2)
+        .args(&[mode])
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(!o.timed_out, "the job did not end: {}", o.context());
+    assert!(o.code != Some(0), "the job succeeded: {}", o.context());
+    assert!(
+        !o.stdout.contains("UNREACHABLE"),
+        "a rank went on after the error: {}",
+        o.context()
+    );
+    if toolchain().ours {
+        for n in needles {
+            assert!(o.stderr.contains(n), "stderr lacks {n:?}: {}", o.context());
+        }
+    }
+    o
+}
+
+#[test]
+fn fatal_invalid_rank() {
+    let o = fatal("rank", &["MPI_Send", "MPI_ERR_RANK", "rank 1"]);
+    if toolchain().ours {
+        let line = o
+            .stderr
+            .lines()
+            .find(|l| l.contains("MPI_ERR_RANK"))
+            .expect("checked");
+        assert!(
+            line.contains("dest=7") && line.contains("7"),
+            "the message names the rank: {line}"
+        );
+    }
+}
+
+#[test]
+fn fatal_truncate() {
+    fatal("truncate", &["MPI_Recv", "MPI_ERR_TRUNCATE"]);
+}
+
+#[test]
+fn fatal_null_comm() {
+    fatal("comm", &["MPI_Send", "MPI_ERR_COMM", "MPI_COMM_NULL"]);
+}
+
+#[test]
+fn errors_abort_handler() {
+    fatal("count", &["MPI_Recv", "MPI_ERR_COUNT"]);
+}
+
+#[test]
+fn fatal_before_init() {
+    fatal("uninit", &["MPI_Send", "MPI_ERR_OTHER", "not initialized"]);
+}
+
+#[test]
+fn fatal_after_finalize() {
+    fatal("finalized", &["MPI_Barrier", "MPI_ERR_OTHER", "finalized"]);
+}
+
+#[test]
+fn abort_ends_the_job() {
+    fatal("abort", &["MPI_Abort"]);
+}
+
+#[test]
+fn fatal_unsupported() {
+    if !toolchain().ours {
+        return; // other MPIs implement MPI_Win_create
+    }
+    fatal(
+        "unsupported",
+        &[
+            "MPI_Win_create is not implemented",
+            "MPI_ERR_UNSUPPORTED_OPERATION",
+        ],
+    );
+}
