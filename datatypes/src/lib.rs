@@ -37,6 +37,12 @@
 //! assert_eq!(packed[4..8], 12i32.to_ne_bytes());
 //! # Ok::<(), madmpi_datatypes::Error>(())
 //! ```
+//!
+//! Tests: `cargo test -p madmpi-datatypes` (property tests against a naive type-map reference in
+//! `tests/common`; `PROPTEST_CASES=n` for more cases). Under miri:
+//! `MIRIFLAGS=-Zmiri-permissive-provenance cargo +nightly miri test -p madmpi-datatypes`
+//! (permissive provenance for the `MPI_BOTTOM` test, which turns absolute addresses back into
+//! pointers).
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 

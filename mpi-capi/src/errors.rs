@@ -344,6 +344,12 @@ fn die(code: c_int, line: String) -> ! {
     let _ = writeln!(err, "{line}");
     let _ = err.flush();
     drop(err);
+    // The code becomes an exit status (its low byte): never let an error look like success.
+    let code = if code & 0xff == 0 {
+        MPI_ERR_OTHER
+    } else {
+        code
+    };
     madmpi::abort(code, &line)
 }
 

@@ -546,10 +546,12 @@ static REQUESTS: Mutex<Table<ReqEntry>> = const_mutex(Table::new(Kind::Request))
 /// Give the core request `rid`, an operation on `comm`, a C handle.
 #[inline]
 pub fn new_request(rid: RequestId, comm: MPI_Comm) -> Result<MPI_Request, Error> {
-    match REQUESTS.lock().insert(ReqEntry {
+    // (The lock is released before the core is called below.)
+    let inserted = REQUESTS.lock().insert(ReqEntry {
         rid,
         comm: comm as usize,
-    }) {
+    });
+    match inserted {
         Ok(h) => Ok(h as MPI_Request),
         Err(e) => {
             // The table is full: let the operation finish on its own.

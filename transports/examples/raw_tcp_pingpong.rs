@@ -159,7 +159,11 @@ fn main() {
         Err(h) => h.join().expect("thread"),
     }
     let mbps = a.size as f64 / half * 1e3;
-    let how = if a.threads { "2 threads" } else { "2 processes" };
+    let how = if a.threads {
+        "2 threads"
+    } else {
+        "2 processes"
+    };
     println!(
         "raw TCP ping-pong ({how}, loopback, busy-polling): 8 B half round trip {:.2} us",
         lat / 1e3

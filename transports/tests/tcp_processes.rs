@@ -350,7 +350,8 @@ fn large_packets_with_backpressure() {
             match t.try_send(CHILD, &iov).unwrap() {
                 SendOutcome::Done => break,
                 SendOutcome::WouldBlock => {
-                    t.poll_recv(&mut |_, _| panic!("nothing expected yet")).unwrap();
+                    t.poll_recv(&mut |_, _| panic!("nothing expected yet"))
+                        .unwrap();
                     no_losses(&mut t);
                     w.idle("room to send");
                 }

@@ -231,7 +231,10 @@ fn legit_traffic(
             .unwrap();
             if let Some(p) = t.poll_lost() {
                 // Only the ranks the misbehaving clients impersonated may be lost.
-                assert!(p == PeerId(2) || p == PeerId(4), "a legitimate peer was lost");
+                assert!(
+                    p == PeerId(2) || p == PeerId(4),
+                    "a legitimate peer was lost"
+                );
             }
         }
         if !finishing && stop() {
@@ -255,7 +258,24 @@ fn foreign_clients_are_rejected_and_traffic_continues() {
     // Ranks 2 and 4 are registered (their cards point nowhere useful); rank 3 is not.
     a.add_peer(PeerId(2), "127.0.0.1:9").unwrap();
     a.add_peer(PeerId(4), "127.0.0.1:9").unwrap();
-    // Establish the legitimate connection first, so that the hijack has something to hijack.
+    // Establish the legitimate connection first, so that the hijack has something to hijack:
+    // rank 1 dials (a second connection claiming rank 1 is then a duplicate; had rank 0
+    // dialled, it would look like the loser of a simultaneous connect and be turned away
+    // without a log line).
+    let start = Instant::now();
+    while b
+        .try_send(PeerId(0), &[IoSlice::new(&0u64.to_le_bytes())])
+        .unwrap()
+        != SendOutcome::Done
+    {
+        a.progress().unwrap();
+        b.progress().unwrap();
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+    let mut first = false;
+    while !first {
+        a.poll_recv(&mut |_, _| first = true).unwrap();
+    }
     let mut warm = 0;
     legit_traffic(&mut a, &mut b, &mut || {
         warm += 1;

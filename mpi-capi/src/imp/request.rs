@@ -537,9 +537,11 @@ pub unsafe fn MPI_Waitsome(
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
     let call = || format!("MPI_Waitsome(incount={incount})");
-    let (mut m, outcount) = match Many::new(incount, array_of_requests)
-        .and_then(|m| Ok((m, out(outcount, "outcount")?)))
-    {
+    let (mut m, outcount) = match Many::new(incount, array_of_requests).and_then(|m| {
+        // Checked before anything completes: a completion is never lost.
+        array(array_of_indices, m.handles.len(), "array_of_indices")?;
+        Ok((m, out(outcount, "outcount")?))
+    }) {
         Ok(x) => x,
         Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
     };
@@ -573,9 +575,11 @@ pub unsafe fn MPI_Testsome(
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
     let call = || format!("MPI_Testsome(incount={incount})");
-    let (mut m, outcount) = match Many::new(incount, array_of_requests)
-        .and_then(|m| Ok((m, out(outcount, "outcount")?)))
-    {
+    let (mut m, outcount) = match Many::new(incount, array_of_requests).and_then(|m| {
+        // Checked before anything completes: a completion is never lost.
+        array(array_of_indices, m.handles.len(), "array_of_indices")?;
+        Ok((m, out(outcount, "outcount")?))
+    }) {
         Ok(x) => x,
         Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
     };

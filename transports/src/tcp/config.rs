@@ -103,7 +103,11 @@ impl TcpConfig {
     /// As [`from_env`](Self::from_env).
     pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<TcpConfig> {
         let mut c = TcpConfig::default();
-        let get = |k: &str| var(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let get = |k: &str| {
+            var(k)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
         if let Some(v) = get("MADMPI_TCP_IF") {
             let ifs = sys::interfaces().map_err(|e| Error::Io {
                 what: "listing network interfaces".into(),
@@ -285,7 +289,10 @@ mod tests {
         assert_eq!(r("v6only").unwrap(), "fd00::9".parse::<IpAddr>().unwrap());
         assert_eq!(r("auto").unwrap(), "192.0.2.2".parse::<IpAddr>().unwrap());
         assert_eq!(r("::1").unwrap(), IpAddr::V6(Ipv6Addr::LOCALHOST));
-        assert_eq!(r("127.0.0.5").unwrap(), "127.0.0.5".parse::<IpAddr>().unwrap());
+        assert_eq!(
+            r("127.0.0.5").unwrap(),
+            "127.0.0.5".parse::<IpAddr>().unwrap()
+        );
         assert!(matches!(r("nope"), Err(Error::Invalid(m)) if m.contains("eth0")));
         assert!(matches!(r("down0"), Err(Error::Invalid(m)) if m.contains("down")));
         let only_lo = [iface("lo", "127.0.0.1", true, true)];

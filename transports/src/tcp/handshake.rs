@@ -25,9 +25,9 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-/// Bytes of a [`Hello`].
+/// Bytes of a hello (the first handshake message of either side).
 pub const HELLO_LEN: usize = 64;
-/// Bytes of an [`Auth`].
+/// Bytes of an auth message (the second handshake message: proof and verdict).
 pub const AUTH_LEN: usize = 36;
 /// Bytes of a MAC.
 pub(crate) const MAC_LEN: usize = 32;
@@ -184,8 +184,7 @@ impl Auth {
         if b[0] != AUTH_TAG || b[2..4] != [0, 0] {
             return Err("malformed authentication message".into());
         }
-        let verdict =
-            Verdict::from_u8(b[1]).ok_or_else(|| format!("unknown verdict {}", b[1]))?;
+        let verdict = Verdict::from_u8(b[1]).ok_or_else(|| format!("unknown verdict {}", b[1]))?;
         let mut mac = [0u8; MAC_LEN];
         mac.copy_from_slice(&b[4..36]);
         Ok(Auth { verdict, mac })
@@ -224,7 +223,10 @@ impl Transcript {
 
     /// The MAC the side of `role` sends.
     pub(crate) fn mac(&self, secret: &[u8; 32], role: Role, verdict: Verdict) -> [u8; MAC_LEN] {
-        self.hmac(secret, role, verdict).finalize().into_bytes().into()
+        self.hmac(secret, role, verdict)
+            .finalize()
+            .into_bytes()
+            .into()
     }
 
     /// Whether `auth` is a valid proof from the side of `role` (constant-time comparison).

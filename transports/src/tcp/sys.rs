@@ -71,7 +71,10 @@ unsafe fn from_raw(sa: *const libc::sockaddr) -> Option<SocketAddr> {
             // SAFETY: the family says this is a `sockaddr_in`; it may be unaligned in a buffer.
             let sin = unsafe { std::ptr::read_unaligned(sa.cast::<libc::sockaddr_in>()) };
             let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
-            Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(sin.sin_port))))
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                ip,
+                u16::from_be(sin.sin_port),
+            )))
         }
         libc::AF_INET6 => {
             // SAFETY: as above, for `sockaddr_in6`.
@@ -298,9 +301,7 @@ pub(crate) fn random(buf: &mut [u8]) -> io::Result<()> {
     while done < buf.len() {
         let rest = &mut buf[done..];
         // SAFETY: `rest` is valid for writes of its length.
-        let n = retry(|| {
-            cvt(unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) })
-        })?;
+        let n = retry(|| cvt(unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) }))?;
         done += n as usize;
     }
     Ok(())
@@ -369,9 +370,8 @@ impl Epoll {
         // SAFETY: plain syscall.
         let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         // SAFETY: `fd` was just returned by a successful `epoll_create1`; nobody else owns it.
-        Ok(Epoll {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Epoll { fd })
     }
 
     /// Watch `fd` for `events`, tagging its events with `token`.

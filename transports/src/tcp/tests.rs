@@ -68,8 +68,7 @@ impl Transport for Duo {
             other.progress()?;
             let n = me.poll_recv(deliver)?;
             let st = me.stats();
-            let in_flight =
-                other.stats().packets_sent > st.packets_delivered + st.packets_placed;
+            let in_flight = other.stats().packets_sent > st.packets_delivered + st.packets_placed;
             if n > 0 || !in_flight {
                 return Ok(n);
             }
@@ -115,7 +114,11 @@ impl Pair for TcpPair {
 fn tcp_pair(ra: u32, rb: u32, cfg: &TcpConfig) -> TcpPair {
     let (a, b) = pair_of(ra, rb, ra.max(rb) + 1, cfg);
     TcpPair {
-        duo: Duo { a, b, side: Side::A },
+        duo: Duo {
+            a,
+            b,
+            side: Side::A,
+        },
     }
 }
 
@@ -131,7 +134,10 @@ fn tcp_conformance() {
     });
     let mut p = tcp_pair(5, 2, &tiny);
     run_all(&mut p);
-    assert!(p.duo.a.stats().partial_writes > 0, "tiny buffers split packets");
+    assert!(
+        p.duo.a.stats().partial_writes > 0,
+        "tiny buffers split packets"
+    );
     let v6 = cfg_with(|c| c.bind_addr = Some(IpAddr::V6(Ipv6Addr::LOCALHOST)));
     match TcpTransport::listen(PeerId(0), 2, SECRET, &v6) {
         Ok(_) => run_all(&mut tcp_pair(1, 0, &v6)),
@@ -152,10 +158,22 @@ fn caps_and_cards() {
     assert!(card.starts_with("127.0.0.1:"), "{card}");
     assert_ne!(t.local_addr().port(), 0);
     let mut t = t;
-    assert!(matches!(t.add_peer(PeerId(1), &card), Err(Error::Invalid(_))));
-    assert!(matches!(t.add_peer(PeerId(3), &card), Err(Error::Invalid(_))));
-    assert!(matches!(t.add_peer(PeerId(0), "nonsense"), Err(Error::Invalid(_))));
-    assert!(matches!(t.add_peer(PeerId(0), "0.0.0.0:5"), Err(Error::Invalid(_))));
+    assert!(matches!(
+        t.add_peer(PeerId(1), &card),
+        Err(Error::Invalid(_))
+    ));
+    assert!(matches!(
+        t.add_peer(PeerId(3), &card),
+        Err(Error::Invalid(_))
+    ));
+    assert!(matches!(
+        t.add_peer(PeerId(0), "nonsense"),
+        Err(Error::Invalid(_))
+    ));
+    assert!(matches!(
+        t.add_peer(PeerId(0), "0.0.0.0:5"),
+        Err(Error::Invalid(_))
+    ));
     assert!(!t.reaches(PeerId(0)));
     t.add_peer(PeerId(0), "127.0.0.1:9").unwrap();
     assert!(t.reaches(PeerId(0)));
@@ -319,12 +337,12 @@ fn header_data_split() {
         let mut offers_expected = 0;
         for i in 0..300 {
             let total = match i % 6 {
-                0 => 10,                                 // shorter than a head
-                1 => head_len,                           // a head alone
-                2 => head_len + 1023,                    // just under min_rest
-                3 => head_len + 1024 + rng.below(4096),  // small placements
-                4 => head_len + rng.below(1 << 20),      // up to 1 MiB
-                _ => cfg.max_packet,                     // the largest
+                0 => 10,                                // shorter than a head
+                1 => head_len,                          // a head alone
+                2 => head_len + 1023,                   // just under min_rest
+                3 => head_len + 1024 + rng.below(4096), // small placements
+                4 => head_len + rng.below(1 << 20),     // up to 1 MiB
+                _ => cfg.max_packet,                    // the largest
             };
             let mut pk: Vec<u8> = (0..total).map(|_| rng.next() as u8).collect();
             let rest = total.saturating_sub(head_len);
@@ -451,4 +469,57 @@ fn dropped_peer_is_gone_not_lost() {
     }
     assert_eq!(a.poll_lost(), None);
     assert_eq!(got, 0);
+}
+
+#[test]
+fn more_iovecs_than_one_system_call_takes() {
+    // 1024 entries plus the frame header: two sendmsg windows, through small buffers so that
+    // the cut between windows and partial writes meet.
+    let cfg = cfg_with(|c| {
+        c.sndbuf = 8192;
+        c.rcvbuf = 8192;
+    });
+    let (mut a, mut b) = pair_of(0, 1, 2, &cfg);
+    let parts: Vec<Vec<u8>> = (0..1024).map(|i| vec![i as u8; 1 + i % 300]).collect();
+    let iov: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        while a.try_send(PeerId(1), &iov).unwrap() != SendOutcome::Done {
+            a.progress().unwrap();
+            b.poll_recv(&mut |_, d| got.push(d.to_vec())).unwrap();
+            assert!(start.elapsed() < Duration::from_secs(10));
+        }
+    }
+    pump_until(&mut a, &mut b, |_, b| {
+        b.poll_recv(&mut |_, d| got.push(d.to_vec())).unwrap();
+        got.len() == 5
+    });
+    let whole = parts.concat();
+    assert!(got.iter().all(|g| *g == whole));
+}
+
+#[test]
+fn large_receive_buffers_are_given_back() {
+    let (mut a, mut b) = pair_of(0, 1, 2, &TcpConfig::default());
+    let big = vec![7u8; 1 << 20];
+    let mut n = 0;
+    for pk in [&big[..], b"small", &big[..], b"small"] {
+        while a.try_send(PeerId(1), &[IoSlice::new(pk)]).unwrap() != SendOutcome::Done {
+            a.progress().unwrap();
+            b.poll_recv(&mut |_, _| n += 1).unwrap();
+        }
+    }
+    pump_until(&mut a, &mut b, |_, b| {
+        b.poll_recv(&mut |_, _| n += 1).unwrap();
+        n == 4
+    });
+    let idx = b.established[0];
+    let c = b.conns[idx].as_ref().unwrap();
+    assert_eq!(
+        c.rx.len(),
+        RX_INITIAL,
+        "the large buffer went back to the pool"
+    );
+    assert!(b.pool.spare.len() <= RX_POOL_KEEP);
 }
