@@ -13,7 +13,12 @@ fn main() {
     }
     let mut size = 0usize;
     while size <= 4 << 20 {
-        let iters = if size <= 4096 { 20000 } else { (200 << 20) / size.max(1) }.clamp(20, 20000);
+        let iters = if size <= 4096 {
+            20000
+        } else {
+            (200 << 20) / size.max(1)
+        }
+        .clamp(20, 20000);
         let mut buf = vec![0u8; size];
         let mut best = f64::MAX;
         for _rep in 0..3 {
@@ -32,7 +37,11 @@ fn main() {
             best = best.min(t);
         }
         if rank == 0 {
-            let mbps = if best > 0.0 { size as f64 / best / 1e6 } else { 0.0 };
+            let mbps = if best > 0.0 {
+                size as f64 / best / 1e6
+            } else {
+                0.0
+            };
             println!("size={size} lat_us={:.3} bw_MBps={:.1}", best * 1e6, mbps);
         }
         size = if size == 0 { 1 } else { size * 4 };

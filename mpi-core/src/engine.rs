@@ -104,7 +104,12 @@ pub(crate) struct Unexpected {
 
 enum UBody {
     Eager(Vec<u8>),
-    Rts { addr: u64 },
+    /// `table`: the piece table of a zero-copy rendezvous of a sparse type (else the whole
+    /// stream is at `addr`).
+    Rts {
+        addr: u64,
+        table: Option<Vec<u8>>,
+    },
 }
 
 #[derive(Default)]
@@ -125,8 +130,8 @@ pub(crate) struct Comm {
 
 struct PendingGet {
     peer: u32,
-    addr: u64,
-    len: u64,
+    /// (stream offset, sender address, length) of each block to pull.
+    ranges: Vec<(u64, u64, u64)>,
     rid: RequestId,
     sreq: u64,
 }
@@ -186,6 +191,10 @@ pub(crate) struct State {
     gets: Vec<PendingGet>,
     dirty: Vec<u32>,
     pub bsend: BsendBuffer,
+    /// Blocks of sparse datatypes at least this large travel zero-copy (`MADMPI_ZCOPY_MIN`).
+    pub zcopy_min: usize,
+    /// Rendezvous sent with a piece table (zero-copy blocks), for statistics and tests.
+    pub zcopy_sends: u64,
     /// Problems with peers' packets, reported once each (malformed data is dropped).
     pub peer_errors: Vec<String>,
 }
@@ -275,6 +284,11 @@ impl State {
             gets: Vec::new(),
             dirty: Vec::new(),
             bsend: BsendBuffer::default(),
+            zcopy_min: std::env::var("MADMPI_ZCOPY_MIN")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(8192),
+            zcopy_sends: 0,
             peer_errors: Vec::new(),
         }
     }
@@ -379,6 +393,7 @@ impl State {
         // buffered sends copy into the attached buffer.
         let mut staging = None;
         let mut bsend = None;
+        let mut pieces = None;
         let ptr: *const u8 = if mode == SendMode::Buffered {
             let need = wire::pad8(bytes) + BSEND_OVERHEAD;
             let off = self.bsend.alloc(need).ok_or_else(|| {
@@ -402,8 +417,33 @@ impl State {
             }
             bsend = Some((off, need));
             dst
-        } else if dt.is_contiguous() || bytes == 0 {
-            buf.wrapping_offset(dt.true_lb())
+        } else if let Some((off, _)) = dt.contiguous_span(count) {
+            buf.wrapping_offset(off)
+        } else if bytes > self.gates[peer as usize].eager_max && self.gates[peer as usize].can_get {
+            // Sparse type, rendezvous with `get`: small blocks inline, large blocks pulled
+            // straight from the user buffer (NewMadeleine's per-block zero copy).
+            match piece_table(
+                buf,
+                count,
+                dt,
+                self.zcopy_min,
+                self.gates[peer as usize].frag_max,
+            ) {
+                Some(table) => {
+                    self.zcopy_sends += 1;
+                    pieces = Some((buf, dt.clone(), count));
+                    let p = table.as_ptr();
+                    staging = Some(table);
+                    p
+                }
+                None => {
+                    let mut v = vec![0u8; bytes];
+                    dt.pack(buf, count, 0, &mut v);
+                    let p = v.as_ptr();
+                    staging = Some(v);
+                    p
+                }
+            }
         } else {
             let mut v = vec![0u8; bytes];
             dt.pack(buf, count, 0, &mut v);
@@ -427,6 +467,7 @@ impl State {
             ptr,
             len: bytes,
             staging,
+            layout: None,
             bsend,
             queued: true,
             await_ack: sync || !eager,
@@ -443,25 +484,41 @@ impl State {
         } else {
             None
         };
+        let table_len = match (&pieces, &r.op) {
+            (Some(_), Op::Send(s)) => s.staging.as_ref().map_or(0, |t| t.len()),
+            _ => 0,
+        };
+        if let Op::Send(s) = &mut r.op {
+            s.layout = pieces;
+        }
         let rid = self.reqs.insert(r);
         let hdr = Header {
             kind: if eager { Kind::Eager } else { Kind::Rts } as u8,
-            flags: if sync { wire::FLAG_SYNC } else { 0 },
+            flags: if sync { wire::FLAG_SYNC } else { 0 }
+                | if table_len > 0 { wire::FLAG_PIECES } else { 0 },
             ctx,
             src,
             tag,
             seq,
-            len: if eager { bytes as u32 } else { 0 },
+            len: if eager {
+                bytes as u32
+            } else {
+                table_len as u32
+            },
             msg_len: bytes as u64,
             sreq: rid.0,
-            aux: if eager { 0 } else { ptr as u64 },
+            aux: if eager || table_len > 0 {
+                0
+            } else {
+                ptr as u64
+            },
         };
         self.queue(
             peer,
             OutChunk {
                 hdr,
                 ptr,
-                len: if eager { bytes } else { 0 },
+                len: if eager { bytes } else { table_len },
                 sent: OnSent::Send(rid),
             },
         );
@@ -797,12 +854,6 @@ impl State {
         match &mut r.op {
             Op::Recv(rv) => {
                 rv.posted = false;
-                if let Some(st) = rv.target.staging.take() {
-                    let (ubuf, ref dt, count) = rv.target.user;
-                    let n = (r.status.bytes as usize).min(st.len());
-                    // SAFETY: the user buffer is valid until completion (which is now).
-                    unsafe { dt.unpack(ubuf, count, 0, &st[..n]) };
-                }
             }
             Op::Send(s) => {
                 if let Some((off, _)) = s.bsend.take() {
@@ -848,20 +899,35 @@ impl State {
         }
         match u.body {
             UBody::Eager(data) => {
-                // SAFETY: target.ptr has cap bytes (user buffer or staging), n <= cap.
-                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), rv.target.ptr, n as usize) };
+                // SAFETY: the receive buffer is valid until completion.
+                unsafe { rv.target.write_at(0, &data) };
                 if u.sync {
                     self.queue_ctrl(peer, Kind::SyncAck, 0, u.sreq, 0);
                 }
                 self.complete(rid);
             }
-            UBody::Rts { addr } => {
+            UBody::Rts { addr, table } => {
                 rv.msg_len = u.msg_len;
+                let ranges = match table {
+                    None => vec![(0, addr, u.msg_len)],
+                    // SAFETY: the receive buffer is valid until completion.
+                    Some(t) => match unsafe { apply_piece_table(&rv.target, &t, u.msg_len) } {
+                        Ok(r) => r,
+                        Err(why) => {
+                            r.status.error = Some(ErrorClass::Other);
+                            self.peer_error(format!(
+                                "from rank {peer}: bad rendezvous table: {why}"
+                            ));
+                            self.queue_ctrl(peer, Kind::Fin, 0, u.sreq, 0);
+                            self.complete(rid);
+                            return;
+                        }
+                    },
+                };
                 if can_get {
                     self.gets.push(PendingGet {
                         peer,
-                        addr,
-                        len: n,
+                        ranges,
                         rid,
                         sreq: u.sreq,
                     });
@@ -909,8 +975,16 @@ impl State {
                     .position(|&(s, t, _)| matches(s, t, h.src, h.tag));
                 let body = if eager {
                     UBody::Eager(Vec::new())
+                } else if h.flags & wire::FLAG_PIECES != 0 {
+                    UBody::Rts {
+                        addr: 0,
+                        table: Some(payload.to_vec()),
+                    }
                 } else {
-                    UBody::Rts { addr: h.aux }
+                    UBody::Rts {
+                        addr: h.aux,
+                        table: None,
+                    }
                 };
                 let mut u = Unexpected {
                     src: h.src,
@@ -958,6 +1032,14 @@ impl State {
                 };
                 s.await_ack = false;
                 s.fragmenting = true;
+                if let Some((buf, dt, count)) = s.layout.take() {
+                    // The receiver cannot pull the blocks: stream the packed bytes instead.
+                    let mut v = vec![0u8; s.len];
+                    // SAFETY: the send buffer is valid until the request completes.
+                    unsafe { dt.pack(buf, count, 0, &mut v) };
+                    s.ptr = v.as_ptr();
+                    s.staging = Some(v);
+                }
                 let (ptr, len) = (s.ptr, s.len);
                 let frag = self.gates[peer as usize].frag_max;
                 let mut off = 0;
@@ -990,19 +1072,8 @@ impl State {
                         .peer_error(format!("from rank {peer}: data for an unknown request"));
                 };
                 let Op::Recv(rv) = &mut r.op else { return };
-                let off = h.msg_len;
-                let cap = rv.target.cap as u64;
-                if off < cap {
-                    let n = (payload.len() as u64).min(cap - off) as usize;
-                    // SAFETY: [off, off+n) is inside the target (n clipped to cap).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            payload.as_ptr(),
-                            rv.target.ptr.add(off as usize),
-                            n,
-                        )
-                    };
-                }
+                // SAFETY: the receive buffer is valid until completion; write_at clips.
+                unsafe { rv.target.write_at(h.msg_len as usize, payload) };
                 rv.got += payload.len() as u64;
                 if rv.got >= rv.msg_len {
                     self.complete(id);
@@ -1055,8 +1126,8 @@ impl State {
         if payload.len() > rv.target.cap {
             r.status.error = Some(ErrorClass::Truncate);
         }
-        // SAFETY: target has cap bytes; n <= cap.
-        unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), rv.target.ptr, n) };
+        // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
+        unsafe { rv.target.write_at(0, payload) };
         if u.sync {
             self.queue_ctrl(u.peer, Kind::SyncAck, 0, u.sreq, 0);
         }
@@ -1171,23 +1242,127 @@ fn recv_target(buf: *mut u8, count: usize, dt: &Datatype) -> Result<RecvTarget> 
     let cap = count
         .checked_mul(dt.size())
         .ok_or_else(|| Error::new(ErrorClass::Count, format!("count {count} overflows")))?;
-    Ok(if dt.is_contiguous() || cap == 0 {
-        RecvTarget {
-            ptr: buf.wrapping_offset(dt.true_lb()),
+    Ok(match dt.contiguous_span(count) {
+        Some((off, _)) => RecvTarget {
+            ptr: buf.wrapping_offset(off),
             cap,
-            staging: None,
-            user: (buf, dt.clone(), count),
-        }
-    } else {
-        let mut v = vec![0u8; cap];
-        let p = v.as_mut_ptr();
-        RecvTarget {
-            ptr: p,
+            layout: None,
+        },
+        None => RecvTarget {
+            ptr: buf,
             cap,
-            staging: Some(v),
-            user: (buf, dt.clone(), count),
-        }
+            layout: Some((buf, dt.clone(), count)),
+        },
     })
+}
+
+/// The piece table of a zero-copy rendezvous (RTS payload with `FLAG_PIECES`):
+/// `u32 nremote, u32 0`, then `nremote` × `(u64 stream offset, u64 address, u64 length)`, then the
+/// bytes of the stream not covered by those blocks, in stream order. Blocks of at least
+/// `min_block` bytes are remote; the table must fit in `max_len`. `None` when zero copy does not
+/// pay (no large block, or too many / too much inline data): the caller packs instead.
+///
+/// # Safety
+/// `buf` must hold `count` elements of `dt`.
+unsafe fn piece_table(
+    buf: *const u8,
+    count: usize,
+    dt: &Datatype,
+    min_block: usize,
+    max_len: usize,
+) -> Option<Vec<u8>> {
+    const MAX_REMOTE: usize = 256;
+    let bytes = count * dt.size();
+    if dt.block_stats(count).max_len < min_block {
+        return None;
+    }
+    let mut remote: Vec<(u64, u64, u64)> = Vec::new();
+    let mut inline: Vec<u8> = Vec::new();
+    let mut off = 0usize;
+    for (mem, len) in dt.segments(count, 0..bytes) {
+        let p = buf.wrapping_offset(mem);
+        if len >= min_block {
+            if remote.len() == MAX_REMOTE {
+                return None;
+            }
+            remote.push((off as u64, p as u64, len as u64));
+        } else {
+            if 8 + (remote.len() + 1) * 24 + inline.len() + len > max_len {
+                return None;
+            }
+            inline.extend_from_slice(std::slice::from_raw_parts(p, len));
+        }
+        off += len;
+    }
+    if remote.is_empty() || 8 + remote.len() * 24 + inline.len() > max_len {
+        return None;
+    }
+    let mut t = Vec::with_capacity(8 + remote.len() * 24 + inline.len());
+    t.extend_from_slice(&(remote.len() as u32).to_le_bytes());
+    t.extend_from_slice(&0u32.to_le_bytes());
+    for (o, a, l) in &remote {
+        t.extend_from_slice(&o.to_le_bytes());
+        t.extend_from_slice(&a.to_le_bytes());
+        t.extend_from_slice(&l.to_le_bytes());
+    }
+    t.extend_from_slice(&inline);
+    Some(t)
+}
+
+/// Receiver side of [`piece_table`]: write the inline bytes into place and return the blocks to
+/// pull. Everything from the peer is checked: ranges in order, inside the message, and inline
+/// bytes exactly filling the gaps.
+///
+/// # Safety
+/// The receive buffer of `target` must be valid.
+unsafe fn apply_piece_table(
+    target: &RecvTarget,
+    t: &[u8],
+    msg_len: u64,
+) -> std::result::Result<Vec<(u64, u64, u64)>, String> {
+    let rd = |i: usize| -> std::result::Result<u64, String> {
+        t.get(i..i + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .ok_or_else(|| "truncated table".to_string())
+    };
+    let n = t
+        .get(0..4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+        .ok_or("truncated table")? as usize;
+    if n > 4096 || 8 + n * 24 > t.len() {
+        return Err(format!(
+            "{n} blocks do not fit a table of {} bytes",
+            t.len()
+        ));
+    }
+    let mut ranges = Vec::with_capacity(n);
+    let mut inline = &t[8 + n * 24..];
+    let mut cursor = 0u64;
+    for i in 0..=n {
+        let (o, a, l) = if i < n {
+            (rd(8 + i * 24)?, rd(16 + i * 24)?, rd(24 + i * 24)?)
+        } else {
+            (msg_len, 0, 0)
+        };
+        let end = o
+            .checked_add(l)
+            .filter(|&e| e <= msg_len)
+            .ok_or("block beyond the message")?;
+        let gap = o.checked_sub(cursor).ok_or("blocks out of order")? as usize;
+        if gap > inline.len() {
+            return Err("inline data shorter than the gaps".into());
+        }
+        target.write_at(cursor as usize, &inline[..gap]);
+        inline = &inline[gap..];
+        if i < n {
+            ranges.push((o, a, l));
+        }
+        cursor = end;
+    }
+    if !inline.is_empty() {
+        return Err("inline data longer than the gaps".into());
+    }
+    Ok(ranges)
 }
 
 impl Engine {
@@ -1304,18 +1479,18 @@ impl Engine {
         let drv = &mut self.drv;
         self.st
             .run_gets(&mut |kind, peer, remote, local| match drv.get(kind) {
-                Some(t) => t.get(PeerId(peer), remote, &mut [IoSliceMut::new(local)]),
+                Some(t) => t.get(PeerId(peer), remote, local),
                 None => Err(madmpi_transports::Error::Unsupported("get")),
             })
     }
 }
 
-/// Reads a region of a peer's memory (a driver's `get`).
+/// Reads a region of a peer's memory into local iovecs (a driver's `get`).
 type Getter<'a> = dyn FnMut(
         DriverKind,
         u32,
         RemoteRegion,
-        &mut [u8],
+        &mut [IoSliceMut<'_>],
     ) -> std::result::Result<(), madmpi_transports::Error>
     + 'a;
 
@@ -1332,22 +1507,21 @@ impl State {
             else {
                 continue;
             };
-            let res = if g.len == 0 {
-                Ok(())
-            } else {
-                // SAFETY: the target has `cap >= g.len` bytes and stays valid until completion.
-                let local =
-                    unsafe { std::slice::from_raw_parts_mut(rv.target.ptr, g.len as usize) };
-                get(
-                    kind,
-                    g.peer,
-                    RemoteRegion {
-                        addr: g.addr,
-                        len: g.len,
-                    },
-                    local,
-                )
-            };
+            let cap = rv.target.cap as u64;
+            let mut res = Ok(());
+            for &(off, addr, len) in &g.ranges {
+                // Truncation: pull only what fits.
+                let n = len.min(cap.saturating_sub(off));
+                if n == 0 {
+                    continue;
+                }
+                // SAFETY: the receive buffer is valid until completion; [off, off+n) <= cap.
+                let mut local = unsafe { rv.target.iovecs(off as usize, n as usize) };
+                res = get(kind, g.peer, RemoteRegion { addr, len: n }, &mut local);
+                if res.is_err() {
+                    break;
+                }
+            }
             match res {
                 Ok(()) => {
                     self.complete(g.rid);
@@ -1357,6 +1531,8 @@ impl State {
                     madmpi_transports::Error::PermissionDenied(_)
                     | madmpi_transports::Error::Unsupported(_),
                 ) => {
+                    // Cross-memory access refused: the sender streams the packed bytes instead,
+                    // for this message and every later one from this peer.
                     self.gates[g.peer as usize].can_get = false;
                     self.queue_ctrl(g.peer, Kind::Cts, 0, g.sreq, g.rid.0);
                 }

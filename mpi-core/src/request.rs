@@ -71,17 +71,56 @@ pub enum SendMode {
     Buffered,
 }
 
-/// Where received bytes go.
+/// Where received bytes go: the packed stream of the message, byte `off` of which lands either
+/// at `ptr + off` (contiguous layout) or where the receive datatype puts it.
 pub(crate) struct RecvTarget {
-    /// Contiguous destination (the user buffer, or `staging`).
+    /// Start of the data when the layout is contiguous.
     pub ptr: *mut u8,
-    /// Bytes available at `ptr`.
+    /// Bytes the receive can hold (`count * size`).
     pub cap: usize,
-    /// For non-contiguous datatypes: the packed bytes, unpacked into the user buffer at
-    /// completion.
-    pub staging: Option<Vec<u8>>,
-    /// User buffer, datatype and count, for the unpack.
-    pub user: (*mut u8, Datatype, usize),
+    /// For a non-contiguous layout: user buffer, datatype and count.
+    pub layout: Option<(*mut u8, Datatype, usize)>,
+}
+
+impl RecvTarget {
+    /// Write bytes `[off, off + data.len())` of the packed stream into place, clipped to the
+    /// capacity (truncation). Returns the bytes written.
+    ///
+    /// # Safety
+    /// The receive buffer must be valid (it is, until the request completes).
+    pub unsafe fn write_at(&self, off: usize, data: &[u8]) -> usize {
+        if off >= self.cap {
+            return 0;
+        }
+        let n = data.len().min(self.cap - off);
+        match &self.layout {
+            None => std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(off), n),
+            Some((buf, dt, count)) => {
+                dt.unpack(*buf, *count, off, &data[..n]);
+            }
+        }
+        n
+    }
+
+    /// The memory of bytes `[off, off + len)` of the packed stream (the caller clips to `cap`).
+    ///
+    /// # Safety
+    /// As [`RecvTarget::write_at`]; the slices alias the user buffer and must not outlive the
+    /// request.
+    pub unsafe fn iovecs<'a>(&self, off: usize, len: usize) -> Vec<std::io::IoSliceMut<'a>> {
+        match &self.layout {
+            None => vec![std::io::IoSliceMut::new(std::slice::from_raw_parts_mut(
+                self.ptr.add(off),
+                len,
+            ))],
+            Some((buf, dt, count)) => dt
+                .segments(*count, off..off + len)
+                .map(|(o, l)| {
+                    std::io::IoSliceMut::new(std::slice::from_raw_parts_mut(buf.offset(o), l))
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A send in flight.
@@ -92,8 +131,11 @@ pub(crate) struct SendOp {
     pub ptr: *const u8,
     /// Bytes to send.
     pub len: usize,
-    /// Packed copy for non-contiguous datatypes.
+    /// Packed copy for non-contiguous datatypes, or the piece table of a zero-copy rendezvous.
     pub staging: Option<Vec<u8>>,
+    /// Zero-copy rendezvous of a non-contiguous datatype: buffer, type, count (packed only if
+    /// the receiver asks for fragments).
+    pub layout: Option<(*const u8, Datatype, usize)>,
     /// Offset and reserved length in the attached buffer (buffered sends).
     pub bsend: Option<(usize, usize)>,
     /// The header chunk (Eager or Rts) is still queued on the gate (cancellable locally).

@@ -51,6 +51,8 @@ impl Kind {
 pub const FLAG_SYNC: u8 = 1;
 /// In a `CancelAck`: the message was cancelled.
 pub const FLAG_CANCELLED: u8 = 2;
+/// In an `Rts`: the payload is a piece table (zero-copy rendezvous of a sparse datatype).
+pub const FLAG_PIECES: u8 = 4;
 
 /// A decoded chunk header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

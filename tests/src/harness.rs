@@ -139,12 +139,16 @@ pub fn tail(s: &str, n: usize) -> String {
 /// the compiler's output on failure, warnings included (`-Werror`).
 pub fn compile(src: &Path, extra: &[&str]) -> PathBuf {
     type Built = HashMap<(PathBuf, Vec<String>), PathBuf>;
+    // Held while compiling: tests of one program must not build it at the same time (one
+    // would run the file the other is writing).
     static CACHE: Mutex<Option<Built>> = Mutex::new(None);
     let key = (
         src.to_path_buf(),
         extra.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
     );
-    if let Some(p) = lock(&CACHE).get_or_insert_with(HashMap::new).get(&key) {
+    let mut cache = lock(&CACHE);
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if let Some(p) = cache.get(&key) {
         return p.clone();
     }
     let tc = toolchain();
@@ -159,13 +163,16 @@ pub fn compile(src: &Path, extra: &[&str]) -> PathBuf {
         .collect();
     let out = scratch().join(&tc.tag).join(format!("{stem}{flavor}"));
     std::fs::create_dir_all(out.parent().expect("has a directory")).expect("mkdir");
+    // Built under a temporary name and renamed: another test process may be running the
+    // previous build of the same program.
+    let tmp = out.with_extension(format!("tmp{}", std::process::id()));
     let o = Command::new(&tc.mpicc[0])
         .args(&tc.mpicc[1..])
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-g"])
         .args(extra)
         .arg(src)
         .arg("-o")
-        .arg(&out)
+        .arg(&tmp)
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", tc.mpicc));
@@ -178,9 +185,9 @@ pub fn compile(src: &Path, extra: &[&str]) -> PathBuf {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    lock(&CACHE)
-        .get_or_insert_with(HashMap::new)
-        .insert(key, out.clone());
+    std::fs::rename(&tmp, &out)
+        .unwrap_or_else(|e| panic!("rename {} -> {}: {e}", tmp.display(), out.display()));
+    cache.insert(key, out.clone());
     out
 }
 

@@ -42,21 +42,32 @@ pub struct TableKey {
     pub better: Better,
 }
 
-/// Median, min and max of the per-run medians, and how many runs.
+/// One run's figures for one table row: the in-program median, min, max.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    pub med: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// Median, min and max of the per-run medians, how many runs, and the best
+/// single repetition seen in any run (lowest min or highest max).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cell {
     pub med: f64,
     pub min: f64,
     pub max: f64,
     pub n: usize,
+    pub best: f64,
 }
 
 impl Cell {
-    pub fn of(values: &[f64]) -> Option<Cell> {
-        if values.is_empty() {
-            return None;
-        }
-        let mut v = values.to_vec();
+    pub fn of(samples: &[Sample], better: Better) -> Option<Cell> {
+        let best = match better {
+            Better::Lower => samples.iter().map(|s| s.min).reduce(f64::min)?,
+            Better::Higher => samples.iter().map(|s| s.max).reduce(f64::max)?,
+        };
+        let mut v: Vec<f64> = samples.iter().map(|s| s.med).collect();
         v.sort_by(f64::total_cmp);
         let n = v.len();
         let med = if n % 2 == 1 {
@@ -69,12 +80,13 @@ impl Cell {
             min: v[0],
             max: v[n - 1],
             n,
+            best,
         })
     }
 }
 
 /// size -> implementation -> per-run medians.
-pub type Table = BTreeMap<u64, BTreeMap<Kind, Vec<f64>>>;
+pub type Table = BTreeMap<u64, BTreeMap<Kind, Vec<Sample>>>;
 
 /// Groups every measurement of every run into tables.
 pub fn tables(runs: &[RunRecord], bench_order: &[&str]) -> BTreeMap<TableKey, Table> {
@@ -99,7 +111,11 @@ pub fn tables(runs: &[RunRecord], bench_order: &[&str]) -> BTreeMap<TableKey, Ta
                 .or_default()
                 .entry(r.kind)
                 .or_default()
-                .push(m.med);
+                .push(Sample {
+                    med: m.med,
+                    min: m.min,
+                    max: m.max,
+                });
         }
     }
     out
@@ -146,13 +162,16 @@ pub fn human_size(n: u64) -> String {
     }
 }
 
-fn cell_text(c: Option<&Cell>, runs: usize) -> String {
+fn cell_text(c: Option<&Cell>, runs: usize, with_best: bool) -> String {
     match c {
         None => "–".into(),
         Some(c) => {
             let mut s = format!("{} ({}–{})", num(c.med), num(c.min), num(c.max));
             if c.n < runs {
                 let _ = write!(s, " n={}", c.n);
+            }
+            if with_best {
+                let _ = write!(s, "; best {}", num(c.best));
             }
             s
         }
@@ -275,7 +294,9 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
         s,
         "Host `{}` ({} CPUs), transports: {}, {} run(s) per implementation{}, interleaved. \
          Each cell is the median over runs of the in-program median (min–max over runs); \
-         `n=` marks cells with fewer runs than planned. Raw data: `results.json`.\n",
+         `n=` marks cells with fewer runs than planned; in the headline table `best` is the \
+         best single repetition of any run (lowest time / highest rate), the figure least \
+         disturbed by other load on the machine. Raw data: `results.json`.\n",
         ctx.host,
         ctx.cpus,
         ctx.transports
@@ -344,7 +365,7 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             any = true;
             let cells: BTreeMap<Kind, Cell> = row
                 .iter()
-                .filter_map(|(k, v)| Some((*k, Cell::of(v)?)))
+                .filter_map(|(k, v)| Some((*k, Cell::of(v, key.better)?)))
                 .collect();
             let label = if ranks == 0 {
                 format!("{label}, {want_ranks} ranks")
@@ -353,7 +374,7 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             };
             let _ = write!(s, "| {label} |");
             for k in &kinds {
-                let _ = write!(s, " {} |", cell_text(cells.get(k), ctx.runs_per_impl));
+                let _ = write!(s, " {} |", cell_text(cells.get(k), ctx.runs_per_impl, true));
             }
             let r = ratio(key.better, &cells).map_or("–".into(), |r| format!("{r:.2}"));
             let _ = writeln!(s, " {r} ({}) |", key.better.as_str());
@@ -383,11 +404,15 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             for (size, row) in table {
                 let cells: BTreeMap<Kind, Cell> = row
                     .iter()
-                    .filter_map(|(k, v)| Some((*k, Cell::of(v)?)))
+                    .filter_map(|(k, v)| Some((*k, Cell::of(v, key.better)?)))
                     .collect();
                 let _ = write!(s, "| {} |", human_size(*size));
                 for k in &kinds {
-                    let _ = write!(s, " {} |", cell_text(cells.get(k), ctx.runs_per_impl));
+                    let _ = write!(
+                        s,
+                        " {} |",
+                        cell_text(cells.get(k), ctx.runs_per_impl, false)
+                    );
                 }
                 let r = ratio(key.better, &cells).map_or("–".into(), |r| format!("{r:.2}"));
                 let _ = writeln!(s, " {r} |");
@@ -461,12 +486,26 @@ mod tests {
 
     #[test]
     fn cells_and_ratios() {
-        let c = Cell::of(&[3.0, 1.0, 2.0, 10.0]).unwrap();
-        assert_eq!((c.med, c.min, c.max, c.n), (2.5, 1.0, 10.0, 4));
+        let sample = |med: f64| Sample {
+            med,
+            min: med - 0.5,
+            max: med + 0.5,
+        };
+        let runs: Vec<Sample> = [3.0, 1.0, 2.0, 10.0].map(sample).to_vec();
+        let c = Cell::of(&runs, Better::Lower).unwrap();
+        assert_eq!((c.med, c.min, c.max, c.n, c.best), (2.5, 1.0, 10.0, 4, 0.5));
+        assert_eq!(Cell::of(&runs, Better::Higher).unwrap().best, 10.5);
+        assert_eq!(Cell::of(&[], Better::Lower), None);
         let mut cells = BTreeMap::new();
-        cells.insert(Kind::Ours, Cell::of(&[2.0]).unwrap());
-        cells.insert(Kind::Mpich, Cell::of(&[4.0]).unwrap());
-        cells.insert(Kind::OpenMpi, Cell::of(&[1.0]).unwrap());
+        cells.insert(Kind::Ours, Cell::of(&[sample(2.0)], Better::Lower).unwrap());
+        cells.insert(
+            Kind::Mpich,
+            Cell::of(&[sample(4.0)], Better::Lower).unwrap(),
+        );
+        cells.insert(
+            Kind::OpenMpi,
+            Cell::of(&[sample(1.0)], Better::Lower).unwrap(),
+        );
         assert_eq!(ratio(Better::Lower, &cells), Some(2.0));
         assert_eq!(ratio(Better::Higher, &cells), Some(0.5));
         cells.remove(&Kind::Ours);

@@ -118,13 +118,21 @@ impl Net {
                 self.ranks[i]
                     .run_gets(&mut |_, _, remote, local| {
                         // SAFETY: the sender's buffer is alive (its request waits for Fin).
-                        let src = unsafe {
+                        let mut src = unsafe {
                             std::slice::from_raw_parts(
                                 remote.addr as *const u8,
                                 remote.len as usize,
                             )
                         };
-                        local.copy_from_slice(src);
+                        for l in local.iter_mut() {
+                            let (a, b) = src.split_at(l.len());
+                            l.copy_from_slice(a);
+                            src = b;
+                        }
+                        assert!(
+                            src.is_empty(),
+                            "local iovecs shorter than the remote region"
+                        );
                         Ok(())
                     })
                     .unwrap();
@@ -495,4 +503,210 @@ fn malformed_packets_are_dropped() {
     net.run();
     assert_eq!(net.status(1, r).bytes, 32);
     assert_eq!(rb, d);
+}
+
+fn committed(t: madmpi_datatypes::Result<Datatype>) -> Datatype {
+    let t = t.unwrap();
+    t.commit();
+    t
+}
+
+/// Sparse datatypes: a small block then, after a gap, a large block (the NewMadeleine paper's
+/// case) travels with the small block inline and the large one pulled in place; received into
+/// a different but compatible layout (contiguous, vector) and the reverse; with `get` and with
+/// the fragment fallback; and truncated inside a zero-copy block.
+#[test]
+fn derived_datatypes_zero_copy_and_fallback() {
+    for can_get in [true, false] {
+        for strategy in [Strategy::Default, Strategy::Aggreg] {
+            let mut net = Net::new(2, strategy, can_get, 17);
+            let b = byte();
+            // 40 bytes at 0, 600 bytes at 100, 30 bytes at 800, 300 bytes at 900: 970 bytes.
+            let idx = committed(Datatype::indexed(
+                &[40, 600, 30, 300],
+                &[0, 100, 800, 900],
+                &b,
+            ));
+            let src: Vec<u8> = (0..1200u32).map(|i| (i * 7 + 3) as u8).collect();
+            let packed: Vec<u8> = [0..40, 100..700, 800..830, 900..1200]
+                .iter()
+                .flat_map(|r| src[r.clone()].to_vec())
+                .collect();
+            assert_eq!(packed.len(), 970);
+
+            // indexed -> contiguous
+            let mut dst = vec![0u8; 970];
+            let r = unsafe {
+                net.ranks[1]
+                    .irecv(dst.as_mut_ptr(), 970, &b, 0, 1, COMM_WORLD, false)
+                    .unwrap()
+            };
+            let s = unsafe {
+                net.ranks[0]
+                    .isend(
+                        src.as_ptr(),
+                        1,
+                        &idx,
+                        1,
+                        1,
+                        COMM_WORLD,
+                        SendMode::Standard,
+                        false,
+                    )
+                    .unwrap()
+            };
+            net.run();
+            assert_eq!(net.status(1, r).bytes, 970);
+            assert_eq!(
+                dst, packed,
+                "indexed -> contiguous (get {can_get}, {strategy:?})"
+            );
+            assert_eq!(
+                net.ranks[0].zcopy_sends, can_get as u64,
+                "zero-copy path taken only with get"
+            );
+            assert!(net.ranks[0].reqs.get(s).unwrap().complete);
+
+            // contiguous -> indexed (unexpected first: the send goes before the receive)
+            let mut dst2 = vec![0xeeu8; 1200];
+            let _s2 = unsafe {
+                net.ranks[0]
+                    .isend(
+                        packed.as_ptr(),
+                        970,
+                        &b,
+                        1,
+                        2,
+                        COMM_WORLD,
+                        SendMode::Standard,
+                        false,
+                    )
+                    .unwrap()
+            };
+            net.run();
+            let r2 = unsafe {
+                net.ranks[1]
+                    .irecv(dst2.as_mut_ptr(), 1, &idx, 0, 2, COMM_WORLD, false)
+                    .unwrap()
+            };
+            net.run();
+            assert_eq!(net.status(1, r2).bytes, 970);
+            for (i, &v) in dst2.iter().enumerate() {
+                let inside = [0..40, 100..700, 800..830, 900..1200]
+                    .iter()
+                    .any(|r| r.contains(&i));
+                assert_eq!(
+                    v,
+                    if inside { src[i] } else { 0xee },
+                    "contiguous -> indexed at byte {i}"
+                );
+            }
+
+            // indexed -> vector of 97 blocks of 10 bytes, stride 13
+            let vec_t = committed(Datatype::vector(97, 10, 13, &b));
+            let mut dst3 = vec![0u8; 97 * 13];
+            let r3 = unsafe {
+                net.ranks[1]
+                    .irecv(dst3.as_mut_ptr(), 1, &vec_t, 0, 3, COMM_WORLD, false)
+                    .unwrap()
+            };
+            let _s3 = unsafe {
+                net.ranks[0]
+                    .isend(
+                        src.as_ptr(),
+                        1,
+                        &idx,
+                        1,
+                        3,
+                        COMM_WORLD,
+                        SendMode::Standard,
+                        false,
+                    )
+                    .unwrap()
+            };
+            net.run();
+            assert_eq!(net.status(1, r3).bytes, 970);
+            let got: Vec<u8> = (0..97)
+                .flat_map(|k| dst3[k * 13..k * 13 + 10].to_vec())
+                .collect();
+            assert_eq!(got, packed, "indexed -> vector");
+
+            // Truncated inside the large block: what fits is delivered, the sender completes.
+            let mut small = vec![0u8; 300];
+            let r4 = unsafe {
+                net.ranks[1]
+                    .irecv(small.as_mut_ptr(), 300, &b, 0, 4, COMM_WORLD, false)
+                    .unwrap()
+            };
+            let s4 = unsafe {
+                net.ranks[0]
+                    .isend(
+                        src.as_ptr(),
+                        1,
+                        &idx,
+                        1,
+                        4,
+                        COMM_WORLD,
+                        SendMode::Standard,
+                        false,
+                    )
+                    .unwrap()
+            };
+            net.run();
+            let st = net.status(1, r4);
+            assert_eq!(st.error, Some(ErrorClass::Truncate));
+            assert_eq!(st.bytes, 300);
+            assert_eq!(small, packed[..300].to_vec());
+            assert!(net.ranks[0].reqs.get(s4).unwrap().complete);
+        }
+    }
+}
+
+/// A forged piece table is rejected without touching memory outside the receive buffer.
+#[test]
+fn forged_piece_tables_are_rejected() {
+    let mut rb = vec![0u8; 64];
+    let t = RecvTarget {
+        ptr: rb.as_mut_ptr(),
+        cap: 64,
+        layout: None,
+    };
+    let table = |n: u32, ranges: &[(u64, u64, u64)], inline: &[u8]| {
+        let mut v = n.to_le_bytes().to_vec();
+        v.extend_from_slice(&[0; 4]);
+        for (o, a, l) in ranges {
+            v.extend_from_slice(&o.to_le_bytes());
+            v.extend_from_slice(&a.to_le_bytes());
+            v.extend_from_slice(&l.to_le_bytes());
+        }
+        v.extend_from_slice(inline);
+        v
+    };
+    unsafe {
+        assert!(apply_piece_table(&t, &[1, 2], 10).is_err());
+        assert!(apply_piece_table(&t, &table(5, &[], &[]), 10).is_err());
+        assert!(
+            apply_piece_table(&t, &table(1, &[(0, 0, 100)], &[]), 10).is_err(),
+            "block beyond message"
+        );
+        assert!(
+            apply_piece_table(&t, &table(2, &[(5, 0, 4), (2, 0, 1)], &[0; 5]), 10).is_err(),
+            "out of order"
+        );
+        assert!(
+            apply_piece_table(&t, &table(1, &[(4, 0, 4)], &[1; 3]), 10).is_err(),
+            "inline too short"
+        );
+        assert!(
+            apply_piece_table(&t, &table(1, &[(4, 0, 4)], &[1; 9]), 10).is_err(),
+            "inline too long"
+        );
+        assert!(
+            apply_piece_table(&t, &table(1, &[(u64::MAX, 0, 4)], &[]), 10).is_err(),
+            "overflow"
+        );
+        let ok = apply_piece_table(&t, &table(1, &[(4, 77, 4)], &[1, 2, 3, 4, 5, 6]), 10).unwrap();
+        assert_eq!(ok, vec![(4, 77, 4)]);
+    }
+    assert_eq!(&rb[..10], &[1, 2, 3, 4, 0, 0, 0, 0, 5, 6]);
 }
