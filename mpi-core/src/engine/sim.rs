@@ -50,7 +50,12 @@ fn sim_gate(can_get: bool) -> Gate {
 impl Net {
     fn new(n: u32, strategy: Strategy, can_get: bool, seed: u64) -> Net {
         let ranks = (0..n)
-            .map(|me| State::new(me, n, (0..n).map(|_| sim_gate(can_get)).collect(), strategy))
+            .map(|me| {
+                let mut st =
+                    State::new(me, n, (0..n).map(|_| sim_gate(can_get)).collect(), strategy);
+                st.zcopy_min = 128;
+                st
+            })
             .collect();
         Net {
             ranks,
