@@ -131,7 +131,17 @@ pub fn run(spec: JobSpec) -> i32 {
         }
     };
     let kvsname = format!("kvs_{}_{}", sys::getpid(), sys::random_hex(8));
-    let server = Server::new(ServerConfig::single_node(spec.np, &kvsname));
+    let mut config = ServerConfig::single_node(spec.np, &kvsname);
+    // The job's secret authenticates every TCP connection between ranks. It travels only over
+    // the ranks' private PMI channels, never on a command line or in a file.
+    match sys::secret_hex(32) {
+        Ok(secret) => config.attributes.push(("madmpi_secret".to_owned(), secret)),
+        Err(e) => {
+            eprintln!("{}: cannot draw the job secret from the OS: {e}", spec.name);
+            return 1;
+        }
+    }
+    let server = Server::new(config);
     let listener = if spec.pmi_port {
         match TcpListener::bind("127.0.0.1:0").and_then(|l| l.set_nonblocking(true).map(|()| l)) {
             Ok(l) => Some(l),

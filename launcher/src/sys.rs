@@ -378,3 +378,23 @@ pub fn set_child_setup(cmd: &mut std::process::Command, setup: ChildSetup) {
         cmd.pre_exec(move || setup.apply());
     }
 }
+
+/// `n` bytes from the OS's cryptographic random source, as lowercase hex. Unlike
+/// [`random_hex`], this never falls back to anything guessable.
+pub fn secret_hex(n: usize) -> std::io::Result<String> {
+    let mut buf = vec![0u8; n];
+    let mut filled = 0;
+    while filled < n {
+        // SAFETY: getrandom writes at most `n - filled` bytes into the rest of `buf`.
+        let r = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), n - filled, 0) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        filled += r as usize;
+    }
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}

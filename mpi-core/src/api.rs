@@ -8,6 +8,7 @@ use madmpi_datatypes::Datatype;
 use madmpi_pmi::Client;
 use madmpi_transports::loopback::LoopbackTransport;
 use madmpi_transports::shm::{ShmConfig, ShmSegment, ShmTransport};
+use madmpi_transports::tcp::{ConnectMode, TcpConfig, TcpTransport};
 use madmpi_transports::PeerId;
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
@@ -24,6 +25,8 @@ struct Global {
     main_thread: Option<std::thread::ThreadId>,
     appnum: i32,
     universe_size: Option<u32>,
+    /// Host name of every world rank.
+    hosts: Vec<String>,
 }
 
 static GLOBAL: Lazy<Mutex<Global>> = Lazy::new(|| {
@@ -34,6 +37,7 @@ static GLOBAL: Lazy<Mutex<Global>> = Lazy::new(|| {
         main_thread: None,
         appnum: 0,
         universe_size: None,
+        hosts: Vec::new(),
     })
 });
 
@@ -142,25 +146,28 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
         Ok("0") | Ok("no") | Ok("off")
     );
     let mut pmi = Client::from_env()?;
-    let (engine, appnum, universe) = match pmi.as_mut() {
+    let (engine, appnum, universe, hosts) = match pmi.as_mut() {
         None => {
             let drv = Drivers {
                 lo: LoopbackTransport::new(PeerId(0)),
                 shm: None,
+                tcp: None,
             };
-            (Engine::new(0, 1, drv, strategy, no_get), 0, Some(1))
+            (
+                Engine::new(0, 1, drv, strategy, no_get),
+                0,
+                Some(1),
+                vec![processor_name()],
+            )
         }
         Some(p) => {
             let (me, n) = (p.rank(), p.size());
-            let shm = setup_shm(p, me)?;
-            let drv = Drivers {
-                lo: LoopbackTransport::new(PeerId(me)),
-                shm,
-            };
+            let (drv, hosts) = setup_drivers(p, me, n)?;
             (
                 Engine::new(me, n, drv, strategy, no_get),
                 p.appnum(),
                 p.universe_size(),
+                hosts,
             )
         }
     };
@@ -170,46 +177,204 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
     g.main_thread = Some(std::thread::current().id());
     g.appnum = appnum;
     g.universe_size = universe;
+    g.hosts = hosts;
     PHASE.store(RUNNING, Ordering::Release);
     Ok(required)
 }
 
-fn setup_shm(p: &mut Client, me: u32) -> Result<Option<ShmTransport>> {
-    let forced = std::env::var("MADMPI_TRANSPORTS").ok();
-    if let Some(list) = &forced {
-        if !list.split(',').any(|t| t.trim() == "shm") {
-            return Ok(None);
+/// Which drivers `MADMPI_TRANSPORTS` allows (default: all). `self` is always on.
+struct Allowed {
+    shm: bool,
+    tcp: bool,
+}
+
+fn allowed_transports() -> Result<Allowed> {
+    let Ok(list) = std::env::var("MADMPI_TRANSPORTS") else {
+        return Ok(Allowed {
+            shm: true,
+            tcp: true,
+        });
+    };
+    let mut a = Allowed {
+        shm: false,
+        tcp: false,
+    };
+    for t in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        match t {
+            "shm" => a.shm = true,
+            "tcp" => a.tcp = true,
+            "self" => {}
+            other => {
+                return err(
+                    ErrorClass::Arg,
+                    format!(
+                        "MADMPI_TRANSPORTS={list}: unknown transport '{other}' (self, shm, tcp)"
+                    ),
+                )
+            }
         }
     }
+    Ok(a)
+}
+
+/// The drivers of a job started by a PMI launcher, and the host of every rank.
+///
+/// Every rank makes the same PMI calls in the same order, whatever its drivers — in particular
+/// exactly two barriers — so that ranks alone on their host and ranks sharing one agree:
+/// 1. the node leader creates the shared segment; rank 0 draws a job secret if the launcher
+///    gave none (foreign launchers: Hydra, Slurm);
+/// 2. barrier; the others attach the segment; ranks with off-node (or forced TCP) peers open
+///    their TCP listener and publish `host|address`;
+/// 3. barrier; the leader removes the segment's name (everyone has mapped it, so nothing
+///    outlives the job); TCP peers are registered.
+fn setup_drivers(p: &mut Client, me: u32, n: u32) -> Result<(Drivers, Vec<String>)> {
+    let allow = allowed_transports()?;
     let local = p.local_ranks()?;
-    if local.len() < 2 {
-        return Ok(None);
-    }
     let my_local = local.iter().position(|&r| r == me).ok_or_else(|| {
         Error::new(
             ErrorClass::Intern,
             "PMI: this rank is not in its own node's list",
         )
     })?;
-    let leader = local[0];
-    let name = format!("/madmpi-{}-{}", p.kvsname(), leader);
-    let cfg = ShmConfig::from_env()?;
-    let seg = if my_local == 0 {
-        let s = ShmSegment::create(&name, local.len(), &cfg)?;
-        p.barrier()?;
-        s
-    } else {
-        p.barrier()?;
-        ShmSegment::open(&name, local.len(), &cfg)?
-    };
-    let peers: Vec<PeerId> = local.iter().map(|&r| PeerId(r)).collect();
-    let t = ShmTransport::new(seg, my_local, peers)?;
-    // Everyone has mapped the segment: remove its name so nothing outlives the job.
-    p.barrier()?;
-    if my_local == 0 {
-        ShmSegment::unlink(&name)?;
+    let host = processor_name();
+    let use_shm = allow.shm && local.len() >= 2;
+    let tcp_peers: Vec<u32> = (0..n)
+        .filter(|&r| r != me && !(use_shm && local.contains(&r)))
+        .collect();
+    if !tcp_peers.is_empty() && !allow.tcp {
+        return err(
+            ErrorClass::Intern,
+            format!(
+                "rank {} is on another host and MADMPI_TRANSPORTS={} excludes tcp",
+                tcp_peers[0],
+                std::env::var("MADMPI_TRANSPORTS").unwrap_or_default()
+            ),
+        );
     }
-    Ok(Some(t))
+
+    // Phase 1.
+    let shm_name = format!("/madmpi-{}-{}", p.kvsname(), local[0]);
+    let shm_cfg = ShmConfig::from_env()?;
+    let mut seg = None;
+    if use_shm && my_local == 0 {
+        seg = Some(ShmSegment::create(&shm_name, local.len(), &shm_cfg)?);
+    }
+    let launcher_secret = match p.get("madmpi_secret") {
+        Ok(s) => Some(s),
+        Err(madmpi_pmi::Error::NotFound(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    if launcher_secret.is_none() && me == 0 {
+        p.put("madmpi_secret_r0", &hex(&random_bytes::<32>()?))?;
+    }
+    p.barrier()?;
+
+    // Phase 2.
+    if use_shm && my_local != 0 {
+        seg = Some(ShmSegment::open(&shm_name, local.len(), &shm_cfg)?);
+    }
+    let shm = match seg {
+        Some(s) => Some(ShmTransport::new(
+            s,
+            my_local,
+            local.iter().map(|&r| PeerId(r)).collect(),
+        )?),
+        None => None,
+    };
+    let mut tcp = None;
+    if !tcp_peers.is_empty() {
+        let secret_hex = match launcher_secret {
+            Some(s) => s,
+            None => p.get("madmpi_secret_r0")?,
+        };
+        let secret = unhex32(&secret_hex)
+            .ok_or_else(|| Error::new(ErrorClass::Intern, "PMI: malformed job secret"))?;
+        // A job that spans hosts needs an address the other hosts can reach.
+        let multi_host = local.len() < n as usize;
+        let cfg = TcpConfig::from_lookup(|k| {
+            std::env::var(k)
+                .ok()
+                .or_else(|| (k == "MADMPI_TCP_IF" && multi_host).then(|| "auto".into()))
+        })?;
+        let t = TcpTransport::listen(PeerId(me), n, secret, &cfg)?;
+        p.put(
+            &format!("madmpi-tcp-{me}"),
+            &format!("{host}|{}", t.business_card()),
+        )?;
+        tcp = Some((t, cfg.connect));
+    }
+    p.barrier()?;
+
+    // Phase 3.
+    if use_shm && my_local == 0 {
+        ShmSegment::unlink(&shm_name)?;
+    }
+    let mut hosts = vec![String::new(); n as usize];
+    for &r in &local {
+        hosts[r as usize] = host.clone();
+    }
+    let tcp = match tcp {
+        Some((mut t, mode)) => {
+            for &peer in &tcp_peers {
+                let card = p.get(&format!("madmpi-tcp-{peer}"))?;
+                let (h, addr) = card.split_once('|').ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Intern,
+                        format!("PMI: malformed address of rank {peer}: {card}"),
+                    )
+                })?;
+                hosts[peer as usize] = h.to_string();
+                t.add_peer(PeerId(peer), addr)?;
+            }
+            if mode == ConnectMode::Eager {
+                t.connect_all()?;
+            }
+            Some(t)
+        }
+        None => None,
+    };
+    Ok((
+        Drivers {
+            lo: LoopbackTransport::new(PeerId(me)),
+            shm,
+            tcp,
+        },
+        hosts,
+    ))
+}
+
+fn random_bytes<const N: usize>() -> Result<[u8; N]> {
+    let mut b = [0u8; N];
+    let mut filled = 0;
+    while filled < N {
+        // SAFETY: getrandom writes at most N - filled bytes into the rest of `b`.
+        let r = unsafe { libc::getrandom(b[filled..].as_mut_ptr().cast(), N - filled, 0) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return err(ErrorClass::Intern, format!("getrandom: {e}"));
+            }
+            continue;
+        }
+        filled += r as usize;
+    }
+    Ok(b)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex32(s: &str) -> Option<[u8; 32]> {
+    let s = s.trim();
+    if s.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 /// MPI_Finalize: complete buffered and detached traffic, synchronise with the other ranks
@@ -823,4 +988,27 @@ pub fn buffer_detach() -> Result<(*mut u8, usize)> {
 /// Size of MPI_COMM_WORLD.
 pub fn world_size() -> Result<u32> {
     with(|e| Ok(e.st.nprocs))
+}
+
+/// The ranks found dead so far (world rank, host), in the order they were found: for the
+/// message of MPI_ERR_PROC_ABORTED errors.
+pub fn lost_ranks() -> Vec<(u32, String)> {
+    let g = GLOBAL.lock();
+    let Some(e) = g.engine.as_ref() else {
+        return Vec::new();
+    };
+    e.st.lost
+        .iter()
+        .map(|&r| (r, g.hosts.get(r as usize).cloned().unwrap_or_default()))
+        .collect()
+}
+
+/// Host name of world rank `r`, when known.
+pub fn rank_host(r: u32) -> Option<String> {
+    GLOBAL
+        .lock()
+        .hosts
+        .get(r as usize)
+        .cloned()
+        .filter(|h| !h.is_empty())
 }

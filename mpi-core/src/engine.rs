@@ -16,7 +16,10 @@ use std::sync::Arc;
 use madmpi_datatypes::Datatype;
 use madmpi_transports::loopback::LoopbackTransport;
 use madmpi_transports::shm::ShmTransport;
-use madmpi_transports::{PeerId, RemoteRegion, SendOutcome, Transport};
+use madmpi_transports::tcp::TcpTransport;
+use madmpi_transports::{
+    PeerId, Placement, RecvSink, RemoteRegion, SendOutcome, SplitParams, Transport,
+};
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{
@@ -54,6 +57,7 @@ impl Strategy {
 pub(crate) enum DriverKind {
     Loop,
     Shm,
+    Tcp,
     Unreachable,
 }
 
@@ -89,6 +93,8 @@ pub(crate) struct Gate {
     /// Rendezvous data may be pulled with `get`.
     can_get: bool,
     queued: bool,
+    /// The peer has died: every operation involving it fails with MPI_ERR_PROC_ABORTED.
+    dead: bool,
 }
 
 /// A message that arrived before its receive was posted (or taken by MPI_Mprobe).
@@ -195,6 +201,8 @@ pub(crate) struct State {
     pub zcopy_min: usize,
     /// Rendezvous sent with a piece table (zero-copy blocks), for statistics and tests.
     pub zcopy_sends: u64,
+    /// Peers found dead, in the order they were found.
+    pub lost: Vec<u32>,
     /// Problems with peers' packets, reported once each (malformed data is dropped).
     pub peer_errors: Vec<String>,
 }
@@ -209,6 +217,7 @@ unsafe impl Send for State {}
 pub(crate) struct Drivers {
     pub lo: LoopbackTransport,
     pub shm: Option<ShmTransport>,
+    pub tcp: Option<TcpTransport>,
 }
 
 impl Drivers {
@@ -217,6 +226,7 @@ impl Drivers {
         match k {
             DriverKind::Loop => Some(&mut self.lo),
             DriverKind::Shm => self.shm.as_mut().map(|t| t as &mut dyn Transport),
+            DriverKind::Tcp => self.tcp.as_mut().map(|t| t as &mut dyn Transport),
             DriverKind::Unreachable => None,
         }
     }
@@ -247,6 +257,7 @@ fn gate_for(kind: DriverKind, t: Option<&dyn Transport>) -> Gate {
         max_iov: iov.max(2),
         can_get: get,
         queued: false,
+        dead: false,
     }
 }
 
@@ -289,6 +300,7 @@ impl State {
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(8192),
             zcopy_sends: 0,
+            lost: Vec::new(),
             peer_errors: Vec::new(),
         }
     }
@@ -453,6 +465,12 @@ impl State {
         };
 
         let g = &self.gates[peer as usize];
+        if g.dead {
+            return err(
+                ErrorClass::ProcAborted,
+                format!("rank {dest} (world rank {peer}) has died"),
+            );
+        }
         if g.driver == DriverKind::Unreachable {
             return err(
                 ErrorClass::Intern,
@@ -564,6 +582,7 @@ impl State {
         let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
             ctx,
             target,
+            peer: None,
             msg_len: 0,
             got: 0,
             posted: true,
@@ -820,6 +839,7 @@ impl State {
         let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
             ctx: 0,
             target,
+            peer: None,
             msg_len: 0,
             got: 0,
             posted: false,
@@ -889,6 +909,7 @@ impl State {
         };
         let Op::Recv(rv) = &mut r.op else { return };
         rv.posted = false;
+        rv.peer = Some(u.peer);
         r.status.source = u.src;
         r.status.tag = u.tag;
         let cap = rv.target.cap as u64;
@@ -1119,6 +1140,7 @@ impl State {
         };
         let Op::Recv(rv) = &mut r.op else { return };
         rv.posted = false;
+        rv.peer = Some(u.peer);
         r.status.source = u.src;
         r.status.tag = u.tag;
         let n = payload.len().min(rv.target.cap);
@@ -1196,6 +1218,56 @@ impl State {
         }
     }
 
+    /// `peer` has died: fail every operation that involves it (sends to it, receives matched to
+    /// it, and posted receives that it could satisfy — its rank or MPI_ANY_SOURCE), so that
+    /// nobody waits forever. Later operations with it fail at once.
+    pub fn peer_lost(&mut self, peer: u32) {
+        let g = &mut self.gates[peer as usize];
+        if g.dead {
+            return;
+        }
+        g.dead = true;
+        g.out.clear();
+        self.gets.retain(|x| x.peer != peer);
+        if !self.lost.contains(&peer) {
+            self.lost.push(peer);
+        }
+        let mut failed = Vec::new();
+        for (ctx, q) in self.mq.iter_mut().enumerate() {
+            let comm = self
+                .comms
+                .iter()
+                .flatten()
+                .find(|c| c.ctx == (ctx as u32 & !1));
+            q.unexpected.retain(|u| u.peer != peer);
+            q.posted.retain(|&(src, _, rid)| {
+                let hit = src == ANY_SOURCE
+                    || comm.is_some_and(|c| c.world.get(src as usize) == Some(&peer));
+                if hit {
+                    failed.push(rid);
+                }
+                !hit
+            });
+        }
+        failed.extend(self.reqs.ids_where(|r| match &r.op {
+            Op::Send(s) => s.peer == peer && !r.complete,
+            Op::Recv(rv) => rv.peer == Some(peer) && !r.complete,
+            Op::None => false,
+        }));
+        for rid in failed {
+            if let Some(r) = self.reqs.get_mut(rid) {
+                r.status.error = Some(ErrorClass::ProcAborted);
+                if let Op::Send(s) = &mut r.op {
+                    s.queued = false;
+                    s.await_ack = false;
+                    s.cancel_wait = false;
+                    s.fragmenting = false;
+                }
+            }
+            self.complete(rid);
+        }
+    }
+
     /// Requests the engine must finish before MPI_Finalize returns (buffered and freed sends,
     /// control chunks not yet handed to a driver).
     pub fn busy(&self) -> bool {
@@ -1209,6 +1281,57 @@ const PAD: [u8; 8] = [0; 8];
 #[inline]
 fn pad_len(len: usize) -> usize {
     wire::pad8(HDR_LEN + len) - (HDR_LEN + len)
+}
+
+/// Packets of Data chunks at least this large are received straight into the user buffer by
+/// drivers that can split a packet (TCP).
+const SPLIT_MIN: usize = 16 * 1024;
+
+impl RecvSink for State {
+    fn deliver(&mut self, peer: PeerId, packet: &[u8]) {
+        self.handle_packet(peer.0, packet);
+    }
+
+    /// A packet made of exactly one Data chunk for a contiguous receive: the rest of it goes
+    /// straight to its offset in the user buffer.
+    fn place(&mut self, _peer: PeerId, head: &[u8], total_len: usize) -> Option<Placement> {
+        let h = Header::decode(head).ok()?;
+        if h.kind() != Some(Kind::Data) || HDR_LEN + h.len as usize != total_len {
+            return None;
+        }
+        let Some(Request {
+            op: Op::Recv(rv), ..
+        }) = self.reqs.get(RequestId(h.aux))
+        else {
+            return None;
+        };
+        if rv.target.layout.is_some() {
+            return None;
+        }
+        let off = (h.msg_len as usize).min(rv.target.cap);
+        let n = (h.len as usize).min(rv.target.cap - off);
+        // SAFETY: [off, off+n) lies in the receive buffer, valid and untouched by anything else
+        // until this request completes, which cannot happen before `placed`.
+        Some(unsafe { Placement::new(rv.target.ptr.add(off), n) })
+    }
+
+    fn placed(&mut self, peer: PeerId, head: &[u8], _total_len: usize) {
+        let Ok(h) = Header::decode(head) else { return };
+        let id = RequestId(h.aux);
+        let Some(Request {
+            op: Op::Recv(rv), ..
+        }) = self.reqs.get_mut(id)
+        else {
+            return self.peer_error(format!(
+                "from rank {}: placed data for an unknown request",
+                peer.0
+            ));
+        };
+        rv.got += h.len as u64;
+        if rv.got >= rv.msg_len {
+            self.complete(id);
+        }
+    }
 }
 
 fn bad_request() -> Error {
@@ -1375,6 +1498,8 @@ impl Engine {
                     gate_for(DriverKind::Loop, Some(&drv.lo))
                 } else if let Some(shm) = drv.shm.as_ref().filter(|s| s.reaches(peer)) {
                     gate_for(DriverKind::Shm, Some(shm))
+                } else if let Some(tcp) = drv.tcp.as_ref().filter(|t| t.reaches(peer)) {
+                    gate_for(DriverKind::Tcp, Some(tcp))
                 } else {
                     gate_for(DriverKind::Unreachable, None)
                 };
@@ -1433,7 +1558,7 @@ impl Engine {
                 let hb = c.hdr.encode();
                 // SAFETY: the chunk's payload is owned by a request that is not complete.
                 let payload = unsafe { raw_slice(c.ptr, c.len) };
-                t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)])?
+                t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)])
             } else {
                 let hdrs: Vec<[u8; HDR_LEN]> =
                     g.out.iter().take(n).map(|c| c.hdr.encode()).collect();
@@ -1447,11 +1572,16 @@ impl Engine {
                         iov.push(IoSlice::new(&PAD[..pad]));
                     }
                 }
-                t.try_send(PeerId(peer), &iov)?
+                t.try_send(PeerId(peer), &iov)
             };
             match outcome {
-                SendOutcome::WouldBlock => return Ok(false),
-                SendOutcome::Done => st.sent(peer, n),
+                Ok(SendOutcome::WouldBlock) => return Ok(false),
+                Ok(SendOutcome::Done) => st.sent(peer, n),
+                Err(madmpi_transports::Error::PeerLost(p)) => {
+                    st.peer_lost(p.0);
+                    return Ok(true);
+                }
+                Err(e) => return Err(e.into()),
             }
         }
     }
@@ -1467,6 +1597,16 @@ impl Engine {
             .poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
         if let Some(shm) = self.drv.shm.as_mut() {
             n += shm.poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
+        }
+        if let Some(tcp) = self.drv.tcp.as_mut() {
+            let split = SplitParams {
+                head_len: HDR_LEN,
+                min_rest: SPLIT_MIN,
+            };
+            n += tcp.poll_recv_split(split, st)?;
+            while let Some(p) = tcp.poll_lost() {
+                st.peer_lost(p.0);
+            }
         }
         if !self.st.gets.is_empty() {
             self.run_gets()?;

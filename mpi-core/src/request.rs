@@ -161,6 +161,8 @@ pub(crate) struct RecvOp {
     pub got: u64,
     /// Still in the posted queue (not matched).
     pub posted: bool,
+    /// The world rank of the matched sender.
+    pub peer: Option<u32>,
 }
 
 /// What to re-create on MPI_Start.
@@ -270,6 +272,19 @@ impl Slab {
     #[cfg(test)]
     pub fn live(&self) -> usize {
         self.live
+    }
+
+    /// Ids of the live requests for which `f` holds.
+    pub fn ids_where(&self, f: impl Fn(&Request) -> bool) -> Vec<RequestId> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (g, r))| {
+                r.as_ref()
+                    .filter(|r| f(r))
+                    .map(|_| RequestId::new(i as u32, *g))
+            })
+            .collect()
     }
 
     /// Ids of the requests that are detached (internal or freed by the user) and not complete.

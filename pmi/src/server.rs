@@ -58,6 +58,9 @@ pub struct ServerConfig {
     pub universe_size: Option<u32>,
     /// Served as the job attribute `PMI_process_mapping`.
     pub process_mapping: Option<String>,
+    /// More job attributes, readable with `get` from the start (before any barrier), e.g. the
+    /// launcher's per-job secret `madmpi_secret`.
+    pub attributes: Vec<(String, String)>,
     /// Limits announced and enforced.
     pub maxes: Maxes,
     /// Value of `set debug=` in the `initack` sequence.
@@ -73,6 +76,7 @@ impl ServerConfig {
             appnum: 0,
             universe_size: Some(size),
             process_mapping: Some(crate::ProcessMapping::single_node(size).to_string()),
+            attributes: Vec::new(),
             maxes: Maxes::default(),
             debug: false,
         }
@@ -159,6 +163,9 @@ impl Server {
         let mut kvs = HashMap::new();
         if let Some(map) = &config.process_mapping {
             kvs.insert("PMI_process_mapping".to_owned(), map.clone());
+        }
+        for (k, v) in &config.attributes {
+            kvs.insert(k.clone(), v.clone());
         }
         Server {
             config,
