@@ -44,6 +44,7 @@ fn sim_gate(can_get: bool) -> Gate {
         max_iov: 64,
         can_get,
         queued: false,
+        dead: false,
     }
 }
 
@@ -714,4 +715,118 @@ fn forged_piece_tables_are_rejected() {
         assert_eq!(ok, vec![(4, 77, 4)]);
     }
     assert_eq!(&rb[..10], &[1, 2, 3, 4, 0, 0, 0, 0, 5, 6]);
+}
+
+/// A peer that dies fails exactly the operations that involve it (sends to it, receives
+/// matched to or waiting for it, ANY_SOURCE receives) and nothing else; later operations with
+/// it fail at once.
+#[test]
+fn peer_loss_fails_only_its_operations() {
+    let mut net = Net::new(3, Strategy::Default, true, 23);
+    let b = byte();
+    let mut bufs = vec![vec![0u8; 16]; 4];
+    let big = payload(0, 1, 500);
+    let from1 = unsafe {
+        net.ranks[0]
+            .irecv(bufs[0].as_mut_ptr(), 16, &b, 1, 0, COMM_WORLD, false)
+            .unwrap()
+    };
+    let from2 = unsafe {
+        net.ranks[0]
+            .irecv(bufs[1].as_mut_ptr(), 16, &b, 2, 0, COMM_WORLD, false)
+            .unwrap()
+    };
+    let any = unsafe {
+        net.ranks[0]
+            .irecv(
+                bufs[2].as_mut_ptr(),
+                16,
+                &b,
+                ANY_SOURCE,
+                9,
+                COMM_WORLD,
+                false,
+            )
+            .unwrap()
+    };
+    let to1 = unsafe {
+        net.ranks[0]
+            .isend(
+                big.as_ptr(),
+                500,
+                &b,
+                1,
+                0,
+                COMM_WORLD,
+                SendMode::Standard,
+                false,
+            )
+            .unwrap()
+    };
+    let to2 = unsafe {
+        net.ranks[0]
+            .isend(
+                big.as_ptr(),
+                16,
+                &b,
+                2,
+                0,
+                COMM_WORLD,
+                SendMode::Synchronous,
+                false,
+            )
+            .unwrap()
+    };
+    net.ranks[0].peer_lost(1);
+    for r in [from1, any, to1] {
+        assert_eq!(net.status(0, r).error, Some(ErrorClass::ProcAborted));
+    }
+    for r in [from2, to2] {
+        assert!(
+            !net.ranks[0].reqs.get(r).unwrap().complete,
+            "operations with rank 2 go on"
+        );
+    }
+    let e = unsafe {
+        net.ranks[0].isend(
+            big.as_ptr(),
+            4,
+            &b,
+            1,
+            0,
+            COMM_WORLD,
+            SendMode::Standard,
+            false,
+        )
+    };
+    assert_eq!(e.unwrap_err().class, ErrorClass::ProcAborted);
+    // Rank 2 still talks to rank 0.
+    let d = payload(2, 3, 16);
+    let _s = unsafe {
+        net.ranks[2]
+            .isend(
+                d.as_ptr(),
+                16,
+                &b,
+                0,
+                0,
+                COMM_WORLD,
+                SendMode::Standard,
+                false,
+            )
+            .unwrap()
+    };
+    let mut rb = vec![0u8; 16];
+    let _r = unsafe {
+        net.ranks[2]
+            .irecv(rb.as_mut_ptr(), 16, &b, 0, 0, COMM_WORLD, false)
+            .unwrap()
+    };
+    net.links.retain(|&(i, j), _| i != 1 && j != 1);
+    net.ranks[1] = State::new(1, 3, vec![], Strategy::Default);
+    net.ranks[0].dirty.retain(|&p| p != 1);
+    net.run();
+    assert_eq!(net.status(0, from2).bytes, 16);
+    assert!(net.ranks[0].reqs.get(to2).unwrap().complete);
+    assert_eq!(net.ranks[0].lost, vec![1]);
 }
