@@ -48,6 +48,9 @@ pub fn class_code(c: ErrorClass) -> c_int {
         ErrorClass::Info => MPI_ERR_INFO,
         ErrorClass::Topology => MPI_ERR_TOPOLOGY,
         ErrorClass::Dims => MPI_ERR_DIMS,
+        ErrorClass::ValueTooLarge => MPI_ERR_VALUE_TOO_LARGE,
+        ErrorClass::UnsupportedDatarep => MPI_ERR_UNSUPPORTED_DATAREP,
+        ErrorClass::Conversion => MPI_ERR_CONVERSION,
     }
 }
 

@@ -404,16 +404,30 @@ pub fn finalized() -> bool {
     PHASE.load(Ordering::Acquire) == FINALIZED
 }
 
-/// MPI_Abort: print `msg`, ask the launcher to end the whole job, and exit with `code`.
+/// MPI_Abort: ask the launcher to end the whole job (it reports `msg`), then exit with `code`
+/// reduced to a byte — never 0, so an abort never looks like success. Without a launcher
+/// (singleton), `msg` is printed here.
 pub fn abort(code: i32, msg: &str) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
+    let mut told = false;
     if let Some(mut g) = GLOBAL.try_lock_for(std::time::Duration::from_millis(200)) {
         if let Some(p) = g.pmi.as_mut() {
-            let _ = p.abort(code, msg);
+            told = p.abort(code, msg).is_ok();
         }
     }
-    std::process::exit(if code == 0 { 1 } else { code & 0xff })
+    if !told && !msg.is_empty() {
+        eprintln!("madmpi: MPI_Abort (code {code}): {msg}");
+    }
+    std::process::exit(exit_code(code))
+}
+
+/// The process exit status for MPI_Abort's `code`: its low byte, or 1 when that is 0.
+pub fn exit_code(code: i32) -> i32 {
+    match code & 0xff {
+        0 => 1,
+        c => c,
+    }
 }
 
 /// MPI_Query_thread.
@@ -727,6 +741,18 @@ pub fn request_is_complete(r: RequestId) -> Result<bool> {
     })
 }
 
+/// Whether `r` is active (a started persistent request, or any non-persistent one); an
+/// inactive persistent request completes at once with the empty status.
+pub fn request_is_active(r: RequestId) -> Result<bool> {
+    with(|e| {
+        let req =
+            e.st.reqs
+                .get(r)
+                .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+        Ok(req.active)
+    })
+}
+
 /// Whether `r` is a persistent request.
 pub fn request_is_persistent(r: RequestId) -> Result<bool> {
     with(|e| {
@@ -1011,4 +1037,115 @@ pub fn rank_host(r: u32) -> Option<String> {
         .get(r as usize)
         .cloned()
         .filter(|h| !h.is_empty())
+}
+
+// -------------------------------------------------------------------- communicator management
+
+/// What the engine knows of a communicator.
+#[derive(Clone, Debug)]
+pub struct CommInfo {
+    /// Point-to-point context id (even); collectives use `ctx + 1`.
+    pub ctx: u32,
+    /// This process's rank in the local group.
+    pub rank: i32,
+    /// World ranks of the local group.
+    pub local: std::sync::Arc<[u32]>,
+    /// World ranks of the remote group (intercommunicators).
+    pub remote: Option<std::sync::Arc<[u32]>>,
+}
+
+/// The engine's view of communicator `c`.
+pub fn comm_info(c: CommId) -> Result<CommInfo> {
+    with(|e| {
+        let cm = e.st.comm(c)?;
+        Ok(CommInfo {
+            ctx: cm.ctx,
+            rank: cm.rank,
+            local: cm.world.clone(),
+            remote: cm.remote.clone(),
+        })
+    })
+}
+
+/// Register a communicator whose context id `ctx` (even, unused) all its members agreed on;
+/// `local` lists the world ranks of its (local) group, `remote` those of the remote group of an
+/// intercommunicator. This process must be in `local`.
+pub fn comm_create(
+    ctx: u32,
+    local: std::sync::Arc<[u32]>,
+    remote: Option<std::sync::Arc<[u32]>>,
+) -> Result<CommId> {
+    if ctx % 2 != 0 {
+        return err(ErrorClass::Intern, format!("context id {ctx} is odd"));
+    }
+    with(|e| {
+        let me = e.st.comms[0].as_ref().map(|w| w.rank as u32).unwrap_or(0);
+        let rank = local.iter().position(|&r| r == me).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Intern,
+                "this process is not in the new communicator",
+            )
+        })? as i32;
+        let size = local.len() as i32;
+        Ok(e.st.add_comm(crate::engine::Comm {
+            ctx,
+            rank,
+            size,
+            world: local,
+            remote,
+        }))
+    })
+}
+
+/// MPI_Comm_free, engine side.
+pub fn comm_free(c: CommId) -> Result<()> {
+    with(|e| e.st.remove_comm(c))
+}
+
+/// This process's rank in MPI_COMM_WORLD.
+pub fn world_rank() -> Result<u32> {
+    with(|e| Ok(e.st.comm(crate::COMM_WORLD)?.rank as u32))
+}
+
+/// Point-to-point on the collective context of `comm` (never matches user messages); for
+/// collective algorithms.
+///
+/// # Safety
+/// As [`isend`].
+pub unsafe fn isend_coll(
+    buf: *const u8,
+    count: usize,
+    dt: &Datatype,
+    dest: i32,
+    tag: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    with(|e| {
+        // SAFETY: forwarded caller contract.
+        let r = unsafe {
+            e.st.isend(buf, count, dt, dest, tag, comm, SendMode::Standard, true)?
+        };
+        e.flush()?;
+        Ok(r)
+    })
+}
+
+/// Receive on the collective context of `comm`.
+///
+/// # Safety
+/// As [`irecv`].
+pub unsafe fn irecv_coll(
+    buf: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    src: i32,
+    tag: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    with(|e| {
+        // SAFETY: forwarded caller contract.
+        let r = unsafe { e.st.irecv(buf, count, dt, src, tag, comm, true)? };
+        e.flush()?;
+        Ok(r)
+    })
 }

@@ -52,6 +52,15 @@ impl Strategy {
     }
 }
 
+/// A multi-step operation (a non-blocking collective) that the progress engine advances: it
+/// posts its point-to-point steps on the state (on the communicator's collective context) and
+/// watches them complete. `advance` must never block.
+pub(crate) trait Schedule: Send {
+    /// Start what can start and look at what finished: `Ok(true)` when the whole operation is
+    /// complete; an error completes the request with that error.
+    fn advance(&mut self, st: &mut State) -> Result<bool>;
+}
+
 /// Which driver a gate uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum DriverKind {
@@ -130,8 +139,25 @@ pub(crate) struct Comm {
     pub ctx: u32,
     pub rank: i32,
     pub size: i32,
-    /// World rank of each communicator rank.
+    /// World rank of each communicator rank (the local group).
     pub world: Arc<[u32]>,
+    /// For an intercommunicator, the world ranks of the remote group: point-to-point ranks
+    /// name remote processes.
+    pub remote: Option<Arc<[u32]>>,
+}
+
+impl Comm {
+    /// The group that point-to-point ranks refer to (remote group of an intercommunicator).
+    #[inline]
+    pub fn peers(&self) -> &[u32] {
+        self.remote.as_deref().unwrap_or(&self.world)
+    }
+
+    /// Number of valid destination / source ranks.
+    #[inline]
+    pub fn peer_count(&self) -> i32 {
+        self.peers().len() as i32
+    }
 }
 
 struct PendingGet {
@@ -203,6 +229,8 @@ pub(crate) struct State {
     pub zcopy_sends: u64,
     /// Peers found dead, in the order they were found.
     pub lost: Vec<u32>,
+    /// Requests running a [`Schedule`].
+    scheds: Vec<RequestId>,
     /// Problems with peers' packets, reported once each (malformed data is dropped).
     pub peer_errors: Vec<String>,
 }
@@ -271,12 +299,14 @@ impl State {
         let all: Arc<[u32]> = (0..nprocs).collect();
         let comms = vec![
             Some(Comm {
+                remote: None,
                 ctx: 0,
                 rank: me as i32,
                 size: nprocs as i32,
                 world: all,
             }),
             Some(Comm {
+                remote: None,
                 ctx: 2,
                 rank: 0,
                 size: 1,
@@ -301,6 +331,7 @@ impl State {
                 .unwrap_or(8192),
             zcopy_sends: 0,
             lost: Vec::new(),
+            scheds: Vec::new(),
             peer_errors: Vec::new(),
         }
     }
@@ -379,12 +410,12 @@ impl State {
             r.status = PROC_NULL_STATUS;
             return Ok(self.reqs.insert(r));
         }
-        if dest < 0 || dest >= c.size {
+        if dest < 0 || dest >= c.peer_count() {
             return err(
                 ErrorClass::Rank,
                 format!(
                     "invalid destination rank {dest} (communicator size {})",
-                    c.size
+                    c.peer_count()
                 ),
             );
         }
@@ -398,7 +429,7 @@ impl State {
         let bytes = count
             .checked_mul(dt.size())
             .ok_or_else(|| Error::new(ErrorClass::Count, format!("count {count} overflows")))?;
-        let peer = c.world[dest as usize];
+        let peer = c.peers()[dest as usize];
         let (ctx, src) = (c.ctx + coll as u32, c.rank);
 
         // The bytes to send: the user buffer itself when contiguous, else a packed copy;
@@ -564,10 +595,13 @@ impl State {
             r.status = PROC_NULL_STATUS;
             return Ok(self.reqs.insert(r));
         }
-        if src != ANY_SOURCE && (src < 0 || src >= c.size) {
+        if src != ANY_SOURCE && (src < 0 || src >= c.peer_count()) {
             return err(
                 ErrorClass::Rank,
-                format!("invalid source rank {src} (communicator size {})", c.size),
+                format!(
+                    "invalid source rank {src} (communicator size {})",
+                    c.peer_count()
+                ),
             );
         }
         if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
@@ -612,7 +646,7 @@ impl State {
                 ..
             } => {
                 let c = self.comm(*comm)?;
-                if *dest != PROC_NULL && (*dest < 0 || *dest >= c.size) {
+                if *dest != PROC_NULL && (*dest < 0 || *dest >= c.peer_count()) {
                     return err(ErrorClass::Rank, format!("invalid destination rank {dest}"));
                 }
                 if !(0..=TAG_UB).contains(tag) {
@@ -624,7 +658,7 @@ impl State {
                 src, tag, comm, dt, ..
             } => {
                 let c = self.comm(*comm)?;
-                if *src != PROC_NULL && *src != ANY_SOURCE && (*src < 0 || *src >= c.size) {
+                if *src != PROC_NULL && *src != ANY_SOURCE && (*src < 0 || *src >= c.peer_count()) {
                     return err(ErrorClass::Rank, format!("invalid source rank {src}"));
                 }
                 if *tag != ANY_TAG && !(0..=TAG_UB).contains(tag) {
@@ -771,6 +805,7 @@ impl State {
                 tag: u.tag,
                 error: None,
                 bytes: u.msg_len,
+                msg_len: u.msg_len,
                 cancelled: false,
             }))
     }
@@ -801,6 +836,7 @@ impl State {
             tag: u.tag,
             error: None,
             bytes: u.msg_len,
+            msg_len: u.msg_len,
             cancelled: false,
         };
         self.next_msg += 1;
@@ -915,6 +951,7 @@ impl State {
         let cap = rv.target.cap as u64;
         let n = u.msg_len.min(cap);
         r.status.bytes = n;
+        r.status.msg_len = u.msg_len;
         if u.msg_len > cap {
             r.status.error = Some(ErrorClass::Truncate);
         }
@@ -1145,6 +1182,7 @@ impl State {
         r.status.tag = u.tag;
         let n = payload.len().min(rv.target.cap);
         r.status.bytes = n as u64;
+        r.status.msg_len = payload.len() as u64;
         if payload.len() > rv.target.cap {
             r.status.error = Some(ErrorClass::Truncate);
         }
@@ -1218,6 +1256,83 @@ impl State {
         }
     }
 
+    /// Start a schedule as a new request (advanced once now, then by every progress call).
+    pub fn start_schedule(&mut self, s: Box<dyn Schedule>) -> Result<RequestId> {
+        let rid = self.reqs.insert(Request::new(Op::Sched(s)));
+        self.scheds.push(rid);
+        self.advance_schedules();
+        Ok(rid)
+    }
+
+    /// Advance every running schedule once.
+    pub fn advance_schedules(&mut self) {
+        let mut i = 0;
+        while i < self.scheds.len() {
+            let rid = self.scheds[i];
+            let Some(r) = self.reqs.get_mut(rid) else {
+                self.scheds.swap_remove(i);
+                continue;
+            };
+            let Op::Sched(mut s) = std::mem::replace(&mut r.op, Op::None) else {
+                self.scheds.swap_remove(i);
+                continue;
+            };
+            let res = s.advance(self);
+            let r = self
+                .reqs
+                .get_mut(rid)
+                .expect("schedules do not free their own request");
+            r.op = Op::Sched(s);
+            match res {
+                Ok(false) => i += 1,
+                Ok(true) => {
+                    self.scheds.swap_remove(i);
+                    self.complete(rid);
+                }
+                Err(e) => {
+                    r.status.error = Some(e.class);
+                    self.scheds.swap_remove(i);
+                    self.complete(rid);
+                }
+            }
+        }
+    }
+
+    /// Create a communicator: `ctx` (even; `ctx + 1` carries its collectives) must be agreed
+    /// by all its members and unused.
+    pub fn add_comm(&mut self, c: Comm) -> CommId {
+        match self.comms.iter().skip(2).position(|c| c.is_none()) {
+            Some(i) => {
+                self.comms[i + 2] = Some(c);
+                CommId(i as u32 + 2)
+            }
+            None => {
+                self.comms.push(Some(c));
+                CommId(self.comms.len() as u32 - 1)
+            }
+        }
+    }
+
+    /// Forget a communicator (MPI_Comm_free). Operations already started on it go on.
+    pub fn remove_comm(&mut self, id: CommId) -> Result<()> {
+        if id.0 < 2 {
+            return err(
+                ErrorClass::Comm,
+                "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
+            );
+        }
+        match self.comms.get_mut(id.0 as usize) {
+            Some(c @ Some(_)) => {
+                *c = None;
+                Ok(())
+            }
+            _ => err(
+                ErrorClass::Comm,
+                format!("invalid communicator (id {})", id.0),
+            ),
+        }
+    }
+
     /// `peer` has died: fail every operation that involves it (sends to it, receives matched to
     /// it, and posted receives that it could satisfy — its rank or MPI_ANY_SOURCE), so that
     /// nobody waits forever. Later operations with it fail at once.
@@ -1242,7 +1357,7 @@ impl State {
             q.unexpected.retain(|u| u.peer != peer);
             q.posted.retain(|&(src, _, rid)| {
                 let hit = src == ANY_SOURCE
-                    || comm.is_some_and(|c| c.world.get(src as usize) == Some(&peer));
+                    || comm.is_some_and(|c| c.peers().get(src as usize) == Some(&peer));
                 if hit {
                     failed.push(rid);
                 }
@@ -1252,7 +1367,7 @@ impl State {
         failed.extend(self.reqs.ids_where(|r| match &r.op {
             Op::Send(s) => s.peer == peer && !r.complete,
             Op::Recv(rv) => rv.peer == Some(peer) && !r.complete,
-            Op::None => false,
+            Op::None | Op::Sched(_) => false,
         }));
         for rid in failed {
             if let Some(r) = self.reqs.get_mut(rid) {
@@ -1349,10 +1464,13 @@ fn check_type(dt: &Datatype) -> Result<()> {
 }
 
 fn check_src_tag(c: &Comm, src: i32, tag: i32) -> Result<()> {
-    if src != ANY_SOURCE && (src < 0 || src >= c.size) {
+    if src != ANY_SOURCE && (src < 0 || src >= c.peer_count()) {
         return err(
             ErrorClass::Rank,
-            format!("invalid source rank {src} (communicator size {})", c.size),
+            format!(
+                "invalid source rank {src} (communicator size {})",
+                c.peer_count()
+            ),
         );
     }
     if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
@@ -1610,6 +1728,9 @@ impl Engine {
         }
         if !self.st.gets.is_empty() {
             self.run_gets()?;
+        }
+        if !self.st.scheds.is_empty() {
+            self.st.advance_schedules();
         }
         self.flush()?;
         Ok(n > 0)

@@ -49,6 +49,12 @@ pub enum ErrorClass {
     Topology,
     /// MPI_ERR_DIMS: invalid dimensions.
     Dims,
+    /// MPI_ERR_VALUE_TOO_LARGE: a value does not fit the output type.
+    ValueTooLarge,
+    /// MPI_ERR_UNSUPPORTED_DATAREP: unknown data representation.
+    UnsupportedDatarep,
+    /// MPI_ERR_CONVERSION: a value cannot be converted to the representation.
+    Conversion,
 }
 
 impl ErrorClass {
@@ -77,6 +83,9 @@ impl ErrorClass {
             ErrorClass::Info => "MPI_ERR_INFO",
             ErrorClass::Topology => "MPI_ERR_TOPOLOGY",
             ErrorClass::Dims => "MPI_ERR_DIMS",
+            ErrorClass::ValueTooLarge => "MPI_ERR_VALUE_TOO_LARGE",
+            ErrorClass::UnsupportedDatarep => "MPI_ERR_UNSUPPORTED_DATAREP",
+            ErrorClass::Conversion => "MPI_ERR_CONVERSION",
         }
     }
 }
@@ -116,6 +125,23 @@ impl From<madmpi_transports::Error> for Error {
             }
             other => Error::new(ErrorClass::Intern, format!("transport: {other}")),
         }
+    }
+}
+
+impl From<madmpi_datatypes::Error> for Error {
+    fn from(e: madmpi_datatypes::Error) -> Error {
+        use madmpi_datatypes::Error as D;
+        let class = match &e {
+            D::Count(_) => ErrorClass::Count,
+            D::Type(_) => ErrorClass::Type,
+            D::Arg(_) => ErrorClass::Arg,
+            D::Truncate { .. } => ErrorClass::Truncate,
+            D::ValueTooLarge(_) => ErrorClass::ValueTooLarge,
+            D::UnsupportedDatarep(_) => ErrorClass::UnsupportedDatarep,
+            D::Conversion(_) => ErrorClass::Conversion,
+            _ => ErrorClass::Other,
+        };
+        Error::new(class, e.to_string())
     }
 }
 

@@ -20,7 +20,7 @@ pub mod safe;
 pub mod wire;
 
 pub use api::*;
-pub use coll::barrier;
+pub use coll::{barrier, ibarrier};
 pub use engine::{Strategy, BSEND_OVERHEAD};
 pub use error::{Error, ErrorClass, Result};
 pub use madmpi_datatypes::Datatype;

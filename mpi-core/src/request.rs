@@ -36,6 +36,8 @@ pub struct Status {
     pub error: Option<ErrorClass>,
     /// Bytes received.
     pub bytes: u64,
+    /// Bytes the sender sent (more than `bytes` when the message was truncated).
+    pub msg_len: u64,
     /// The operation was cancelled.
     pub cancelled: bool,
 }
@@ -46,6 +48,7 @@ pub const EMPTY_STATUS: Status = Status {
     tag: crate::ANY_TAG,
     error: None,
     bytes: 0,
+    msg_len: 0,
     cancelled: false,
 };
 
@@ -55,6 +58,7 @@ pub const PROC_NULL_STATUS: Status = Status {
     tag: crate::ANY_TAG,
     error: None,
     bytes: 0,
+    msg_len: 0,
     cancelled: false,
 };
 
@@ -190,6 +194,8 @@ pub(crate) enum Persistent {
 pub(crate) enum Op {
     /// Nothing in flight (completed at creation, or inactive persistent).
     None,
+    /// A multi-step operation (a non-blocking collective) advanced by the progress engine.
+    Sched(Box<dyn crate::engine::Schedule>),
     Send(SendOp),
     Recv(RecvOp),
 }
