@@ -229,14 +229,23 @@ fn allowed_transports() -> Result<Allowed> {
 ///    outlives the job); TCP peers are registered.
 fn setup_drivers(p: &mut Client, me: u32, n: u32) -> Result<(Drivers, Vec<String>)> {
     let allow = allowed_transports()?;
-    let local = p.local_ranks()?;
+    let mut local = p.local_ranks()?;
+    // Testing knob: split this host's ranks into k pseudo-hosts (rank mod k), so that one
+    // machine exercises shared memory inside a "host" and TCP across them ("mixed").
+    let fake_hosts: Option<u32> = env_parse("MADMPI_FAKE_HOSTS").filter(|&k: &u32| k >= 1);
+    if let Some(k) = fake_hosts {
+        local.retain(|&r| r % k == me % k);
+    }
     let my_local = local.iter().position(|&r| r == me).ok_or_else(|| {
         Error::new(
             ErrorClass::Intern,
             "PMI: this rank is not in its own node's list",
         )
     })?;
-    let host = processor_name();
+    let host = match fake_hosts {
+        Some(k) => format!("{}#{}", processor_name(), me % k),
+        None => processor_name(),
+    };
     let use_shm = allow.shm && local.len() >= 2;
     let tcp_peers: Vec<u32> = (0..n)
         .filter(|&r| r != me && !(use_shm && local.contains(&r)))

@@ -256,3 +256,45 @@ fn fatal_unsupported() {
         ],
     );
 }
+
+/// The programs of this suite and the rank counts they run with, for the transport matrix.
+const SUITE: &[(&str, usize)] = &[
+    ("basic", 3),
+    ("sendmodes", 4),
+    ("ordering", 4),
+    ("selfsend", 2),
+    ("truncate", 2),
+    ("persistent", 2),
+    ("completion", 3),
+    ("cancel", 2),
+    ("probe", 4),
+    ("bsend", 2),
+    ("sendrecv", 3),
+    ("datatypes", 2),
+    ("threads", 2),
+    ("errors", 2),
+    ("stress", 4),
+];
+
+fn matrix(env: &[(&str, &str)]) {
+    for &(name, ranks) in SUITE {
+        let mut job = Job::new(&prog(name), ranks).timeout(Duration::from_secs(120));
+        for (k, v) in env {
+            job = job.env(k, v);
+        }
+        job.run().assert_ok(name);
+    }
+}
+
+/// The whole suite with every rank pair over TCP (as between hosts).
+#[test]
+fn suite_over_tcp() {
+    matrix(&[("MADMPI_TRANSPORTS", "tcp")]);
+}
+
+/// The whole suite with ranks split into two pseudo-hosts: shared memory inside each, TCP
+/// between them, so one job mixes both drivers (and ANY_SOURCE receives see both).
+#[test]
+fn suite_mixed_shm_and_tcp() {
+    matrix(&[("MADMPI_FAKE_HOSTS", "2")]);
+}
