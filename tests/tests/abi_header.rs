@@ -126,6 +126,17 @@ fn committed_header_and_unsupported_list_are_fresh() {
     }
 }
 
+/// The README lists the implemented and unsupported functions (a block the build generates).
+#[test]
+fn readme_function_lists_are_fresh() {
+    let block = read(&capi_out_dir().join("readme-functions.md"));
+    let readme = read(&workspace().join("README.md"));
+    assert!(
+        readme.contains(&block),
+        "README.md's function lists differ from what the build generates: rebuild madmpi-capi and commit README.md"
+    );
+}
+
 #[test]
 fn header_compiles_cleanly_as_c_and_cxx() {
     let dir = scratch("compile");
