@@ -1,0 +1,41 @@
+//! The native Rust API under the real launcher: the `ring` and `pingpong` examples of the
+//! `madmpi` crate (built by `make`) run under `bin/mpirun` on 1 to 4 ranks, over shared memory
+//! and over TCP.
+
+use std::path::PathBuf;
+
+use madmpi_tests::harness::{repo, toolchain, Job};
+
+fn example(name: &str) -> Option<PathBuf> {
+    if !toolchain().ours {
+        return None; // the Rust examples link madmpi itself: nothing to compare with
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"));
+    let p = target.join("release").join("examples").join(name);
+    assert!(p.exists(), "{} was not built (make builds the examples)", p.display());
+    Some(p)
+}
+
+#[test]
+fn ring_on_1_to_4_ranks() {
+    let Some(ring) = example("ring") else { return };
+    for n in 1..=4usize {
+        let out = Job::new(&ring, n).run();
+        assert!(out.success(), "ring on {n} ranks failed: {}", out.context());
+        assert!(
+            out.stdout.contains(&format!("ring: 10 laps over {n} ranks, token = {}", n * (n - 1) / 2)),
+            "unexpected output: {}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn ring_over_tcp() {
+    let Some(ring) = example("ring") else { return };
+    let out = Job::new(&ring, 3).env("MADMPI_TRANSPORTS", "tcp").run();
+    assert!(out.success(), "ring over TCP failed: {}", out.context());
+    assert!(out.stdout.contains("token = 3"), "unexpected output: {}", out.stdout);
+}
