@@ -38,7 +38,7 @@ INST := $(DESTDIR)$(abspath $(PREFIX))
 all: build-tree
 
 cargo-build:
-	$(CARGO) build --release --workspace --lib --bins --examples $(CARGO_FLAGS)
+	$(CARGO) build --release --lib --bins --examples $(CARGO_FLAGS)
 
 # The C library crate is written concurrently with the rest: a missing .so is a warning, so
 # the launcher and the wrappers can be built and tested alone.

@@ -8,11 +8,13 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::hosts::{self, HostEntry};
+
 /// What to do.
 #[derive(Debug)]
 pub enum Parsed {
     /// Start a job.
-    Run(Options),
+    Run(Box<Options>),
     /// Print the help text.
     Help,
     /// Print the version.
@@ -31,11 +33,28 @@ pub struct EnvSpec {
     pub set: Vec<(OsString, OsString)>,
 }
 
+/// Where the hosts come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostSource {
+    /// `--host a,b:2` (repeatable: the lists add up).
+    List(Vec<HostEntry>),
+    /// `--hostfile F`.
+    File(PathBuf),
+}
+
 /// A parsed command line.
 #[derive(Debug)]
 pub struct Options {
-    /// Number of ranks.
-    pub np: u32,
+    /// Number of ranks (`None`: the hosts' slots, or 1 without hosts).
+    pub np: Option<u32>,
+    /// The hosts (`None`: this machine only).
+    pub hosts: Option<HostSource>,
+    /// Ranks per host, overriding slots (`-ppn`).
+    pub ppn: Option<u32>,
+    /// The remote-start command (`--launcher-exec`), split into words later.
+    pub launcher_exec: Option<String>,
+    /// Address or interface the PMI port listens on for remote ranks (`--pmi-bind`).
+    pub pmi_bind: Option<String>,
     /// The program.
     pub program: OsString,
     /// Its arguments.
@@ -60,12 +79,23 @@ pub fn help(name: &str) -> String {
         "\
 Usage: {name} [options] [--] program [args...]
 
-Starts N copies of program on this node, serves them PMI-1 (PMI_FD), forwards stdin to
-rank 0 and every rank's stdout/stderr, and ends with the first non-zero exit code of a rank
-(128+signal for a rank killed by a signal).
+Starts N copies of program on this node or on several hosts, serves them PMI-1, forwards
+stdin to rank 0 and every rank's stdout/stderr, and ends with the first non-zero exit code
+of a rank (128+signal for a rank killed by a signal). A rank that dies ends the job.
 
 Options:
-  -n, -np, -c, --n N        number of ranks (default 1)
+  -n, -np, -c, --n N        number of ranks (default: the hosts' slots, or 1)
+  --host, --hosts, -H LIST  hosts, comma-separated, each 'name' or 'name:slots'
+  --hostfile, -f, -machinefile FILE
+                            hosts, one per line: 'name', 'name:slots' or 'name slots=K';
+                            '#' starts a comment
+  -ppn, -perhost, --npernode K
+                            K ranks per host (overrides slots)
+  --launcher-exec CMD       remote-start command (default: $MADMPI_RSH, else 'ssh -x'),
+                            run as 'CMD host command-line'; -launcher ssh|rsh also works
+  --pmi-bind ADDR|IFACE|auto
+                            where remote ranks reach mpirun's PMI port (default: auto, the
+                            first interface that is up and not loopback)
   --tag-output, --prefix-rank, -prepend-rank, -l
                             prefix every output line with [rank]
   -x VAR[=VALUE]            pass VAR (set it to VALUE) to the ranks
@@ -81,7 +111,12 @@ Options:
   -h, --help                this text
   -V, --version             version
 
-Not supported yet (one node only): --host, --hostfile, -ppn.
+Ranks are placed by blocks: each host gets as many consecutive ranks as it has slots
+(1 when not given), in the order listed; then the round starts again. 'localhost', this
+machine's name and 127.x.x.x start ranks directly; other hosts through the remote-start
+command, which runs this same mpirun program (same path; $MADMPI_PROXY_PATH overrides) on
+the host to start the rank. Remote ranks reach mpirun at PMI_PORT and prove they belong to
+the job with MADMPI_PMI_TOKEN.
 
 Exit status: 0 when every rank exits 0; else the code of the first failure: a rank's exit
 code, 128+N for a rank killed by signal N (or mpirun receiving signal N), the MPI_Abort
@@ -102,7 +137,11 @@ pub fn parse(
 ) -> Result<Parsed, String> {
     let mut np: Option<u32> = None;
     let mut opts = Options {
-        np: 1,
+        np: None,
+        hosts: None,
+        ppn: None,
+        launcher_exec: None,
+        pmi_bind: None,
         program: OsString::new(),
         args: Vec::new(),
         tag_output: false,
@@ -217,6 +256,65 @@ pub fn parse(
                 flag(&inline)?;
                 opts.pmi_port = true;
             }
+            "host" | "hosts" | "H" => {
+                let v = take(inline, &mut i, text)?;
+                let list = hosts::parse_host_list(&v.to_string_lossy())?;
+                match &mut opts.hosts {
+                    None => opts.hosts = Some(HostSource::List(list)),
+                    Some(HostSource::List(l)) => l.extend(list),
+                    Some(HostSource::File(_)) => return Err(HOSTS_TWICE.into()),
+                }
+            }
+            "hostfile" | "f" | "machinefile" | "machine" => {
+                let v = take(inline, &mut i, text)?;
+                if opts.hosts.is_some() {
+                    return Err(HOSTS_TWICE.into());
+                }
+                opts.hosts = Some(HostSource::File(PathBuf::from(v)));
+            }
+            "ppn" | "perhost" | "npernode" => {
+                let v = take(inline, &mut i, text)?;
+                let k = v
+                    .to_str()
+                    .and_then(|s| s.trim().parse::<u32>().ok())
+                    .filter(|&k| k > 0)
+                    .ok_or_else(|| {
+                        format!(
+                            "'{text}' needs a positive number of ranks per host, got '{}'",
+                            v.to_string_lossy()
+                        )
+                    })?;
+                opts.ppn = Some(k);
+            }
+            "launcher-exec" => {
+                let v = take(inline, &mut i, text)?.to_string_lossy().into_owned();
+                if v.split_whitespace().next().is_none() {
+                    return Err(format!("'{text}' needs a command"));
+                }
+                opts.launcher_exec = Some(v);
+            }
+            "launcher" | "bootstrap" => {
+                let v = take(inline, &mut i, text)?.to_string_lossy().into_owned();
+                match v.as_str() {
+                    "ssh" => opts.launcher_exec = Some("ssh -x".into()),
+                    "rsh" => opts.launcher_exec = Some("rsh".into()),
+                    _ => {
+                        return Err(format!(
+                            "'{text} {v}' is not supported (ssh or rsh; or --launcher-exec CMD)"
+                        ))
+                    }
+                }
+            }
+            "pmi-bind" | "iface" => {
+                let v = take(inline, &mut i, text)?
+                    .to_string_lossy()
+                    .trim()
+                    .to_owned();
+                if v.is_empty() {
+                    return Err(format!("'{text}' needs an address, an interface or 'auto'"));
+                }
+                opts.pmi_bind = Some(v);
+            }
             "v" | "verbose" => {
                 flag(&inline)?;
                 opts.verbose = true;
@@ -225,11 +323,8 @@ pub fn parse(
             "oversubscribe" | "allow-run-as-root" => flag(&inline)?,
             "h" | "help" | "?" => return Ok(Parsed::Help),
             "V" | "version" => return Ok(Parsed::Version),
-            "host" | "hosts" | "H" | "hostfile" | "f" | "machinefile" | "machine" | "ppn"
-            | "npernode" | "N" | "map-by" | "bind-to" | "launcher" | "bootstrap" | "rmk" => {
-                return Err(format!(
-                    "option '{text}' is not supported yet (madmpi's mpirun runs on this node only)"
-                ));
+            "N" | "map-by" | "bind-to" | "rmk" => {
+                return Err(format!("option '{text}' is not supported yet"));
             }
             _ => return Err(format!("unknown option '{text}'")),
         }
@@ -240,9 +335,11 @@ pub fn parse(
     };
     opts.program = program.clone();
     opts.args = args[i + 1..].to_vec();
-    opts.np = np.unwrap_or(1);
-    Ok(Parsed::Run(opts))
+    opts.np = np;
+    Ok(Parsed::Run(Box::new(opts)))
 }
+
+const HOSTS_TWICE: &str = "give the hosts with --host or with --hostfile, not both";
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
     let secs: f64 = s
@@ -262,6 +359,7 @@ pub fn is_launcher_var(name: &OsStr) -> bool {
     let Some(n) = name.to_str() else { return false };
     n.starts_with("PMI_")
         || n.starts_with("HYDI_")
+        || n == "MADMPI_PMI_TOKEN"
         || n == "MPI_LOCALNRANKS"
         || n == "MPI_LOCALRANKID"
         || n == "MADMPI_JOBID"
@@ -306,7 +404,7 @@ mod tests {
             }
         };
         match parse(&args(s), &env)? {
-            Parsed::Run(o) => Ok(o),
+            Parsed::Run(o) => Ok(*o),
             other => panic!("{other:?}"),
         }
     }
@@ -324,12 +422,12 @@ mod tests {
             let mut a = form.to_vec();
             a.extend(["prog", "-n", "x"]);
             let o = run(&a).unwrap();
-            assert_eq!(o.np, 4);
+            assert_eq!(o.np, Some(4));
             assert_eq!(o.program, "prog");
             assert_eq!(o.args, args(&["-n", "x"]));
         }
         let o = run(&["--", "-weird-prog", "a"]).unwrap();
-        assert_eq!((o.np, o.program.to_str().unwrap()), (1, "-weird-prog"));
+        assert_eq!((o.np, o.program.to_str().unwrap()), (None, "-weird-prog"));
         assert!(run(&["-n", "0", "p"]).is_err());
         assert!(run(&["-n", "x", "p"]).is_err());
         assert!(run(&["-n"]).unwrap_err().contains("needs a value"));
@@ -373,7 +471,7 @@ mod tests {
         assert!(run(&["--bogus", "p"])
             .unwrap_err()
             .contains("unknown option '--bogus'"));
-        for o in ["--host", "--hostfile", "-ppn", "-f"] {
+        for o in ["-N", "--map-by", "--bind-to"] {
             assert!(
                 run(&[o, "x", "p"])
                     .unwrap_err()
@@ -392,6 +490,48 @@ mod tests {
             Ok(Parsed::Version)
         ));
         assert!(run(&["--tag-output=yes", "p"]).is_err());
+    }
+
+    #[test]
+    fn hosts_and_remote_start() {
+        let o = run(&[
+            "--host",
+            "a,b:2",
+            "-H",
+            "c",
+            "-ppn",
+            "3",
+            "--launcher-exec",
+            "./rsh -v",
+            "--pmi-bind=eth1",
+            "p",
+        ])
+        .unwrap();
+        let entry = |n: &str, s| HostEntry {
+            name: n.into(),
+            slots: s,
+        };
+        assert_eq!(
+            o.hosts,
+            Some(HostSource::List(vec![
+                entry("a", None),
+                entry("b", Some(2)),
+                entry("c", None)
+            ]))
+        );
+        assert_eq!(o.ppn, Some(3));
+        assert_eq!(o.launcher_exec.as_deref(), Some("./rsh -v"));
+        assert_eq!(o.pmi_bind.as_deref(), Some("eth1"));
+        let o = run(&["-f", "/tmp/hf", "-launcher", "ssh", "p"]).unwrap();
+        assert_eq!(o.hosts, Some(HostSource::File("/tmp/hf".into())));
+        assert_eq!(o.launcher_exec.as_deref(), Some("ssh -x"));
+        assert!(run(&["-f", "x", "--host", "a", "p"])
+            .unwrap_err()
+            .contains("not both"));
+        assert!(run(&["--host", "a:0", "p"]).is_err());
+        assert!(run(&["-ppn", "0", "p"]).is_err());
+        assert!(run(&["--launcher-exec", " ", "p"]).is_err());
+        assert!(run(&["-launcher", "slurm", "p"]).is_err());
     }
 
     #[test]

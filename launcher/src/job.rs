@@ -2,16 +2,23 @@
 //!
 //! Everything runs on one thread in one poll(2) loop over: a signalfd (SIGCHLD and the
 //! signals we forward), each rank's PMI socket, stdout and stderr pipes, our stdin and rank 0's
-//! stdin pipe, and (with `--pmi-port`) a listening socket. Nothing spins: the loop sleeps in
-//! poll until a descriptor is ready or the next deadline (timeout, SIGKILL escalation, output
-//! drain) is due.
+//! stdin pipe, the streams to the proxies of remote ranks, and (with `--pmi-port` or remote
+//! hosts) a listening socket. Nothing spins: the loop sleeps in poll until a descriptor is ready
+//! or the next deadline (timeout, SIGKILL escalation, output drain, a PMI connection that has
+//! not authenticated in time) is due.
+//!
+//! Ranks on this machine are our children. A rank on another host is started by the
+//! remote-start command (`ssh host "exec mpirun --madmpi-proxy"`, see [`crate::proxy`]): that
+//! command is our child and stands for the rank (its output is the rank's, its end the rank's
+//! end, signalling it ends the rank), and the rank reaches us at `PMI_PORT`, authenticated
+//! with the job's token.
 //!
 //! Children are observed with `waitid(WNOWAIT)` and reaped only at the very end, so their pids,
 //! and the process group rank 0 leads, cannot be recycled while we may still signal them.
 
 use std::ffi::OsString;
 use std::io;
-use std::net::TcpListener;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -19,7 +26,9 @@ use std::time::{Duration, Instant};
 
 use madmpi_pmi::{ConnId, Event, Frame, LineFramer, Server, ServerConfig};
 
-use crate::sys::{self, ExitKind};
+use crate::hosts::Placement;
+use crate::proxy::{self, LaunchSpec};
+use crate::sys::{self, ExitKind, IfAddr};
 
 /// After the first SIGTERM, how long ranks get before SIGKILL.
 const KILL_GRACE: Duration = Duration::from_millis(500);
@@ -31,14 +40,24 @@ const CHUNK: usize = 64 * 1024;
 const MAX_LINE: usize = 1 << 20;
 /// The exit code of a job killed by `--timeout` (as `timeout(1)`).
 pub const TIMEOUT_EXIT: i32 = 124;
+/// A connection to the PMI port that has not presented the job's token by then is closed.
+const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
+/// At most this many connections to the PMI port may be waiting to authenticate.
+const MAX_UNAUTHENTICATED: usize = 64;
 
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct JobSpec {
     /// `mpirun` or `mpiexec`, for messages.
     pub name: String,
-    /// Number of ranks.
-    pub np: u32,
+    /// Where each rank runs (its length is the number of ranks).
+    pub placement: Placement,
+    /// The remote-start command and its leading arguments (`ssh -x`).
+    pub rsh: Vec<String>,
+    /// Where the PMI port listens for remote ranks: an address, an interface, or `auto`.
+    pub pmi_bind: Option<String>,
+    /// This program's path on the remote hosts (run there as the proxy).
+    pub proxy_path: PathBuf,
     /// Program and arguments.
     pub program: OsString,
     /// Arguments.
@@ -49,7 +68,7 @@ pub struct JobSpec {
     pub tag_output: bool,
     /// Kill the job after this long.
     pub timeout: Option<Duration>,
-    /// PMI over TCP instead of inherited sockets.
+    /// PMI over TCP instead of inherited sockets for the local ranks too.
     pub pmi_port: bool,
     /// Working directory of the ranks.
     pub wdir: Option<PathBuf>,
@@ -69,6 +88,17 @@ struct PmiConn {
     hint: Option<u32>,
     framer: LineFramer,
     out: Vec<u8>,
+    /// Accepted on the PMI port: who connected, and until when it may take to authenticate.
+    peer: Option<SocketAddr>,
+    auth_deadline: Option<Instant>,
+}
+
+/// The stream to a remote rank's proxy (the remote-start command's stdin): the launch spec,
+/// then rank 0's stdin. Kept open until the rank ends: closing it makes the proxy kill the rank.
+struct ProxyLink {
+    rank: u32,
+    fd: Option<OwnedFd>,
+    out: Vec<u8>,
 }
 
 struct OutPipe {
@@ -82,6 +112,8 @@ struct OutPipe {
 struct StdinFwd {
     /// Rank 0's stdin, while it is open.
     pipe: Option<OwnedFd>,
+    /// Rank 0 is remote: its stdin goes as frames on its proxy link, while this is set.
+    remote: bool,
     buf: Vec<u8>,
     eof: bool,
 }
@@ -94,6 +126,7 @@ enum Slot {
     StdinPipe,
     Conn(usize),
     Out(usize),
+    Link(usize),
 }
 
 struct Job {
@@ -105,7 +138,12 @@ struct Job {
     ranks: Vec<Rank>,
     conns: Vec<PmiConn>,
     outs: Vec<OutPipe>,
+    links: Vec<ProxyLink>,
     stdin: StdinFwd,
+    /// The PMI port's token (`MADMPI_PMI_TOKEN`).
+    token: String,
+    /// The ranks' working directory, absolute (remote ranks `cd` there).
+    cwd: Option<PathBuf>,
     /// Process group of the ranks (rank 0's pid), 0 before the first spawn.
     pgid: i32,
     /// The job's exit code, fixed by the first failure.
@@ -131,27 +169,50 @@ pub fn run(spec: JobSpec) -> i32 {
         }
     };
     let kvsname = format!("kvs_{}_{}", sys::getpid(), sys::random_hex(8));
-    let mut config = ServerConfig::single_node(spec.np, &kvsname);
+    let np = spec.placement.np();
+    let mut config = ServerConfig::single_node(np, &kvsname);
+    config.process_mapping = Some(spec.placement.mapping().to_string());
     // The job's secret authenticates every TCP connection between ranks. It travels only over
-    // the ranks' private PMI channels, never on a command line or in a file.
-    match sys::secret_hex(32) {
-        Ok(secret) => config.attributes.push(("madmpi_secret".to_owned(), secret)),
-        Err(e) => {
+    // the ranks' PMI channels (inherited sockets, or the PMI port after the token), never on a
+    // command line or in a file. The token guards the PMI port: it travels in the ranks'
+    // environment (readable by their owner only), to remote ranks on the proxy's stdin.
+    let (secret, token) = match (sys::secret_hex(32), sys::secret_hex(16)) {
+        (Ok(s), Ok(t)) => (s, t),
+        (Err(e), _) | (_, Err(e)) => {
             eprintln!("{}: cannot draw the job secret from the OS: {e}", spec.name);
             return 1;
         }
-    }
+    };
+    config.attributes.push(("madmpi_secret".to_owned(), secret));
+    config.auth_token = Some(token.clone());
     let server = Server::new(config);
-    let listener = if spec.pmi_port {
-        match TcpListener::bind("127.0.0.1:0").and_then(|l| l.set_nonblocking(true).map(|()| l)) {
+    let remote = spec.placement.any_remote();
+    let listener = if spec.pmi_port || remote {
+        let ip = match (&spec.pmi_bind, remote) {
+            (None, false) => Ok(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            (bind, _) => sys::interface_addresses()
+                .map_err(|e| format!("cannot list the network interfaces: {e}"))
+                .and_then(|ifs| pmi_address(bind.as_deref().unwrap_or("auto"), &ifs)),
+        };
+        let bound = ip.and_then(|ip| {
+            TcpListener::bind(SocketAddr::new(ip, 0))
+                .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                .map_err(|e| format!("cannot open the PMI port on {ip}: {e}"))
+        });
+        match bound {
             Ok(l) => Some(l),
             Err(e) => {
-                eprintln!("{}: cannot open the PMI port: {e}", spec.name);
+                eprintln!("{}: {e}", spec.name);
                 return 1;
             }
         }
     } else {
         None
+    };
+    let cwd = match &spec.wdir {
+        Some(d) if d.is_absolute() => Some(d.clone()),
+        Some(d) => std::env::current_dir().ok().map(|c| c.join(d)),
+        None => std::env::current_dir().ok(),
     };
     let deadline = spec.timeout.map(|t| Instant::now() + t);
     let mut job = Job {
@@ -162,11 +223,15 @@ pub fn run(spec: JobSpec) -> i32 {
         ranks: Vec::new(),
         conns: Vec::new(),
         outs: Vec::new(),
+        links: Vec::new(),
         stdin: StdinFwd {
             pipe: None,
+            remote: false,
             buf: Vec::new(),
             eof: false,
         },
+        token,
+        cwd,
         pgid: 0,
         exit_code: None,
         aborting: false,
@@ -179,14 +244,19 @@ pub fn run(spec: JobSpec) -> i32 {
         scratch: vec![0; CHUNK],
         spec,
     };
-    for r in 0..job.spec.np {
+    for r in 0..np {
         if let Err(e) = job.spawn(r) {
             let code = match e.kind() {
                 io::ErrorKind::NotFound => 127,
                 io::ErrorKind::PermissionDenied => 126,
                 _ => 1,
             };
-            let what = job.spec.program.to_string_lossy().into_owned();
+            let host = job.spec.placement.host(r);
+            let what = if host.local {
+                job.spec.program.to_string_lossy().into_owned()
+            } else {
+                format!("{} {}", job.spec.rsh.join(" "), host.name)
+            };
             job.fail(code, format!("cannot start rank {r} ('{what}'): {e}"));
             break;
         }
@@ -196,48 +266,92 @@ pub fn run(spec: JobSpec) -> i32 {
 }
 
 impl Job {
+    /// The PMI variables and placement facts every rank gets, besides the base environment.
+    fn rank_env(&self, rank: u32, pmi_fd: Option<RawFd>) -> io::Result<Vec<(OsString, OsString)>> {
+        let np = self.spec.placement.np();
+        let (local_id, local_n) = self.spec.placement.local_index(rank);
+        let mut env: Vec<(OsString, OsString)> = Vec::new();
+        let mut set = |k: &str, v: String| env.push((k.into(), v.into()));
+        match (pmi_fd, &self.listener) {
+            (Some(fd), _) => {
+                set("PMI_FD", fd.to_string());
+            }
+            (None, Some(l)) => {
+                set("PMI_PORT", l.local_addr()?.to_string());
+                set("PMI_ID", rank.to_string());
+                set("MADMPI_PMI_TOKEN", self.token.clone());
+            }
+            (None, None) => unreachable!("either PMI_FD or PMI_PORT is set up"),
+        }
+        set("PMI_RANK", rank.to_string());
+        set("PMI_SIZE", np.to_string());
+        set("PMI_JOBID", self.kvsname.clone());
+        set("MADMPI_JOBID", self.kvsname.clone());
+        set("MPI_LOCALNRANKS", local_n.to_string());
+        set("MPI_LOCALRANKID", local_id.to_string());
+        Ok(env)
+    }
+
     fn spawn(&mut self, rank: u32) -> io::Result<()> {
-        let np = self.spec.np;
-        let pmi = if self.listener.is_none() {
+        let local = self.spec.placement.host(rank).local;
+        let pmi = if local && !self.spec.pmi_port {
             Some(sys::socketpair()?)
         } else {
             None
         };
         let (out_r, out_w) = sys::pipe()?;
         let (err_r, err_w) = sys::pipe()?;
-        let mut cmd = Command::new(&self.spec.program);
-        cmd.args(&self.spec.args)
-            .env_clear()
-            .envs(self.spec.env.iter().map(|(k, v)| (k, v)));
-        match (&pmi, &self.listener) {
-            (Some((_, child_end)), _) => {
-                cmd.env("PMI_FD", child_end.as_raw_fd().to_string())
-                    .env("PMI_RANK", rank.to_string())
-                    .env("PMI_SIZE", np.to_string());
+        let env = self.rank_env(rank, pmi.as_ref().map(|(_, c)| c.as_raw_fd()))?;
+        let mut stdin_w = None;
+        let mut link = None;
+        let mut cmd = if local {
+            let mut cmd = Command::new(&self.spec.program);
+            cmd.args(&self.spec.args)
+                .env_clear()
+                .envs(self.spec.env.iter().map(|(k, v)| (k, v)))
+                .envs(env.iter().map(|(k, v)| (k, v)));
+            if rank == 0 {
+                let (in_r, in_w) = sys::pipe()?;
+                cmd.stdin(Stdio::from(in_r));
+                stdin_w = Some(in_w);
+            } else {
+                cmd.stdin(Stdio::null());
             }
-            (None, Some(l)) => {
-                cmd.env("PMI_PORT", l.local_addr()?.to_string())
-                    .env("PMI_ID", rank.to_string());
+            if let Some(d) = &self.spec.wdir {
+                cmd.current_dir(d);
             }
-            (None, None) => unreachable!("either PMI_FD or PMI_PORT is set up"),
-        }
-        cmd.env("PMI_JOBID", &self.kvsname)
-            .env("MADMPI_JOBID", &self.kvsname)
-            .env("MPI_LOCALNRANKS", np.to_string())
-            .env("MPI_LOCALRANKID", rank.to_string())
-            .stdout(Stdio::from(out_w))
-            .stderr(Stdio::from(err_w));
-        let stdin_w = if rank == 0 {
-            let (in_r, in_w) = sys::pipe()?;
-            cmd.stdin(Stdio::from(in_r));
-            Some(in_w)
+            cmd
         } else {
-            cmd.stdin(Stdio::null());
-            None
+            // The remote-start command runs with mpirun's own environment (ssh needs its
+            // agent); the rank's goes to the proxy on the stream.
+            let host = &self.spec.placement.host(rank).name;
+            let (in_r, in_w) = sys::pipe()?;
+            let mut cmd = Command::new(&self.spec.rsh[0]);
+            cmd.args(&self.spec.rsh[1..])
+                .arg(host)
+                .arg(remote_command(&self.spec.proxy_path))
+                .stdin(Stdio::from(in_r));
+            let mut full_env = self.spec.env.clone();
+            full_env.retain(|(k, _)| !env.iter().any(|(ek, _)| ek == k));
+            full_env.extend(env);
+            let mut argv = vec![self.spec.program.clone()];
+            argv.extend(self.spec.args.iter().cloned());
+            let launch = LaunchSpec {
+                rank,
+                kvsname: self.kvsname.clone(),
+                cwd: self.cwd.clone(),
+                env: full_env,
+                argv,
+                stdin: rank == 0,
+            };
+            link = Some(ProxyLink {
+                rank,
+                fd: Some(in_w),
+                out: launch.encode(),
+            });
+            cmd
         };
-        if let Some(d) = &self.spec.wdir {
-            cmd.current_dir(d);
-        }
+        cmd.stdout(Stdio::from(out_w)).stderr(Stdio::from(err_w));
         let setup = sys::ChildSetup {
             parent: sys::getpid(),
             pgid: self.pgid,
@@ -265,6 +379,8 @@ impl Job {
                 hint: Some(rank),
                 framer: LineFramer::default(),
                 out: Vec::new(),
+                peer: None,
+                auth_deadline: None,
             });
         }
         for (fd, target) in [(out_r, 1), (err_r, 2)] {
@@ -276,15 +392,40 @@ impl Job {
                 line: Vec::new(),
             });
         }
+        if let Some(l) = link {
+            if let Some(fd) = &l.fd {
+                sys::set_nonblocking(fd.as_fd())?;
+            }
+            self.links.push(l);
+            self.flush_link(self.links.len() - 1);
+            if rank == 0 {
+                self.stdin.remote = true;
+            }
+        }
         if let Some(w) = stdin_w {
             sys::set_nonblocking(w.as_fd())?;
             self.stdin.pipe = Some(w);
-            if sys::stdin_is_background_tty() {
-                // Reading the terminal from the background would stop us with SIGTTIN.
-                self.stdin.eof = true;
-            }
+        }
+        if rank == 0 && sys::stdin_is_background_tty() {
+            // Reading the terminal from the background would stop us with SIGTTIN.
+            self.stdin.eof = true;
+            self.end_remote_stdin();
         }
         Ok(())
+    }
+
+    /// "rank 3 (pid 1234)", or "rank 3 on host b (pid 1234 of 'ssh')" for a remote rank.
+    fn who(&self, rank: u32, pid: i32) -> String {
+        let host = self.spec.placement.host(rank);
+        if host.local {
+            format!("rank {rank} (pid {pid})")
+        } else {
+            format!(
+                "rank {rank} on host {} (pid {pid}: '{}')",
+                host.name,
+                self.spec.rsh.join(" ")
+            )
+        }
     }
 
     fn event_loop(&mut self) {
@@ -319,8 +460,21 @@ impl Job {
             if let Some(l) = &self.listener {
                 add(l.as_raw_fd(), libc::POLLIN, Slot::Listener);
             }
-            if self.stdin.pipe.is_some() && !self.stdin.eof && self.stdin.buf.len() < CHUNK {
+            let stdin_room = if self.stdin.remote {
+                self.links
+                    .iter()
+                    .find(|l| l.rank == 0 && l.fd.is_some())
+                    .is_some_and(|l| l.out.len() < CHUNK)
+            } else {
+                self.stdin.pipe.is_some() && self.stdin.buf.len() < CHUNK
+            };
+            if stdin_room && !self.stdin.eof {
                 add(0, libc::POLLIN, Slot::Stdin);
+            }
+            for (i, l) in self.links.iter().enumerate() {
+                if let (Some(fd), false) = (&l.fd, l.out.is_empty()) {
+                    add(fd.as_raw_fd(), libc::POLLOUT, Slot::Link(i));
+                }
             }
             if let Some(p) = &self.stdin.pipe {
                 if !self.stdin.buf.is_empty() {
@@ -376,6 +530,7 @@ impl Job {
                         }
                     }
                     Slot::Out(i) => self.forward(i),
+                    Slot::Link(i) => self.flush_link(i),
                 }
             }
             self.pump_server();
@@ -386,10 +541,17 @@ impl Job {
     }
 
     fn poll_timeout(&self, now: Instant) -> i32 {
+        let auth = self
+            .conns
+            .iter()
+            .filter(|c| c.fd.is_some())
+            .filter_map(|c| c.auth_deadline)
+            .min();
         let timers = [
             self.deadline.filter(|_| !self.aborting),
             self.kill_at.filter(|_| !self.killed),
             self.drain_until,
+            auth,
         ];
         match timers.into_iter().flatten().min() {
             None => -1,
@@ -415,6 +577,24 @@ impl Job {
             if !self.killed && now >= k {
                 self.killed = true;
                 self.signal_ranks(libc::SIGKILL);
+                // Without their stream, the proxies kill the remote ranks themselves.
+                self.links.clear();
+            }
+        }
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if c.fd.is_some() && c.auth_deadline.is_some_and(|d| now >= d) {
+                if self.server.is_authenticated(c.id) {
+                    c.auth_deadline = None;
+                } else {
+                    let peer = c.peer.map_or("?".into(), |p| p.to_string());
+                    eprintln!(
+                        "{}: warning: closed a PMI connection from {peer} that did not authenticate within {} s",
+                        self.spec.name,
+                        AUTH_TIMEOUT.as_secs()
+                    );
+                    self.close_conn(i);
+                }
             }
         }
     }
@@ -456,6 +636,7 @@ impl Job {
                 // Asked again: no more grace.
                 self.killed = true;
                 self.signal_ranks(libc::SIGKILL);
+                self.links.clear();
             }
             _ => {
                 if self.exit_code.is_none() {
@@ -472,24 +653,32 @@ impl Job {
     }
 
     fn check_children(&mut self) {
+        let mut ended = Vec::new();
         for r in 0..self.ranks.len() {
             if self.ranks[r].status.is_some() {
                 continue;
             }
             let pid = self.ranks[r].pid;
-            let status = match sys::exited(pid) {
-                Ok(Some(s)) => s,
-                Ok(None) => continue,
+            match sys::exited(pid) {
+                Ok(Some(s)) => ended.push((r, pid, s)),
+                Ok(None) => {}
                 // ECHILD cannot happen for an unreaped child; treat anything odd as gone.
-                Err(_) => ExitKind::Exited(1),
-            };
+                Err(_) => ended.push((r, pid, ExitKind::Exited(1))),
+            }
+        }
+        // A rank killed by a signal is more likely the cause than ranks that failed at the same
+        // time (they may have seen it die): it is judged, hence reported, first.
+        ended.sort_by_key(|&(r, _, st)| (!matches!(st, ExitKind::Signaled { .. }), r));
+        for (r, pid, status) in ended {
             // What the rank said last (an abort, typically) comes before how it ended.
             self.drain_rank_conns(r as u32);
             self.ranks[r].status = Some(status);
             if r == 0 {
                 self.stdin.pipe = None;
+                self.stdin.remote = false;
                 self.stdin.eof = true;
             }
+            self.links.retain(|l| l.rank != r as u32);
             self.judge_exit(r as u32, pid, status);
         }
     }
@@ -500,6 +689,7 @@ impl Job {
         }
         let others = self.ranks.iter().any(|r| r.status.is_none());
         let tail = if others { "; aborting job" } else { "" };
+        let who = self.who(rank, pid);
         match status {
             ExitKind::Exited(0) => {
                 // A rank that used PMI and left without finalize leaves the others stuck in
@@ -507,22 +697,32 @@ impl Job {
                 if others && self.server.is_initialized(rank) && !self.server.is_finalized(rank) {
                     self.fail(
                         1,
-                        format!(
-                            "rank {rank} (pid {pid}) exited without calling PMI finalize{tail}"
-                        ),
+                        format!("{who} exited without calling PMI finalize{tail}"),
                     );
                 }
             }
-            ExitKind::Exited(code) => self.fail(
-                code,
-                format!("rank {rank} (pid {pid}) exited with code {code}{tail}"),
-            ),
+            ExitKind::Exited(code) => {
+                let host = self.spec.placement.host(rank);
+                let startup = matches!(code, 126 | 127 | 255);
+                let hint = if !host.local && !self.server.is_initialized(rank) && startup {
+                    format!(
+                        " before reaching PMI (check that '{} {} true' works and that {} \
+                         exists there)",
+                        self.spec.rsh.join(" "),
+                        host.name,
+                        self.spec.proxy_path.display()
+                    )
+                } else {
+                    String::new()
+                };
+                self.fail(code, format!("{who} exited with code {code}{hint}{tail}"))
+            }
             ExitKind::Signaled { sig, core } => {
                 let core = if core { ", core dumped" } else { "" };
                 let name = sys::signal_name(sig);
                 self.fail(
                     128 + sig,
-                    format!("rank {rank} (pid {pid}) killed by signal {sig} ({name}{core}){tail}"),
+                    format!("{who} killed by signal {sig} ({name}{core}){tail}"),
                 );
             }
         }
@@ -532,7 +732,17 @@ impl Job {
         let Some(l) = &self.listener else { return };
         loop {
             match l.accept() {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
+                    let waiting = self
+                        .conns
+                        .iter()
+                        .filter(|c| c.fd.is_some() && !self.server.is_authenticated(c.id))
+                        .count();
+                    if waiting >= MAX_UNAUTHENTICATED {
+                        // Someone is flooding the port: the ranks that belong here retry.
+                        continue;
+                    }
+                    let _ = stream.set_nodelay(true);
                     let fd = OwnedFd::from(stream);
                     if sys::set_nonblocking(fd.as_fd()).is_err() {
                         continue;
@@ -544,6 +754,8 @@ impl Job {
                         hint: None,
                         framer: LineFramer::default(),
                         out: Vec::new(),
+                        peer: Some(peer),
+                        auth_deadline: Some(Instant::now() + AUTH_TIMEOUT),
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -584,11 +796,13 @@ impl Job {
                                 .rank_of(c.id)
                                 .map_or("?".into(), |r| r.to_string());
                             if let Frame::Data(d) = &frame {
-                                eprintln!(
-                                    "{}: [pmi {who}] > {}",
-                                    self.spec.name,
-                                    String::from_utf8_lossy(d).trim_end()
-                                );
+                                let line = String::from_utf8_lossy(d);
+                                let shown = if line.contains("madmpi_auth") {
+                                    "cmd=madmpi_auth (token not shown)".into()
+                                } else {
+                                    line
+                                };
+                                eprintln!("{}: [pmi {who}] > {}", self.spec.name, shown.trim_end());
                             }
                         }
                         self.server.handle_frame(c.id, &frame);
@@ -651,12 +865,26 @@ impl Job {
                     message,
                     ..
                 } => {
+                    // A rank that sees a peer die may abort before we have heard of the death:
+                    // the dead rank is the news.
+                    self.report_dead_first(rank);
                     let who = rank.map_or("a rank".to_owned(), |r| format!("rank {r}"));
                     let msg = match message {
                         Some(m) => format!("{who} called MPI_Abort with code {exitcode}: {m}"),
                         None => format!("{who} called MPI_Abort with code {exitcode}"),
                     };
                     self.fail(exitcode, msg);
+                }
+                Event::Refused { conn, reason } => {
+                    if let Some(i) = self.conns.iter().position(|c| c.id == conn) {
+                        let peer = self.conns[i].peer.map_or("?".into(), |p| p.to_string());
+                        eprintln!(
+                            "{}: warning: refused a PMI connection from {peer}: {reason}",
+                            self.spec.name
+                        );
+                        self.flush_conn(i);
+                        self.close_conn(i);
+                    }
                 }
                 Event::Misbehaved { rank, reason, .. } => {
                     let who = rank.map_or("a PMI client".to_owned(), |r| format!("rank {r}"));
@@ -681,7 +909,72 @@ impl Job {
                 Err(_) => self.stdin.eof = true,
             }
         }
+        if self.stdin.remote {
+            if let Some(i) = self.links.iter().position(|l| l.rank == 0) {
+                proxy::stdin_data(&self.stdin.buf, &mut self.links[i].out);
+                self.stdin.buf.clear();
+                if self.stdin.eof {
+                    self.end_remote_stdin();
+                }
+                self.flush_link(i);
+            }
+            return;
+        }
         self.write_stdin();
+    }
+
+    /// Tells a remote rank 0's proxy that its stdin has ended.
+    fn end_remote_stdin(&mut self) {
+        if !self.stdin.remote {
+            return;
+        }
+        self.stdin.remote = false;
+        if let Some(i) = self.links.iter().position(|l| l.rank == 0) {
+            proxy::stdin_close(&mut self.links[i].out);
+            self.flush_link(i);
+        }
+    }
+
+    /// Writes what is pending on a proxy's stream.
+    fn flush_link(&mut self, i: usize) {
+        let l = &mut self.links[i];
+        let Some(fd) = l.fd.as_ref().map(|f| f.as_raw_fd()) else {
+            return;
+        };
+        while !l.out.is_empty() {
+            match sys::write(fd, &l.out, false) {
+                Ok(n) => {
+                    l.out.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    // The remote-start command is gone; its exit tells the rest.
+                    l.out.clear();
+                    l.fd = None;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Reports (as the job's failure) a rank other than `except` that has already died, before
+    /// another failure is reported.
+    fn report_dead_first(&mut self, except: Option<u32>) {
+        if self.aborting {
+            return;
+        }
+        for r in 0..self.ranks.len() {
+            let (pid, status) = (self.ranks[r].pid, self.ranks[r].status);
+            if status.is_some() || Some(r as u32) == except {
+                continue;
+            }
+            if let Ok(Some(st)) = sys::exited(pid) {
+                if st != ExitKind::Exited(0) {
+                    // Its status is recorded by the next check_children.
+                    return self.judge_exit(r as u32, pid, st);
+                }
+            }
+        }
     }
 
     fn write_stdin(&mut self) {
@@ -773,13 +1066,68 @@ impl Job {
     }
 
     /// Reaps everything, removes the job's shared-memory files, and says how the job ended.
-    fn finish(self) -> i32 {
+    fn finish(mut self) -> i32 {
+        self.links.clear();
         for r in &self.ranks {
             sys::reap(r.pid);
         }
         remove_shm_leftovers(&self.kvsname);
         exit_status_byte(self.exit_code.unwrap_or(0))
     }
+}
+
+/// The command line the remote-start command runs on the remote host: this program as proxy.
+fn remote_command(proxy_path: &std::path::Path) -> String {
+    format!(
+        "exec {} {}",
+        sh_quote(&proxy_path.to_string_lossy()),
+        proxy::FLAG
+    )
+}
+
+/// Quotes a word for a POSIX shell (ssh hands the command line to the remote user's shell).
+fn sh_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b))
+    {
+        return s.to_owned();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The address the PMI port listens on: `spec` is an IP address, an interface name (its first
+/// IPv4 address, else its first IPv6 one), or `auto` (the first interface that is up and not
+/// loopback: IPv4 first, then global IPv6).
+pub fn pmi_address(spec: &str, ifs: &[IfAddr]) -> Result<IpAddr, String> {
+    if let Ok(ip) = spec.parse::<IpAddr>() {
+        return Ok(ip);
+    }
+    let v4_first = |list: Vec<&IfAddr>| {
+        list.iter()
+            .find(|i| i.addr.is_ipv4())
+            .or_else(|| list.first())
+            .map(|i| i.addr)
+    };
+    if spec == "auto" {
+        let usable: Vec<&IfAddr> = ifs
+            .iter()
+            .filter(|i| i.up && !i.loopback && !i.addr.is_loopback())
+            .filter(|i| match i.addr {
+                IpAddr::V6(a) => (a.segments()[0] & 0xffc0) != 0xfe80,
+                IpAddr::V4(_) => true,
+            })
+            .collect();
+        return v4_first(usable).ok_or_else(|| {
+            "--pmi-bind auto: no interface is up besides loopback; remote hosts could not reach \
+             this one (name an address or interface with --pmi-bind)"
+                .to_owned()
+        });
+    }
+    let named: Vec<&IfAddr> = ifs.iter().filter(|i| i.name == spec).collect();
+    v4_first(named).ok_or_else(|| {
+        format!("--pmi-bind {spec}: not an IP address, 'auto', or an interface with an address")
+    })
 }
 
 /// The byte a process can exit with for a job code. MPI_Abort codes are arbitrary ints; a
@@ -823,6 +1171,46 @@ mod tests {
         assert_eq!(exit_status_byte(257), 1);
         assert_eq!(exit_status_byte(-1), 255);
         assert_eq!(exit_status_byte(-256), 1);
+    }
+
+    #[test]
+    fn remote_command_lines_quote() {
+        assert_eq!(sh_quote("/usr/bin/mpirun"), "/usr/bin/mpirun");
+        assert_eq!(sh_quote("/a b/it's"), "'/a b/it'\\''s'");
+        assert_eq!(sh_quote(""), "''");
+        assert_eq!(
+            remote_command(std::path::Path::new("/opt/x y/mpirun")),
+            "exec '/opt/x y/mpirun' --madmpi-proxy"
+        );
+    }
+
+    #[test]
+    fn pmi_port_addresses() {
+        let ifa = |name: &str, addr: &str, up, loopback| IfAddr {
+            name: name.into(),
+            addr: addr.parse().unwrap(),
+            up,
+            loopback,
+        };
+        let ifs = [
+            ifa("lo", "127.0.0.1", true, true),
+            ifa("eth0", "fe80::1", true, false),
+            ifa("down0", "192.0.2.9", false, false),
+            ifa("eth0", "fd00::5", true, false),
+            ifa("eth1", "fd00::7", true, false),
+            ifa("eth1", "10.77.0.1", true, false),
+        ];
+        let a = |s: &str| pmi_address(s, &ifs).map(|ip| ip.to_string());
+        assert_eq!(a("auto").unwrap(), "10.77.0.1");
+        assert_eq!(a("eth1").unwrap(), "10.77.0.1");
+        assert_eq!(a("eth0").unwrap(), "fe80::1");
+        assert_eq!(a("192.0.2.1").unwrap(), "192.0.2.1");
+        assert!(a("nope").is_err());
+        assert_eq!(
+            pmi_address("auto", &ifs[..4]).unwrap().to_string(),
+            "fd00::5"
+        );
+        assert!(pmi_address("auto", &ifs[..3]).is_err());
     }
 
     #[test]

@@ -1,14 +1,18 @@
-//! `mpirun` / `mpiexec` for madmpi: starts N ranks on this node, serves them PMI-1, forwards
-//! their stdio, propagates exit codes and aborts, and cleans up after them.
+//! `mpirun` / `mpiexec` for madmpi: starts N ranks on this node or on several hosts, serves them
+//! PMI-1, forwards their stdio, propagates exit codes and aborts, and cleans up after them.
 //!
 //! - [`cli`]: the command line;
+//! - [`hosts`]: host lists, host files and the placement of ranks;
 //! - [`job`]: one job's life, in a single-threaded poll(2) loop;
+//! - [`proxy`]: the far end of a remote rank (`mpirun --madmpi-proxy` on the other host);
 //! - `sys`: the OS calls (all the crate's `unsafe`).
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod hosts;
 pub mod job;
+pub mod proxy;
 mod sys;
 
 use std::ffi::OsString;
@@ -23,6 +27,9 @@ pub fn main() -> i32 {
 
 /// Runs with explicit arguments (`args` excludes argv[0], which only names us in messages).
 pub fn run(argv0: &std::ffi::OsStr, args: &[OsString]) -> i32 {
+    if args.first().is_some_and(|a| a == proxy::FLAG) {
+        return proxy::main();
+    }
     let base = std::path::Path::new(argv0)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());
@@ -34,7 +41,7 @@ pub fn run(argv0: &std::ffi::OsStr, args: &[OsString]) -> i32 {
     sys::ensure_std_fds();
     let getenv = |k: &str| std::env::var_os(k);
     let opts = match cli::parse(args, &getenv) {
-        Ok(cli::Parsed::Run(o)) => o,
+        Ok(cli::Parsed::Run(o)) => *o,
         Ok(cli::Parsed::Help) => {
             print!("{}", cli::help(name));
             return 0;
@@ -49,10 +56,20 @@ pub fn run(argv0: &std::ffi::OsStr, args: &[OsString]) -> i32 {
         }
     };
     sys::raise_nofile_limit();
+    let (placement, rsh, proxy_path) = match remote_setup(&opts, &getenv) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return 2;
+        }
+    };
     let env = cli::build_env(&opts.env, std::env::vars_os());
     job::run(job::JobSpec {
         name: name.to_owned(),
-        np: opts.np,
+        placement,
+        rsh,
+        pmi_bind: opts.pmi_bind,
+        proxy_path,
         program: opts.program,
         args: opts.args,
         env,
@@ -62,4 +79,45 @@ pub fn run(argv0: &std::ffi::OsStr, args: &[OsString]) -> i32 {
         wdir: opts.wdir,
         verbose: opts.verbose,
     })
+}
+
+/// The placement of the ranks, the remote-start command, and the path of this program on the
+/// remote hosts.
+fn remote_setup(
+    opts: &cli::Options,
+    getenv: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<(hosts::Placement, Vec<String>, std::path::PathBuf), String> {
+    let hostname = sys::hostname();
+    let is_local = |n: &str| hosts::is_local_name(n, &hostname);
+    let entries = match &opts.hosts {
+        None => None,
+        Some(cli::HostSource::List(l)) => Some(l.clone()),
+        Some(cli::HostSource::File(f)) => {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| format!("cannot read the host file {}: {e}", f.display()))?;
+            Some(hosts::parse_hostfile(&text, &f.display().to_string())?)
+        }
+    };
+    let placement = match &entries {
+        None => hosts::Placement::single(opts.np.unwrap_or(1)),
+        Some(e) => {
+            let np = opts
+                .np
+                .unwrap_or_else(|| hosts::default_np(e, opts.ppn, &is_local));
+            hosts::Placement::plan(e, np, opts.ppn, &is_local)?
+        }
+    };
+    let rsh_text = opts
+        .launcher_exec
+        .clone()
+        .or_else(|| getenv("MADMPI_RSH").map(|v| v.to_string_lossy().into_owned()))
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "ssh -x".to_owned());
+    let rsh: Vec<String> = rsh_text.split_whitespace().map(str::to_owned).collect();
+    let proxy_path = match getenv("MADMPI_PROXY_PATH").filter(|p| !p.is_empty()) {
+        Some(p) => std::path::PathBuf::from(p),
+        None => std::env::current_exe()
+            .map_err(|e| format!("cannot find this program's path (set MADMPI_PROXY_PATH): {e}"))?,
+    };
+    Ok((placement, rsh, proxy_path))
 }

@@ -398,3 +398,100 @@ pub fn secret_hex(n: usize) -> std::io::Result<String> {
     }
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
+
+/// This machine's host name ("" when it cannot be read).
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `len` bytes into the buffer we own.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// An address of a network interface.
+#[derive(Debug, Clone)]
+pub struct IfAddr {
+    /// Interface name (`eth0`).
+    pub name: String,
+    /// The address.
+    pub addr: std::net::IpAddr,
+    /// IFF_UP.
+    pub up: bool,
+    /// IFF_LOOPBACK.
+    pub loopback: bool,
+}
+
+/// The IPv4 and IPv6 addresses of this machine's interfaces, in the kernel's order.
+pub fn interface_addresses() -> io::Result<Vec<IfAddr>> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates a list and stores its head in our pointer.
+    syscall!(unsafe { libc::getifaddrs(&mut head) })?;
+    let mut out = Vec::new();
+    let mut p = head;
+    while !p.is_null() {
+        // SAFETY: `p` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*p };
+        p = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_addr points to a sockaddr whose family says its real type; ifa_name is
+        // a NUL-terminated string, both valid until freeifaddrs.
+        let (family, name) = unsafe {
+            (
+                i32::from((*ifa.ifa_addr).sa_family),
+                std::ffi::CStr::from_ptr(ifa.ifa_name)
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        };
+        let addr = match family {
+            libc::AF_INET => {
+                // SAFETY: family AF_INET: the address is a sockaddr_in.
+                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
+            }
+            libc::AF_INET6 => {
+                // SAFETY: family AF_INET6: the address is a sockaddr_in6.
+                let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+                IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr))
+            }
+            _ => continue,
+        };
+        let flags = ifa.ifa_flags as i32;
+        out.push(IfAddr {
+            name,
+            addr,
+            up: flags & libc::IFF_UP != 0,
+            loopback: flags & libc::IFF_LOOPBACK != 0,
+        });
+    }
+    // SAFETY: the list came from getifaddrs and is freed once; no reference into it remains.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
+/// Ends this process as if killed by `sig` (the proxy mirrors its rank's end this way), without
+/// leaving a core file; exits with 128+sig if the signal does not kill.
+pub fn die_by_signal(sig: i32) -> ! {
+    // SAFETY: setrlimit reads our struct; signal, sigprocmask and kill have no memory-safety
+    // preconditions beyond valid pointers to the sets we own.
+    unsafe {
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &none);
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::kill(libc::getpid(), sig);
+    }
+    std::process::exit(128 + sig)
+}

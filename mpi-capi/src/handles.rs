@@ -302,8 +302,9 @@ pub fn comm(comm: MPI_Comm) -> Result<CommId, Error> {
 /// Register a communicator created by the core; it starts with `errh` (the standard: the
 /// handler of the communicator it was created from).
 pub fn register_comm(id: CommId, errh: usize) -> Result<MPI_Comm, Error> {
+    let h = COMMS.write().insert(CommEntry { id, errh })?;
     errh_ref(errh);
-    Ok(COMMS.write().insert(CommEntry { id, errh })? as MPI_Comm)
+    Ok(h as MPI_Comm)
 }
 
 /// Forget a communicator handle (MPI_Comm_free); returns its core id.

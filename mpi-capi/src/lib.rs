@@ -24,7 +24,11 @@ pub mod handles;
 pub mod imp;
 
 mod generated {
-    #![allow(unused_variables, clippy::too_many_arguments, clippy::missing_safety_doc)]
+    #![allow(
+        unused_variables,
+        clippy::too_many_arguments,
+        clippy::missing_safety_doc
+    )]
     use crate::abi::*;
     include!(concat!(env!("OUT_DIR"), "/generated.rs"));
 }

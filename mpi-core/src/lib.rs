@@ -13,14 +13,28 @@
 
 mod api;
 mod coll;
+mod comm;
 mod engine;
 pub mod error;
+pub mod op;
 mod request;
 pub mod safe;
+pub mod topo;
 pub mod wire;
 
 pub use api::*;
-pub use coll::{barrier, ibarrier};
+pub use coll::{
+    allgather, allgatherv, allreduce, alltoall, alltoallw, barrier, bcast, gather, gatherv,
+    iallgather, iallgatherv, iallreduce, ialltoall, ialltoallw, ibarrier, ibcast, igather,
+    igatherv, ineighbor_alltoallw, ireduce, ireduce_scatter, iscan, iscatter, iscatterv,
+    neighbor_alltoallw, neighbor_counts, reduce, reduce_local, reduce_scatter, scan, scatter,
+    scatterv, Blocks, Data, Input, ROOT,
+};
+pub use comm::{
+    comm_create_from_group, comm_create_group, comm_dup, comm_idup, comm_is_inter,
+    comm_split, comm_split_shared, free_comm, intercomm_create, intercomm_merge, topology,
+};
+pub use op::{BuiltinOp, Op};
 pub use engine::{Strategy, BSEND_OVERHEAD};
 pub use error::{Error, ErrorClass, Result};
 pub use madmpi_datatypes::Datatype;

@@ -139,7 +139,9 @@ impl Client {
     /// Connects using `PMI_FD` (fd inherited from the launcher) or `PMI_PORT` (host:port, with
     /// `PMI_ID`) from the environment; `Ok(None)` when neither is set (singleton).
     ///
-    /// Performs `init` and fetches the limits, appnum, kvsname and universe size.
+    /// On a `PMI_PORT` connection, first presents `MADMPI_PMI_TOKEN` when it is set (see
+    /// [`Server`](crate::Server)). Performs `init` and fetches the limits, appnum, kvsname and
+    /// universe size.
     /// Set `MADMPI_PMI_TRACE=1` to print every exchanged line on stderr.
     pub fn from_env() -> Result<Option<Client>, Error> {
         let trace = env("MADMPI_PMI_TRACE").is_some_and(|v| v != "0");
@@ -177,6 +179,10 @@ impl Client {
             let rank = env_int::<u32>("PMI_RANK")?.unwrap_or(0);
             let size = env_int::<u32>("PMI_SIZE")?.unwrap_or(1);
             let mut c = Client::with_conn(Conn::Tcp(stream), rank, size, trace);
+            // Our mpirun serves PMI_PORT only to connections that prove they belong to the job.
+            if let Some(token) = env("MADMPI_PMI_TOKEN") {
+                c.authenticate(token.trim())?;
+            }
             if let Some(id) = env_int::<i32>("PMI_ID")? {
                 c.initack(id)?;
             }
@@ -374,6 +380,17 @@ impl Client {
 
     // ---- the exchanges ---------------------------------------------------------------------
 
+    fn authenticate(&mut self, token: &str) -> Result<(), Error> {
+        if token.is_empty() || token.chars().any(|c| !c.is_ascii_graphic() || c == '\\') {
+            return Err(Error::Protocol(
+                "MADMPI_PMI_TOKEN is not a printable token".into(),
+            ));
+        }
+        let token = token.to_owned();
+        self.request(&Command::Auth { token })?;
+        Ok(())
+    }
+
     fn initack(&mut self, pmiid: i32) -> Result<(), Error> {
         self.send(&Command::InitAck { pmiid })?;
         let ack = self.receive()?;
@@ -490,7 +507,11 @@ impl Client {
         }
         let bytes = cmd.encode();
         if self.trace {
-            eprint!("[pmi {}] > {}", self.rank, String::from_utf8_lossy(&bytes));
+            let shown = match cmd {
+                Command::Auth { .. } => "cmd=madmpi_auth token=(not shown)\n".into(),
+                _ => String::from_utf8_lossy(&bytes),
+            };
+            eprint!("[pmi {}] > {shown}", self.rank);
         }
         self.conn.write_all(&bytes)?;
         Ok(())
@@ -578,9 +599,19 @@ mod tests {
 
     /// Runs a [`Server`] for one connection on a thread, answering until the peer hangs up.
     fn serve(server: Server, stream: UnixStream) -> std::thread::JoinHandle<Server> {
+        serve_as(server, stream, Some(0))
+    }
+
+    /// The same, for a connection that is rank `rank`'s inherited socket (`Some`) or accepted
+    /// from the network (`None`).
+    fn serve_as(
+        server: Server,
+        stream: UnixStream,
+        rank: Option<u32>,
+    ) -> std::thread::JoinHandle<Server> {
         std::thread::spawn(move || {
             let mut server = server;
-            let conn = server.handle_connect(Some(0));
+            let conn = server.handle_connect(rank);
             let mut framer = LineFramer::default();
             let mut s = stream;
             let mut buf = [0u8; 1024];
@@ -633,6 +664,32 @@ mod tests {
         drop(c);
         let server = h.join().unwrap();
         assert!(server.is_finalized(0));
+    }
+
+    #[test]
+    fn authenticates_on_network_connections() {
+        let mut cfg = ServerConfig::single_node(2, "kvs");
+        cfg.auth_token = Some("feed42".into());
+        for (token, ok) in [("feed42", true), ("feed43", false)] {
+            let (a, b) = UnixStream::pair().unwrap();
+            let mut c = Client::with_conn(Conn::Sock(a), 0, 1, false);
+            let h = serve_as(Server::new(cfg.clone()), b, None);
+            match c.authenticate(token) {
+                Ok(()) => {
+                    assert!(ok);
+                    c.initack(1).unwrap();
+                    c.init().unwrap();
+                    assert_eq!((c.rank(), c.size()), (1, 2));
+                }
+                Err(Error::Rejected { cmd, .. }) => assert!(!ok && cmd == "madmpi_auth"),
+                Err(e) => panic!("{e}"),
+            }
+            drop(c);
+            h.join().unwrap();
+        }
+        let (a, _b) = UnixStream::pair().unwrap();
+        let mut c = Client::with_conn(Conn::Sock(a), 0, 1, false);
+        assert!(matches!(c.authenticate("a b"), Err(Error::Protocol(_))));
     }
 
     #[test]

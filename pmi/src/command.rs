@@ -80,6 +80,13 @@ pub enum Command {
         /// Service name.
         service: String,
     },
+    /// `cmd=madmpi_auth token=` (madmpi extension): the first line on a `PMI_PORT` connection
+    /// to our `mpirun`, proving the connection comes from one of the job's ranks; reply
+    /// `madmpi_auth_result rc=`. Sent by the client only when `MADMPI_PMI_TOKEN` is set.
+    Auth {
+        /// The job's PMI token, from `MADMPI_PMI_TOKEN`.
+        token: String,
+    },
     /// One `mcmd=spawn` block; a `spawn_result` is due after the last block of a request.
     Spawn {
         /// Number of blocks in this spawn request.
@@ -107,6 +114,7 @@ impl Command {
             Command::PublishName { .. } => "publish_name",
             Command::UnpublishName { .. } => "unpublish_name",
             Command::LookupName { .. } => "lookup_name",
+            Command::Auth { .. } => "madmpi_auth",
             Command::Spawn { .. } => "spawn",
         }
     }
@@ -127,6 +135,7 @@ impl Command {
                 .arg("pmi_version", pmi_version)
                 .arg("pmi_subversion", pmi_subversion),
             Command::InitAck { pmiid } => m.arg("pmiid", pmiid),
+            Command::Auth { token } => m.arg("token", token),
             Command::GetMaxes
             | Command::GetAppnum
             | Command::GetMyKvsname
@@ -249,6 +258,9 @@ impl Command {
             "lookup_name" => Command::LookupName {
                 service: req("service")?,
             },
+            "madmpi_auth" => Command::Auth {
+                token: req("token")?,
+            },
             other => return Err(ParseError::UnknownCommand(other.to_owned())),
         })
     }
@@ -276,6 +288,7 @@ pub fn reply_name_for(cmd: &str) -> Option<&'static str> {
         "create_kvs" => "newkvs",
         "destroy_kvs" => "kvs_destroyed",
         "getbyidx" => "getbyidx_results",
+        "madmpi_auth" => "madmpi_auth_result",
         _ => return None,
     })
 }
@@ -368,6 +381,12 @@ mod tests {
                 b"cmd=lookup_name service=s",
                 Command::LookupName {
                     service: "s".into(),
+                },
+            ),
+            (
+                b"cmd=madmpi_auth token=0a1b",
+                Command::Auth {
+                    token: "0a1b".into(),
                 },
             ),
             (

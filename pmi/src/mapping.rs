@@ -50,6 +50,49 @@ impl ProcessMapping {
         }
     }
 
+    /// The shortest mapping this encoder finds that places rank `r` on `node_ids[r]`: runs of
+    /// consecutive ranks on one node become blocks, blocks on consecutive nodes with as many
+    /// ranks each merge, and a vector that repeats itself is written once (the format repeats
+    /// it). So 2 hosts × 2 ranks by blocks is `(vector,(0,2,2))`, and 4 ranks dealt round-robin
+    /// to 2 hosts is `(vector,(0,2,1))`.
+    pub fn from_node_ids(node_ids: &[u32]) -> ProcessMapping {
+        let mut blocks: Vec<Block> = Vec::new();
+        let mut i = 0;
+        while i < node_ids.len() {
+            let node = node_ids[i];
+            let run = node_ids[i..].iter().take_while(|&&n| n == node).count();
+            i += run;
+            let run = u32::try_from(run).unwrap_or(u32::MAX);
+            match blocks.last_mut() {
+                Some(b)
+                    if b.ranks_per_node == run
+                        && b.start_node.checked_add(b.num_nodes) == Some(node) =>
+                {
+                    b.num_nodes += 1
+                }
+                _ => blocks.push(Block {
+                    start_node: node,
+                    num_nodes: 1,
+                    ranks_per_node: run,
+                }),
+            }
+        }
+        let size = u32::try_from(node_ids.len()).unwrap_or(u32::MAX);
+        for period in 1..blocks.len() {
+            // The last block may be a truncated repetition: the expansion decides.
+            let last = blocks.len() - 1;
+            if (period..last).all(|k| blocks[k] == blocks[k % period]) {
+                let shorter = ProcessMapping {
+                    blocks: blocks[..period].to_vec(),
+                };
+                if shorter.node_ids(size).ok().as_deref() == Some(node_ids) {
+                    return shorter;
+                }
+            }
+        }
+        ProcessMapping { blocks }
+    }
+
     /// Parses the attribute. Whitespace is ignored; an empty vector is accepted here and refused
     /// by [`node_ids`](Self::node_ids), which cannot place anyone with it.
     pub fn parse(text: &str) -> Result<ProcessMapping, MappingError> {
@@ -182,6 +225,38 @@ mod tests {
         assert_eq!(cyclic.local_ranks(7, 1).unwrap(), Some(vec![1, 4]));
         let mixed = ProcessMapping::parse("(vector,(0,2,3),(2,1,1))").unwrap();
         assert_eq!(mixed.node_ids(8).unwrap(), vec![0, 0, 0, 1, 1, 1, 2, 0]);
+    }
+
+    #[test]
+    fn encodes_placements() {
+        let cases: &[(&[u32], &str)] = &[
+            (&[0, 0, 1, 1], "(vector,(0,2,2))"),
+            (&[0, 1, 0, 1], "(vector,(0,2,1))"),
+            (&[0, 1, 0], "(vector,(0,2,1))"),
+            (&[0, 0, 0, 1], "(vector,(0,1,3),(1,1,1))"),
+            (&[0, 0, 0, 0], "(vector,(0,1,4))"),
+            (&[0, 0, 1, 1, 2, 0, 0, 1, 1, 2], "(vector,(0,2,2),(2,1,1))"),
+            (&[1, 0], "(vector,(1,1,1),(0,1,1))"),
+            (&[], "(vector)"),
+        ];
+        for &(ids, want) in cases {
+            let m = ProcessMapping::from_node_ids(ids);
+            assert_eq!(m.to_string(), want, "{ids:?}");
+            if !ids.is_empty() {
+                assert_eq!(m.node_ids(ids.len() as u32).unwrap(), ids);
+            }
+        }
+        let mut rng = XorShift(5);
+        for _ in 0..2000 {
+            let n = 1 + (rng.next() % 40) as usize;
+            let hosts = 1 + rng.next() % 5;
+            let mut ids: Vec<u32> = (0..n).map(|_| (rng.next() % hosts) as u32).collect();
+            if rng.next() & 1 == 0 {
+                ids.sort_unstable();
+            }
+            let m = ProcessMapping::from_node_ids(&ids);
+            assert_eq!(m.node_ids(n as u32).unwrap(), ids, "{m}");
+        }
     }
 
     #[test]

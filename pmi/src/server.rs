@@ -16,6 +16,14 @@
 //! catches client bugs early (wrong kvsname, over-long keys or values), this server refuses with
 //! `rc=-1` and a message. It never panics and never stops on bad input: malformed lines get an
 //! error reply and an [`Event::Misbehaved`].
+//!
+//! Connections accepted on a TCP port (`PMI_PORT`) can come from anyone who can reach it. When
+//! [`ServerConfig::auth_token`] is set, such a connection must first send `cmd=madmpi_auth
+//! token=<token>` (our client does when `MADMPI_PMI_TOKEN` is set); until then every other
+//! request is refused, and a wrong token or any other first line gets one error reply and an
+//! [`Event::Refused`]: the launcher closes the connection. So a foreign process can neither read
+//! the KVS (where the job's TCP secret lives) nor take a rank's place or enter a barrier.
+//! Inherited sockets (`PMI_FD`) are trusted: only the rank they were made for holds them.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -65,6 +73,9 @@ pub struct ServerConfig {
     pub maxes: Maxes,
     /// Value of `set debug=` in the `initack` sequence.
     pub debug: bool,
+    /// The token a `PMI_PORT` connection must present (`cmd=madmpi_auth token=`) before
+    /// anything else; `None` accepts every connection as Hydra does.
+    pub auth_token: Option<String>,
 }
 
 impl ServerConfig {
@@ -79,6 +90,7 @@ impl ServerConfig {
             attributes: Vec::new(),
             maxes: Maxes::default(),
             debug: false,
+            auth_token: None,
         }
     }
 }
@@ -117,6 +129,15 @@ pub enum Event {
         /// How many barriers have completed, this one included.
         count: u64,
     },
+    /// A connection failed to authenticate (wrong token, or anything but `madmpi_auth` first).
+    /// It got one error reply; the launcher should send it and close the connection. Further
+    /// lines from it are ignored.
+    Refused {
+        /// The connection.
+        conn: ConnId,
+        /// What was wrong.
+        reason: String,
+    },
     /// A connection sent something the server refused (it got an error reply).
     Misbehaved {
         /// The connection.
@@ -135,6 +156,10 @@ struct Conn {
     finalized: bool,
     in_barrier: bool,
     open: bool,
+    /// Inherited socket, or presented the token (or the server checks none).
+    authenticated: bool,
+    /// Refused: waiting for the launcher to close it.
+    refused: bool,
 }
 
 /// The PMI-1 server state machine. See the module documentation.
@@ -195,6 +220,11 @@ impl Server {
         self.conns.get(conn.0).and_then(|c| c.rank)
     }
 
+    /// Whether a connection may make requests (see the module documentation).
+    pub fn is_authenticated(&self, conn: ConnId) -> bool {
+        self.conns.get(conn.0).is_some_and(|c| c.authenticated)
+    }
+
     /// The connection that speaks for `rank`, if any.
     pub fn conn_of(&self, rank: u32) -> Option<ConnId> {
         self.rank_conn.get(rank as usize).copied().flatten()
@@ -225,10 +255,12 @@ impl Server {
 
     // ---- inputs --------------------------------------------------------------------------
 
-    /// A new connection. `rank` is known for `PMI_FD` connections (one socketpair per rank) and
-    /// learnt from `initack` for `PMI_PORT` ones.
+    /// A new connection. `rank` is known for `PMI_FD` connections (one socketpair per rank,
+    /// trusted) and learnt from `initack` for `PMI_PORT` ones (`None`: accepted on the network,
+    /// it must authenticate when [`ServerConfig::auth_token`] is set).
     pub fn handle_connect(&mut self, rank: Option<u32>) -> ConnId {
         let id = ConnId(self.conns.len());
+        let authenticated = rank.is_some() || self.config.auth_token.is_none();
         let rank = rank.filter(|&r| r < self.config.size && self.rank_conn[r as usize].is_none());
         if let Some(r) = rank {
             self.rank_conn[r as usize] = Some(id);
@@ -236,6 +268,7 @@ impl Server {
         self.conns.push(Conn {
             rank,
             open: true,
+            authenticated,
             ..Conn::default()
         });
         id
@@ -263,8 +296,11 @@ impl Server {
 
     /// One line (or `mcmd` block) received on `conn`; a trailing newline is optional.
     pub fn handle_line(&mut self, conn: ConnId, line: &[u8]) {
-        if !self.conns.get(conn.0).is_some_and(|c| c.open) {
+        let Some(c) = self.conns.get(conn.0).filter(|c| c.open && !c.refused) else {
             return;
+        };
+        if !c.authenticated {
+            return self.authenticate(conn, line);
         }
         let msg = match parse_message(line) {
             Ok(m) => m,
@@ -278,6 +314,31 @@ impl Server {
             }
         };
         self.handle_command(conn, cmd);
+    }
+
+    /// The first line of a connection that must authenticate.
+    fn authenticate(&mut self, conn: ConnId, line: &[u8]) {
+        let expected = self.config.auth_token.as_deref().unwrap_or_default();
+        let why = match parse_message(line).map(|m| Command::from_message(&m)) {
+            Ok(Ok(Command::Auth { token })) if same_secret(&token, expected) => {
+                self.conns[conn.0].authenticated = true;
+                return self.send(conn, Message::new("madmpi_auth_result").arg("rc", 0));
+            }
+            Ok(Ok(Command::Auth { .. })) => "wrong PMI token".to_owned(),
+            Ok(Ok(other)) => format!(
+                "'{}' before authentication (cmd=madmpi_auth token=<MADMPI_PMI_TOKEN> must come first)",
+                other.name()
+            ),
+            Ok(Err(e)) | Err(e) => format!("{e} (before authentication)"),
+        };
+        self.send(
+            conn,
+            Message::new("madmpi_auth_result")
+                .arg("rc", -1)
+                .arg("msg", "not_authenticated"),
+        );
+        self.conns[conn.0].refused = true;
+        self.events.push_back(Event::Refused { conn, reason: why });
     }
 
     fn handle_command(&mut self, conn: ConnId, cmd: Command) {
@@ -311,6 +372,18 @@ impl Server {
                 }
             }
             Command::InitAck { pmiid } => self.initack(conn, pmiid),
+            Command::Auth { token } => {
+                // Already trusted (inherited socket, or authenticated once): a check only.
+                let ok = match self.config.auth_token.as_deref() {
+                    None => true,
+                    Some(t) => same_secret(&token, t),
+                };
+                if ok {
+                    self.send(conn, Message::new("madmpi_auth_result").arg("rc", 0));
+                } else {
+                    self.refuse(conn, "madmpi_auth_result", "wrong PMI token");
+                }
+            }
             Command::GetMaxes => {
                 let m = self.config.maxes;
                 self.send(
@@ -577,6 +650,15 @@ impl Server {
     }
 }
 
+/// Compares a presented token with the expected one in time independent of where they differ.
+fn same_secret(presented: &str, expected: &str) -> bool {
+    let (a, b) = (presented.as_bytes(), expected.as_bytes());
+    if a.len() != b.len() || b.is_empty() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -763,6 +845,68 @@ mod tests {
     }
 
     #[test]
+    fn pmi_port_connections_must_authenticate() {
+        let mut cfg = ServerConfig::single_node(2, "kvs");
+        cfg.auth_token = Some("t0k3n".into());
+        cfg.attributes
+            .push(("madmpi_secret".into(), "s3cret".into()));
+        let mut s = Server::new(cfg);
+        let trusted = s.handle_connect(Some(0));
+        let good = s.handle_connect(None);
+        let wrong = s.handle_connect(None);
+        let rude = s.handle_connect(None);
+        let thief = s.handle_connect(None);
+        let noise = s.handle_connect(None);
+        assert!(s.is_authenticated(trusted) && !s.is_authenticated(good));
+        s.handle_line(wrong, b"cmd=madmpi_auth token=t0k3m");
+        s.handle_line(wrong, b"cmd=madmpi_auth token=t0k3n");
+        s.handle_line(rude, b"cmd=initack pmiid=1");
+        s.handle_line(thief, b"cmd=get kvsname=kvs key=madmpi_secret");
+        s.handle_line(noise, b"\xff\x00 garbage");
+        s.handle_line(good, b"cmd=madmpi_auth token=t0k3n");
+        s.handle_line(good, b"cmd=initack pmiid=1");
+        s.handle_line(trusted, b"cmd=get kvsname=kvs key=madmpi_secret");
+        s.handle_line(trusted, b"cmd=madmpi_auth token=nope");
+        let out: Vec<String> = drain(&mut s)
+            .into_iter()
+            .map(|(c, l)| format!("{c}:{l}"))
+            .collect();
+        assert_eq!(
+            out,
+            [
+                "2:cmd=madmpi_auth_result rc=-1 msg=not_authenticated\n",
+                "3:cmd=madmpi_auth_result rc=-1 msg=not_authenticated\n",
+                "4:cmd=madmpi_auth_result rc=-1 msg=not_authenticated\n",
+                "5:cmd=madmpi_auth_result rc=-1 msg=not_authenticated\n",
+                "1:cmd=madmpi_auth_result rc=0\n",
+                "1:cmd=initack\n",
+                "1:cmd=set size=2\n",
+                "1:cmd=set rank=1\n",
+                "1:cmd=set debug=0\n",
+                "0:cmd=get_result rc=0 msg=success value=s3cret\n",
+                "0:cmd=madmpi_auth_result rc=-1 msg=wrong_PMI_token\n",
+            ]
+        );
+        assert_eq!(s.conn_of(1), Some(good));
+        let refused: Vec<ConnId> = std::iter::from_fn(|| s.poll_event())
+            .filter_map(|e| match e {
+                Event::Refused { conn, .. } => Some(conn),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(refused, [wrong, rude, thief, noise]);
+        // Without a configured token every connection is trusted, as under Hydra.
+        let mut open = Server::new(ServerConfig::single_node(1, "kvs"));
+        let c = open.handle_connect(None);
+        assert!(open.is_authenticated(c));
+        open.handle_line(c, b"cmd=madmpi_auth token=anything");
+        assert_eq!(
+            drain(&mut open),
+            [(0, "cmd=madmpi_auth_result rc=0\n".into())]
+        );
+    }
+
+    #[test]
     fn spawn_refused_once_per_request_and_names() {
         let (mut s, c) = job(1);
         s.handle_line(c[0], b"mcmd=spawn\ntotspawns=2\nspawnssofar=1\nendcmd\n");
@@ -782,10 +926,14 @@ mod tests {
 
     #[test]
     fn property_random_lines_never_panic() {
-        let (mut s, c) = job(3);
+        let mut cfg = ServerConfig::single_node(3, "kvs_1_abc");
+        cfg.auth_token = Some("0".into());
+        let mut s = Server::new(cfg);
+        let c: Vec<ConnId> = (0..3).map(|r| s.handle_connect(Some(r))).collect();
         let extra = s.handle_connect(None);
-        let conns = [c[0], c[1], c[2], extra, ConnId(99)];
-        let alphabet: &[u8] = b"cmd=put get barrier_in initack pmiid=0 1 key=value=kvsname=kvs_1_abc finalize abort \n";
+        let extra2 = s.handle_connect(None);
+        let conns = [c[0], c[1], c[2], extra, extra2, ConnId(99)];
+        let alphabet: &[u8] = b"cmd=put get barrier_in initack madmpi_auth token=0 pmiid=0 1 key=value=kvsname=kvs_1_abc finalize abort \n";
         let mut rng = XorShift(4242);
         for i in 0..30_000 {
             let line = rng.bytes(80, alphabet);

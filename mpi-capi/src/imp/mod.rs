@@ -8,15 +8,19 @@
 
 mod comm;
 mod common;
+mod datatype;
 mod errh;
 mod init;
+mod pack;
 mod p2p;
 mod request;
 mod status;
 
 pub use comm::*;
+pub use datatype::*;
 pub use errh::*;
 pub use init::*;
+pub use pack::*;
 pub use p2p::*;
 pub use request::*;
 pub use status::*;

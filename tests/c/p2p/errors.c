@@ -160,11 +160,26 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Errhandler_free(&eh));
     rc = MPI_Send(&v, 1, MPI_INT, 5, 0, MPI_COMM_SELF);
     CHECK(handler_calls == 3 && handler_comm == MPI_COMM_SELF && err_class(rc) == MPI_ERR_RANK);
-    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    /* The error of a request goes to its communicator's handler (here: a
+     * truncation found by MPI_Wait on MPI_COMM_WORLD, while MPI_COMM_SELF's
+     * handler is the same function). */
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    if (t_rank == 0) {
+        int two[2] = {1, 2};
+        MPI_OK(MPI_Send(two, 2, MPI_INT, 1, 50, MPI_COMM_WORLD));
+    } else if (t_rank == 1) {
+        int one = 0;
+        MPI_OK(MPI_Irecv(&one, 1, MPI_INT, 0, 50, MPI_COMM_WORLD, &r));
+        rc = MPI_Wait(&r, &st);
+        CHECK(err_class(rc) == MPI_ERR_TRUNCATE && r == MPI_REQUEST_NULL);
+        CHECKF(handler_calls == 4 && handler_comm == MPI_COMM_WORLD && handler_code == rc,
+               "calls %d code %d", handler_calls, handler_code);
+    }
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     /* call_errhandler with MPI_ERRORS_RETURN returns MPI_SUCCESS (MPICH and Open MPI) */
+    int calls = handler_calls;
     MPI_OK(MPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_OTHER));
-    CHECK(handler_calls == 3);
+    CHECK(handler_calls == calls);
 
     /* User classes, codes and strings. */
     int *lastp = NULL, flag = 0;
