@@ -548,8 +548,30 @@ pub unsafe fn send(
     comm: CommId,
     mode: SendMode,
 ) -> Result<()> {
-    let r = isend(buf, count, dt, dest, tag, comm, mode)?;
-    wait(r).map(|_| ())
+    // Post and try to complete under one lock: an eager send usually leaves at once.
+    let r = with(|e| {
+        // SAFETY: forwarded caller contract.
+        let r = unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false)? };
+        e.flush()?;
+        Ok(match take_if_complete(e, r)? {
+            Some(c) => Err(c),
+            None => Ok(r),
+        })
+    })?;
+    match r {
+        Err(done) => status_result(done.status),
+        Ok(r) => wait(r).and_then(status_result),
+    }
+}
+
+/// A send's status as a result (a send fails only when its peer died).
+fn status_result(s: Status) -> Result<()> {
+    match s.error {
+        Some(ErrorClass::ProcAborted) => {
+            err(ErrorClass::ProcAborted, "the destination process has died")
+        }
+        _ => Ok(()),
+    }
 }
 
 /// MPI_Irecv.
@@ -584,8 +606,23 @@ pub unsafe fn recv(
     tag: i32,
     comm: CommId,
 ) -> Result<Status> {
-    let r = irecv(buf, count, dt, src, tag, comm)?;
-    wait(r)
+    // Post, then poll once, under one lock: the message is often already there.
+    let r = with(|e| {
+        // SAFETY: forwarded caller contract.
+        let r = unsafe { e.st.irecv(buf, count, dt, src, tag, comm, false)? };
+        if let Some(c) = take_if_complete(e, r)? {
+            return Ok(Err(c.status));
+        }
+        e.progress()?;
+        Ok(match take_if_complete(e, r)? {
+            Some(c) => Err(c.status),
+            None => Ok(r),
+        })
+    })?;
+    match r {
+        Err(status) => Ok(status),
+        Ok(r) => wait(r),
+    }
 }
 
 /// MPI_Send_init (and Ssend/Rsend/Bsend_init): an inactive persistent request.

@@ -31,13 +31,13 @@ pub use coll::{
     scatterv, Blocks, Data, Input, ROOT,
 };
 pub use comm::{
-    comm_create_from_group, comm_create_group, comm_dup, comm_idup, comm_is_inter,
-    comm_split, comm_split_shared, free_comm, intercomm_create, intercomm_merge, topology,
+    comm_create_from_group, comm_create_group, comm_dup, comm_idup, comm_is_inter, comm_split,
+    comm_split_shared, free_comm, intercomm_create, intercomm_merge, topology,
 };
-pub use op::{BuiltinOp, Op};
 pub use engine::{Strategy, BSEND_OVERHEAD};
 pub use error::{Error, ErrorClass, Result};
 pub use madmpi_datatypes::Datatype;
+pub use op::{BuiltinOp, Op};
 pub use request::{RequestId, SendMode, Status, EMPTY_STATUS, PROC_NULL_STATUS};
 
 /// MPI_ANY_SOURCE.

@@ -14,7 +14,11 @@ fn example(name: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join("target"));
     let p = target.join("release").join("examples").join(name);
-    assert!(p.exists(), "{} was not built (make builds the examples)", p.display());
+    assert!(
+        p.exists(),
+        "{} was not built (make builds the examples)",
+        p.display()
+    );
     Some(p)
 }
 
@@ -25,7 +29,10 @@ fn ring_on_1_to_4_ranks() {
         let out = Job::new(&ring, n).run();
         assert!(out.success(), "ring on {n} ranks failed: {}", out.context());
         assert!(
-            out.stdout.contains(&format!("ring: 10 laps over {n} ranks, token = {}", n * (n - 1) / 2)),
+            out.stdout.contains(&format!(
+                "ring: 10 laps over {n} ranks, token = {}",
+                n * (n - 1) / 2
+            )),
             "unexpected output: {}",
             out.stdout
         );
@@ -37,5 +44,9 @@ fn ring_over_tcp() {
     let Some(ring) = example("ring") else { return };
     let out = Job::new(&ring, 3).env("MADMPI_TRANSPORTS", "tcp").run();
     assert!(out.success(), "ring over TCP failed: {}", out.context());
-    assert!(out.stdout.contains("token = 3"), "unexpected output: {}", out.stdout);
+    assert!(
+        out.stdout.contains("token = 3"),
+        "unexpected output: {}",
+        out.stdout
+    );
 }

@@ -90,6 +90,9 @@ pub unsafe fn MPI_Comm_get_attr(
     attribute_val: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
+    if super::attr::is_user_keyval(comm_keyval) {
+        return super::attr::comm_get_user(comm, comm_keyval, attribute_val, flag);
+    }
     let r = (|| {
         running()?;
         handles::comm(comm)?;

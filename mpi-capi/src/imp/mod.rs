@@ -6,21 +6,35 @@
 //! into the core, write the outputs only on success, and send any error through the handler of
 //! the object involved (`crate::errors`).
 
+mod attr;
+mod coll;
 mod comm;
+mod comm_mgmt;
 mod common;
 mod datatype;
 mod errh;
+mod group;
+mod info;
 mod init;
-mod pack;
+mod op;
 mod p2p;
+mod pack;
 mod request;
 mod status;
+mod topo;
 
+pub use attr::*;
+pub use coll::*;
 pub use comm::*;
+pub use comm_mgmt::*;
 pub use datatype::*;
 pub use errh::*;
+pub use group::*;
+pub use info::*;
 pub use init::*;
-pub use pack::*;
+pub use op::*;
 pub use p2p::*;
+pub use pack::*;
 pub use request::*;
 pub use status::*;
+pub use topo::*;

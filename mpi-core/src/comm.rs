@@ -1,0 +1,934 @@
+//! Communicator management: context-id agreement, duplication, split, creation from groups,
+//! intercommunicators (create, merge, dup), and the per-communicator state of the collectives
+//! (sequence numbers, the local communicator of an intercommunicator, the topology).
+//!
+//! **Context ids.** Each process keeps a bitmask of the ids it has free (id `k` is the
+//! point-to-point context `2k`, `2k + 1` carries the collectives; ids 0 and 1 are MPI_COMM_WORLD
+//! and MPI_COMM_SELF). A creation reserves every free id of the process, agrees with an
+//! allreduce(BAND) of the masks over the parent, takes the lowest common id(s), and returns the
+//! rest. An agreement that finds nothing in common (another agreement of the process holds the
+//! ids: a pending MPI_Comm_idup, or a creation in another thread) retries — every member sees
+//! the same result, so they all retry together. Intercommunicators agree in each group, then
+//! the two leaders exchange their groups' masks and decide for both. No central server, and an
+//! id is never reused while any member still uses it.
+//!
+//! Every creation is a collective schedule (see `coll::sched`), so MPI_Comm_idup is the same
+//! code as MPI_Comm_dup without the wait. The new communicator is registered with the engine by
+//! the schedule's last step; an idup registers a placeholder at once (so the caller has an id)
+//! and gives it its context when the agreement completes.
+//!
+//! This module never reads C handles; groups are lists of world ranks.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use madmpi_datatypes::{Basic, Datatype};
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
+use crate::api::{wait, with};
+use crate::coll::algo;
+use crate::coll::sched::{Flow, Team, B};
+use crate::engine::{Comm, State};
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::op::{BuiltinOp, Op};
+use crate::request::RequestId;
+use crate::topo::Topology;
+use crate::{CommId, UNDEFINED};
+
+// ------------------------------------------------------------------------------------ side table
+
+/// What the collectives keep per communicator, beside the engine's view.
+#[derive(Default, Clone)]
+struct Extra {
+    /// Collectives started so far (all members start them in the same order).
+    seq: u32,
+    /// The intracommunicator of an intercommunicator's local group.
+    local: Option<CommId>,
+    topo: Option<Arc<Topology>>,
+    /// The context id came from the pool (and goes back when the communicator is freed).
+    pooled: bool,
+}
+
+static EXTRA: Lazy<Mutex<HashMap<u32, Extra>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+
+/// The base tag of the next collective on `c`: 20 bits of sequence number, 10 bits left for
+/// the algorithm's sub-tags; bit 30 is for MPI_Comm_create_group.
+pub(crate) fn next_tag(c: CommId) -> i32 {
+    let mut m = EXTRA.lock();
+    let e = m.entry(c.0).or_default();
+    let s = e.seq;
+    e.seq = e.seq.wrapping_add(1);
+    ((s & 0xF_FFFF) << 10) as i32
+}
+
+/// The tag space of MPI_Comm_create_group's agreement (`tag` is the user's).
+fn group_tag(tag: i32) -> i32 {
+    0x4000_0000 | ((tag as u32 & 0xF_FFFF) << 10) as i32
+}
+
+/// The local communicator of intercommunicator `c`.
+pub(crate) fn local_of(c: CommId) -> Option<CommId> {
+    EXTRA.lock().get(&c.0).and_then(|e| e.local)
+}
+
+/// The topology attached to `c` (MPI_Topo_test …).
+pub fn topology(c: CommId) -> Option<Arc<Topology>> {
+    EXTRA.lock().get(&c.0).and_then(|e| e.topo.clone())
+}
+
+fn set_extra(c: CommId, local: Option<CommId>, topo: Option<Arc<Topology>>, pooled: bool) {
+    EXTRA.lock().insert(
+        c.0,
+        Extra {
+            seq: 0,
+            local,
+            topo,
+            pooled,
+        },
+    );
+}
+
+// ------------------------------------------------------------------------------------ id pool
+
+/// Context ids per process (the contexts go up to `2 * IDS`).
+const IDS: usize = 4096;
+const WORDS: usize = IDS / 64;
+/// The context of an MPI_Comm_idup communicator until its agreement completes: beyond the
+/// pool, never used by anyone.
+const PLACEHOLDER_CTX: u32 = 2 * IDS as u32;
+
+struct Pool {
+    free: [u64; WORDS],
+}
+
+static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| {
+    let mut free = [u64::MAX; WORDS];
+    // ids 0 and 1: MPI_COMM_WORLD (context 0) and MPI_COMM_SELF (context 2).
+    free[0] &= !0b11;
+    Mutex::new(Pool { free })
+});
+
+type Mask = [u64; WORDS];
+
+impl Pool {
+    /// Take every free id for one agreement.
+    fn reserve(&mut self) -> Mask {
+        std::mem::replace(&mut self.free, [0; WORDS])
+    }
+
+    /// Return the ids of `m` except `keep`.
+    fn release(&mut self, m: &Mask, keep: &[u32]) {
+        for (f, w) in self.free.iter_mut().zip(m.iter()) {
+            *f |= *w;
+        }
+        for &k in keep {
+            self.free[k as usize / 64] &= !(1u64 << (k % 64));
+        }
+    }
+
+    fn give_back(&mut self, id: u32) {
+        if (id as usize) < IDS {
+            self.free[id as usize / 64] |= 1u64 << (id % 64);
+        }
+    }
+}
+
+/// The lowest ids set in `m`, skipping `not`.
+fn lowest(m: &Mask, not: Option<u32>) -> Option<u32> {
+    for (i, &w) in m.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            let b = w.trailing_zeros();
+            let id = (i * 64) as u32 + b;
+            if Some(id) != not {
+                return Some(id);
+            }
+            w &= w - 1;
+        }
+    }
+    None
+}
+
+fn and(a: &Mask, b: &Mask) -> Mask {
+    let mut r = [0; WORDS];
+    for i in 0..WORDS {
+        r[i] = a[i] & b[i];
+    }
+    r
+}
+
+const MASK_BYTES: usize = WORDS * 8;
+
+unsafe fn read_mask(p: *const u8) -> Mask {
+    let mut m = [0u64; WORDS];
+    std::ptr::copy_nonoverlapping(p, m.as_mut_ptr() as *mut u8, MASK_BYTES);
+    m
+}
+
+unsafe fn write_mask(p: *mut u8, m: &Mask) {
+    std::ptr::copy_nonoverlapping(m.as_ptr() as *const u8, p, MASK_BYTES);
+}
+
+/// A raw pointer that may move into a step closure (the schedule owns what it points to).
+#[derive(Clone, Copy)]
+struct P(*mut u8);
+// SAFETY: points into a schedule's scratch buffer, only touched under the engine lock.
+unsafe impl Send for P {}
+
+impl P {
+    /// The pointer (a method, so that closures capture the whole `Send` wrapper).
+    fn p(self) -> *mut u8 {
+        self.0
+    }
+}
+
+/// Shared between the steps of one agreement.
+#[derive(Default)]
+struct Agreed {
+    snapshot: Option<Mask>,
+}
+
+type Cell = Arc<Mutex<Agreed>>;
+
+/// Steps that reserve this process's free ids and AND them over `t` into the returned buffer.
+/// Returns (round to jump to for a retry, buffer with the AND).
+fn mask_allreduce(b: &mut B, t: &Team, cell: &Cell) -> (usize, *mut u8) {
+    b.op = Some((Op::Builtin(BuiltinOp::Band), Datatype::basic(Basic::UInt64)));
+    b.fence();
+    let start = b.round_index();
+    let mine = P(b.tmp(MASK_BYTES));
+    let all = b.tmp(MASK_BYTES);
+    let c = cell.clone();
+    b.call(move |_st| {
+        let m = POOL.lock().reserve();
+        // SAFETY: `mine` is a MASK_BYTES scratch buffer of this schedule.
+        unsafe { write_mask(mine.p(), &m) };
+        c.lock().snapshot = Some(m);
+        Ok(Flow::Next)
+    });
+    algo::allreduce_doubling(b, t, mine.p(), all, WORDS, 8);
+    (start, all)
+}
+
+/// Give back the snapshot except the ids kept.
+fn settle(cell: &Cell, keep: &[u32]) {
+    let mut g = cell.lock();
+    if let Some(m) = g.snapshot.take() {
+        POOL.lock().release(&m, keep);
+    }
+}
+
+/// Register a communicator from inside a schedule.
+fn add(st: &mut State, ctx: u32, local: Arc<[u32]>, remote: Option<Arc<[u32]>>) -> Result<CommId> {
+    let me = st.comm(crate::COMM_WORLD)?.rank as u32;
+    let rank = local.iter().position(|&r| r == me).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Intern,
+            "this process is not in the new communicator",
+        )
+    })? as i32;
+    let size = local.len() as i32;
+    Ok(st.add_comm(Comm {
+        ctx,
+        rank,
+        size,
+        world: local,
+        remote,
+    }))
+}
+
+/// The engine's view of a communicator: (rank, local group, remote group).
+fn view(st: &State, c: CommId) -> Result<(i32, Arc<[u32]>, Option<Arc<[u32]>>)> {
+    let cm = st.comm(c)?;
+    Ok((cm.rank, cm.world.clone(), cm.remote.clone()))
+}
+
+/// Start a creation schedule on `comm` and wait for it.
+fn run(
+    comm: CommId,
+    tag: Option<i32>,
+    f: impl FnOnce(&mut B, &mut State) -> Result<()>,
+) -> Result<()> {
+    let r = start(comm, tag, f)?;
+    let s = wait(r)?;
+    match s.error {
+        Some(c) => err(c, "communicator creation failed in a point-to-point step"),
+        None => Ok(()),
+    }
+}
+
+fn start(
+    comm: CommId,
+    tag: Option<i32>,
+    f: impl FnOnce(&mut B, &mut State) -> Result<()>,
+) -> Result<RequestId> {
+    with(|e| {
+        let mut b = B::new();
+        f(&mut b, &mut e.st)?;
+        let tag = tag.unwrap_or_else(|| next_tag(comm));
+        let r = e.st.start_schedule(Box::new(b.finish(tag)))?;
+        e.flush()?;
+        Ok(r)
+    })
+}
+
+type Out<T> = Arc<Mutex<Option<T>>>;
+
+fn take<T>(o: &Out<T>) -> Result<T> {
+    o.lock()
+        .take()
+        .ok_or_else(|| Error::new(ErrorClass::Intern, "communicator creation did not finish"))
+}
+
+// ------------------------------------------------------------------------------------ intra
+
+/// Agreement on one id over `t`, then `make(st, id)` (run by every member).
+fn agree_intra(
+    b: &mut B,
+    t: &Team,
+    mut make: impl FnMut(&mut State, u32) -> Result<()> + Send + 'static,
+) {
+    let cell: Cell = Arc::default();
+    let (start, all) = mask_allreduce(b, t, &cell);
+    let all = P(all);
+    b.call(move |st| {
+        // SAFETY: `all` is a MASK_BYTES scratch buffer of this schedule.
+        let m = unsafe { read_mask(all.p()) };
+        match lowest(&m, None) {
+            None => {
+                settle(&cell, &[]);
+                Ok(Flow::Jump(start))
+            }
+            Some(id) => {
+                settle(&cell, &[id]);
+                make(st, id)?;
+                Ok(Flow::Next)
+            }
+        }
+    });
+}
+
+/// MPI_Comm_dup of an intracommunicator or intercommunicator (the topology goes along).
+pub fn comm_dup(c: CommId) -> Result<CommId> {
+    let (id, r) = comm_idup(c)?;
+    let s = wait(r)?;
+    if let Some(cl) = s.error {
+        return err(cl, "MPI_Comm_dup failed in a point-to-point step");
+    }
+    Ok(id)
+}
+
+/// MPI_Comm_idup: the new communicator's id now, usable once the request completes.
+pub fn comm_idup(c: CommId) -> Result<(CommId, RequestId)> {
+    let topo = topology(c);
+    let out: Out<CommId> = Arc::default();
+    let o = out.clone();
+    let r = start(c, None, |b, st| {
+        let (rank, local, remote) = view(st, c)?;
+        let id = st.add_comm(Comm {
+            ctx: PLACEHOLDER_CTX,
+            rank,
+            size: local.len() as i32,
+            world: local.clone(),
+            remote: remote.clone(),
+        });
+        set_extra(id, None, topo.clone(), false);
+        *o.lock() = Some(id);
+        match remote {
+            None => {
+                let t = Team::new(c, rank, local.len() as i32);
+                agree_intra(b, &t, move |st, x| {
+                    if let Some(Some(cm)) = st.comms.get_mut(id.0 as usize) {
+                        cm.ctx = 2 * x;
+                    }
+                    set_extra(id, None, topo.clone(), true);
+                    Ok(())
+                });
+            }
+            Some(_) => {
+                let l = local_of(c).ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Intern,
+                        "intercommunicator without a local communicator",
+                    )
+                })?;
+                let lt = Team::new(l, rank, local.len() as i32);
+                let rt = Team::new(c, rank, remote.as_ref().map_or(0, |r| r.len() as i32));
+                let how = Leaders::Coll(rt);
+                agree_inter(b, &lt, how, Vec::new(), 0, true, move |st, x, y, _| {
+                    if let Some(Some(cm)) = st.comms.get_mut(id.0 as usize) {
+                        cm.ctx = 2 * x;
+                    }
+                    let lc = add(st, 2 * y, local.clone(), None)?;
+                    set_extra(lc, None, None, true);
+                    set_extra(id, Some(lc), topo.clone(), true);
+                    Ok(())
+                });
+            }
+        }
+        Ok(())
+    });
+    match r {
+        Ok(r) => Ok((take(&out)?, r)),
+        Err(e) => {
+            if let Some(id) = out.lock().take() {
+                let _ = with(|en| en.st.remove_comm(id));
+                EXTRA.lock().remove(&id.0);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// MPI_Comm_split (intracommunicators): the processes of each `color` (≥ 0) form a
+/// communicator, ranked by `key` then by rank in `c`; MPI_UNDEFINED gives None.
+pub fn comm_split(c: CommId, color: i32, key: i32) -> Result<Option<CommId>> {
+    split_with(c, color, key, None)
+}
+
+/// MPI_Comm_split_type with MPI_COMM_TYPE_SHARED: the processes of one host (`rank_host`).
+pub fn comm_split_shared(c: CommId, key: i32) -> Result<Option<CommId>> {
+    let info = crate::api::comm_info(c)?;
+    if info.remote.is_some() {
+        return err(
+            ErrorClass::Comm,
+            "MPI_Comm_split_type needs an intracommunicator",
+        );
+    }
+    let me = crate::api::world_rank()?;
+    let host = |r: u32| crate::api::rank_host(r).unwrap_or_else(|| format!("rank{r}"));
+    let mine = host(me);
+    let color = info
+        .local
+        .iter()
+        .copied()
+        .filter(|&r| host(r) == mine)
+        .min()
+        .unwrap_or(me) as i32;
+    split_with(c, color, key, None)
+}
+
+/// Split with a topology for the result (MPI_Cart_sub).
+pub(crate) fn split_with(
+    c: CommId,
+    color: i32,
+    key: i32,
+    topo: Option<Arc<Topology>>,
+) -> Result<Option<CommId>> {
+    if color < 0 && color != UNDEFINED {
+        return err(
+            ErrorClass::Arg,
+            format!("invalid color {color} (must be >= 0 or MPI_UNDEFINED)"),
+        );
+    }
+    let out: Out<Option<CommId>> = Arc::default();
+    let o = out.clone();
+    run(c, None, |b, st| {
+        let (rank, local, remote) = view(st, c)?;
+        if remote.is_some() {
+            return err(
+                ErrorClass::Unsupported,
+                "MPI_Comm_split on an intercommunicator is not supported",
+            );
+        }
+        let n = local.len() as i32;
+        let t = Team::new(c, rank, n);
+        let pairs = b.tmp(8 * n as usize);
+        let mine = b.tmp(8);
+        // SAFETY: `mine` has 8 bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(color.to_ne_bytes().as_ptr(), mine, 4);
+            std::ptr::copy_nonoverlapping(key.to_ne_bytes().as_ptr(), mine.add(4), 4);
+        }
+        let bt = crate::coll::sched::bytes();
+        let pp = P(pairs);
+        algo::allgather_bruck(
+            b,
+            &t,
+            8,
+            (mine, 8, &bt),
+            &|r| {
+                (
+                    pairs.wrapping_add(8 * r as usize),
+                    8,
+                    crate::coll::sched::bytes(),
+                )
+            },
+            false,
+        );
+        agree_intra(b, &t, move |st, x| {
+            if color == UNDEFINED {
+                POOL.lock().give_back(x);
+                *o.lock() = Some(None);
+                return Ok(());
+            }
+            let mut members: Vec<(i32, i32, u32)> = Vec::new();
+            for r in 0..n as usize {
+                // SAFETY: `pairs` holds n (color, key) pairs.
+                let (cr, kr) = unsafe {
+                    let p = pp.p().add(8 * r);
+                    (
+                        i32::from_ne_bytes(
+                            std::slice::from_raw_parts(p, 4)
+                                .try_into()
+                                .unwrap_or([0; 4]),
+                        ),
+                        i32::from_ne_bytes(
+                            std::slice::from_raw_parts(p.add(4), 4)
+                                .try_into()
+                                .unwrap_or([0; 4]),
+                        ),
+                    )
+                };
+                if cr == color {
+                    members.push((kr, r as i32, local[r]));
+                }
+            }
+            members.sort();
+            let world: Arc<[u32]> = members.iter().map(|m| m.2).collect();
+            let id = add(st, 2 * x, world, None)?;
+            set_extra(id, None, topo.clone(), true);
+            *o.lock() = Some(Some(id));
+            Ok(())
+        });
+        Ok(())
+    })?;
+    take(&out)
+}
+
+/// MPI_Comm_create (intracommunicators): every process of `c` calls it with the group (world
+/// ranks, in the new rank order) it belongs to; processes outside their group get None.
+pub fn comm_create_from_group(c: CommId, group: &[u32]) -> Result<Option<CommId>> {
+    create_with(c, group, None)
+}
+
+pub(crate) fn create_with(
+    c: CommId,
+    group: &[u32],
+    topo: Option<Arc<Topology>>,
+) -> Result<Option<CommId>> {
+    let me = crate::api::world_rank()?;
+    let member = group.contains(&me);
+    let world: Arc<[u32]> = group.into();
+    let out: Out<Option<CommId>> = Arc::default();
+    let o = out.clone();
+    run(c, None, |b, st| {
+        let (rank, local, remote) = view(st, c)?;
+        if remote.is_some() {
+            return err(
+                ErrorClass::Unsupported,
+                "MPI_Comm_create on an intercommunicator is not supported",
+            );
+        }
+        if let Some(r) = world.iter().find(|r| !local.contains(r)) {
+            return err(
+                ErrorClass::Group,
+                format!("the group holds world rank {r}, which is not in the communicator"),
+            );
+        }
+        let t = Team::new(c, rank, local.len() as i32);
+        agree_intra(b, &t, move |st, x| {
+            if !member || world.is_empty() {
+                POOL.lock().give_back(x);
+                *o.lock() = Some(None);
+                return Ok(());
+            }
+            let id = add(st, 2 * x, world.clone(), None)?;
+            set_extra(id, None, topo.clone(), true);
+            *o.lock() = Some(Some(id));
+            Ok(())
+        });
+        Ok(())
+    })?;
+    take(&out)
+}
+
+/// MPI_Comm_create_group: only the members of `group` (world ranks) call it; `tag`
+/// distinguishes concurrent calls on the same communicator.
+pub fn comm_create_group(c: CommId, group: &[u32], tag: i32) -> Result<CommId> {
+    if tag < 0 {
+        return err(ErrorClass::Tag, format!("invalid tag {tag}"));
+    }
+    let me = crate::api::world_rank()?;
+    let info = crate::api::comm_info(c)?;
+    if info.remote.is_some() {
+        return err(
+            ErrorClass::Unsupported,
+            "MPI_Comm_create_group on an intercommunicator is not supported",
+        );
+    }
+    let mut map = Vec::with_capacity(group.len());
+    for w in group {
+        match info.local.iter().position(|x| x == w) {
+            Some(r) => map.push(r as i32),
+            None => {
+                return err(
+                    ErrorClass::Group,
+                    format!("the group holds world rank {w}, which is not in the communicator"),
+                )
+            }
+        }
+    }
+    let Some(vme) = group.iter().position(|&w| w == me) else {
+        return err(ErrorClass::Group, "this process is not in the group");
+    };
+    let world: Arc<[u32]> = group.into();
+    let t = Team {
+        comm: c,
+        me: vme as i32,
+        size: group.len() as i32,
+        map: Some(map.into()),
+    };
+    let out: Out<CommId> = Arc::default();
+    let o = out.clone();
+    run(c, Some(group_tag(tag)), |b, _st| {
+        agree_intra(b, &t, move |st, x| {
+            let id = add(st, 2 * x, world.clone(), None)?;
+            set_extra(id, None, None, true);
+            *o.lock() = Some(id);
+            Ok(())
+        });
+        Ok(())
+    })?;
+    take(&out)
+}
+
+/// Register a copy of `c`'s group with a topology (MPI_Cart_create … on all ranks of `c`):
+/// the first `n` ranks of `c` take part, the others get None.
+pub(crate) fn create_topo(c: CommId, n: usize, topo: Topology) -> Result<Option<CommId>> {
+    let info = crate::api::comm_info(c)?;
+    if info.remote.is_some() {
+        return err(ErrorClass::Comm, "topologies need an intracommunicator");
+    }
+    if n > info.local.len() {
+        return err(
+            ErrorClass::Arg,
+            format!(
+                "the topology has {n} processes, more than the {} of the communicator",
+                info.local.len()
+            ),
+        );
+    }
+    create_with(c, &info.local[..n], Some(Arc::new(topo)))
+}
+
+// ------------------------------------------------------------------------------------ inter
+
+/// How two group leaders talk.
+enum Leaders {
+    /// On the collective context of an intercommunicator (remote rank 0).
+    Coll(Team),
+    /// Point to point on a peer communicator with the user's tag (MPI_Intercomm_create).
+    User { comm: CommId, peer: i32, tag: i32 },
+}
+
+/// Agreement across two groups: allreduce of the masks in the local group `lt` (leader: local
+/// rank `leader`), exchange of (mask, `payload`) between the leaders, the leader's decision
+/// broadcast in the group; then `make(st, x, y, remote_payload)` with `x` common to both
+/// groups and `y` (when `need_local`) free in this group.
+#[allow(clippy::too_many_arguments)]
+fn agree_inter_at(
+    b: &mut B,
+    lt: &Team,
+    leader: i32,
+    how: Leaders,
+    payload: Vec<u8>,
+    max_remote: usize,
+    need_local: bool,
+    mut make: impl FnMut(&mut State, u32, u32, &[u8]) -> Result<()> + Send + 'static,
+) {
+    let cell: Cell = Arc::default();
+    let (start, all) = mask_allreduce(b, lt, &cell);
+    let msg_len = MASK_BYTES + 8 + payload.len();
+    let cap = MASK_BYTES + 8 + max_remote;
+    let out = P(b.tmp(msg_len));
+    let inb = P(b.tmp(cap));
+    let dec_len = 32 + max_remote;
+    let dec = P(b.tmp(dec_len));
+    let all = P(all);
+    let i_lead = lt.me == leader;
+    if i_lead {
+        let pl = payload.clone();
+        b.call(move |_| {
+            // SAFETY: `out` holds msg_len bytes; `all` a mask.
+            unsafe {
+                std::ptr::copy_nonoverlapping(all.p(), out.p(), MASK_BYTES);
+                let n = (pl.len() as u64).to_ne_bytes();
+                std::ptr::copy_nonoverlapping(n.as_ptr(), out.p().add(MASK_BYTES), 8);
+                std::ptr::copy_nonoverlapping(pl.as_ptr(), out.p().add(MASK_BYTES + 8), pl.len());
+            }
+            Ok(Flow::Next)
+        });
+        match &how {
+            Leaders::Coll(rt) => {
+                b.send_bytes(rt, 0, out.p(), msg_len);
+                b.recv_bytes(rt, 0, inb.p(), cap);
+            }
+            Leaders::User { comm, peer, tag } => {
+                b.user_xfer(true, *comm, *peer, *tag, out.p(), msg_len);
+                b.user_xfer(false, *comm, *peer, *tag, inb.p(), cap);
+            }
+        }
+        b.call(move |_| {
+            // SAFETY: the buffers have the sizes computed above; the peer's payload length
+            // is checked against the capacity.
+            unsafe {
+                let mine = read_mask(all.p());
+                let theirs = read_mask(inb.p());
+                let mut n = [0u8; 8];
+                std::ptr::copy_nonoverlapping(inb.p().add(MASK_BYTES), n.as_mut_ptr(), 8);
+                let plen = (u64::from_ne_bytes(n) as usize).min(max_remote);
+                let both = and(&mine, &theirs);
+                let x = lowest(&both, None);
+                let ok = x.is_some_and(|x| {
+                    !need_local
+                        || (lowest(&mine, Some(x)).is_some() && lowest(&theirs, Some(x)).is_some())
+                });
+                let words: [u64; 4] = match x {
+                    Some(x) if ok => [
+                        1,
+                        x as u64,
+                        lowest(&mine, Some(x)).unwrap_or(0) as u64,
+                        plen as u64,
+                    ],
+                    _ => [0; 4],
+                };
+                std::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, dec.p(), 32);
+                std::ptr::copy_nonoverlapping(inb.p().add(MASK_BYTES + 8), dec.p().add(32), plen);
+            }
+            Ok(Flow::Next)
+        });
+    }
+    algo::bcast_binomial(
+        b,
+        lt,
+        leader,
+        dec.p(),
+        dec_len,
+        &crate::coll::sched::bytes(),
+    );
+    b.call(move |st| {
+        // SAFETY: `dec` holds dec_len bytes.
+        let (words, rest) = unsafe {
+            let mut w = [0u64; 4];
+            std::ptr::copy_nonoverlapping(dec.p(), w.as_mut_ptr() as *mut u8, 32);
+            let plen = (w[3] as usize).min(max_remote);
+            (
+                w,
+                std::slice::from_raw_parts(dec.p().add(32), plen).to_vec(),
+            )
+        };
+        if words[0] == 0 {
+            settle(&cell, &[]);
+            return Ok(Flow::Jump(start));
+        }
+        let (x, y) = (words[1] as u32, words[2] as u32);
+        let keep = if need_local { vec![x, y] } else { vec![x] };
+        settle(&cell, &keep);
+        make(st, x, y, &rest)?;
+        Ok(Flow::Next)
+    });
+}
+
+fn agree_inter(
+    b: &mut B,
+    lt: &Team,
+    how: Leaders,
+    payload: Vec<u8>,
+    max_remote: usize,
+    need_local: bool,
+    make: impl FnMut(&mut State, u32, u32, &[u8]) -> Result<()> + Send + 'static,
+) {
+    agree_inter_at(b, lt, 0, how, payload, max_remote, need_local, make)
+}
+
+fn ranks_bytes(r: &[u32]) -> Vec<u8> {
+    r.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+fn bytes_ranks(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4)
+        .map(|c| u32::from_ne_bytes(c.try_into().unwrap_or([0; 4])))
+        .collect()
+}
+
+/// MPI_Intercomm_create: the processes of `local` (leader `local_leader`) and those of another
+/// group (whose leader is rank `remote_leader` of `peer`, significant at the local leader)
+/// form an intercommunicator; the leaders talk on `peer` with `tag`.
+pub fn intercomm_create(
+    local: CommId,
+    local_leader: i32,
+    peer: CommId,
+    remote_leader: i32,
+    tag: i32,
+) -> Result<CommId> {
+    let nprocs = crate::api::world_size()? as usize;
+    let out: Out<CommId> = Arc::default();
+    let o = out.clone();
+    run(local, None, |b, st| {
+        let (rank, group, remote) = view(st, local)?;
+        if remote.is_some() {
+            return err(
+                ErrorClass::Comm,
+                "the local communicator must be an intracommunicator",
+            );
+        }
+        let n = group.len() as i32;
+        if !(0..n).contains(&local_leader) {
+            return err(
+                ErrorClass::Rank,
+                format!("invalid local leader {local_leader}"),
+            );
+        }
+        if rank == local_leader {
+            let pc = st.comm(peer)?;
+            if !(0..pc.peer_count()).contains(&remote_leader) {
+                return err(
+                    ErrorClass::Rank,
+                    format!("invalid remote leader {remote_leader}"),
+                );
+            }
+            if !(0..=crate::TAG_UB).contains(&tag) {
+                return err(ErrorClass::Tag, format!("invalid tag {tag}"));
+            }
+        }
+        let lt = Team::new(local, rank, n);
+        let how = Leaders::User {
+            comm: peer,
+            peer: remote_leader,
+            tag,
+        };
+        let g = group.clone();
+        agree_inter_at(
+            b,
+            &lt,
+            local_leader,
+            how,
+            ranks_bytes(&group),
+            4 * nprocs,
+            true,
+            move |st, x, y, rest| {
+                let rem: Arc<[u32]> = bytes_ranks(rest).into();
+                if rem.iter().any(|r| g.contains(r)) || rem.is_empty() {
+                    return err(
+                        ErrorClass::Arg,
+                        "MPI_Intercomm_create: the two groups overlap (or the remote group is empty)",
+                    );
+                }
+                let lc = add(st, 2 * y, g.clone(), None)?;
+                set_extra(lc, None, None, true);
+                let id = add(st, 2 * x, g.clone(), Some(rem))?;
+                set_extra(id, Some(lc), None, true);
+                *o.lock() = Some(id);
+                Ok(())
+            },
+        );
+        Ok(())
+    })?;
+    take(&out)
+}
+
+/// MPI_Intercomm_merge: an intracommunicator of both groups, the group that passed
+/// `high = false` first (if both passed the same, the group whose leader has the lower world
+/// rank).
+pub fn intercomm_merge(inter: CommId, high: bool) -> Result<CommId> {
+    let out: Out<CommId> = Arc::default();
+    let o = out.clone();
+    run(inter, None, |b, st| {
+        let (rank, group, remote) = view(st, inter)?;
+        let Some(remote) = remote else {
+            return err(
+                ErrorClass::Comm,
+                "MPI_Intercomm_merge needs an intercommunicator",
+            );
+        };
+        let l = local_of(inter).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Intern,
+                "intercommunicator without a local communicator",
+            )
+        })?;
+        let lt = Team::new(l, rank, group.len() as i32);
+        let rt = Team::new(inter, rank, remote.len() as i32);
+        agree_inter(
+            b,
+            &lt,
+            Leaders::Coll(rt),
+            vec![high as u8],
+            1,
+            false,
+            move |st, x, _, rest| {
+                let their_high = rest.first().copied().unwrap_or(0) != 0;
+                let mine_first = if high != their_high {
+                    !high
+                } else {
+                    group[0] < remote[0]
+                };
+                let world: Arc<[u32]> = if mine_first {
+                    group.iter().chain(remote.iter()).copied().collect()
+                } else {
+                    remote.iter().chain(group.iter()).copied().collect()
+                };
+                let id = add(st, 2 * x, world, None)?;
+                set_extra(id, None, None, true);
+                *o.lock() = Some(id);
+                Ok(())
+            },
+        );
+        Ok(())
+    })?;
+    take(&out)
+}
+
+/// Whether `c` is an intercommunicator.
+pub fn comm_is_inter(c: CommId) -> Result<bool> {
+    with(|e| Ok(e.st.comm(c)?.remote.is_some()))
+}
+
+/// MPI_Comm_free: forget the communicator (and the local communicator of an
+/// intercommunicator), and give its context ids back.
+pub fn free_comm(c: CommId) -> Result<()> {
+    with(|e| {
+        let ctx = e.st.comm(c)?.ctx;
+        e.st.remove_comm(c)?;
+        let ex = EXTRA.lock().remove(&c.0);
+        let mut pool = POOL.lock();
+        if let Some(ex) = ex {
+            if ex.pooled {
+                pool.give_back(ctx / 2);
+            }
+            if let Some(l) = ex.local {
+                if let Ok(cm) = e.st.comm(l) {
+                    let lctx = cm.ctx;
+                    e.st.remove_comm(l)?;
+                    pool.give_back(lctx / 2);
+                }
+                EXTRA.lock().remove(&l.0);
+            }
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_reserves_and_releases() {
+        let mut p = Pool {
+            free: [u64::MAX; WORDS],
+        };
+        p.free[0] &= !0b11;
+        let m = p.reserve();
+        assert_eq!(lowest(&m, None), Some(2));
+        assert_eq!(lowest(&p.free, None), None);
+        p.release(&m, &[2]);
+        assert_eq!(lowest(&p.free, None), Some(3));
+        let mut other = [0u64; WORDS];
+        other[1] = 1 << 5;
+        assert_eq!(lowest(&and(&p.free, &other), None), Some(69));
+        assert_eq!(lowest(&m, Some(2)), Some(3));
+    }
+}

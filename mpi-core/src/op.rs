@@ -1,0 +1,966 @@
+//! Reduction operations: the predefined ones (MPI_SUM … MPI_NO_OP) applied to data of one basic
+//! type, and user functions (MPI_Op_create).
+//!
+//! Collectives reduce *packed* data — the stream of `count * size` bytes that the elements of a
+//! datatype pack into — so that intermediate results travel and combine as plain bytes whatever
+//! the user's layout. A predefined operation applies itself to that stream directly through
+//! [`Datatype::uniform_element`]; a user function receives its arguments in the memory layout
+//! of the datatype (unpacked into scratch buffers first when that layout is not contiguous).
+//! [`reduce_layout`] is the entry for data in the user's layout (MPI_Reduce_local).
+//!
+//! Which predefined operation applies to which type follows the standard's table (C and Fortran
+//! integers, floating point, logical, complex, byte; MINLOC/MAXLOC on the pair types), plus
+//! `MPI_CHAR` as an integer, as MPICH and Open MPI accept it. MPI_REPLACE and MPI_NO_OP are
+//! defined for one-sided accumulation only: collectives reject them, [`apply_packed`] supports
+//! them for the RMA layer. Values are read unaligned, as packed data may sit at any offset.
+//!
+//! User functions run with the engine lock held (they are called by the progress engine): like
+//! the standard says, they must not call MPI communication functions.
+
+use std::sync::Arc;
+
+use madmpi_datatypes::{Basic, Datatype};
+
+use crate::error::{err, Error, ErrorClass, Result};
+
+/// A predefined reduction operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BuiltinOp {
+    /// MPI_SUM.
+    Sum,
+    /// MPI_PROD.
+    Prod,
+    /// MPI_MIN.
+    Min,
+    /// MPI_MAX.
+    Max,
+    /// MPI_LAND.
+    Land,
+    /// MPI_LOR.
+    Lor,
+    /// MPI_LXOR.
+    Lxor,
+    /// MPI_BAND.
+    Band,
+    /// MPI_BOR.
+    Bor,
+    /// MPI_BXOR.
+    Bxor,
+    /// MPI_MINLOC.
+    MinLoc,
+    /// MPI_MAXLOC.
+    MaxLoc,
+    /// MPI_REPLACE (one-sided accumulation only).
+    Replace,
+    /// MPI_NO_OP (one-sided accumulation only).
+    NoOp,
+}
+
+impl BuiltinOp {
+    /// Every predefined operation.
+    pub const ALL: [BuiltinOp; 14] = [
+        BuiltinOp::Sum,
+        BuiltinOp::Prod,
+        BuiltinOp::Min,
+        BuiltinOp::Max,
+        BuiltinOp::Land,
+        BuiltinOp::Lor,
+        BuiltinOp::Lxor,
+        BuiltinOp::Band,
+        BuiltinOp::Bor,
+        BuiltinOp::Bxor,
+        BuiltinOp::MinLoc,
+        BuiltinOp::MaxLoc,
+        BuiltinOp::Replace,
+        BuiltinOp::NoOp,
+    ];
+
+    /// The standard's name, e.g. `"MPI_SUM"`.
+    pub fn mpi_name(self) -> &'static str {
+        match self {
+            BuiltinOp::Sum => "MPI_SUM",
+            BuiltinOp::Prod => "MPI_PROD",
+            BuiltinOp::Min => "MPI_MIN",
+            BuiltinOp::Max => "MPI_MAX",
+            BuiltinOp::Land => "MPI_LAND",
+            BuiltinOp::Lor => "MPI_LOR",
+            BuiltinOp::Lxor => "MPI_LXOR",
+            BuiltinOp::Band => "MPI_BAND",
+            BuiltinOp::Bor => "MPI_BOR",
+            BuiltinOp::Bxor => "MPI_BXOR",
+            BuiltinOp::MinLoc => "MPI_MINLOC",
+            BuiltinOp::MaxLoc => "MPI_MAXLOC",
+            BuiltinOp::Replace => "MPI_REPLACE",
+            BuiltinOp::NoOp => "MPI_NO_OP",
+        }
+    }
+
+    /// Whether the operation is defined on elements of `b` (the standard's table).
+    pub fn supports(self, b: Basic) -> bool {
+        use BuiltinOp::*;
+        let k = kind(b);
+        match self {
+            Sum | Prod => matches!(k, Kind::Int { .. } | Kind::Float(_) | Kind::Complex(_)),
+            Min | Max => matches!(k, Kind::Int { .. } | Kind::Float(_)),
+            Land | Lor | Lxor => matches!(k, Kind::Int { fortran: false, .. } | Kind::Logical(_)),
+            Band | Bor | Bxor => matches!(k, Kind::Int { .. } | Kind::Byte),
+            MinLoc | MaxLoc => matches!(k, Kind::Pair(..)),
+            Replace | NoOp => true,
+        }
+    }
+}
+
+/// A user function: `f(in, inout, count)` computes `inout[i] = in[i] op inout[i]` for `count`
+/// elements of the operation's datatype, both pointers in that datatype's memory layout. The C
+/// layer binds the C datatype handle of the call into the closure.
+pub type UserFn = Arc<dyn Fn(*const u8, *mut u8, usize) + Send + Sync>;
+
+/// A reduction operation.
+#[derive(Clone)]
+pub enum Op {
+    /// A predefined operation.
+    Builtin(BuiltinOp),
+    /// A user operation (MPI_Op_create).
+    User {
+        /// The function.
+        f: UserFn,
+        /// Whether it is commutative (it is always assumed associative).
+        commute: bool,
+    },
+}
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Op::Builtin(b) => write!(f, "{}", b.mpi_name()),
+            Op::User { commute, .. } => write!(f, "user op (commute={commute})"),
+        }
+    }
+}
+
+impl Op {
+    /// Whether the operation is commutative (every predefined one is).
+    pub fn is_commutative(&self) -> bool {
+        match self {
+            Op::Builtin(_) => true,
+            Op::User { commute, .. } => *commute,
+        }
+    }
+
+    /// Check that a collective reduction may apply this operation to `dt` (MPI_ERR_OP if not).
+    pub fn check_collective(&self, dt: &Datatype) -> Result<()> {
+        match self {
+            Op::Builtin(b @ (BuiltinOp::Replace | BuiltinOp::NoOp)) => err(
+                ErrorClass::Op,
+                format!(
+                    "{} is defined for one-sided accumulation only, not for reductions",
+                    b.mpi_name()
+                ),
+            ),
+            _ => self.check(dt),
+        }
+    }
+
+    /// Check that the operation is defined on `dt` (a derived type must be made of one basic
+    /// type for a predefined operation).
+    pub fn check(&self, dt: &Datatype) -> Result<()> {
+        let Op::Builtin(b) = self else {
+            return Ok(());
+        };
+        let Some((basic, n)) = dt.uniform_element() else {
+            return err(
+                ErrorClass::Op,
+                format!(
+                    "{} applies to datatypes made of one predefined type; this one mixes several",
+                    b.mpi_name()
+                ),
+            );
+        };
+        if n == 0 || b.supports(basic) && available(*b, basic) {
+            return Ok(());
+        }
+        if b.supports(basic) {
+            return err(
+                ErrorClass::Op,
+                format!(
+                    "{} on {} is not available in this build (no arithmetic for that format)",
+                    b.mpi_name(),
+                    basic.mpi_name()
+                ),
+            );
+        }
+        err(
+            ErrorClass::Op,
+            format!(
+                "{} is not defined for datatype {}",
+                b.mpi_name(),
+                basic.mpi_name()
+            ),
+        )
+    }
+}
+
+// ------------------------------------------------------------------------------------ kinds
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fl {
+    F32,
+    F64,
+    /// C `long double`.
+    Ld,
+    /// A float format without arithmetic here (half, quad).
+    Unavailable,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Int {
+        size: usize,
+        signed: bool,
+        fortran: bool,
+    },
+    Float(Fl),
+    Complex(Fl),
+    Logical(usize),
+    Byte,
+    Pair(Basic, Basic),
+    None,
+}
+
+fn kind(b: Basic) -> Kind {
+    use Basic::*;
+    let int = |signed: bool, fortran: bool| Kind::Int {
+        size: b.size(),
+        signed,
+        fortran,
+    };
+    match b {
+        Char | SignedChar | Short | Int | Long | LongLong | Int8 | Int16 | Int32 | Int64 | Aint
+        | Offset | Count => int(true, false),
+        UnsignedChar | UnsignedShort | Unsigned | UnsignedLong | UnsignedLongLong | UInt8
+        | UInt16 | UInt32 | UInt64 => int(false, false),
+        Integer | Integer1 | Integer2 | Integer4 | Integer8 | Integer16 => int(true, true),
+        Float | Real | Real4 => Kind::Float(Fl::F32),
+        Double | DoublePrecision | Real8 => Kind::Float(Fl::F64),
+        LongDouble => Kind::Float(Fl::Ld),
+        Real2 | Real16 => Kind::Float(Fl::Unavailable),
+        CFloatComplex | CxxFloatComplex | Complex | Complex8 => Kind::Complex(Fl::F32),
+        CDoubleComplex | CxxDoubleComplex | DoubleComplex | Complex16 => Kind::Complex(Fl::F64),
+        CLongDoubleComplex | CxxLongDoubleComplex => Kind::Complex(Fl::Ld),
+        Complex4 | Complex32 => Kind::Complex(Fl::Unavailable),
+        Logical | Logical1 | Logical2 | Logical4 | Logical8 | Logical16 | CBool | CxxBool => {
+            Kind::Logical(b.size())
+        }
+        Byte => Kind::Byte,
+        FloatInt | DoubleInt | LongInt | TwoInt | ShortInt | LongDoubleInt | TwoReal
+        | TwoDoublePrecision | TwoInteger => match b.pair() {
+            Some([(v, _), (i, _)]) => Kind::Pair(v, i),
+            None => Kind::None,
+        },
+        WChar | Character | Packed => Kind::None,
+    }
+}
+
+/// Whether this build has the arithmetic for `op` on `b` (long double on x86 and where it is a
+/// double; no half or quad precision).
+fn available(op: BuiltinOp, b: Basic) -> bool {
+    if matches!(op, BuiltinOp::Replace | BuiltinOp::NoOp) {
+        return true;
+    }
+    let ok = |f: Fl| match f {
+        Fl::F32 | Fl::F64 => true,
+        Fl::Ld => ld::AVAILABLE,
+        Fl::Unavailable => false,
+    };
+    match kind(b) {
+        Kind::Float(f) | Kind::Complex(f) => ok(f),
+        Kind::Pair(v, i) => [v, i].iter().all(|&x| match kind(x) {
+            Kind::Float(f) => ok(f),
+            _ => true,
+        }),
+        _ => true,
+    }
+}
+
+// ------------------------------------------------------------------------------------ apply
+
+/// `inout = in op inout` over `count` elements of `dt`, both buffers holding packed data
+/// (`count * dt.size()` bytes, any alignment). The operation must have been checked
+/// ([`Op::check`]).
+///
+/// # Safety
+/// `inb` must be readable and `inout` writable for `count * dt.size()` bytes; they may not
+/// overlap unless equal.
+pub unsafe fn apply_packed(
+    op: &Op,
+    dt: &Datatype,
+    count: usize,
+    inb: *const u8,
+    inout: *mut u8,
+) -> Result<()> {
+    if count == 0 || dt.size() == 0 {
+        return Ok(());
+    }
+    match op {
+        Op::Builtin(b) => {
+            let (basic, k) = dt.uniform_element().ok_or_else(|| {
+                Error::new(ErrorClass::Op, "datatype mixes several predefined types")
+            })?;
+            apply_basic(*b, basic, count * k, inb, inout)
+        }
+        Op::User { f, .. } => {
+            if dt.is_contiguous() {
+                // The packed stream is the memory layout, shifted by the true lower bound.
+                let lb = dt.true_lb();
+                f(inb.wrapping_offset(-lb), inout.wrapping_offset(-lb), count);
+                return Ok(());
+            }
+            let (lo, hi) = dt
+                .buffer_span(count)
+                .map_err(|e| Error::new(ErrorClass::Count, e.to_string()))?;
+            let len = (hi - lo) as usize;
+            let mut a = AlignedBuf::new(len);
+            let mut b = AlignedBuf::new(len);
+            let pa = a.ptr().wrapping_offset(-lo);
+            let pb = b.ptr().wrapping_offset(-lo);
+            let bytes = count * dt.size();
+            dt.unpack(pa, count, 0, std::slice::from_raw_parts(inb, bytes));
+            dt.unpack(pb, count, 0, std::slice::from_raw_parts(inout, bytes));
+            f(pa, pb, count);
+            dt.pack(pb, count, 0, std::slice::from_raw_parts_mut(inout, bytes));
+            Ok(())
+        }
+    }
+}
+
+/// `inout = in op inout` over `count` elements of `dt` in the user's memory layout
+/// (MPI_Reduce_local).
+///
+/// # Safety
+/// `inb` and `inout` must hold `count` elements of `dt`.
+pub unsafe fn reduce_layout(
+    op: &Op,
+    dt: &Datatype,
+    count: usize,
+    inb: *const u8,
+    inout: *mut u8,
+) -> Result<()> {
+    op.check(dt)?;
+    if count == 0 || dt.size() == 0 {
+        return Ok(());
+    }
+    match op {
+        Op::User { f, .. } => {
+            f(inb, inout, count);
+            Ok(())
+        }
+        Op::Builtin(_) => {
+            if dt.is_contiguous() {
+                let lb = dt.true_lb();
+                return apply_packed(op, dt, count, inb.offset(lb), inout.offset(lb));
+            }
+            let bytes = count * dt.size();
+            let mut a = vec![0u8; bytes];
+            let mut b = vec![0u8; bytes];
+            dt.pack(inb, count, 0, &mut a);
+            dt.pack(inout, count, 0, &mut b);
+            apply_packed(op, dt, count, a.as_ptr(), b.as_mut_ptr())?;
+            dt.unpack(inout, count, 0, &b);
+            Ok(())
+        }
+    }
+}
+
+/// A zeroed scratch buffer aligned for any C type (16 bytes).
+pub(crate) struct AlignedBuf(Vec<u128>);
+
+impl AlignedBuf {
+    pub(crate) fn new(len: usize) -> AlignedBuf {
+        AlignedBuf(vec![0u128; len.div_ceil(16).max(1)])
+    }
+
+    pub(crate) fn ptr(&mut self) -> *mut u8 {
+        self.0.as_mut_ptr() as *mut u8
+    }
+}
+
+/// Read element `i` of type `T` (unaligned).
+#[inline(always)]
+unsafe fn rd<T: Copy>(p: *const u8, i: usize) -> T {
+    std::ptr::read_unaligned((p as *const T).add(i))
+}
+
+#[inline(always)]
+unsafe fn wr<T: Copy>(p: *mut u8, i: usize, v: T) {
+    std::ptr::write_unaligned((p as *mut T).add(i), v)
+}
+
+/// `io[i] = f(a[i], io[i])` for `n` values of `T`.
+#[inline(always)]
+unsafe fn each<T: Copy>(n: usize, a: *const u8, io: *mut u8, f: impl Fn(T, T) -> T) {
+    for i in 0..n {
+        let x = rd::<T>(a, i);
+        let y = rd::<T>(io, i);
+        wr(io, i, f(x, y));
+    }
+}
+
+trait IntOps: Copy + PartialOrd {
+    const ZERO: Self;
+    const ONE: Self;
+    fn wadd(self, o: Self) -> Self;
+    fn wmul(self, o: Self) -> Self;
+    fn and(self, o: Self) -> Self;
+    fn or(self, o: Self) -> Self;
+    fn xor(self, o: Self) -> Self;
+}
+
+macro_rules! int_ops {
+    ($($t:ty),*) => {$(
+        impl IntOps for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            #[inline(always)]
+            fn wadd(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)]
+            fn wmul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            #[inline(always)]
+            fn and(self, o: Self) -> Self { self & o }
+            #[inline(always)]
+            fn or(self, o: Self) -> Self { self | o }
+            #[inline(always)]
+            fn xor(self, o: Self) -> Self { self ^ o }
+        }
+    )*};
+}
+int_ops!(i8, u8, i16, u16, i32, u32, i64, u64, i128, u128);
+
+unsafe fn int_op<T: IntOps>(op: BuiltinOp, n: usize, a: *const u8, io: *mut u8) {
+    use BuiltinOp::*;
+    let t = |x: bool| if x { T::ONE } else { T::ZERO };
+    match op {
+        Sum => each::<T>(n, a, io, |x, y| x.wadd(y)),
+        Prod => each::<T>(n, a, io, |x, y| x.wmul(y)),
+        Min => each::<T>(n, a, io, |x, y| if x < y { x } else { y }),
+        Max => each::<T>(n, a, io, |x, y| if x > y { x } else { y }),
+        Land => each::<T>(n, a, io, |x, y| t(x != T::ZERO && y != T::ZERO)),
+        Lor => each::<T>(n, a, io, |x, y| t(x != T::ZERO || y != T::ZERO)),
+        Lxor => each::<T>(n, a, io, |x, y| t((x != T::ZERO) != (y != T::ZERO))),
+        Band => each::<T>(n, a, io, |x, y| x.and(y)),
+        Bor => each::<T>(n, a, io, |x, y| x.or(y)),
+        Bxor => each::<T>(n, a, io, |x, y| x.xor(y)),
+        MinLoc | MaxLoc | Replace | NoOp => {}
+    }
+}
+
+unsafe fn int_dispatch(
+    op: BuiltinOp,
+    size: usize,
+    signed: bool,
+    n: usize,
+    a: *const u8,
+    io: *mut u8,
+) {
+    match (size, signed) {
+        (1, true) => int_op::<i8>(op, n, a, io),
+        (1, false) => int_op::<u8>(op, n, a, io),
+        (2, true) => int_op::<i16>(op, n, a, io),
+        (2, false) => int_op::<u16>(op, n, a, io),
+        (4, true) => int_op::<i32>(op, n, a, io),
+        (4, false) => int_op::<u32>(op, n, a, io),
+        (8, true) => int_op::<i64>(op, n, a, io),
+        (8, false) => int_op::<u64>(op, n, a, io),
+        (16, true) => int_op::<i128>(op, n, a, io),
+        _ => int_op::<u128>(op, n, a, io),
+    }
+}
+
+/// Arithmetic of a floating-point format.
+trait Real: Copy {
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn lt(self, o: Self) -> bool;
+}
+
+macro_rules! real {
+    ($($t:ty),*) => {$(
+        impl Real for $t {
+            #[inline(always)]
+            fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self { self - o }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)]
+            fn lt(self, o: Self) -> bool { self < o }
+        }
+    )*};
+}
+real!(f32, f64);
+
+unsafe fn float_op<T: Real>(op: BuiltinOp, n: usize, a: *const u8, io: *mut u8) {
+    use BuiltinOp::*;
+    match op {
+        Sum => each::<T>(n, a, io, |x, y| x.add(y)),
+        Prod => each::<T>(n, a, io, |x, y| x.mul(y)),
+        Min => each::<T>(n, a, io, |x, y| if x.lt(y) { x } else { y }),
+        Max => each::<T>(n, a, io, |x, y| if y.lt(x) { x } else { y }),
+        _ => {}
+    }
+}
+
+unsafe fn complex_op<T: Real>(op: BuiltinOp, n: usize, a: *const u8, io: *mut u8) {
+    match op {
+        BuiltinOp::Sum => each::<T>(2 * n, a, io, |x, y| x.add(y)),
+        BuiltinOp::Prod => {
+            for i in 0..n {
+                let (ar, ai) = (rd::<T>(a, 2 * i), rd::<T>(a, 2 * i + 1));
+                let (br, bi) = (rd::<T>(io, 2 * i), rd::<T>(io, 2 * i + 1));
+                wr(io, 2 * i, ar.mul(br).sub(ai.mul(bi)));
+                wr(io, 2 * i + 1, ar.mul(bi).add(ai.mul(br)));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A value of a pair type's first member, compared as a number.
+unsafe fn cmp_value(b: Basic, x: *const u8, y: *const u8) -> std::cmp::Ordering {
+    use std::cmp::Ordering::*;
+    fn o<T: PartialOrd>(a: T, b: T) -> std::cmp::Ordering {
+        a.partial_cmp(&b).unwrap_or(Equal)
+    }
+    match kind(b) {
+        Kind::Float(Fl::F32) => o(rd::<f32>(x, 0), rd::<f32>(y, 0)),
+        Kind::Float(Fl::F64) => o(rd::<f64>(x, 0), rd::<f64>(y, 0)),
+        Kind::Float(_) => {
+            let (p, q) = (ld::load(x), ld::load(y));
+            if p.lt(q) {
+                Less
+            } else if q.lt(p) {
+                Greater
+            } else {
+                Equal
+            }
+        }
+        Kind::Int { size: 2, .. } => o(rd::<i16>(x, 0), rd::<i16>(y, 0)),
+        Kind::Int { size: 4, .. } => o(rd::<i32>(x, 0), rd::<i32>(y, 0)),
+        _ => o(rd::<i64>(x, 0), rd::<i64>(y, 0)),
+    }
+}
+
+/// MINLOC / MAXLOC on packed pairs `(value, index)`: the smaller (larger) value, and on a tie
+/// the smaller index.
+unsafe fn loc_op(max: bool, pair: Basic, n: usize, a: *const u8, io: *mut u8) {
+    let Some([(v, _), (i, _)]) = pair.pair() else {
+        return;
+    };
+    let (vs, es) = (v.size(), pair.size());
+    for k in 0..n {
+        let x = a.add(k * es);
+        let y = io.add(k * es);
+        let c = cmp_value(v, x, y);
+        let c = if max { c.reverse() } else { c };
+        let take_in = match c {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => {
+                cmp_value(i, x.add(vs), y.add(vs)) == std::cmp::Ordering::Less
+            }
+        };
+        if c == std::cmp::Ordering::Equal {
+            if take_in {
+                std::ptr::copy_nonoverlapping(x.add(vs), y.add(vs), i.size());
+            }
+        } else if take_in {
+            std::ptr::copy_nonoverlapping(x, y, es);
+        }
+    }
+}
+
+/// `io = a op io` for `n` elements of the basic type `b`, packed.
+///
+/// # Safety
+/// As [`apply_packed`] (`n * b.size()` bytes).
+pub unsafe fn apply_basic(
+    op: BuiltinOp,
+    b: Basic,
+    n: usize,
+    a: *const u8,
+    io: *mut u8,
+) -> Result<()> {
+    if !op.supports(b) || !available(op, b) {
+        return err(
+            ErrorClass::Op,
+            format!(
+                "{} is not defined for datatype {}",
+                op.mpi_name(),
+                b.mpi_name()
+            ),
+        );
+    }
+    match op {
+        BuiltinOp::NoOp => return Ok(()),
+        BuiltinOp::Replace => {
+            if a != io as *const u8 {
+                std::ptr::copy(a, io, n * b.size());
+            }
+            return Ok(());
+        }
+        _ => {}
+    }
+    match kind(b) {
+        Kind::Int { size, signed, .. } => int_dispatch(op, size, signed, n, a, io),
+        Kind::Logical(size) => int_dispatch(op, size, false, n, a, io),
+        Kind::Byte => int_dispatch(op, 1, false, n, a, io),
+        Kind::Float(Fl::F32) => float_op::<f32>(op, n, a, io),
+        Kind::Float(Fl::F64) => float_op::<f64>(op, n, a, io),
+        Kind::Float(_) => ld::float_op(op, n, a, io),
+        Kind::Complex(Fl::F32) => complex_op::<f32>(op, n, a, io),
+        Kind::Complex(Fl::F64) => complex_op::<f64>(op, n, a, io),
+        Kind::Complex(_) => ld::complex_op(op, n, a, io),
+        Kind::Pair(..) => loc_op(op == BuiltinOp::MaxLoc, b, n, a, io),
+        Kind::None => {}
+    }
+    Ok(())
+}
+
+/// C `long double` arithmetic: the x87 80-bit format on x86-64 (through the FPU, so results are
+/// exactly those of C), `double` where `long double` is a double.
+mod ld {
+    use super::{BuiltinOp, Real};
+    use madmpi_datatypes::Basic;
+
+    #[cfg(target_arch = "x86_64")]
+    pub const AVAILABLE: bool = true;
+    #[cfg(not(target_arch = "x86_64"))]
+    pub const AVAILABLE: bool = false;
+
+    /// One `long double` in its 16-byte slot.
+    #[derive(Clone, Copy)]
+    #[repr(C, align(16))]
+    pub struct F80([u8; 16]);
+
+    pub unsafe fn load(p: *const u8) -> F80 {
+        let mut v = F80([0; 16]);
+        let n = Basic::LongDouble.size().min(16);
+        std::ptr::copy_nonoverlapping(p, v.0.as_mut_ptr(), n);
+        v
+    }
+
+    unsafe fn store(p: *mut u8, v: F80) {
+        let n = Basic::LongDouble.size().min(16);
+        std::ptr::copy_nonoverlapping(v.0.as_ptr(), p, n);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod fpu {
+        use super::F80;
+        use std::arch::asm;
+
+        macro_rules! binop {
+            ($name:ident, $insn:literal) => {
+                pub fn $name(a: F80, b: F80) -> F80 {
+                    let mut r = F80([0; 16]);
+                    // SAFETY: the three pointers are to live 16-byte slots; the x87 stack is
+                    // left as found (two loads, one popping op, one popping store).
+                    unsafe {
+                        asm!(
+                            "fld tbyte ptr [{a}]",
+                            "fld tbyte ptr [{b}]",
+                            $insn,
+                            "fstp tbyte ptr [{r}]",
+                            a = in(reg) a.0.as_ptr(),
+                            b = in(reg) b.0.as_ptr(),
+                            r = in(reg) r.0.as_mut_ptr(),
+                            out("st(0)") _,
+                            out("st(1)") _,
+                            options(nostack),
+                        );
+                    }
+                    r
+                }
+            };
+        }
+        // After the loads st(1) = a, st(0) = b; each computes st(1) = st(1) op st(0) and pops.
+        binop!(add, "faddp st(1), st");
+        binop!(sub, "fsubp st(1), st");
+        binop!(mul, "fmulp st(1), st");
+
+        pub fn lt(a: F80, b: F80) -> bool {
+            let below: u8;
+            let parity: u8;
+            // SAFETY: as above; fcomip pops one value, fstp the other.
+            unsafe {
+                asm!(
+                    "fld tbyte ptr [{b}]",
+                    "fld tbyte ptr [{a}]",
+                    "fcomip st, st(1)",
+                    "fstp st(0)",
+                    "setb {lt}",
+                    "setp {p}",
+                    a = in(reg) a.0.as_ptr(),
+                    b = in(reg) b.0.as_ptr(),
+                    lt = out(reg_byte) below,
+                    p = out(reg_byte) parity,
+                    out("st(0)") _,
+                    out("st(1)") _,
+                    options(nostack),
+                );
+            }
+            below != 0 && parity == 0
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    mod fpu {
+        use super::F80;
+        fn get(a: F80) -> f64 {
+            f64::from_ne_bytes(a.0[..8].try_into().unwrap_or([0; 8]))
+        }
+        fn put(x: f64) -> F80 {
+            let mut r = F80([0; 16]);
+            r.0[..8].copy_from_slice(&x.to_ne_bytes());
+            r
+        }
+        pub fn add(a: F80, b: F80) -> F80 {
+            put(get(a) + get(b))
+        }
+        pub fn sub(a: F80, b: F80) -> F80 {
+            put(get(a) - get(b))
+        }
+        pub fn mul(a: F80, b: F80) -> F80 {
+            put(get(a) * get(b))
+        }
+        pub fn lt(a: F80, b: F80) -> bool {
+            get(a) < get(b)
+        }
+    }
+
+    impl Real for F80 {
+        fn add(self, o: Self) -> Self {
+            fpu::add(self, o)
+        }
+        fn sub(self, o: Self) -> Self {
+            fpu::sub(self, o)
+        }
+        fn mul(self, o: Self) -> Self {
+            fpu::mul(self, o)
+        }
+        fn lt(self, o: Self) -> bool {
+            fpu::lt(self, o)
+        }
+    }
+
+    fn combine(op: BuiltinOp, x: F80, y: F80) -> F80 {
+        match op {
+            BuiltinOp::Sum => x.add(y),
+            BuiltinOp::Prod => x.mul(y),
+            BuiltinOp::Min => {
+                if x.lt(y) {
+                    x
+                } else {
+                    y
+                }
+            }
+            BuiltinOp::Max => {
+                if y.lt(x) {
+                    x
+                } else {
+                    y
+                }
+            }
+            _ => y,
+        }
+    }
+
+    pub unsafe fn float_op(op: BuiltinOp, n: usize, a: *const u8, io: *mut u8) {
+        let s = Basic::LongDouble.size();
+        for i in 0..n {
+            let r = combine(op, load(a.add(i * s)), load(io.add(i * s)));
+            store(io.add(i * s), r);
+        }
+    }
+
+    pub unsafe fn complex_op(op: BuiltinOp, n: usize, a: *const u8, io: *mut u8) {
+        let s = Basic::LongDouble.size();
+        for i in 0..n {
+            let (pa, pb) = (a.add(2 * i * s), io.add(2 * i * s));
+            let (ar, ai) = (load(pa), load(pa.add(s)));
+            let (br, bi) = (load(pb), load(pb.add(s)));
+            let (r, im) = match op {
+                BuiltinOp::Sum => (ar.add(br), ai.add(bi)),
+                BuiltinOp::Prod => (ar.mul(br).sub(ai.mul(bi)), ar.mul(bi).add(ai.mul(br))),
+                _ => (br, bi),
+            };
+            store(pb, r);
+            store(pb.add(s), im);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes<T: Copy>(v: &[T]) -> Vec<u8> {
+        let mut out = vec![0u8; std::mem::size_of_val(v)];
+        // SAFETY: plain-old-data copy into a buffer of the same size.
+        unsafe {
+            std::ptr::copy_nonoverlapping(v.as_ptr() as *const u8, out.as_mut_ptr(), out.len())
+        };
+        out
+    }
+
+    fn run<T: Copy>(op: BuiltinOp, b: Basic, a: &[T], io: &[T]) -> Vec<T> {
+        let ab = bytes(a);
+        let mut iob = bytes(io);
+        // SAFETY: both buffers hold a.len() elements of b.
+        unsafe { apply_basic(op, b, a.len(), ab.as_ptr(), iob.as_mut_ptr()).unwrap() };
+        let mut out = io.to_vec();
+        // SAFETY: as above, back into typed values.
+        unsafe {
+            std::ptr::copy_nonoverlapping(iob.as_ptr(), out.as_mut_ptr() as *mut u8, iob.len())
+        };
+        out
+    }
+
+    #[test]
+    fn integer_ops() {
+        use BuiltinOp::*;
+        assert_eq!(run(Sum, Basic::Int, &[1i32, -2], &[3, 4]), vec![4, 2]);
+        assert_eq!(run(Prod, Basic::Int, &[2i32, -2], &[3, 4]), vec![6, -8]);
+        assert_eq!(run(Min, Basic::Int, &[2i32, -2], &[3, -4]), vec![2, -4]);
+        assert_eq!(
+            run(Max, Basic::Unsigned, &[2u32, u32::MAX], &[3, 4]),
+            vec![3, u32::MAX]
+        );
+        assert_eq!(run(Land, Basic::Int, &[2i32, 0], &[3, 4]), vec![1, 0]);
+        assert_eq!(run(Lxor, Basic::Int, &[2i32, 0], &[3, 4]), vec![0, 1]);
+        assert_eq!(run(Bxor, Basic::Byte, &[0x0fu8], &[0xff]), vec![0xf0]);
+        assert!(!Sum.supports(Basic::Byte));
+        assert!(!Land.supports(Basic::Float));
+        assert!(!Land.supports(Basic::Integer));
+        assert!(Band.supports(Basic::Integer));
+    }
+
+    #[test]
+    fn long_double_matches_the_fpu() {
+        if !ld::AVAILABLE {
+            return;
+        }
+        // 1.5 and 2.25 as x87 extended values, computed through f64 loads on the FPU.
+        fn ext(x: f64) -> [u8; 16] {
+            let mut out = [0u8; 16];
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: loads a double and stores it as an 80-bit value into `out`.
+            unsafe {
+                std::arch::asm!(
+                    "fld qword ptr [{x}]", "fstp tbyte ptr [{o}]",
+                    x = in(reg) &x, o = in(reg) out.as_mut_ptr(),
+                    out("st(0)") _, options(nostack)
+                );
+            }
+            out
+        }
+        let a = ext(1.5);
+        let b = ext(2.25);
+        let mut io = b;
+        // SAFETY: 16-byte slots.
+        unsafe {
+            apply_basic(
+                BuiltinOp::Sum,
+                Basic::LongDouble,
+                1,
+                a.as_ptr(),
+                io.as_mut_ptr(),
+            )
+            .unwrap()
+        };
+        assert_eq!(io[..10], ext(3.75)[..10]);
+        let mut io = b;
+        // SAFETY: as above.
+        unsafe {
+            apply_basic(
+                BuiltinOp::Min,
+                Basic::LongDouble,
+                1,
+                a.as_ptr(),
+                io.as_mut_ptr(),
+            )
+            .unwrap()
+        };
+        assert_eq!(io[..10], a[..10]);
+        let mut z = [0u8; 64];
+        z[..16].copy_from_slice(&ext(1.0));
+        z[16..32].copy_from_slice(&ext(2.0));
+        z[32..48].copy_from_slice(&ext(3.0));
+        z[48..64].copy_from_slice(&ext(4.0));
+        let (x, y) = z.split_at_mut(32);
+        // (1+2i)(3+4i) = -5+10i
+        // SAFETY: one complex long double each.
+        unsafe {
+            apply_basic(
+                BuiltinOp::Prod,
+                Basic::CLongDoubleComplex,
+                1,
+                x.as_ptr(),
+                y.as_mut_ptr(),
+            )
+            .unwrap()
+        };
+        assert_eq!(y[..10], ext(-5.0)[..10]);
+        assert_eq!(y[16..26], ext(10.0)[..10]);
+    }
+
+    #[test]
+    fn minloc_ties_take_the_smaller_index() {
+        let pair = |v: f64, i: i32| {
+            let mut b = vec![0u8; 12];
+            b[..8].copy_from_slice(&v.to_ne_bytes());
+            b[8..].copy_from_slice(&i.to_ne_bytes());
+            b
+        };
+        let a = pair(1.0, 7);
+        let mut io = pair(1.0, 3);
+        // SAFETY: one packed DOUBLE_INT each.
+        unsafe {
+            apply_basic(
+                BuiltinOp::MinLoc,
+                Basic::DoubleInt,
+                1,
+                a.as_ptr(),
+                io.as_mut_ptr(),
+            )
+            .unwrap()
+        };
+        assert_eq!(io, pair(1.0, 3));
+        let a = pair(0.5, 9);
+        // SAFETY: as above.
+        unsafe {
+            apply_basic(
+                BuiltinOp::MinLoc,
+                Basic::DoubleInt,
+                1,
+                a.as_ptr(),
+                io.as_mut_ptr(),
+            )
+            .unwrap()
+        };
+        assert_eq!(io, pair(0.5, 9));
+        let a = pair(0.5, 2);
+        // SAFETY: as above.
+        unsafe {
+            apply_basic(
+                BuiltinOp::MaxLoc,
+                Basic::DoubleInt,
+                1,
+                a.as_ptr(),
+                io.as_mut_ptr(),
+            )
+            .unwrap()
+        };
+        assert_eq!(io, pair(0.5, 2));
+    }
+}

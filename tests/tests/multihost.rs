@@ -1,0 +1,623 @@
+//! Jobs across hosts, on hosts this test builds itself: two network namespaces joined by a veth
+//! pair (10.77.0.1/24 and 10.77.0.2/24, inside the namespaces only), each with its own `lo`.
+//! `mpirun` runs in the first namespace; its remote-start command (`--launcher-exec`) is a
+//! three-line script that maps the host names `nodea`/`nodeb` to the namespaces and runs the
+//! command there with `ip netns exec`. Ranks of one "host" share memory; ranks of different
+//! hosts talk TCP over the veth, which the tests check with the veth's byte counters.
+//!
+//! Needs root and `ip` (iproute2); skips with a printed reason where namespaces cannot be made.
+//! The namespaces (hence the veths), the script and every process are removed when a test ends,
+//! also when it fails; namespaces left by a test process that was killed are removed by the
+//! next run.
+//!
+//! The launcher is `mpirun-test` (this crate's build of the `mpirun` code, also run on the
+//! "remote" hosts as the proxy); the MPI programs are built with the repository's `bin/mpicc`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+#[path = "../progs/launch_helpers.rs"]
+mod helpers;
+
+use helpers::{assert_gone, program, start, start_with_stdin, traffic_pids, Finished};
+
+fn run(cmd: Command) -> Finished {
+    helpers::run(cmd, JOB_LIMIT)
+}
+
+const MPIRUN: &str = env!("CARGO_BIN_EXE_mpirun-test");
+const FAKE_SSH: &str = env!("CARGO_BIN_EXE_fake-ssh");
+const PROBE: &str = env!("CARGO_BIN_EXE_pmi-probe");
+/// Prefix of everything this file creates in the system (namespaces, veth names).
+const PREFIX: &str = "mmh";
+const JOB_LIMIT: Duration = Duration::from_secs(40);
+
+/// One test at a time: each builds its own hosts, and the machine has few cores.
+fn serial() -> MutexGuard<'static, ()> {
+    static L: Mutex<()> = Mutex::new(());
+    L.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn ip(args: &[&str]) -> Output {
+    Command::new("ip")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run ip {args:?}: {e}"))
+}
+
+fn ip_ok(args: &[&str]) {
+    let o = ip(args);
+    assert!(
+        o.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Two "hosts": network namespaces `<ns>-a` and `<ns>-b`, joined by a veth named `mh0` on
+/// both sides.
+struct Hosts {
+    ns: [String; 2],
+    /// The veth's names in the root namespace while it is being set up.
+    veth: [String; 2],
+    dir: PathBuf,
+    /// Remote-start command: `ip netns exec` (signals reach the proxy).
+    rsh: PathBuf,
+    /// Remote-start command that behaves like ssh (see `tests/progs/fake_ssh.rs`).
+    ssh: PathBuf,
+}
+
+impl Hosts {
+    /// Builds the hosts, or says why this machine cannot (the test then skips).
+    fn build() -> Result<Hosts, String> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("not root: network namespaces need CAP_SYS_ADMIN".into());
+        }
+        match Command::new("ip").arg("-V").output() {
+            Ok(o) if o.status.success() => {}
+            _ => return Err("no `ip` command (iproute2)".into()),
+        }
+        remove_stale();
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let tag = format!(
+            "{PREFIX}{}{}",
+            std::process::id(),
+            (b'a' + (n % 26) as u8) as char
+        );
+        let ns = [format!("{tag}-a"), format!("{tag}-b")];
+        let o = ip(&["netns", "add", &ns[0]]);
+        if !o.status.success() {
+            return Err(format!(
+                "cannot create a network namespace: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+        }
+        let dir = std::env::temp_dir().join(format!("madmpi-{tag}"));
+        let mut h = Hosts {
+            ns,
+            veth: [format!("{tag}x"), format!("{tag}y")],
+            rsh: dir.join("rsh"),
+            ssh: dir.join("ssh"),
+            dir,
+        };
+        // From here on, failures are test failures; Drop undoes what was done.
+        ip_ok(&["netns", "add", &h.ns[1]]);
+        ip_ok(&[
+            "link", "add", &h.veth[0], "type", "veth", "peer", "name", &h.veth[1],
+        ]);
+        for (i, addr) in ["10.77.0.1/24", "10.77.0.2/24"].into_iter().enumerate() {
+            let ns = h.ns[i].clone();
+            ip_ok(&["link", "set", &h.veth[i], "netns", &ns]);
+            ip_ok(&["-n", &ns, "link", "set", &h.veth[i], "name", "mh0"]);
+            ip_ok(&["-n", &ns, "addr", "add", addr, "dev", "mh0"]);
+            ip_ok(&["-n", &ns, "link", "set", "mh0", "up"]);
+            ip_ok(&["-n", &ns, "link", "set", "lo", "up"]);
+        }
+        h.veth = [String::new(), String::new()];
+        std::fs::create_dir_all(&h.dir).expect("temp dir");
+        for (path, via) in [(&h.rsh, ""), (&h.ssh, FAKE_SSH)] {
+            let script = format!(
+                "#!/bin/sh\n\
+                 # Remote-start command of the multihost tests: host name -> network namespace.\n\
+                 case \"$1\" in\n\
+                 nodea) ns={} ;;\n\
+                 nodeb) ns={} ;;\n\
+                 *) echo \"rsh: unknown host $1\" >&2; exit 255 ;;\n\
+                 esac\n\
+                 exec {via} ip netns exec \"$ns\" sh -c \"$2\"\n",
+                h.ns[0], h.ns[1]
+            );
+            std::fs::write(path, script).expect("write the rsh script");
+            std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .expect("chmod the rsh script");
+        }
+        Ok(h)
+    }
+
+    /// `mpirun` started in host a, with our remote-start command.
+    fn mpirun(&self, args: &[&str]) -> Command {
+        self.mpirun_via(&self.rsh, args)
+    }
+
+    fn mpirun_via(&self, rsh: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns[0], MPIRUN, "--launcher-exec"])
+            .arg(rsh)
+            .args(args);
+        c
+    }
+
+    /// Bytes received by host `i`'s end of the veth.
+    fn rx_bytes(&self, i: usize) -> u64 {
+        let o = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.ns[i],
+                "cat",
+                "/sys/class/net/mh0/statistics/rx_bytes",
+            ])
+            .output()
+            .expect("read rx_bytes");
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("rx_bytes of {}: {o:?}", self.ns[i]))
+    }
+
+    /// Pids of the processes in host `i`.
+    fn pids(&self, i: usize) -> Vec<i32> {
+        ns_pids(&self.ns[i])
+    }
+}
+
+fn ns_pids(ns: &str) -> Vec<i32> {
+    String::from_utf8_lossy(&ip(&["netns", "pids", ns]).stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Kills what runs in a namespace and deletes it (its veth end goes with it).
+fn remove_ns(ns: &str) {
+    for _ in 0..50 {
+        let pids = ns_pids(ns);
+        if pids.is_empty() {
+            break;
+        }
+        for p in pids {
+            // SAFETY: kill has no memory-safety preconditions; the process lives in a
+            // namespace this test file created.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = ip(&["netns", "del", ns]);
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for ns in &self.ns {
+            remove_ns(ns);
+        }
+        for v in self.veth.iter().filter(|v| !v.is_empty()) {
+            let _ = ip(&["link", "del", v]);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Removes namespaces and veths left by test processes that no longer exist.
+fn remove_stale() {
+    let dead = |name: &str| -> bool {
+        let Some(rest) = name.strip_prefix(PREFIX) else {
+            return false;
+        };
+        let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        !digits.is_empty()
+            && digits != std::process::id().to_string()
+            && !Path::new(&format!("/proc/{digits}")).exists()
+    };
+    let list = String::from_utf8_lossy(&ip(&["netns", "list"]).stdout).into_owned();
+    for name in list.lines().filter_map(|l| l.split_whitespace().next()) {
+        if dead(name) {
+            remove_ns(name);
+        }
+    }
+    let links = String::from_utf8_lossy(&ip(&["-o", "link", "show"]).stdout).into_owned();
+    for l in links.lines() {
+        // "12: mmh123x@mmh123y: <...>"
+        if let Some(name) = l
+            .split(':')
+            .nth(1)
+            .map(|n| n.trim().split('@').next().unwrap_or(""))
+        {
+            if dead(name) {
+                let _ = ip(&["link", "del", name]);
+            }
+        }
+    }
+}
+
+/// Builds the hosts or prints why the test is skipped.
+fn hosts_or_skip(test: &str) -> Option<Hosts> {
+    match Hosts::build() {
+        Ok(h) => Some(h),
+        Err(why) => {
+            println!("SKIP {test}: {why}");
+            None
+        }
+    }
+}
+
+#[test]
+fn placement_pmi_and_addresses_across_hosts() {
+    let _one = serial();
+    let Some(h) = hosts_or_skip("placement_pmi_and_addresses_across_hosts") else {
+        return;
+    };
+    let o = run(h.mpirun(&[
+        "--hosts",
+        "nodea:2,nodeb:2",
+        PROBE,
+        "info",
+        "allgather",
+        "local",
+        "env=PMI_PORT",
+        "env=MPI_LOCALRANKID",
+        "env=MADMPI_PMI_TOKEN",
+        "@0:get=PMI_process_mapping",
+    ]));
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    assert!(
+        o.stdout
+            .contains("get PMI_process_mapping=(vector,(0,2,2))\n"),
+        "{}",
+        o.dump()
+    );
+    for (r, local, id) in [(0, "0,1", 0), (1, "0,1", 1), (2, "2,3", 0), (3, "2,3", 1)] {
+        assert!(
+            o.stdout
+                .contains(&format!("local rank={r} ranks={local}\n")),
+            "rank {r}: {}",
+            o.dump()
+        );
+        assert!(
+            o.stdout
+                .contains(&format!("env[{r}] MPI_LOCALRANKID={id}\n")),
+            "{}",
+            o.dump()
+        );
+    }
+    // Every rank went through the proxy and PMI_PORT on host a's veth address.
+    let ports: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| l.contains("] PMI_PORT="))
+        .collect();
+    assert_eq!(ports.len(), 4, "{}", o.dump());
+    assert!(
+        ports.iter().all(|l| l.contains("PMI_PORT=10.77.0.1:")),
+        "{}",
+        o.dump()
+    );
+    assert_eq!(o.stdout.matches("allgather ok").count(), 4, "{}", o.dump());
+    let tokens: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once("] MADMPI_PMI_TOKEN=").map(|x| x.1))
+        .collect();
+    assert!(
+        tokens.len() == 4 && tokens.iter().all(|t| t.len() == 32 && *t == tokens[0]),
+        "every rank has the job's token: {tokens:?}"
+    );
+    // Dealt one by one: `--host nodea,nodeb -n 4` is 0 2 on a and 1 3 on b.
+    let o = run(h.mpirun(&[
+        "--host",
+        "nodea,nodeb",
+        "-n",
+        "4",
+        "--pmi-bind",
+        "mh0",
+        PROBE,
+        "local",
+        "@0:get=PMI_process_mapping",
+    ]));
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    assert!(
+        o.stdout
+            .contains("get PMI_process_mapping=(vector,(0,2,1))\n"),
+        "{}",
+        o.dump()
+    );
+    for (r, local) in [(0, "0,2"), (1, "1,3"), (2, "0,2"), (3, "1,3")] {
+        assert!(
+            o.stdout
+                .contains(&format!("local rank={r} ranks={local}\n")),
+            "{}",
+            o.dump()
+        );
+    }
+    // A host file and -ppn.
+    let hf = h.dir.join("hosts");
+    std::fs::write(&hf, "# test hosts\nnodea slots=8\nnodeb:8 # b\n").expect("hostfile");
+    let o = run(h.mpirun(&[
+        "--hostfile",
+        hf.to_str().expect("utf-8"),
+        "-ppn",
+        "1",
+        PROBE,
+        "local",
+    ]));
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    assert_eq!(o.stdout.matches("local rank=").count(), 2, "{}", o.dump());
+    assert!(o.stdout.contains("local rank=1 ranks=1\n"), "{}", o.dump());
+    // Output, stdin and exit codes go through the remote-start command.
+    let mut cmd = h.mpirun(&[
+        "--host",
+        "nodeb,nodea",
+        "-n",
+        "2",
+        PROBE,
+        "@0:cat",
+        "@1:stderr=from-a",
+        "barrier",
+    ]);
+    cmd.arg("@0:stderr=from-b");
+    let o = start_with_stdin(cmd, Some("line one\nline two\n")).finish(JOB_LIMIT);
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    assert!(
+        o.stdout
+            .contains("stdin[0]: line one\nstdin[0]: line two\nstdin[0] eof\n"),
+        "{}",
+        o.dump()
+    );
+    assert!(
+        o.stderr.contains("from-a") && o.stderr.contains("from-b"),
+        "{}",
+        o.dump()
+    );
+    let o = run(h.mpirun(&[
+        "--hosts",
+        "nodea:2,nodeb:2",
+        PROBE,
+        "info",
+        "barrier",
+        "@3:exit=7",
+        "sleep=20",
+    ]));
+    assert_eq!(o.code, Some(7), "{}", o.dump());
+    assert!(
+        o.stderr.contains("rank 3 on host nodeb") && o.stderr.contains("exited with code 7"),
+        "{}",
+        o.dump()
+    );
+    assert!(o.elapsed < Duration::from_secs(10), "{}", o.dump());
+    // An unknown host: the remote-start command fails, the job ends and says where.
+    let o = run(h.mpirun(&["--host", "nodea,nodez", "-n", "2", PROBE, "info", "barrier"]));
+    assert_eq!(o.code, Some(255), "{}", o.dump());
+    assert!(
+        o.stderr.contains("rank 1 on host nodez") && o.stderr.contains("exited with code 255"),
+        "{}",
+        o.dump()
+    );
+}
+
+/// Runs `prog args` on 4 ranks of `hosts`, checks its OK line and returns the bytes host b
+/// received.
+fn example(h: &Hosts, hosts: &str, prog: &str, prog_args: &[&str], ok: &str, env: &[&str]) -> u64 {
+    let exe = program(prog);
+    let before = h.rx_bytes(1);
+    let mut args: Vec<&str> = vec!["--host", hosts, "-n", "4"];
+    for e in env {
+        args.extend(["-x", e]);
+    }
+    let exe_s = exe.to_str().expect("utf-8 path");
+    args.push(exe_s);
+    args.extend(prog_args);
+    let t = Instant::now();
+    let o = run(h.mpirun(&args));
+    let rx = h.rx_bytes(1) - before;
+    println!(
+        "{prog} on {hosts} {env:?}: {:.2?}, {rx} bytes into host b",
+        t.elapsed()
+    );
+    assert_eq!(o.code, Some(0), "{prog}: {}", o.dump());
+    assert!(
+        o.stdout.lines().any(|l| l.trim() == ok),
+        "{prog}: no '{ok}' line: {}",
+        o.dump()
+    );
+    assert!(h.pids(1).is_empty(), "processes left on host b");
+    rx
+}
+
+#[test]
+fn c_examples_two_hosts_by_two_ranks() {
+    let _one = serial();
+    let Some(h) = hosts_or_skip("c_examples_two_hosts_by_two_ranks") else {
+        return;
+    };
+    // Ranks 0 1 on a, 2 3 on b: shared memory inside a host, TCP across.
+    example(
+        &h,
+        "nodea:2,nodeb:2",
+        "examples-c/ring.c",
+        &[],
+        "ring: OK (4 ranks)",
+        &["MADMPI_TCP_IF=mh0"],
+    );
+    // The library's default for a job across hosts (MADMPI_TCP_IF=auto).
+    example(
+        &h,
+        "nodea:2,nodeb:2",
+        "examples-c/nonblocking.c",
+        &[],
+        "nonblocking: OK (4 ranks)",
+        &[],
+    );
+    // Ranks 0 and 1, which ping-pong, on different hosts: megabytes must cross the veth.
+    let rx = example(
+        &h,
+        "nodea,nodeb",
+        "examples-c/pingpong.c",
+        &[],
+        "pingpong: OK (4 ranks)",
+        &["MADMPI_TCP_IF=mh0"],
+    );
+    assert!(
+        rx > 20_000_000,
+        "only {rx} bytes crossed the veth: the traffic went another way"
+    );
+}
+
+#[test]
+fn point_to_point_traffic_crosses_the_veth() {
+    let _one = serial();
+    let Some(h) = hosts_or_skip("point_to_point_traffic_crosses_the_veth") else {
+        return;
+    };
+    let rx = example(
+        &h,
+        "nodea:2,nodeb:2",
+        "tests/c/faults/traffic.c",
+        &["200"],
+        "OK traffic",
+        &["MADMPI_TCP_IF=mh0"],
+    );
+    assert!(rx > 1_000_000, "only {rx} bytes crossed the veth");
+}
+
+#[test]
+fn signals_and_deaths_end_ranks_on_every_host() {
+    let _one = serial();
+    let Some(h) = hosts_or_skip("signals_and_deaths_end_ranks_on_every_host") else {
+        return;
+    };
+    let exe = program("tests/c/faults/traffic.c");
+    let exe_s = exe.to_str().expect("utf-8 path");
+    // SIGINT and SIGTERM to mpirun; then a rank on host b killed.
+    for what in ["SIGINT", "SIGTERM", "rank 3 killed"] {
+        let mut job = start(h.mpirun(&[
+            "--hosts",
+            "nodea:2,nodeb:2",
+            "-x",
+            "MADMPI_TCP_IF=mh0",
+            exe_s,
+        ]));
+        let out = job.wait_output(Duration::from_secs(30), |s| {
+            (0..4).all(|r| s.contains(&format!("traffic {r}\n")))
+        });
+        let pids = traffic_pids(&out);
+        assert_eq!(pids.len(), 4, "{out}");
+        let t = Instant::now();
+        // `ip netns exec` execs mpirun: the child is mpirun itself.
+        let mpirun_pid = job.child.id() as i32;
+        let (target, sig, code) = match what {
+            "SIGINT" => (mpirun_pid, libc::SIGINT, 130),
+            "SIGTERM" => (mpirun_pid, libc::SIGTERM, 143),
+            _ => (
+                pids.iter().find(|p| p.0 == 3).expect("rank 3").1,
+                libc::SIGKILL,
+                137,
+            ),
+        };
+        // SAFETY: kill has no memory-safety preconditions; the target is a live process of
+        // this job.
+        unsafe { libc::kill(target, sig) };
+        let o = job.finish(Duration::from_secs(10));
+        let took = t.elapsed();
+        println!("{what}: mpirun ended in {took:.2?}");
+        assert_eq!(o.code, Some(code), "{what}: {}", o.dump());
+        assert!(
+            took < Duration::from_secs(5),
+            "{what}: {took:?}: {}",
+            o.dump()
+        );
+        if what.starts_with("rank") {
+            assert!(
+                o.stderr.contains("rank 3 on host nodeb") && o.stderr.contains("signal 9"),
+                "{}",
+                o.dump()
+            );
+        }
+        let all: Vec<i32> = pids.iter().map(|p| p.1).collect();
+        assert_gone(&all, what);
+        assert!(h.pids(1).is_empty(), "{what}: processes left on host b");
+    }
+}
+
+#[test]
+fn ssh_like_remote_start_ends_ranks_through_the_lifeline() {
+    let _one = serial();
+    let Some(h) = hosts_or_skip("ssh_like_remote_start_ends_ranks_through_the_lifeline") else {
+        return;
+    };
+    let exe = program("tests/c/faults/traffic.c");
+    let exe_s = exe.to_str().expect("utf-8 path");
+    // Signals to the remote-start command do not reach the remote side, as with ssh: only the
+    // end of the proxy's stream (mpirun gone, or the command killed) stops the remote ranks.
+    for what in ["SIGTERM", "SIGKILL", "rank 3 killed"] {
+        let mut job = start(h.mpirun_via(
+            &h.ssh,
+            &[
+                "--hosts",
+                "nodea:2,nodeb:2",
+                "-x",
+                "MADMPI_TCP_IF=mh0",
+                exe_s,
+            ],
+        ));
+        let out = job.wait_output(Duration::from_secs(30), |s| {
+            (0..4).all(|r| s.contains(&format!("traffic {r}\n")))
+        });
+        let pids = traffic_pids(&out);
+        assert_eq!(pids.len(), 4, "{out}");
+        let mpirun_pid = job.child.id() as i32;
+        let (target, sig) = match what {
+            "SIGTERM" => (mpirun_pid, libc::SIGTERM),
+            "SIGKILL" => (mpirun_pid, libc::SIGKILL),
+            _ => (
+                pids.iter().find(|p| p.0 == 3).expect("rank 3").1,
+                libc::SIGKILL,
+            ),
+        };
+        let t = Instant::now();
+        // SAFETY: kill has no memory-safety preconditions; the target is a live process of
+        // this job.
+        unsafe { libc::kill(target, sig) };
+        let o = job.finish(Duration::from_secs(10));
+        let all: Vec<i32> = pids.iter().map(|p| p.1).collect();
+        assert_gone(&all, what);
+        let took = t.elapsed();
+        println!("{what} (ssh-like): every rank gone in {took:.2?}");
+        assert!(
+            took < Duration::from_secs(5),
+            "{what}: {took:?}: {}",
+            o.dump()
+        );
+        match what {
+            "SIGTERM" => assert_eq!(o.code, Some(143), "{}", o.dump()),
+            "SIGKILL" => assert_eq!(o.code, None, "{}", o.dump()),
+            _ => {
+                // ssh reports the signal as 255; the proxy says what happened.
+                assert_eq!(o.code, Some(255), "{}", o.dump());
+                assert!(
+                    o.stderr.contains("rank 3 on host nodeb")
+                        && o.stderr.contains("rank 3 (pid ")
+                        && o.stderr.contains("killed by signal 9"),
+                    "{}",
+                    o.dump()
+                );
+            }
+        }
+        assert!(h.pids(1).is_empty(), "{what}: processes left on host b");
+    }
+}
