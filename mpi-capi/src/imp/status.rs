@@ -110,15 +110,44 @@ pub unsafe fn MPI_Get_elements_x(
     finish_self("MPI_Get_elements_x", r)
 }
 
-/// `count` elements of `datatype`: the status then holds `count * size` bytes (as MPICH does
-/// for every datatype).
+/// Complete basic elements of `dt` in the first `bytes` bytes of its packed stream (also between
+/// element boundaries, where `elements_in` has no answer: the last boundary below counts, and
+/// no basic element is longer than 32 bytes).
+fn elements_before(dt: &madmpi::Datatype, bytes: usize) -> usize {
+    (0..=bytes.min(32))
+        .find_map(|back| dt.elements_in(bytes - back))
+        .unwrap_or(0)
+}
+
+/// Bytes of the packed stream of `dt` that hold its first `count` basic elements.
+fn bytes_of_elements(dt: &madmpi::Datatype, count: u64) -> Option<u64> {
+    let per = dt.element_count() as u64;
+    if per == 0 {
+        return (count == 0).then_some(0);
+    }
+    let (full, rest) = (count / per, (count % per) as usize);
+    // The shortest prefix of one element holding `rest` basic elements.
+    let (mut lo, mut hi) = (0usize, dt.size());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if elements_before(dt, mid) >= rest {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    full.checked_mul(dt.size() as u64)?.checked_add(lo as u64)
+}
+
+/// `count` basic elements of `datatype`: MPI_Get_elements then answers `count` (also for derived
+/// and pair types, whose elements are not `size` bytes each), and MPI_Get_count the number of
+/// whole `datatype` elements they make.
 fn set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: i64) -> R<()> {
     running()?;
     let s = out(status, "status")?;
     let dt = handles::datatype(datatype)?;
     let n = count_arg(count)? as u64;
-    let bytes = n
-        .checked_mul(dt.size() as u64)
+    let bytes = bytes_of_elements(&dt, n)
         .ok_or_else(|| madmpi::Error::new(ErrorClass::Count, format!("count {count} overflows")))?;
     set_status_bytes(s, bytes);
     Ok(())
@@ -206,4 +235,33 @@ pub unsafe fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int) -> c_int {
 
 pub unsafe fn MPI_Status_set_error(status: *mut MPI_Status, err: c_int) -> c_int {
     set_field("MPI_Status_set_error", status, |s| s.MPI_ERROR = err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use madmpi::Datatype;
+    use madmpi_datatypes::Basic;
+
+    #[test]
+    fn set_elements_counts_basic_elements() {
+        let int = Datatype::basic(Basic::Int);
+        let double = Datatype::basic(Basic::Double);
+        // {int, double, double}: 20 bytes, 3 elements of different sizes
+        let t = Datatype::create_struct(&[1, 2], &[0, 8], &[int.clone(), double]).unwrap();
+        for (count, bytes) in [(0, 0), (1, 4), (2, 12), (3, 20), (4, 24), (7, 44)] {
+            assert_eq!(
+                bytes_of_elements(&t, count),
+                Some(bytes),
+                "{count} elements"
+            );
+            assert_eq!(t.elements_in(bytes as usize), Some(count as usize));
+        }
+        let pair = Datatype::basic(Basic::DoubleInt);
+        assert_eq!(bytes_of_elements(&pair, 3), Some(20));
+        assert_eq!(bytes_of_elements(&int, 5), Some(20));
+        let empty = Datatype::contiguous(0, &int).unwrap();
+        assert_eq!(bytes_of_elements(&empty, 0), Some(0));
+        assert_eq!(bytes_of_elements(&empty, 1), None);
+    }
 }

@@ -47,15 +47,22 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Get_count_c(&st, MPI_INT, &c));
     CHECK(c == big / 4);
 
-    /* Pair types: one element = two basic elements. */
-    MPI_OK(MPI_Status_set_elements(&st, MPI_2INT, 3));
-    MPI_OK(MPI_Get_count(&st, MPI_2INT, &cnt));
-    CHECK(cnt == 3);
-    MPI_OK(MPI_Get_count(&st, MPI_INT, &cnt));
-    CHECK(cnt == 6);
+    /* Pair types: MPI_2INT has two basic elements. The standard: after
+       MPI_Status_set_elements(count), MPI_Get_elements answers count, and MPI_Get_count the
+       whole elements of the type (MPICH stores count * size instead, so this is ours only). */
     if (is_madmpi()) {
+        MPI_OK(MPI_Status_set_elements(&st, MPI_2INT, 6));
+        MPI_OK(MPI_Get_count(&st, MPI_2INT, &cnt));
+        CHECK(cnt == 3);
+        MPI_OK(MPI_Get_count(&st, MPI_INT, &cnt));
+        CHECK(cnt == 6);
         MPI_OK(MPI_Get_elements(&st, MPI_2INT, &cnt));
         CHECK(cnt == 6);
+        MPI_OK(MPI_Status_set_elements(&st, MPI_2INT, 5));
+        MPI_OK(MPI_Get_elements(&st, MPI_2INT, &cnt));
+        CHECK(cnt == 5);
+        MPI_OK(MPI_Get_count(&st, MPI_2INT, &cnt));
+        CHECK(cnt == MPI_UNDEFINED);
     }
 
     /* Zero. */
