@@ -106,7 +106,8 @@ Options:
   -genvall                  pass all of mpirun's environment (the default)
   -wdir DIR                 working directory of the ranks
   --timeout SECONDS         kill the job after SECONDS (default: $MPIEXEC_TIMEOUT); exit code 124
-  --pmi-port                serve PMI over TCP (PMI_PORT, PMI_ID) instead of PMI_FD
+  --pmi-port                serve PMI over TCP (PMI_PORT) to the local ranks too, instead
+                            of PMI_FD (remote ranks always use it)
   -v, --verbose             trace PMI traffic on stderr
   -h, --help                this text
   -V, --version             version
@@ -123,8 +124,9 @@ code, 128+N for a rank killed by signal N (or mpirun receiving signal N), the MP
 code, 1 for a rank that used PMI and exited without finalize while others ran, 124 for
 --timeout, 127/126 when the program cannot be started, 2 for a bad command line.
 
-Each rank gets PMI_FD, PMI_RANK, PMI_SIZE, PMI_JOBID, MADMPI_JOBID (the kvsname),
-MPI_LOCALNRANKS and MPI_LOCALRANKID.
+Each rank gets PMI_FD (or PMI_PORT, PMI_ID and MADMPI_PMI_TOKEN), PMI_RANK, PMI_SIZE,
+PMI_JOBID, MADMPI_JOBID (the kvsname), MPI_LOCALNRANKS and MPI_LOCALRANKID (on its host).
+See docs/launching.md.
 "
     )
 }

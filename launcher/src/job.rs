@@ -40,6 +40,11 @@ const CHUNK: usize = 64 * 1024;
 const MAX_LINE: usize = 1 << 20;
 /// The exit code of a job killed by `--timeout` (as `timeout(1)`).
 pub const TIMEOUT_EXIT: i32 = 124;
+/// How long a failure that may be the consequence of another (an abort, an error exit) waits
+/// for a rank killed by a signal, which is then reported instead: a rank that loses a peer may
+/// abort before we learn of the peer's death, all the more when the news comes from another
+/// host through the remote-start command.
+const SETTLE: Duration = Duration::from_millis(500);
 /// A connection to the PMI port that has not presented the job's token by then is closed.
 const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// At most this many connections to the PMI port may be waiting to authenticate.
@@ -149,6 +154,8 @@ struct Job {
     /// The job's exit code, fixed by the first failure.
     exit_code: Option<i32>,
     aborting: bool,
+    /// A failure waiting [`SETTLE`] for a rank killed by a signal: (deadline, code, message).
+    pending: Option<(Instant, i32, String)>,
     kill_at: Option<Instant>,
     killed: bool,
     swept: bool,
@@ -235,6 +242,7 @@ pub fn run(spec: JobSpec) -> i32 {
         pgid: 0,
         exit_code: None,
         aborting: false,
+        pending: None,
         kill_at: None,
         killed: false,
         swept: false,
@@ -434,6 +442,10 @@ impl Job {
         loop {
             let now = Instant::now();
             if self.ranks.iter().all(|r| r.status.is_some()) {
+                if let Some((_, code, message)) = self.pending.take() {
+                    // No rank left to die: the waiting failure is the news.
+                    self.fail(code, message);
+                }
                 if self.aborting && !self.swept && self.pgid != 0 {
                     // Descendants of the ranks may survive them and hold the pipes open.
                     sys::kill(-self.pgid, libc::SIGKILL);
@@ -552,6 +564,7 @@ impl Job {
             self.kill_at.filter(|_| !self.killed),
             self.drain_until,
             auth,
+            self.pending.as_ref().map(|p| p.0),
         ];
         match timers.into_iter().flatten().min() {
             None => -1,
@@ -564,6 +577,11 @@ impl Job {
     }
 
     fn check_timers(&mut self, now: Instant) {
+        if self.pending.as_ref().is_some_and(|p| now >= p.0) {
+            if let Some((_, code, message)) = self.pending.take() {
+                self.fail(code, message);
+            }
+        }
         if let Some(d) = self.deadline {
             if !self.aborting && now >= d {
                 let secs = self.spec.timeout.map_or(0.0, |t| t.as_secs_f64());
@@ -602,11 +620,21 @@ impl Job {
     /// Records the job's failure (the first one fixes the exit code and is the one reported)
     /// and starts the teardown: SIGTERM now, SIGKILL after the grace period.
     fn fail(&mut self, code: i32, message: String) {
+        self.pending = None;
         if self.exit_code.is_none() {
             self.exit_code = Some(code);
             eprintln!("{}: {message}", self.spec.name);
         }
         self.begin_teardown(libc::SIGTERM);
+    }
+
+    /// Records a failure that may be the consequence of a rank's death not yet known: it ends
+    /// the job after [`SETTLE`], unless a rank killed by a signal is reported first. The first
+    /// such failure is kept.
+    fn fail_soon(&mut self, code: i32, message: String) {
+        if !self.aborting && self.pending.is_none() {
+            self.pending = Some((Instant::now() + SETTLE, code, message));
+        }
     }
 
     fn begin_teardown(&mut self, sig: i32) {
@@ -639,6 +667,7 @@ impl Job {
                 self.links.clear();
             }
             _ => {
+                self.pending = None;
                 if self.exit_code.is_none() {
                     self.exit_code = Some(128 + sig);
                     eprintln!(
@@ -695,7 +724,7 @@ impl Job {
                 // A rank that used PMI and left without finalize leaves the others stuck in
                 // their next collective: end the job. Non-MPI programs never init.
                 if others && self.server.is_initialized(rank) && !self.server.is_finalized(rank) {
-                    self.fail(
+                    self.fail_soon(
                         1,
                         format!("{who} exited without calling PMI finalize{tail}"),
                     );
@@ -703,8 +732,12 @@ impl Job {
             }
             ExitKind::Exited(code) => {
                 let host = self.spec.placement.host(rank);
+                let started = self.server.is_initialized(rank);
                 let startup = matches!(code, 126 | 127 | 255);
-                let hint = if !host.local && !self.server.is_initialized(rank) && startup {
+                // ssh reports a remote command killed by a signal (or a lost connection) as
+                // 255: an abrupt end, reported at once like a signal.
+                let abrupt = !host.local && started && code == 255;
+                let hint = if !host.local && !started && startup {
                     format!(
                         " before reaching PMI (check that '{} {} true' works and that {} \
                          exists there)",
@@ -712,10 +745,19 @@ impl Job {
                         host.name,
                         self.spec.proxy_path.display()
                     )
+                } else if abrupt {
+                    " (the remote-start command's code for a rank killed by a signal or a lost \
+                     connection)"
+                        .to_owned()
                 } else {
                     String::new()
                 };
-                self.fail(code, format!("{who} exited with code {code}{hint}{tail}"))
+                let message = format!("{who} exited with code {code}{hint}{tail}");
+                if abrupt {
+                    self.fail(code, message);
+                } else {
+                    self.fail_soon(code, message);
+                }
             }
             ExitKind::Signaled { sig, core } => {
                 let core = if core { ", core dumped" } else { "" };
@@ -873,7 +915,7 @@ impl Job {
                         Some(m) => format!("{who} called MPI_Abort with code {exitcode}: {m}"),
                         None => format!("{who} called MPI_Abort with code {exitcode}"),
                     };
-                    self.fail(exitcode, msg);
+                    self.fail_soon(exitcode, msg);
                 }
                 Event::Refused { conn, reason } => {
                     if let Some(i) = self.conns.iter().position(|c| c.id == conn) {

@@ -387,7 +387,31 @@ pub fn raise_code(comm: MPI_Comm, call: &dyn Fn() -> String, code: c_int, why: &
             } else {
                 format!("error code {code}, {cname}")
             };
-            die(code, format!("{}{}: {why} ({which})", prefix(), call()))
+            // A dead peer: name it and its host, so the job's last words say who died where.
+            let dead = if class == MPI_ERR_PROC_ABORTED {
+                let lost = madmpi::lost_ranks();
+                if lost.is_empty() {
+                    String::new()
+                } else {
+                    let names: Vec<String> = lost
+                        .iter()
+                        .map(|(r, h)| {
+                            if h.is_empty() {
+                                format!("rank {r}")
+                            } else {
+                                format!("rank {r} on {h}")
+                            }
+                        })
+                        .collect();
+                    format!(" [dead: {}]", names.join(", "))
+                }
+            } else {
+                String::new()
+            };
+            die(
+                code,
+                format!("{}{}: {why}{dead} ({which})", prefix(), call()),
+            )
         }
         Errh::User(f) => {
             call_user(f, comm, code);

@@ -55,11 +55,21 @@ static EXTRA: Lazy<Mutex<HashMap<u32, Extra>>> = Lazy::new(|| Mutex::new(HashMap
 /// The base tag of the next collective on `c`: 20 bits of sequence number, 10 bits left for
 /// the algorithm's sub-tags; bit 30 is for MPI_Comm_create_group.
 pub(crate) fn next_tag(c: CommId) -> i32 {
+    let t = peek_tag(c);
+    commit_tag(c);
+    t
+}
+
+/// The tag [`next_tag`] would return, without taking it.
+fn peek_tag(c: CommId) -> i32 {
+    let s = EXTRA.lock().get(&c.0).map_or(0, |e| e.seq);
+    ((s & 0xF_FFFF) << 10) as i32
+}
+
+fn commit_tag(c: CommId) {
     let mut m = EXTRA.lock();
     let e = m.entry(c.0).or_default();
-    let s = e.seq;
     e.seq = e.seq.wrapping_add(1);
-    ((s & 0xF_FFFF) << 10) as i32
 }
 
 /// The tag space of MPI_Comm_create_group's agreement (`tag` is the user's).
@@ -98,22 +108,37 @@ const WORDS: usize = IDS / 64;
 /// pool, never used by anyone.
 const PLACEHOLDER_CTX: u32 = 2 * IDS as u32;
 
+/// The priority of an agreement: (parent context, collective tag) — the same on every member,
+/// so the lowest one in progress anywhere gets every member's free ids.
+type Key = (u32, i32);
+
 struct Pool {
     free: [u64; WORDS],
+    /// Agreements in progress in this process.
+    active: std::collections::BTreeSet<Key>,
 }
 
 static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| {
     let mut free = [u64::MAX; WORDS];
     // ids 0 and 1: MPI_COMM_WORLD (context 0) and MPI_COMM_SELF (context 2).
     free[0] &= !0b11;
-    Mutex::new(Pool { free })
+    Mutex::new(Pool {
+        free,
+        active: Default::default(),
+    })
 });
 
 type Mask = [u64; WORDS];
 
 impl Pool {
-    /// Take every free id for one agreement.
-    fn reserve(&mut self) -> Mask {
+    /// Take every free id for agreement `key` if it has the priority here; otherwise none (it
+    /// will find nothing in common and retry until the one before it is done). Without the
+    /// priority, two agreements could take turns holding the ids on different processes and
+    /// both retry forever.
+    fn reserve(&mut self, key: Key) -> Mask {
+        if self.active.first().is_some_and(|&k| k != key) {
+            return [0; WORDS];
+        }
         std::mem::replace(&mut self.free, [0; WORDS])
     }
 
@@ -187,6 +212,7 @@ impl P {
 #[derive(Default)]
 struct Agreed {
     snapshot: Option<Mask>,
+    key: Key,
 }
 
 type Cell = Arc<Mutex<Agreed>>;
@@ -195,13 +221,15 @@ type Cell = Arc<Mutex<Agreed>>;
 /// Returns (round to jump to for a retry, buffer with the AND).
 fn mask_allreduce(b: &mut B, t: &Team, cell: &Cell) -> (usize, *mut u8) {
     b.op = Some((Op::Builtin(BuiltinOp::Band), Datatype::basic(Basic::UInt64)));
+    let key = b.prio.unwrap_or_default();
+    cell.lock().key = key;
     b.fence();
     let start = b.round_index();
     let mine = P(b.tmp(MASK_BYTES));
     let all = b.tmp(MASK_BYTES);
     let c = cell.clone();
     b.call(move |_st| {
-        let m = POOL.lock().reserve();
+        let m = POOL.lock().reserve(key);
         // SAFETY: `mine` is a MASK_BYTES scratch buffer of this schedule.
         unsafe { write_mask(mine.p(), &m) };
         c.lock().snapshot = Some(m);
@@ -211,11 +239,15 @@ fn mask_allreduce(b: &mut B, t: &Team, cell: &Cell) -> (usize, *mut u8) {
     (start, all)
 }
 
-/// Give back the snapshot except the ids kept.
-fn settle(cell: &Cell, keep: &[u32]) {
+/// Give back the snapshot except the ids kept; `done`: the agreement is over.
+fn settle(cell: &Cell, keep: &[u32], done: bool) {
     let mut g = cell.lock();
+    let mut p = POOL.lock();
     if let Some(m) = g.snapshot.take() {
-        POOL.lock().release(&m, keep);
+        p.release(&m, keep);
+    }
+    if done {
+        p.active.remove(&g.key);
     }
 }
 
@@ -264,9 +296,16 @@ fn start(
     f: impl FnOnce(&mut B, &mut State) -> Result<()>,
 ) -> Result<RequestId> {
     with(|e| {
+        let ctx = e.st.comm(comm)?.ctx;
+        let own_tag = tag.is_none();
+        let tag = tag.unwrap_or_else(|| peek_tag(comm));
         let mut b = B::new();
+        b.prio = Some((ctx, tag));
         f(&mut b, &mut e.st)?;
-        let tag = tag.unwrap_or_else(|| next_tag(comm));
+        if own_tag {
+            commit_tag(comm);
+        }
+        POOL.lock().active.insert((ctx, tag));
         let r = e.st.start_schedule(Box::new(b.finish(tag)))?;
         e.flush()?;
         Ok(r)
@@ -297,11 +336,11 @@ fn agree_intra(
         let m = unsafe { read_mask(all.p()) };
         match lowest(&m, None) {
             None => {
-                settle(&cell, &[]);
+                settle(&cell, &[], false);
                 Ok(Flow::Jump(start))
             }
             Some(id) => {
-                settle(&cell, &[id]);
+                settle(&cell, &[id], true);
                 make(st, id)?;
                 Ok(Flow::Next)
             }
@@ -720,12 +759,12 @@ fn agree_inter_at(
             )
         };
         if words[0] == 0 {
-            settle(&cell, &[]);
+            settle(&cell, &[], false);
             return Ok(Flow::Jump(start));
         }
         let (x, y) = (words[1] as u32, words[2] as u32);
         let keep = if need_local { vec![x, y] } else { vec![x] };
-        settle(&cell, &keep);
+        settle(&cell, &keep, true);
         make(st, x, y, &rest)?;
         Ok(Flow::Next)
     });
@@ -919,9 +958,13 @@ mod tests {
     fn pool_reserves_and_releases() {
         let mut p = Pool {
             free: [u64::MAX; WORDS],
+            active: Default::default(),
         };
         p.free[0] &= !0b11;
-        let m = p.reserve();
+        p.active.insert((0, 0));
+        p.active.insert((0, 1024));
+        assert_eq!(lowest(&p.reserve((0, 1024)), None), None, "not its turn");
+        let m = p.reserve((0, 0));
         assert_eq!(lowest(&m, None), Some(2));
         assert_eq!(lowest(&p.free, None), None);
         p.release(&m, &[2]);

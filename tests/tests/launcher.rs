@@ -747,10 +747,24 @@ fn command_line_errors_are_clear() {
         "{}",
         o.dump()
     );
-    for opt in ["--host", "--hostfile", "-ppn"] {
+    for opt in ["-N", "--map-by", "--bind-to"] {
         let o = mpirun_with(&[opt, "x", "-n", "2", "true"], None);
         assert_eq!(o.code, Some(2), "{}", o.dump());
         assert!(o.stderr.contains("not supported yet"), "{}", o.dump());
+    }
+    for (args, msg) in [
+        (&["--host", "a:0"][..], "not a positive number of slots"),
+        (
+            &["--hostfile", "/nonexistent/hosts"],
+            "cannot read the host file",
+        ),
+        (&["-ppn", "x"], "positive number of ranks per host"),
+    ] {
+        let mut a = args.to_vec();
+        a.extend(["-n", "2", "true"]);
+        let o = mpirun_with(&a, None);
+        assert_eq!(o.code, Some(2), "{}", o.dump());
+        assert!(o.stderr.contains(msg), "{}", o.dump());
     }
     let o = mpirun_with(&["-n", "2"], None);
     assert!(o.stderr.contains("no program to run"), "{}", o.dump());

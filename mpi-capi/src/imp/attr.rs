@@ -36,10 +36,23 @@ impl Obj {
     }
 }
 
-type CommCopy = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+type CommCopy = unsafe extern "C" fn(
+    MPI_Comm,
+    c_int,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    *mut c_int,
+) -> c_int;
 type CommDel = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
-type TypeCopy =
-    unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+type TypeCopy = unsafe extern "C" fn(
+    MPI_Datatype,
+    c_int,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    *mut c_int,
+) -> c_int;
 type TypeDel = unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void) -> c_int;
 
 #[derive(Clone, Copy)]
@@ -98,7 +111,13 @@ pub(crate) fn is_user_keyval(k: c_int) -> bool {
     k >= FIRST_KEYVAL
 }
 
-fn create(obj: Obj, copy: CopyF, delete: DelF, keyval: *mut c_int, extra: *mut c_void) -> Result<(), E> {
+fn create(
+    obj: Obj,
+    copy: CopyF,
+    delete: DelF,
+    keyval: *mut c_int,
+    extra: *mut c_void,
+) -> Result<(), E> {
     running().map_err(code)?;
     let o = out(keyval, "keyval").map_err(code)?;
     let mut s = STORE.lock();
@@ -149,14 +168,27 @@ fn run_delete(obj: Obj, h: usize, k: c_int, kv: &Keyval, val: usize) -> Result<(
     let rc = unsafe {
         match kv.delete {
             DelF::Null => MPI_SUCCESS,
-            DelF::Comm(f) => f(h as MPI_Comm, k, val as *mut c_void, kv.extra as *mut c_void),
-            DelF::Type(f) => f(h as MPI_Datatype, k, val as *mut c_void, kv.extra as *mut c_void),
+            DelF::Comm(f) => f(
+                h as MPI_Comm,
+                k,
+                val as *mut c_void,
+                kv.extra as *mut c_void,
+            ),
+            DelF::Type(f) => f(
+                h as MPI_Datatype,
+                k,
+                val as *mut c_void,
+                kv.extra as *mut c_void,
+            ),
         }
     };
     if rc != MPI_SUCCESS {
         return Err((
             rc,
-            format!("the delete callback of keyval {k} on {} {h:#x} returned {rc}", obj.noun()),
+            format!(
+                "the delete callback of keyval {k} on {} {h:#x} returned {rc}",
+                obj.noun()
+            ),
         ));
     }
     Ok(())
@@ -240,7 +272,12 @@ fn delete(obj: Obj, h: usize, k: c_int) -> Result<(), E> {
 /// Copy the attributes of `old` to `new` through the copy callbacks (MPI_Comm_dup,
 /// MPI_Type_dup). On a callback failure, the attributes already copied are deleted again.
 pub(crate) fn copy_all(obj: Obj, old: usize, new: usize) -> Result<(), (c_int, String)> {
-    let list: Vec<(c_int, usize)> = STORE.lock().attrs.get(&(obj, old)).cloned().unwrap_or_default();
+    let list: Vec<(c_int, usize)> = STORE
+        .lock()
+        .attrs
+        .get(&(obj, old))
+        .cloned()
+        .unwrap_or_default();
     for (k, val) in list {
         let Some(kv) = STORE.lock().keyvals.get(&k).copied() else {
             continue;
@@ -280,7 +317,10 @@ pub(crate) fn copy_all(obj: Obj, old: usize, new: usize) -> Result<(), (c_int, S
         }
         if flag != 0 {
             let mut s = STORE.lock();
-            s.attrs.entry((obj, new)).or_default().push((k, out as usize));
+            s.attrs
+                .entry((obj, new))
+                .or_default()
+                .push((k, out as usize));
             if let Some(kv) = s.keyvals.get_mut(&k) {
                 kv.uses += 1;
             }
@@ -384,7 +424,11 @@ pub unsafe fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
     )
 }
 
-pub unsafe fn MPI_Comm_set_attr(comm: MPI_Comm, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+pub unsafe fn MPI_Comm_set_attr(
+    comm: MPI_Comm,
+    comm_keyval: c_int,
+    attribute_val: *mut c_void,
+) -> c_int {
     let r = comm_h(comm).and_then(|h| {
         if !is_user_keyval(comm_keyval) {
             return Err((

@@ -168,7 +168,10 @@ fn issue(
             if let Some(cl) = s.error {
                 return fail(
                     cl,
-                    format!("a point-to-point step of the collective failed ({})", cl.mpi_name()),
+                    format!(
+                        "a point-to-point step of the collective failed ({})",
+                        cl.mpi_name()
+                    ),
                 );
             }
         } else {
@@ -192,9 +195,13 @@ fn tname(dt: MPI_Datatype) -> String {
 // ------------------------------------------------------------------------------------ generic
 
 fn barrier_impl(name: &str, comm: MPI_Comm, req: *mut MPI_Request, blocking: bool) -> c_int {
-    issue(comm, req, blocking, &|| format!("{name}(comm={})", cname(comm)), |c| {
-        madmpi::ibarrier(c)
-    })
+    issue(
+        comm,
+        req,
+        blocking,
+        &|| format!("{name}(comm={})", cname(comm)),
+        |c| madmpi::ibarrier(c),
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -218,7 +225,11 @@ fn bcast_impl(
     };
     issue(comm, req, blocking, &call, |c| {
         let d = if role(c, root)? == Role::InterIdle {
-            Data::new(std::ptr::null(), 0, &Datatype::basic(madmpi_datatypes::Basic::Byte))
+            Data::new(
+                std::ptr::null(),
+                0,
+                &Datatype::basic(madmpi_datatypes::Basic::Byte),
+            )
         } else {
             data(buf, count, dt)?
         };
@@ -581,7 +592,13 @@ fn reduce_impl(
     req: *mut MPI_Request,
     blocking: bool,
 ) -> c_int {
-    let call = || format!("{} root={}", red_call(name, count, dt, op, comm), rank_name(root));
+    let call = || {
+        format!(
+            "{} root={}",
+            red_call(name, count, dt, op, comm),
+            rank_name(root)
+        )
+    };
     issue(comm, req, blocking, &call, |c| {
         let ro = role(c, root)?;
         let n = count_arg(count)?;
@@ -700,7 +717,13 @@ fn reduce_local_impl(
         Ok(()) => MPI_SUCCESS,
         Err(e) => crate::errors::raise(
             MPI_COMM_SELF,
-            &|| format!("{name}(count={count}, datatype={}, op={})", tname(dt), op_name(op)),
+            &|| {
+                format!(
+                    "{name}(count={count}, datatype={}, op={})",
+                    tname(dt),
+                    op_name(op)
+                )
+            },
             e,
         ),
     }
@@ -856,347 +879,2091 @@ pub unsafe fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     barrier_impl("MPI_Ibarrier", comm, request, false)
 }
 
-pub unsafe fn MPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    bcast_impl("MPI_Bcast", buffer, count as i64, datatype, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Bcast_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    bcast_impl("MPI_Bcast_c", buffer, count, datatype, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    bcast_impl("MPI_Ibcast", buffer, count as i64, datatype, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Ibcast_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    bcast_impl("MPI_Ibcast_c", buffer, count, datatype, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    gather_impl("MPI_Gather", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Gather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    gather_impl("MPI_Gather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Igather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    gather_impl("MPI_Igather", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Igather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    gather_impl("MPI_Igather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    gatherv_impl("MPI_Gatherv", sendbuf, sendcount as i64, sendtype, recvbuf, Cnts::I(recvcounts), Disp::I(displs), recvtype, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Gatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    gatherv_impl("MPI_Gatherv_c", sendbuf, sendcount, sendtype, recvbuf, Cnts::C(recvcounts), Disp::A(displs), recvtype, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    gatherv_impl("MPI_Igatherv", sendbuf, sendcount as i64, sendtype, recvbuf, Cnts::I(recvcounts), Disp::I(displs), recvtype, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Igatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    gatherv_impl("MPI_Igatherv_c", sendbuf, sendcount, sendtype, recvbuf, Cnts::C(recvcounts), Disp::A(displs), recvtype, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    scatter_impl("MPI_Scatter", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Scatter_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    scatter_impl("MPI_Scatter_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    scatter_impl("MPI_Iscatter", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Iscatter_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    scatter_impl("MPI_Iscatter_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    scatterv_impl("MPI_Scatterv", sendbuf, Cnts::I(sendcounts), Disp::I(displs), sendtype, recvbuf, recvcount as i64, recvtype, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    scatterv_impl("MPI_Scatterv_c", sendbuf, Cnts::C(sendcounts), Disp::A(displs), sendtype, recvbuf, recvcount, recvtype, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    scatterv_impl("MPI_Iscatterv", sendbuf, Cnts::I(sendcounts), Disp::I(displs), sendtype, recvbuf, recvcount as i64, recvtype, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Iscatterv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    scatterv_impl("MPI_Iscatterv_c", sendbuf, Cnts::C(sendcounts), Disp::A(displs), sendtype, recvbuf, recvcount, recvtype, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    allgather_impl("MPI_Allgather", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Allgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    allgather_impl("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    allgather_impl("MPI_Iallgather", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, request, false)
-}
-
-pub unsafe fn MPI_Iallgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    allgather_impl("MPI_Iallgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, false)
-}
-
-pub unsafe fn MPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    allgatherv_impl("MPI_Allgatherv", sendbuf, sendcount as i64, sendtype, recvbuf, Cnts::I(recvcounts), Disp::I(displs), recvtype, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Allgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    allgatherv_impl("MPI_Allgatherv_c", sendbuf, sendcount, sendtype, recvbuf, Cnts::C(recvcounts), Disp::A(displs), recvtype, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    allgatherv_impl("MPI_Iallgatherv", sendbuf, sendcount as i64, sendtype, recvbuf, Cnts::I(recvcounts), Disp::I(displs), recvtype, comm, request, false)
-}
-
-pub unsafe fn MPI_Iallgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    allgatherv_impl("MPI_Iallgatherv_c", sendbuf, sendcount, sendtype, recvbuf, Cnts::C(recvcounts), Disp::A(displs), recvtype, comm, request, false)
-}
-
-pub unsafe fn MPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    alltoall_impl("MPI_Alltoall", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Alltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    alltoall_impl("MPI_Alltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    alltoall_impl("MPI_Ialltoall", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, request, false)
-}
-
-pub unsafe fn MPI_Ialltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    alltoall_impl("MPI_Ialltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, false)
-}
-
-pub unsafe fn MPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    alltoallv_impl("MPI_Alltoallv", sendbuf, Cnts::I(sendcounts), Disp::I(sdispls), sendtype, recvbuf, Cnts::I(recvcounts), Disp::I(rdispls), recvtype, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Alltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    alltoallv_impl("MPI_Alltoallv_c", sendbuf, Cnts::C(sendcounts), Disp::A(sdispls), sendtype, recvbuf, Cnts::C(recvcounts), Disp::A(rdispls), recvtype, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    alltoallv_impl("MPI_Ialltoallv", sendbuf, Cnts::I(sendcounts), Disp::I(sdispls), sendtype, recvbuf, Cnts::I(recvcounts), Disp::I(rdispls), recvtype, comm, request, false)
-}
-
-pub unsafe fn MPI_Ialltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    alltoallv_impl("MPI_Ialltoallv_c", sendbuf, Cnts::C(sendcounts), Disp::A(sdispls), sendtype, recvbuf, Cnts::C(recvcounts), Disp::A(rdispls), recvtype, comm, request, false)
-}
-
-pub unsafe fn MPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-    alltoallw_impl("MPI_Alltoallw", sendbuf, Cnts::I(sendcounts), Disp::I(sdispls), sendtypes, recvbuf, Cnts::I(recvcounts), Disp::I(rdispls), recvtypes, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-    alltoallw_impl("MPI_Alltoallw_c", sendbuf, Cnts::C(sendcounts), Disp::A(sdispls), sendtypes, recvbuf, Cnts::C(recvcounts), Disp::A(rdispls), recvtypes, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    alltoallw_impl("MPI_Ialltoallw", sendbuf, Cnts::I(sendcounts), Disp::I(sdispls), sendtypes, recvbuf, Cnts::I(recvcounts), Disp::I(rdispls), recvtypes, comm, request, false)
-}
-
-pub unsafe fn MPI_Ialltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    alltoallw_impl("MPI_Ialltoallw_c", sendbuf, Cnts::C(sendcounts), Disp::A(sdispls), sendtypes, recvbuf, Cnts::C(recvcounts), Disp::A(rdispls), recvtypes, comm, request, false)
-}
-
-pub unsafe fn MPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    reduce_impl("MPI_Reduce", sendbuf, recvbuf, count as i64, datatype, op, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Reduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    reduce_impl("MPI_Reduce_c", sendbuf, recvbuf, count, datatype, op, root, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    reduce_impl("MPI_Ireduce", sendbuf, recvbuf, count as i64, datatype, op, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Ireduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    reduce_impl("MPI_Ireduce_c", sendbuf, recvbuf, count, datatype, op, root, comm, request, false)
-}
-
-pub unsafe fn MPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    allreduce_impl("MPI_Allreduce", sendbuf, recvbuf, count as i64, datatype, op, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Allreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    allreduce_impl("MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    allreduce_impl("MPI_Iallreduce", sendbuf, recvbuf, count as i64, datatype, op, comm, request, false)
-}
-
-pub unsafe fn MPI_Iallreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    allreduce_impl("MPI_Iallreduce_c", sendbuf, recvbuf, count, datatype, op, comm, request, false)
-}
-
-pub unsafe fn MPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    reduce_scatter_impl("MPI_Reduce_scatter", sendbuf, recvbuf, Some(Cnts::I(recvcounts)), 0, datatype, op, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Reduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    reduce_scatter_impl("MPI_Reduce_scatter_c", sendbuf, recvbuf, Some(Cnts::C(recvcounts)), 0, datatype, op, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    reduce_scatter_impl("MPI_Ireduce_scatter", sendbuf, recvbuf, Some(Cnts::I(recvcounts)), 0, datatype, op, comm, request, false)
-}
-
-pub unsafe fn MPI_Ireduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    reduce_scatter_impl("MPI_Ireduce_scatter_c", sendbuf, recvbuf, Some(Cnts::C(recvcounts)), 0, datatype, op, comm, request, false)
-}
-
-pub unsafe fn MPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    reduce_scatter_impl("MPI_Reduce_scatter_block", sendbuf, recvbuf, None, recvcount as i64, datatype, op, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Reduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    reduce_scatter_impl("MPI_Reduce_scatter_block_c", sendbuf, recvbuf, None, recvcount, datatype, op, comm, NOREQ, true)
-}
-
-pub unsafe fn MPI_Ireduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    reduce_scatter_impl("MPI_Ireduce_scatter_block", sendbuf, recvbuf, None, recvcount as i64, datatype, op, comm, request, false)
-}
-
-pub unsafe fn MPI_Ireduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    reduce_scatter_impl("MPI_Ireduce_scatter_block_c", sendbuf, recvbuf, None, recvcount, datatype, op, comm, request, false)
-}
-
-pub unsafe fn MPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    scan_impl("MPI_Scan", sendbuf, recvbuf, count as i64, datatype, op, comm, NOREQ, true, false)
-}
-
-pub unsafe fn MPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    scan_impl("MPI_Scan_c", sendbuf, recvbuf, count, datatype, op, comm, NOREQ, true, false)
-}
-
-pub unsafe fn MPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    scan_impl("MPI_Iscan", sendbuf, recvbuf, count as i64, datatype, op, comm, request, false, false)
-}
-
-pub unsafe fn MPI_Iscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    scan_impl("MPI_Iscan_c", sendbuf, recvbuf, count, datatype, op, comm, request, false, false)
-}
-
-pub unsafe fn MPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    scan_impl("MPI_Exscan", sendbuf, recvbuf, count as i64, datatype, op, comm, NOREQ, true, true)
-}
-
-pub unsafe fn MPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    scan_impl("MPI_Exscan_c", sendbuf, recvbuf, count, datatype, op, comm, NOREQ, true, true)
-}
-
-pub unsafe fn MPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    scan_impl("MPI_Iexscan", sendbuf, recvbuf, count as i64, datatype, op, comm, request, false, true)
-}
-
-pub unsafe fn MPI_Iexscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    scan_impl("MPI_Iexscan_c", sendbuf, recvbuf, count, datatype, op, comm, request, false, true)
-}
-
-pub unsafe fn MPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
-    reduce_local_impl("MPI_Reduce_local", inbuf, inoutbuf, count as i64, datatype, op)
-}
-
-pub unsafe fn MPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+pub unsafe fn MPI_Bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    bcast_impl(
+        "MPI_Bcast",
+        buffer,
+        count as i64,
+        datatype,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Bcast_c(
+    buffer: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    bcast_impl(
+        "MPI_Bcast_c",
+        buffer,
+        count,
+        datatype,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Ibcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    bcast_impl(
+        "MPI_Ibcast",
+        buffer,
+        count as i64,
+        datatype,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Ibcast_c(
+    buffer: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    bcast_impl(
+        "MPI_Ibcast_c",
+        buffer,
+        count,
+        datatype,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    gather_impl(
+        "MPI_Gather",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Gather_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    gather_impl(
+        "MPI_Gather_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Igather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    gather_impl(
+        "MPI_Igather",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Igather_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    gather_impl(
+        "MPI_Igather_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    gatherv_impl(
+        "MPI_Gatherv",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(displs),
+        recvtype,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Gatherv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    gatherv_impl(
+        "MPI_Gatherv_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(displs),
+        recvtype,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Igatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    gatherv_impl(
+        "MPI_Igatherv",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(displs),
+        recvtype,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Igatherv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    gatherv_impl(
+        "MPI_Igatherv_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(displs),
+        recvtype,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    scatter_impl(
+        "MPI_Scatter",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Scatter_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    scatter_impl(
+        "MPI_Scatter_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Iscatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    scatter_impl(
+        "MPI_Iscatter",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Iscatter_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    scatter_impl(
+        "MPI_Iscatter_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    scatterv_impl(
+        "MPI_Scatterv",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(displs),
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Scatterv_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    scatterv_impl(
+        "MPI_Scatterv_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(displs),
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Iscatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    scatterv_impl(
+        "MPI_Iscatterv",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(displs),
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Iscatterv_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    scatterv_impl(
+        "MPI_Iscatterv_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(displs),
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    allgather_impl(
+        "MPI_Allgather",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Allgather_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    allgather_impl(
+        "MPI_Allgather_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Iallgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    allgather_impl(
+        "MPI_Iallgather",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Iallgather_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    allgather_impl(
+        "MPI_Iallgather_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    allgatherv_impl(
+        "MPI_Allgatherv",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(displs),
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Allgatherv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    allgatherv_impl(
+        "MPI_Allgatherv_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(displs),
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Iallgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    allgatherv_impl(
+        "MPI_Iallgatherv",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(displs),
+        recvtype,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Iallgatherv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    allgatherv_impl(
+        "MPI_Iallgatherv_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(displs),
+        recvtype,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    alltoall_impl(
+        "MPI_Alltoall",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Alltoall_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    alltoall_impl(
+        "MPI_Alltoall_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Ialltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    alltoall_impl(
+        "MPI_Ialltoall",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Ialltoall_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    alltoall_impl(
+        "MPI_Ialltoall_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    alltoallv_impl(
+        "MPI_Alltoallv",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(rdispls),
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Alltoallv_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    alltoallv_impl(
+        "MPI_Alltoallv_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Ialltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    alltoallv_impl(
+        "MPI_Ialltoallv",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(rdispls),
+        recvtype,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Ialltoallv_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    alltoallv_impl(
+        "MPI_Ialltoallv_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtype,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    alltoallw_impl(
+        "MPI_Alltoallw",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(rdispls),
+        recvtypes,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Alltoallw_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    alltoallw_impl(
+        "MPI_Alltoallw_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtypes,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Ialltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    alltoallw_impl(
+        "MPI_Ialltoallw",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(rdispls),
+        recvtypes,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Ialltoallw_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    alltoallw_impl(
+        "MPI_Ialltoallw_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtypes,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    reduce_impl(
+        "MPI_Reduce",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Reduce_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    reduce_impl(
+        "MPI_Reduce_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        root,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Ireduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    reduce_impl(
+        "MPI_Ireduce",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Ireduce_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    reduce_impl(
+        "MPI_Ireduce_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        root,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    allreduce_impl(
+        "MPI_Allreduce",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Allreduce_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    allreduce_impl(
+        "MPI_Allreduce_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Iallreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    allreduce_impl(
+        "MPI_Iallreduce",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Iallreduce_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    allreduce_impl(
+        "MPI_Iallreduce_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    reduce_scatter_impl(
+        "MPI_Reduce_scatter",
+        sendbuf,
+        recvbuf,
+        Some(Cnts::I(recvcounts)),
+        0,
+        datatype,
+        op,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Reduce_scatter_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    reduce_scatter_impl(
+        "MPI_Reduce_scatter_c",
+        sendbuf,
+        recvbuf,
+        Some(Cnts::C(recvcounts)),
+        0,
+        datatype,
+        op,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Ireduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    reduce_scatter_impl(
+        "MPI_Ireduce_scatter",
+        sendbuf,
+        recvbuf,
+        Some(Cnts::I(recvcounts)),
+        0,
+        datatype,
+        op,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Ireduce_scatter_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    reduce_scatter_impl(
+        "MPI_Ireduce_scatter_c",
+        sendbuf,
+        recvbuf,
+        Some(Cnts::C(recvcounts)),
+        0,
+        datatype,
+        op,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    reduce_scatter_impl(
+        "MPI_Reduce_scatter_block",
+        sendbuf,
+        recvbuf,
+        None,
+        recvcount as i64,
+        datatype,
+        op,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Reduce_scatter_block_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    reduce_scatter_impl(
+        "MPI_Reduce_scatter_block_c",
+        sendbuf,
+        recvbuf,
+        None,
+        recvcount,
+        datatype,
+        op,
+        comm,
+        NOREQ,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Ireduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    reduce_scatter_impl(
+        "MPI_Ireduce_scatter_block",
+        sendbuf,
+        recvbuf,
+        None,
+        recvcount as i64,
+        datatype,
+        op,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Ireduce_scatter_block_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    reduce_scatter_impl(
+        "MPI_Ireduce_scatter_block_c",
+        sendbuf,
+        recvbuf,
+        None,
+        recvcount,
+        datatype,
+        op,
+        comm,
+        request,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Scan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    scan_impl(
+        "MPI_Scan",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        comm,
+        NOREQ,
+        true,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Scan_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    scan_impl(
+        "MPI_Scan_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        comm,
+        NOREQ,
+        true,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Iscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    scan_impl(
+        "MPI_Iscan",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        comm,
+        request,
+        false,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Iscan_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    scan_impl(
+        "MPI_Iscan_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        comm,
+        request,
+        false,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Exscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    scan_impl(
+        "MPI_Exscan",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        comm,
+        NOREQ,
+        true,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Exscan_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    scan_impl(
+        "MPI_Exscan_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        comm,
+        NOREQ,
+        true,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Iexscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    scan_impl(
+        "MPI_Iexscan",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        comm,
+        request,
+        false,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Iexscan_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    scan_impl(
+        "MPI_Iexscan_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        comm,
+        request,
+        false,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> c_int {
+    reduce_local_impl(
+        "MPI_Reduce_local",
+        inbuf,
+        inoutbuf,
+        count as i64,
+        datatype,
+        op,
+    )
+}
+
+pub unsafe fn MPI_Reduce_local_c(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> c_int {
     reduce_local_impl("MPI_Reduce_local_c", inbuf, inoutbuf, count, datatype, op)
 }
 
-pub unsafe fn MPI_Neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor_allgather_impl("MPI_Neighbor_allgather", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, NOREQ, true)
+pub unsafe fn MPI_Neighbor_allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    neighbor_allgather_impl(
+        "MPI_Neighbor_allgather",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
 }
 
-pub unsafe fn MPI_Neighbor_allgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor_allgather_impl("MPI_Neighbor_allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NOREQ, true)
+pub unsafe fn MPI_Neighbor_allgather_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    neighbor_allgather_impl(
+        "MPI_Neighbor_allgather_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
 }
 
-pub unsafe fn MPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    neighbor_allgather_impl("MPI_Ineighbor_allgather", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, request, false)
+pub unsafe fn MPI_Ineighbor_allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbor_allgather_impl(
+        "MPI_Ineighbor_allgather",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        request,
+        false,
+    )
 }
 
-pub unsafe fn MPI_Ineighbor_allgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    neighbor_allgather_impl("MPI_Ineighbor_allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, false)
+pub unsafe fn MPI_Ineighbor_allgather_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbor_allgather_impl(
+        "MPI_Ineighbor_allgather_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        request,
+        false,
+    )
 }
 
-pub unsafe fn MPI_Neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor_allgatherv_impl("MPI_Neighbor_allgatherv", sendbuf, sendcount as i64, sendtype, recvbuf, Cnts::I(recvcounts), Disp::I(displs), recvtype, comm, NOREQ, true)
+pub unsafe fn MPI_Neighbor_allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    neighbor_allgatherv_impl(
+        "MPI_Neighbor_allgatherv",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(displs),
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
 }
 
-pub unsafe fn MPI_Neighbor_allgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor_allgatherv_impl("MPI_Neighbor_allgatherv_c", sendbuf, sendcount, sendtype, recvbuf, Cnts::C(recvcounts), Disp::A(displs), recvtype, comm, NOREQ, true)
+pub unsafe fn MPI_Neighbor_allgatherv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    neighbor_allgatherv_impl(
+        "MPI_Neighbor_allgatherv_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(displs),
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
 }
 
-pub unsafe fn MPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    neighbor_allgatherv_impl("MPI_Ineighbor_allgatherv", sendbuf, sendcount as i64, sendtype, recvbuf, Cnts::I(recvcounts), Disp::I(displs), recvtype, comm, request, false)
+pub unsafe fn MPI_Ineighbor_allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbor_allgatherv_impl(
+        "MPI_Ineighbor_allgatherv",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(displs),
+        recvtype,
+        comm,
+        request,
+        false,
+    )
 }
 
-pub unsafe fn MPI_Ineighbor_allgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    neighbor_allgatherv_impl("MPI_Ineighbor_allgatherv_c", sendbuf, sendcount, sendtype, recvbuf, Cnts::C(recvcounts), Disp::A(displs), recvtype, comm, request, false)
+pub unsafe fn MPI_Ineighbor_allgatherv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbor_allgatherv_impl(
+        "MPI_Ineighbor_allgatherv_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(displs),
+        recvtype,
+        comm,
+        request,
+        false,
+    )
 }
 
-pub unsafe fn MPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor_alltoall_impl("MPI_Neighbor_alltoall", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, NOREQ, true)
+pub unsafe fn MPI_Neighbor_alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    neighbor_alltoall_impl(
+        "MPI_Neighbor_alltoall",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
 }
 
-pub unsafe fn MPI_Neighbor_alltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor_alltoall_impl("MPI_Neighbor_alltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NOREQ, true)
+pub unsafe fn MPI_Neighbor_alltoall_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    neighbor_alltoall_impl(
+        "MPI_Neighbor_alltoall_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
 }
 
-pub unsafe fn MPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    neighbor_alltoall_impl("MPI_Ineighbor_alltoall", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, request, false)
+pub unsafe fn MPI_Ineighbor_alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbor_alltoall_impl(
+        "MPI_Ineighbor_alltoall",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        request,
+        false,
+    )
 }
 
-pub unsafe fn MPI_Ineighbor_alltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    neighbor_alltoall_impl("MPI_Ineighbor_alltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, false)
+pub unsafe fn MPI_Ineighbor_alltoall_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbor_alltoall_impl(
+        "MPI_Ineighbor_alltoall_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        request,
+        false,
+    )
 }
 
-pub unsafe fn MPI_Neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor_alltoallv_impl("MPI_Neighbor_alltoallv", sendbuf, Cnts::I(sendcounts), Disp::I(sdispls), sendtype, recvbuf, Cnts::I(recvcounts), Disp::I(rdispls), recvtype, comm, NOREQ, true)
+pub unsafe fn MPI_Neighbor_alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    neighbor_alltoallv_impl(
+        "MPI_Neighbor_alltoallv",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(rdispls),
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
 }
 
-pub unsafe fn MPI_Neighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor_alltoallv_impl("MPI_Neighbor_alltoallv_c", sendbuf, Cnts::C(sendcounts), Disp::A(sdispls), sendtype, recvbuf, Cnts::C(recvcounts), Disp::A(rdispls), recvtype, comm, NOREQ, true)
+pub unsafe fn MPI_Neighbor_alltoallv_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    neighbor_alltoallv_impl(
+        "MPI_Neighbor_alltoallv_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtype,
+        comm,
+        NOREQ,
+        true,
+    )
 }
 
-pub unsafe fn MPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    neighbor_alltoallv_impl("MPI_Ineighbor_alltoallv", sendbuf, Cnts::I(sendcounts), Disp::I(sdispls), sendtype, recvbuf, Cnts::I(recvcounts), Disp::I(rdispls), recvtype, comm, request, false)
+pub unsafe fn MPI_Ineighbor_alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbor_alltoallv_impl(
+        "MPI_Ineighbor_alltoallv",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(rdispls),
+        recvtype,
+        comm,
+        request,
+        false,
+    )
 }
 
-pub unsafe fn MPI_Ineighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    neighbor_alltoallv_impl("MPI_Ineighbor_alltoallv_c", sendbuf, Cnts::C(sendcounts), Disp::A(sdispls), sendtype, recvbuf, Cnts::C(recvcounts), Disp::A(rdispls), recvtype, comm, request, false)
+pub unsafe fn MPI_Ineighbor_alltoallv_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbor_alltoallv_impl(
+        "MPI_Ineighbor_alltoallv_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtype,
+        comm,
+        request,
+        false,
+    )
 }
 
-pub unsafe fn MPI_Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor_alltoallw_impl("MPI_Neighbor_alltoallw", sendbuf, Cnts::I(sendcounts), Disp::A(sdispls), sendtypes, recvbuf, Cnts::I(recvcounts), Disp::A(rdispls), recvtypes, comm, NOREQ, true)
+pub unsafe fn MPI_Neighbor_alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    neighbor_alltoallw_impl(
+        "MPI_Neighbor_alltoallw",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::A(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::A(rdispls),
+        recvtypes,
+        comm,
+        NOREQ,
+        true,
+    )
 }
 
-pub unsafe fn MPI_Neighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor_alltoallw_impl("MPI_Neighbor_alltoallw_c", sendbuf, Cnts::C(sendcounts), Disp::A(sdispls), sendtypes, recvbuf, Cnts::C(recvcounts), Disp::A(rdispls), recvtypes, comm, NOREQ, true)
+pub unsafe fn MPI_Neighbor_alltoallw_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    neighbor_alltoallw_impl(
+        "MPI_Neighbor_alltoallw_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtypes,
+        comm,
+        NOREQ,
+        true,
+    )
 }
 
-pub unsafe fn MPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    neighbor_alltoallw_impl("MPI_Ineighbor_alltoallw", sendbuf, Cnts::I(sendcounts), Disp::A(sdispls), sendtypes, recvbuf, Cnts::I(recvcounts), Disp::A(rdispls), recvtypes, comm, request, false)
+pub unsafe fn MPI_Ineighbor_alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbor_alltoallw_impl(
+        "MPI_Ineighbor_alltoallw",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::A(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::A(rdispls),
+        recvtypes,
+        comm,
+        request,
+        false,
+    )
 }
 
-pub unsafe fn MPI_Ineighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    neighbor_alltoallw_impl("MPI_Ineighbor_alltoallw_c", sendbuf, Cnts::C(sendcounts), Disp::A(sdispls), sendtypes, recvbuf, Cnts::C(recvcounts), Disp::A(rdispls), recvtypes, comm, request, false)
+pub unsafe fn MPI_Ineighbor_alltoallw_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbor_alltoallw_impl(
+        "MPI_Ineighbor_alltoallw_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtypes,
+        comm,
+        request,
+        false,
+    )
 }
-

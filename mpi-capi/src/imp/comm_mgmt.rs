@@ -83,7 +83,12 @@ fn dup(comm: MPI_Comm, hints: Option<Pairs>, req: Option<*mut MPI_Request>) -> R
     }
     let hints = match hints {
         Some(p) => p,
-        None => META.lock().infos.get(&(comm as usize)).cloned().unwrap_or_default(),
+        None => META
+            .lock()
+            .infos
+            .get(&(comm as usize))
+            .cloned()
+            .unwrap_or_default(),
     };
     if !hints.is_empty() {
         META.lock().infos.insert(h as usize, hints);
@@ -102,10 +107,18 @@ pub unsafe fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
         *o = dup(comm, None, None)?;
         Ok(())
     })();
-    done(comm, &|| format!("MPI_Comm_dup(comm={})", handles::comm_name(comm)), r)
+    done(
+        comm,
+        &|| format!("MPI_Comm_dup(comm={})", handles::comm_name(comm)),
+        r,
+    )
 }
 
-pub unsafe fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+pub unsafe fn MPI_Comm_dup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
     let r = (|| {
         let o = out(newcomm, "newcomm").map_err(code)?;
         let hints = info_arg(info).map_err(code)?;
@@ -119,14 +132,22 @@ pub unsafe fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *m
     )
 }
 
-pub unsafe fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+pub unsafe fn MPI_Comm_idup(
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
     let r = (|| {
         let o = out(newcomm, "newcomm").map_err(code)?;
         out(request, "request").map_err(code)?;
         *o = dup(comm, None, Some(request))?;
         Ok(())
     })();
-    done(comm, &|| format!("MPI_Comm_idup(comm={})", handles::comm_name(comm)), r)
+    done(
+        comm,
+        &|| format!("MPI_Comm_idup(comm={})", handles::comm_name(comm)),
+        r,
+    )
 }
 
 pub unsafe fn MPI_Comm_idup_with_info(
@@ -149,7 +170,12 @@ pub unsafe fn MPI_Comm_idup_with_info(
     )
 }
 
-pub unsafe fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> c_int {
+pub unsafe fn MPI_Comm_split(
+    comm: MPI_Comm,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
     let r = (|| {
         let c = handles::comm(comm)?;
         let o = out(newcomm, "newcomm")?;
@@ -210,7 +236,9 @@ pub unsafe fn MPI_Comm_create(comm: MPI_Comm, grp: MPI_Group, newcomm: *mut MPI_
         *o = register_opt(madmpi::comm_create_from_group(c, &g)?, comm)?;
         Ok(())
     })();
-    finish(comm, r, &|| format!("MPI_Comm_create(comm={})", handles::comm_name(comm)))
+    finish(comm, r, &|| {
+        format!("MPI_Comm_create(comm={})", handles::comm_name(comm))
+    })
 }
 
 pub unsafe fn MPI_Comm_create_group(
@@ -227,7 +255,10 @@ pub unsafe fn MPI_Comm_create_group(
         Ok(())
     })();
     finish(comm, r, &|| {
-        format!("MPI_Comm_create_group(comm={}, tag={tag})", handles::comm_name(comm))
+        format!(
+            "MPI_Comm_create_group(comm={}, tag={tag})",
+            handles::comm_name(comm)
+        )
     })
 }
 
@@ -239,7 +270,10 @@ pub unsafe fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         if c == madmpi::COMM_WORLD || c == madmpi::COMM_SELF {
             return Err((
                 MPI_ERR_COMM,
-                format!("cannot free the predefined communicator {}", handles::comm_name(*slot)),
+                format!(
+                    "cannot free the predefined communicator {}",
+                    handles::comm_name(*slot)
+                ),
             ));
         }
         attr::delete_all(Obj::Comm, *slot as usize)?;
@@ -251,7 +285,11 @@ pub unsafe fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         *slot = MPI_COMM_NULL;
         Ok(())
     })();
-    done(h, &|| format!("MPI_Comm_free(comm={})", handles::comm_name(h)), r)
+    done(
+        h,
+        &|| format!("MPI_Comm_free(comm={})", handles::comm_name(h)),
+        r,
+    )
 }
 
 pub unsafe fn MPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_int) -> c_int {
@@ -295,7 +333,9 @@ pub unsafe fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
         *out(flag, "flag")? = madmpi::comm_is_inter(c)? as c_int;
         Ok(())
     })();
-    finish(comm, r, &|| format!("MPI_Comm_test_inter(comm={})", handles::comm_name(comm)))
+    finish(comm, r, &|| {
+        format!("MPI_Comm_test_inter(comm={})", handles::comm_name(comm))
+    })
 }
 
 pub unsafe fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
@@ -308,7 +348,9 @@ pub unsafe fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
         *o = rem.len() as c_int;
         Ok(())
     })();
-    finish(comm, r, &|| format!("MPI_Comm_remote_size(comm={})", handles::comm_name(comm)))
+    finish(comm, r, &|| {
+        format!("MPI_Comm_remote_size(comm={})", handles::comm_name(comm))
+    })
 }
 
 pub unsafe fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_int {
@@ -322,27 +364,38 @@ pub unsafe fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_i
         META.lock().names.insert(comm as usize, s);
         Ok(())
     })();
-    finish(comm, r, &|| format!("MPI_Comm_set_name(comm={})", handles::comm_name(comm)))
+    finish(comm, r, &|| {
+        format!("MPI_Comm_set_name(comm={})", handles::comm_name(comm))
+    })
 }
 
-pub unsafe fn MPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+pub unsafe fn MPI_Comm_get_name(
+    comm: MPI_Comm,
+    comm_name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
     let r = (|| {
         handles::comm(comm)?;
         let len = out(resultlen, "resultlen")?;
         if comm_name.is_null() {
             return fail(ErrorClass::Arg, "invalid argument: comm_name is NULL");
         }
-        let name = META.lock().names.get(&(comm as usize)).cloned().unwrap_or_else(|| {
-            match comm {
+        let name = META
+            .lock()
+            .names
+            .get(&(comm as usize))
+            .cloned()
+            .unwrap_or_else(|| match comm {
                 MPI_COMM_WORLD => "MPI_COMM_WORLD".into(),
                 MPI_COMM_SELF => "MPI_COMM_SELF".into(),
                 _ => String::new(),
-            }
-        });
+            });
         *len = copy_cstr(&name, comm_name, MPI_MAX_OBJECT_NAME as usize);
         Ok(())
     })();
-    finish(comm, r, &|| format!("MPI_Comm_get_name(comm={})", handles::comm_name(comm)))
+    finish(comm, r, &|| {
+        format!("MPI_Comm_get_name(comm={})", handles::comm_name(comm))
+    })
 }
 
 pub unsafe fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
@@ -359,18 +412,27 @@ pub unsafe fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
         }
         Ok(())
     })();
-    finish(comm, r, &|| format!("MPI_Comm_set_info(comm={})", handles::comm_name(comm)))
+    finish(comm, r, &|| {
+        format!("MPI_Comm_set_info(comm={})", handles::comm_name(comm))
+    })
 }
 
 pub unsafe fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
     let r = (|| {
         handles::comm(comm)?;
         let o = out(info_used, "info_used")?;
-        let p = META.lock().infos.get(&(comm as usize)).cloned().unwrap_or_default();
+        let p = META
+            .lock()
+            .infos
+            .get(&(comm as usize))
+            .cloned()
+            .unwrap_or_default();
         *o = new_info(p)?;
         Ok(())
     })();
-    finish(comm, r, &|| format!("MPI_Comm_get_info(comm={})", handles::comm_name(comm)))
+    finish(comm, r, &|| {
+        format!("MPI_Comm_get_info(comm={})", handles::comm_name(comm))
+    })
 }
 
 pub unsafe fn MPI_Intercomm_create(
@@ -404,7 +466,11 @@ pub unsafe fn MPI_Intercomm_create(
     })
 }
 
-pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) -> c_int {
+pub unsafe fn MPI_Intercomm_merge(
+    intercomm: MPI_Comm,
+    high: c_int,
+    newintracomm: *mut MPI_Comm,
+) -> c_int {
     let r = (|| {
         let c = handles::comm(intercomm)?;
         let o = out(newintracomm, "newintracomm")?;

@@ -154,7 +154,11 @@ fn binary(
     done(name, r)
 }
 
-pub unsafe fn MPI_Group_union(group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group) -> c_int {
+pub unsafe fn MPI_Group_union(
+    group1: MPI_Group,
+    group2: MPI_Group,
+    newgroup: *mut MPI_Group,
+) -> c_int {
     binary("MPI_Group_union", group1, group2, newgroup, |a, b| {
         let mut v = a.to_vec();
         v.extend(b.iter().filter(|x| !a.contains(x)));
@@ -167,9 +171,13 @@ pub unsafe fn MPI_Group_intersection(
     group2: MPI_Group,
     newgroup: *mut MPI_Group,
 ) -> c_int {
-    binary("MPI_Group_intersection", group1, group2, newgroup, |a, b| {
-        a.iter().copied().filter(|x| b.contains(x)).collect()
-    })
+    binary(
+        "MPI_Group_intersection",
+        group1,
+        group2,
+        newgroup,
+        |a, b| a.iter().copied().filter(|x| b.contains(x)).collect(),
+    )
 }
 
 pub unsafe fn MPI_Group_difference(
@@ -197,16 +205,24 @@ fn distinct(ranks: &[c_int], n: usize) -> R<Vec<usize>> {
     Ok(v)
 }
 
-fn select(name: &str, group: MPI_Group, newgroup: *mut MPI_Group, f: impl FnOnce(&[u32]) -> R<Vec<u32>>) -> c_int {
+fn select(
+    name: &str,
+    group: MPI_Group,
+    newgroup: *mut MPI_Group,
+    f: impl FnOnce(&[u32]) -> R<Vec<u32>>,
+) -> c_int {
     let r: R<()> = (|| {
         let g = self::group(group)?;
         let o = out(newgroup, "newgroup")?;
         *o = new_group(f(&g)?.into())?;
         Ok(())
     })();
-    finish_self(name, r.map_err(|e: madmpi::Error| {
-        madmpi::Error::new(e.class, format!("{} (group {})", e.msg, group_name(group)))
-    }))
+    finish_self(
+        name,
+        r.map_err(|e: madmpi::Error| {
+            madmpi::Error::new(e.class, format!("{} (group {})", e.msg, group_name(group)))
+        }),
+    )
 }
 
 pub unsafe fn MPI_Group_incl(
@@ -317,16 +333,18 @@ pub unsafe fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
         *o = new_group(madmpi::comm_info(c)?.local)?;
         Ok(())
     })();
-    finish(comm, r, &|| format!("MPI_Comm_group(comm={})", handles::comm_name(comm)))
+    finish(comm, r, &|| {
+        format!("MPI_Comm_group(comm={})", handles::comm_name(comm))
+    })
 }
 
 pub unsafe fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
     let r = (|| {
         let c = handles::comm(comm)?;
         let o = out(group, "group")?;
-        let rem = madmpi::comm_info(c)?.remote.ok_or_else(|| {
-            madmpi::Error::new(ErrorClass::Comm, "not an intercommunicator")
-        })?;
+        let rem = madmpi::comm_info(c)?
+            .remote
+            .ok_or_else(|| madmpi::Error::new(ErrorClass::Comm, "not an intercommunicator"))?;
         *o = new_group(rem)?;
         Ok(())
     })();

@@ -92,7 +92,9 @@ fn key_arg(key: *const c_char) -> Result<String, E> {
         return Err((MPI_ERR_ARG, "invalid argument: key is NULL".into()));
     }
     // SAFETY: a non-null key is a C string (the caller's contract).
-    let k = unsafe { CStr::from_ptr(key) }.to_string_lossy().into_owned();
+    let k = unsafe { CStr::from_ptr(key) }
+        .to_string_lossy()
+        .into_owned();
     if k.is_empty() || k.len() >= MPI_MAX_INFO_KEY as usize {
         return Err((
             MPI_ERR_INFO_KEY,
@@ -126,7 +128,11 @@ pub unsafe fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
     done("MPI_Info_create", r)
 }
 
-pub unsafe fn MPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut MPI_Info) -> c_int {
+pub unsafe fn MPI_Info_create_env(
+    argc: c_int,
+    argv: *mut *mut c_char,
+    info: *mut MPI_Info,
+) -> c_int {
     let r = (|| {
         let o = out_e(info, "info")?;
         let args = if argv.is_null() || argc <= 0 {
@@ -137,7 +143,8 @@ pub unsafe fn MPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mu
                     .filter_map(|i| {
                         // SAFETY: argv holds argc C strings (the caller's contract).
                         let p = unsafe { *argv.add(i) };
-                        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+                        (!p.is_null())
+                            .then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
                     })
                     .collect(),
             )
@@ -184,7 +191,10 @@ pub unsafe fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
                 p.remove(i);
                 Ok(())
             }
-            None => Err((MPI_ERR_INFO_NOKEY, format!("no key \"{k}\" in the info object"))),
+            None => Err((
+                MPI_ERR_INFO_NOKEY,
+                format!("no key \"{k}\" in the info object"),
+            )),
         })
     })();
     done("MPI_Info_delete", r)

@@ -122,8 +122,9 @@ fn create(f: UserFn, commute: c_int, op: *mut MPI_Op) -> R<()> {
 pub unsafe fn MPI_Op_create(user_fn: MPI_User_function, commute: c_int, op: *mut MPI_Op) -> c_int {
     let r = (|| {
         running()?;
-        let f = user_fn
-            .ok_or_else(|| madmpi::Error::new(ErrorClass::Arg, "invalid argument: user_fn is NULL"))?;
+        let f = user_fn.ok_or_else(|| {
+            madmpi::Error::new(ErrorClass::Arg, "invalid argument: user_fn is NULL")
+        })?;
         create(UserFn::Int(f), commute, op)
     })();
     finish_self("MPI_Op_create", r)
@@ -136,8 +137,9 @@ pub unsafe fn MPI_Op_create_c(
 ) -> c_int {
     let r = (|| {
         running()?;
-        let f = user_fn
-            .ok_or_else(|| madmpi::Error::new(ErrorClass::Arg, "invalid argument: user_fn is NULL"))?;
+        let f = user_fn.ok_or_else(|| {
+            madmpi::Error::new(ErrorClass::Arg, "invalid argument: user_fn is NULL")
+        })?;
         create(UserFn::Big(f), commute, op)
     })();
     finish_self("MPI_Op_create_c", r)

@@ -50,7 +50,10 @@ pub unsafe fn MPI_Cart_create(
         let c = handles::comm(comm_old)?;
         let o = out(comm_cart, "comm_cart")?;
         let d = ints(dims, ndims, "dims")?;
-        let p: Vec<bool> = ints(periods, ndims, "periods")?.iter().map(|&x| x != 0).collect();
+        let p: Vec<bool> = ints(periods, ndims, "periods")?
+            .iter()
+            .map(|&x| x != 0)
+            .collect();
         *o = register_opt(topo::cart_create(c, d, &p)?, comm_old)?;
         Ok(())
     })();
@@ -103,7 +106,12 @@ pub unsafe fn MPI_Cart_get(
     finish(comm, r, &|| call("MPI_Cart_get", comm))
 }
 
-pub unsafe fn MPI_Cart_coords(comm: MPI_Comm, rank: c_int, maxdims: c_int, coords: *mut c_int) -> c_int {
+pub unsafe fn MPI_Cart_coords(
+    comm: MPI_Comm,
+    rank: c_int,
+    maxdims: c_int,
+    coords: *mut c_int,
+) -> c_int {
     let r = (|| {
         let c = handles::comm(comm)?;
         let (d, _) = topo::cart_of(c)?;
@@ -112,7 +120,10 @@ pub unsafe fn MPI_Cart_coords(comm: MPI_Comm, rank: c_int, maxdims: c_int, coord
             return fail(ErrorClass::Rank, format!("invalid rank {rank}"));
         }
         if (maxdims as usize) < d.len() {
-            return fail(ErrorClass::Arg, format!("maxdims {maxdims} < {} dimensions", d.len()));
+            return fail(
+                ErrorClass::Arg,
+                format!("maxdims {maxdims} < {} dimensions", d.len()),
+            );
         }
         let co = topo::cart_coords(&d, rank);
         outs(coords, d.len(), "coords")?.copy_from_slice(&co);
@@ -126,9 +137,8 @@ pub unsafe fn MPI_Cart_rank(comm: MPI_Comm, coords: *const c_int, rank: *mut c_i
         let c = handles::comm(comm)?;
         let (d, p) = topo::cart_of(c)?;
         let co = ints(coords, d.len() as c_int, "coords")?;
-        *out(rank, "rank")? = topo::cart_rank(&d, &p, co).map_err(|e| {
-            madmpi::Error::new(ErrorClass::Rank, e.msg)
-        })?;
+        *out(rank, "rank")? =
+            topo::cart_rank(&d, &p, co).map_err(|e| madmpi::Error::new(ErrorClass::Rank, e.msg))?;
         Ok(())
     })();
     finish(comm, r, &|| call("MPI_Cart_rank", comm))
@@ -158,7 +168,11 @@ pub unsafe fn MPI_Cart_shift(
     finish(comm, r, &|| call("MPI_Cart_shift", comm))
 }
 
-pub unsafe fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int, newcomm: *mut MPI_Comm) -> c_int {
+pub unsafe fn MPI_Cart_sub(
+    comm: MPI_Comm,
+    remain_dims: *const c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
     let r = (|| {
         let c = handles::comm(comm)?;
         let (d, _) = topo::cart_of(c)?;
@@ -190,7 +204,10 @@ pub unsafe fn MPI_Cart_map(
         let n: i64 = d.iter().map(|&x| x as i64).product();
         let size = madmpi::comm_size(c)?;
         if n > size as i64 {
-            return fail(ErrorClass::Arg, format!("the grid needs {n} processes, the communicator has {size}"));
+            return fail(
+                ErrorClass::Arg,
+                format!("the grid needs {n} processes, the communicator has {size}"),
+            );
         }
         *out(newrank, "newrank")? = topo::map_rank(madmpi::comm_rank(c)?, n as c_int);
         Ok(())
@@ -222,7 +239,10 @@ pub unsafe fn MPI_Graph_create(
 fn graph_of(c: madmpi::CommId) -> R<(Vec<c_int>, Vec<c_int>)> {
     match &*topo::topo_of(c)? {
         Topology::Graph { index, edges } => Ok((index.clone(), edges.clone())),
-        _ => fail(ErrorClass::Topology, "the communicator has no graph topology"),
+        _ => fail(
+            ErrorClass::Topology,
+            "the communicator has no graph topology",
+        ),
     }
 }
 
@@ -256,7 +276,11 @@ pub unsafe fn MPI_Graph_get(
     finish(comm, r, &|| call("MPI_Graph_get", comm))
 }
 
-pub unsafe fn MPI_Graph_neighbors_count(comm: MPI_Comm, rank: c_int, nneighbors: *mut c_int) -> c_int {
+pub unsafe fn MPI_Graph_neighbors_count(
+    comm: MPI_Comm,
+    rank: c_int,
+    nneighbors: *mut c_int,
+) -> c_int {
     let r = (|| {
         let c = handles::comm(comm)?;
         let (i, e) = graph_of(c)?;
@@ -301,7 +325,10 @@ pub unsafe fn MPI_Graph_map(
         let c = handles::comm(comm)?;
         let size = madmpi::comm_size(c)?;
         if nnodes < 0 || nnodes > size {
-            return fail(ErrorClass::Arg, format!("invalid nnodes {nnodes} (communicator size {size})"));
+            return fail(
+                ErrorClass::Arg,
+                format!("invalid nnodes {nnodes} (communicator size {size})"),
+            );
         }
         *out(newrank, "newrank")? = topo::map_rank(madmpi::comm_rank(c)?, nnodes);
         Ok(())
@@ -334,7 +361,9 @@ pub unsafe fn MPI_Dist_graph_create_adjacent(
         *o = register_opt(Some(id), comm_old)?;
         Ok(())
     })();
-    finish(comm_old, r, &|| call("MPI_Dist_graph_create_adjacent", comm_old))
+    finish(comm_old, r, &|| {
+        call("MPI_Dist_graph_create_adjacent", comm_old)
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -392,7 +421,10 @@ pub unsafe fn MPI_Dist_graph_neighbors_count(
             ..
         } = &*t
         else {
-            return fail(ErrorClass::Topology, "the communicator has no distributed graph topology");
+            return fail(
+                ErrorClass::Topology,
+                "the communicator has no distributed graph topology",
+            );
         };
         *out(indegree, "indegree")? = sources.len() as c_int;
         *out(outdegree, "outdegree")? = dests.len() as c_int;
@@ -423,7 +455,10 @@ pub unsafe fn MPI_Dist_graph_neighbors(
             weighted,
         } = &*t
         else {
-            return fail(ErrorClass::Topology, "the communicator has no distributed graph topology");
+            return fail(
+                ErrorClass::Topology,
+                "the communicator has no distributed graph topology",
+            );
         };
         let ni = s.len().min(maxindegree.max(0) as usize);
         let no = dests.len().min(maxoutdegree.max(0) as usize);

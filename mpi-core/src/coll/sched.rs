@@ -132,6 +132,8 @@ pub(crate) struct B {
     bufs: Vec<AlignedBuf>,
     /// Datatype and operation of the `Reduce` steps.
     pub op: Option<(Op, Datatype)>,
+    /// Priority of a context-id agreement (parent context, tag), for `comm`.
+    pub prio: Option<(u32, i32)>,
 }
 
 impl B {
@@ -140,6 +142,7 @@ impl B {
             rounds: Vec::new(),
             bufs: Vec::new(),
             op: None,
+            prio: None,
         }
     }
 
