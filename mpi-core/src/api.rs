@@ -47,6 +47,9 @@ const FINALIZED: u8 = 2;
 static PHASE: AtomicU8 = AtomicU8::new(UNINIT);
 static EPOCH: Lazy<Instant> = Lazy::new(Instant::now);
 
+/// Polls made without even a `pause` before a waiting rank backs off.
+const FAST_POLLS: u32 = 256;
+
 /// Spin a little, then yield the CPU: waiting never monopolises a core.
 pub(crate) struct Backoff {
     n: u32,
@@ -63,7 +66,11 @@ impl Backoff {
     pub(crate) fn snooze(&mut self) {
         if self.n < self.spin {
             self.n += 1;
-            std::hint::spin_loop();
+            // The first polls run back to back: a `pause` costs tens of nanoseconds, which is
+            // the latency of a message that is about to arrive.
+            if self.n > FAST_POLLS {
+                std::hint::spin_loop();
+            }
         } else {
             std::thread::yield_now();
         }
@@ -1121,7 +1128,7 @@ pub fn comm_create(
     local: std::sync::Arc<[u32]>,
     remote: Option<std::sync::Arc<[u32]>>,
 ) -> Result<CommId> {
-    if ctx % 2 != 0 {
+    if ctx & 1 != 0 {
         return err(ErrorClass::Intern, format!("context id {ctx} is odd"));
     }
     with(|e| {

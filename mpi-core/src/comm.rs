@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 
 use crate::api::{wait, with};
 use crate::coll::algo;
-use crate::coll::sched::{Flow, Team, B};
+use crate::coll::sched::{ErrorSink, Flow, Team, B};
 use crate::engine::{Comm, State};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::op::{BuiltinOp, Op};
@@ -48,6 +48,10 @@ struct Extra {
     topo: Option<Arc<Topology>>,
     /// The context id came from the pool (and goes back when the communicator is freed).
     pooled: bool,
+    /// Collectives in progress on it (MPI_Comm_free waits for them to finish).
+    pending: u32,
+    /// MPI_Comm_free was called while collectives were in progress.
+    freed: bool,
 }
 
 static EXTRA: Lazy<Mutex<HashMap<u32, Extra>>> = Lazy::new(|| Mutex::new(HashMap::new()));
@@ -88,15 +92,38 @@ pub fn topology(c: CommId) -> Option<Arc<Topology>> {
 }
 
 fn set_extra(c: CommId, local: Option<CommId>, topo: Option<Arc<Topology>>, pooled: bool) {
-    EXTRA.lock().insert(
+    let mut m = EXTRA.lock();
+    let pending = m.get(&c.0).map_or(0, |e| e.pending);
+    m.insert(
         c.0,
         Extra {
             seq: 0,
             local,
             topo,
             pooled,
+            pending,
+            freed: false,
         },
     );
+}
+
+/// A collective starts on `c`: the communicator must outlive it.
+pub(crate) fn hold(c: CommId) {
+    EXTRA.lock().entry(c.0).or_default().pending += 1;
+}
+
+/// A collective on `c` is over: a communicator freed meanwhile goes with the last one.
+pub(crate) fn release(st: &mut State, c: CommId) {
+    let gone = match EXTRA.lock().get_mut(&c.0) {
+        Some(e) => {
+            e.pending = e.pending.saturating_sub(1);
+            e.freed && e.pending == 0
+        }
+        None => false,
+    };
+    if gone {
+        let _ = destroy(st, c);
+    }
 }
 
 // ------------------------------------------------------------------------------------ id pool
@@ -135,11 +162,16 @@ impl Pool {
     /// will find nothing in common and retry until the one before it is done). Without the
     /// priority, two agreements could take turns holding the ids on different processes and
     /// both retry forever.
-    fn reserve(&mut self, key: Key) -> Mask {
+    ///
+    /// The flag is false when the agreement had the priority and still found no free id: the
+    /// process has run out of ids, and the agreement must fail (everywhere) rather than retry.
+    fn reserve(&mut self, key: Key) -> (Mask, bool) {
         if self.active.first().is_some_and(|&k| k != key) {
-            return [0; WORDS];
+            return ([0; WORDS], true);
         }
-        std::mem::replace(&mut self.free, [0; WORDS])
+        let m = std::mem::replace(&mut self.free, [0; WORDS]);
+        let some = m.iter().any(|&w| w != 0);
+        (m, some)
     }
 
     /// Return the ids of `m` except `keep`.
@@ -184,6 +216,22 @@ fn and(a: &Mask, b: &Mask) -> Mask {
 }
 
 const MASK_BYTES: usize = WORDS * 8;
+/// A mask and the "ids left" word (all ones, or 0 for a process out of ids), ANDed together.
+const BUF_BYTES: usize = MASK_BYTES + 8;
+
+/// The "ids left" word after a mask.
+unsafe fn ids_left(p: *const u8) -> bool {
+    let mut w = [0u8; 8];
+    std::ptr::copy_nonoverlapping(p.add(MASK_BYTES), w.as_mut_ptr(), 8);
+    u64::from_ne_bytes(w) != 0
+}
+
+fn out_of_ids() -> Error {
+    Error::new(
+        ErrorClass::Other,
+        format!("out of context ids: too many communicators in use (at most {IDS} per process)"),
+    )
+}
 
 unsafe fn read_mask(p: *const u8) -> Mask {
     let mut m = [0u64; WORDS];
@@ -225,17 +273,21 @@ fn mask_allreduce(b: &mut B, t: &Team, cell: &Cell) -> (usize, *mut u8) {
     cell.lock().key = key;
     b.fence();
     let start = b.round_index();
-    let mine = P(b.tmp(MASK_BYTES));
-    let all = b.tmp(MASK_BYTES);
+    let mine = P(b.tmp(BUF_BYTES));
+    let all = b.tmp(BUF_BYTES);
     let c = cell.clone();
     b.call(move |_st| {
-        let m = POOL.lock().reserve(key);
-        // SAFETY: `mine` is a MASK_BYTES scratch buffer of this schedule.
-        unsafe { write_mask(mine.p(), &m) };
+        let (m, left) = POOL.lock().reserve(key);
+        let w = if left { u64::MAX } else { 0 };
+        // SAFETY: `mine` is a BUF_BYTES scratch buffer of this schedule.
+        unsafe {
+            write_mask(mine.p(), &m);
+            std::ptr::copy_nonoverlapping(w.to_ne_bytes().as_ptr(), mine.p().add(MASK_BYTES), 8);
+        }
         c.lock().snapshot = Some(m);
         Ok(Flow::Next)
     });
-    algo::allreduce_doubling(b, t, mine.p(), all, WORDS, 8);
+    algo::allreduce_doubling(b, t, mine.p(), all, WORDS + 1, 8);
     (start, all)
 }
 
@@ -270,8 +322,11 @@ fn add(st: &mut State, ctx: u32, local: Arc<[u32]>, remote: Option<Arc<[u32]>>) 
     }))
 }
 
-/// The engine's view of a communicator: (rank, local group, remote group).
-fn view(st: &State, c: CommId) -> Result<(i32, Arc<[u32]>, Option<Arc<[u32]>>)> {
+/// Rank, local group and remote group of a communicator.
+type ViewOf = (i32, Arc<[u32]>, Option<Arc<[u32]>>);
+
+/// The engine's view of a communicator.
+fn view(st: &State, c: CommId) -> Result<ViewOf> {
     let cm = st.comm(c)?;
     Ok((cm.rank, cm.world.clone(), cm.remote.clone()))
 }
@@ -282,17 +337,26 @@ fn run(
     tag: Option<i32>,
     f: impl FnOnce(&mut B, &mut State) -> Result<()>,
 ) -> Result<()> {
-    let r = start(comm, tag, f)?;
+    let sink = ErrorSink::default();
+    let r = start(comm, tag, Some(sink.clone()), f)?;
+    finish(r, &sink)
+}
+
+/// Wait for a creation schedule; its error, with its message.
+fn finish(r: RequestId, sink: &ErrorSink) -> Result<()> {
     let s = wait(r)?;
     match s.error {
-        Some(c) => err(c, "communicator creation failed in a point-to-point step"),
         None => Ok(()),
+        Some(c) => Err(sink.lock().take().unwrap_or_else(|| {
+            Error::new(c, "communicator creation failed in a point-to-point step")
+        })),
     }
 }
 
 fn start(
     comm: CommId,
     tag: Option<i32>,
+    sink: Option<ErrorSink>,
     f: impl FnOnce(&mut B, &mut State) -> Result<()>,
 ) -> Result<RequestId> {
     with(|e| {
@@ -306,7 +370,14 @@ fn start(
             commit_tag(comm);
         }
         POOL.lock().active.insert((ctx, tag));
-        let r = e.st.start_schedule(Box::new(b.finish(tag)))?;
+        // A failed agreement must not keep its priority.
+        let mut s = b.finish(tag).holding(comm).finally(move |_| {
+            POOL.lock().active.remove(&(ctx, tag));
+        });
+        if let Some(k) = sink {
+            s = s.reporting(k);
+        }
+        let r = e.st.start_schedule(Box::new(s))?;
         e.flush()?;
         Ok(r)
     })
@@ -332,8 +403,12 @@ fn agree_intra(
     let (start, all) = mask_allreduce(b, t, &cell);
     let all = P(all);
     b.call(move |st| {
-        // SAFETY: `all` is a MASK_BYTES scratch buffer of this schedule.
-        let m = unsafe { read_mask(all.p()) };
+        // SAFETY: `all` is a BUF_BYTES scratch buffer of this schedule.
+        let (m, left) = unsafe { (read_mask(all.p()), ids_left(all.p())) };
+        if !left {
+            settle(&cell, &[], true);
+            return Err(out_of_ids());
+        }
         match lowest(&m, None) {
             None => {
                 settle(&cell, &[], false);
@@ -350,20 +425,25 @@ fn agree_intra(
 
 /// MPI_Comm_dup of an intracommunicator or intercommunicator (the topology goes along).
 pub fn comm_dup(c: CommId) -> Result<CommId> {
-    let (id, r) = comm_idup(c)?;
-    let s = wait(r)?;
-    if let Some(cl) = s.error {
-        return err(cl, "MPI_Comm_dup failed in a point-to-point step");
+    let sink = ErrorSink::default();
+    let (id, r) = idup(c, Some(sink.clone()))?;
+    if let Err(e) = finish(r, &sink) {
+        let _ = free_comm(id);
+        return Err(e);
     }
     Ok(id)
 }
 
 /// MPI_Comm_idup: the new communicator's id now, usable once the request completes.
 pub fn comm_idup(c: CommId) -> Result<(CommId, RequestId)> {
+    idup(c, None)
+}
+
+fn idup(c: CommId, sink: Option<ErrorSink>) -> Result<(CommId, RequestId)> {
     let topo = topology(c);
     let out: Out<CommId> = Arc::default();
     let o = out.clone();
-    let r = start(c, None, |b, st| {
+    let r = start(c, None, sink, |b, st| {
         let (rank, local, remote) = view(st, c)?;
         let id = st.add_comm(Comm {
             ctx: PLACEHOLDER_CTX,
@@ -679,8 +759,8 @@ fn agree_inter_at(
 ) {
     let cell: Cell = Arc::default();
     let (start, all) = mask_allreduce(b, lt, &cell);
-    let msg_len = MASK_BYTES + 8 + payload.len();
-    let cap = MASK_BYTES + 8 + max_remote;
+    let msg_len = BUF_BYTES + 8 + payload.len();
+    let cap = BUF_BYTES + 8 + max_remote;
     let out = P(b.tmp(msg_len));
     let inb = P(b.tmp(cap));
     let dec_len = 32 + max_remote;
@@ -692,10 +772,10 @@ fn agree_inter_at(
         b.call(move |_| {
             // SAFETY: `out` holds msg_len bytes; `all` a mask.
             unsafe {
-                std::ptr::copy_nonoverlapping(all.p(), out.p(), MASK_BYTES);
+                std::ptr::copy_nonoverlapping(all.p(), out.p(), BUF_BYTES);
                 let n = (pl.len() as u64).to_ne_bytes();
-                std::ptr::copy_nonoverlapping(n.as_ptr(), out.p().add(MASK_BYTES), 8);
-                std::ptr::copy_nonoverlapping(pl.as_ptr(), out.p().add(MASK_BYTES + 8), pl.len());
+                std::ptr::copy_nonoverlapping(n.as_ptr(), out.p().add(BUF_BYTES), 8);
+                std::ptr::copy_nonoverlapping(pl.as_ptr(), out.p().add(BUF_BYTES + 8), pl.len());
             }
             Ok(Flow::Next)
         });
@@ -715,8 +795,9 @@ fn agree_inter_at(
             unsafe {
                 let mine = read_mask(all.p());
                 let theirs = read_mask(inb.p());
+                let left = ids_left(all.p()) && ids_left(inb.p());
                 let mut n = [0u8; 8];
-                std::ptr::copy_nonoverlapping(inb.p().add(MASK_BYTES), n.as_mut_ptr(), 8);
+                std::ptr::copy_nonoverlapping(inb.p().add(BUF_BYTES), n.as_mut_ptr(), 8);
                 let plen = (u64::from_ne_bytes(n) as usize).min(max_remote);
                 let both = and(&mine, &theirs);
                 let x = lowest(&both, None);
@@ -725,6 +806,8 @@ fn agree_inter_at(
                         || (lowest(&mine, Some(x)).is_some() && lowest(&theirs, Some(x)).is_some())
                 });
                 let words: [u64; 4] = match x {
+                    // 2: a process is out of ids, everyone fails.
+                    _ if !left => [2, 0, 0, 0],
                     Some(x) if ok => [
                         1,
                         x as u64,
@@ -734,7 +817,7 @@ fn agree_inter_at(
                     _ => [0; 4],
                 };
                 std::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, dec.p(), 32);
-                std::ptr::copy_nonoverlapping(inb.p().add(MASK_BYTES + 8), dec.p().add(32), plen);
+                std::ptr::copy_nonoverlapping(inb.p().add(BUF_BYTES + 8), dec.p().add(32), plen);
             }
             Ok(Flow::Next)
         });
@@ -761,6 +844,10 @@ fn agree_inter_at(
         if words[0] == 0 {
             settle(&cell, &[], false);
             return Ok(Flow::Jump(start));
+        }
+        if words[0] == 2 {
+            settle(&cell, &[], true);
+            return Err(out_of_ids());
         }
         let (x, y) = (words[1] as u32, words[2] as u32);
         let keep = if need_local { vec![x, y] } else { vec![x] };
@@ -926,28 +1013,49 @@ pub fn comm_is_inter(c: CommId) -> Result<bool> {
 }
 
 /// MPI_Comm_free: forget the communicator (and the local communicator of an
-/// intercommunicator), and give its context ids back.
+/// intercommunicator), and give its context ids back — once the collectives still in progress
+/// on it have completed, as the standard allows them to.
 pub fn free_comm(c: CommId) -> Result<()> {
     with(|e| {
-        let ctx = e.st.comm(c)?.ctx;
-        e.st.remove_comm(c)?;
-        let ex = EXTRA.lock().remove(&c.0);
-        let mut pool = POOL.lock();
-        if let Some(ex) = ex {
-            if ex.pooled {
-                pool.give_back(ctx / 2);
-            }
-            if let Some(l) = ex.local {
-                if let Ok(cm) = e.st.comm(l) {
-                    let lctx = cm.ctx;
-                    e.st.remove_comm(l)?;
-                    pool.give_back(lctx / 2);
-                }
-                EXTRA.lock().remove(&l.0);
-            }
+        e.st.comm(c)?;
+        if c.0 < 2 {
+            return e.st.remove_comm(c);
         }
-        Ok(())
+        let busy = {
+            let mut m = EXTRA.lock();
+            let x = m.entry(c.0).or_default();
+            if x.freed {
+                return err(ErrorClass::Comm, "the communicator has already been freed");
+            }
+            x.freed = true;
+            x.pending > 0
+        };
+        if busy {
+            return Ok(());
+        }
+        destroy(&mut e.st, c)
     })
+}
+
+fn destroy(st: &mut State, c: CommId) -> Result<()> {
+    let ctx = st.comm(c)?.ctx;
+    st.remove_comm(c)?;
+    let ex = EXTRA.lock().remove(&c.0);
+    let Some(ex) = ex else {
+        return Ok(());
+    };
+    if ex.pooled {
+        POOL.lock().give_back(ctx / 2);
+    }
+    if let Some(l) = ex.local {
+        if let Ok(cm) = st.comm(l) {
+            let lctx = cm.ctx;
+            st.remove_comm(l)?;
+            POOL.lock().give_back(lctx / 2);
+        }
+        EXTRA.lock().remove(&l.0);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -963,8 +1071,14 @@ mod tests {
         p.free[0] &= !0b11;
         p.active.insert((0, 0));
         p.active.insert((0, 1024));
-        assert_eq!(lowest(&p.reserve((0, 1024)), None), None, "not its turn");
-        let m = p.reserve((0, 0));
+        assert_eq!(lowest(&p.reserve((0, 1024)).0, None), None, "not its turn");
+        assert!(p.reserve((0, 1024)).1, "not out of ids either");
+        let (m, left) = p.reserve((0, 0));
+        assert!(left);
+        assert!(
+            !p.reserve((0, 0)).1,
+            "nothing left with the priority: out of ids"
+        );
         assert_eq!(lowest(&m, None), Some(2));
         assert_eq!(lowest(&p.free, None), None);
         p.release(&m, &[2]);

@@ -578,6 +578,7 @@ impl State {
     }
 
     /// Start a receive. `buf` must stay valid until the request completes.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn irecv(
         &mut self,
         buf: *mut u8,
@@ -666,6 +667,7 @@ impl State {
                 }
                 check_type(dt)?;
             }
+            Persistent::Coll(_) => {}
         }
         let mut r = Request::new(Op::None);
         r.active = false;
@@ -690,6 +692,18 @@ impl State {
                 "MPI_Start on a persistent request that is already active",
             );
         }
+        if let Persistent::Coll(make) = &p {
+            // A collective runs in the persistent request itself, as a schedule.
+            let sched = make(self)?;
+            let r = self.reqs.get_mut(id).ok_or_else(bad_request)?;
+            r.op = Op::Sched(sched);
+            r.active = true;
+            r.complete = false;
+            r.status = crate::request::EMPTY_STATUS;
+            self.scheds.push(id);
+            self.advance_schedules();
+            return Ok(());
+        }
         // The inner operation runs as its own request; its state moves into this one.
         // SAFETY: the persistent request's buffer follows the same validity rule as any request.
         let inner = unsafe {
@@ -711,6 +725,7 @@ impl State {
                     tag,
                     comm,
                 } => self.irecv(buf, count, dt, src, tag, comm, false)?,
+                Persistent::Coll(_) => unreachable!("started above"),
             }
         };
         self.rebind(inner, id);
@@ -1706,13 +1721,19 @@ impl Engine {
 
     /// One pass of progress: flush, poll every driver, run rendezvous gets, flush replies.
     /// Returns whether anything arrived.
+    #[inline]
     pub fn progress(&mut self) -> Result<bool> {
-        self.flush()?;
+        if !self.st.dirty.is_empty() {
+            self.flush()?;
+        }
         let st = &mut self.st;
-        let mut n = self
-            .drv
-            .lo
-            .poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
+        let mut n = 0;
+        if self.drv.lo.has_pending() {
+            n += self
+                .drv
+                .lo
+                .poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
+        }
         if let Some(shm) = self.drv.shm.as_mut() {
             n += shm.poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
         }
@@ -1732,7 +1753,9 @@ impl Engine {
         if !self.st.scheds.is_empty() {
             self.st.advance_schedules();
         }
-        self.flush()?;
+        if !self.st.dirty.is_empty() {
+            self.flush()?;
+        }
         Ok(n > 0)
     }
 

@@ -24,11 +24,13 @@ pub mod wire;
 
 pub use api::*;
 pub use coll::{
-    allgather, allgatherv, allreduce, alltoall, alltoallw, barrier, bcast, gather, gatherv,
-    iallgather, iallgatherv, iallreduce, ialltoall, ialltoallw, ibarrier, ibcast, igather,
-    igatherv, ineighbor_alltoallw, ireduce, ireduce_scatter, iscan, iscatter, iscatterv,
-    neighbor_alltoallw, neighbor_counts, reduce, reduce_local, reduce_scatter, scan, scatter,
-    scatterv, Blocks, Data, Input, ROOT,
+    allgather, allgather_init, allgatherv, allgatherv_init, allreduce, allreduce_init, alltoall,
+    alltoall_init, alltoallw, alltoallw_init, barrier, barrier_init, bcast, bcast_init, gather,
+    gather_init, gatherv, gatherv_init, iallgather, iallgatherv, iallreduce, ialltoall, ialltoallw,
+    ibarrier, ibcast, igather, igatherv, ineighbor_alltoallw, ireduce, ireduce_scatter, iscan,
+    iscatter, iscatterv, neighbor_alltoallw, neighbor_alltoallw_init, neighbor_counts, reduce,
+    reduce_init, reduce_local, reduce_scatter, reduce_scatter_init, scan, scan_init, scatter,
+    scatter_init, scatterv, scatterv_init, Blocks, Data, Input, ROOT,
 };
 pub use comm::{
     comm_create_from_group, comm_create_group, comm_dup, comm_idup, comm_is_inter, comm_split,

@@ -603,7 +603,7 @@ pub unsafe fn apply_basic(
     match op {
         BuiltinOp::NoOp => return Ok(()),
         BuiltinOp::Replace => {
-            if a != io as *const u8 {
+            if !std::ptr::eq(a, io) {
                 std::ptr::copy(a, io, n * b.size());
             }
             return Ok(());

@@ -189,7 +189,16 @@ pub(crate) enum Persistent {
         tag: i32,
         comm: CommId,
     },
+    /// A persistent collective (MPI_Bcast_init …): its schedule, built anew at each start.
+    Coll(MakeSched),
 }
+
+/// Builds the schedule of a persistent collective (at each MPI_Start).
+pub(crate) type MakeSched = std::sync::Arc<
+    dyn Fn(&mut crate::engine::State) -> crate::error::Result<Box<dyn crate::engine::Schedule>>
+        + Send
+        + Sync,
+>;
 
 pub(crate) enum Op {
     /// Nothing in flight (completed at creation, or inactive persistent).

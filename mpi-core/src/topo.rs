@@ -230,7 +230,7 @@ fn balanced(n: u64, k: usize, max: u64, out: &mut Vec<u64>) -> bool {
     // The first factor is at least the k-th root of n.
     let mut d = 1u64;
     while d <= max.min(n) {
-        if n % d == 0 && d.checked_pow(k as u32).is_none_or(|p| p >= n) {
+        if n.is_multiple_of(d) && d.checked_pow(k as u32).is_none_or(|p| p >= n) {
             out.push(d);
             if balanced(n / d, k - 1, d, out) {
                 return true;

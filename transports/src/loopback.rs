@@ -70,6 +70,14 @@ impl LoopbackTransport {
     }
 }
 
+impl LoopbackTransport {
+    /// Whether a packet waits: lets the engine skip the poll call when nothing does.
+    #[inline]
+    pub fn has_pending(&self) -> bool {
+        !self.queue.is_empty()
+    }
+}
+
 impl Transport for LoopbackTransport {
     fn caps(&self) -> &Caps {
         &self.caps

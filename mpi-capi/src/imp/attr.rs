@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
 
-use madmpi::ErrorClass;
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
@@ -536,6 +535,3 @@ pub unsafe fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -
     let r = type_h(datatype).and_then(|h| delete(Obj::Type, h, type_keyval));
     done(MPI_COMM_SELF, "MPI_Type_delete_attr", r)
 }
-
-#[allow(dead_code)]
-fn _unused(_: ErrorClass) {}

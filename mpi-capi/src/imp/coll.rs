@@ -1,11 +1,14 @@
 //! Collective operations: blocking, non-blocking (`MPI_I*`, completed through MPI_Wait/Test
-//! like any request) and their large-count `_c` twins, the neighbourhood collectives, and
-//! MPI_Reduce_local.
+//! like any request), persistent (`MPI_*_init`, started by MPI_Start) and their large-count `_c`
+//! twins, the neighbourhood collectives, and MPI_Reduce_local.
 //!
 //! Each function is a thin wrapper over one generic implementation per collective: it finds
 //! out which arguments are significant at this process (the root's receive buffer, MPI_ROOT
 //! and MPI_PROC_NULL on intercommunicators …), looks only those up (others may legitimately be
 //! garbage), and makes one call into the core. Blocking forms start the operation and wait.
+
+// The argument lists are the C signatures.
+#![allow(clippy::too_many_arguments)]
 
 use std::os::raw::{c_int, c_void};
 
@@ -84,7 +87,7 @@ fn types(a: *const MPI_Datatype, n: usize, what: &str) -> R<Vec<Datatype>> {
 }
 
 fn in_place(p: *const c_void) -> bool {
-    p == MPI_IN_PLACE as *const c_void
+    std::ptr::eq(p, MPI_IN_PLACE)
 }
 
 /// A checked buffer argument.
@@ -149,21 +152,30 @@ fn peers(c: CommId) -> R<usize> {
     Ok(i.remote.as_ref().map_or(i.local.len(), |r| r.len()))
 }
 
-/// Start a collective with `f` and either wait for it or hand out its request.
+/// Blocking, non-blocking (`MPI_I*`) or persistent (`MPI_*_init`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Blocking,
+    Nonblocking,
+    Persistent,
+}
+
+/// Start a collective with `f` (or create its persistent request) and either wait for it or
+/// hand out its request.
 fn issue(
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
     call: &dyn Fn() -> String,
     f: impl FnOnce(CommId) -> R<RequestId>,
 ) -> c_int {
     let r = (|| {
         let c = handles::comm(comm)?;
-        if !blocking {
+        if mode != Mode::Blocking {
             out(req, "request")?;
         }
         let rid = f(c)?;
-        if blocking {
+        if mode == Mode::Blocking {
             let s = madmpi::wait(rid)?;
             if let Some(cl) = s.error {
                 return fail(
@@ -194,17 +206,22 @@ fn tname(dt: MPI_Datatype) -> String {
 
 // ------------------------------------------------------------------------------------ generic
 
-fn barrier_impl(name: &str, comm: MPI_Comm, req: *mut MPI_Request, blocking: bool) -> c_int {
+fn barrier_impl(name: &str, comm: MPI_Comm, req: *mut MPI_Request, mode: Mode) -> c_int {
     issue(
         comm,
         req,
-        blocking,
+        mode,
         &|| format!("{name}(comm={})", cname(comm)),
-        |c| madmpi::ibarrier(c),
+        |c| {
+            if mode == Mode::Persistent {
+                madmpi::barrier_init(c)
+            } else {
+                madmpi::ibarrier(c)
+            }
+        },
     )
 }
 
-#[allow(clippy::too_many_arguments)]
 fn bcast_impl(
     name: &str,
     buf: *mut c_void,
@@ -213,7 +230,7 @@ fn bcast_impl(
     root: c_int,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || {
         format!(
@@ -223,7 +240,7 @@ fn bcast_impl(
             cname(comm)
         )
     };
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let d = if role(c, root)? == Role::InterIdle {
             Data::new(
                 std::ptr::null(),
@@ -234,11 +251,16 @@ fn bcast_impl(
             data(buf, count, dt)?
         };
         // SAFETY: the buffer stays valid until the operation completes (MPI's rule).
-        unsafe { madmpi::ibcast(d, root, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::bcast_init(d, root, c)
+            } else {
+                madmpi::ibcast(d, root, c)
+            }
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn gather_impl(
     name: &str,
     sbuf: *const c_void,
@@ -250,7 +272,7 @@ fn gather_impl(
     root: c_int,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || {
         format!(
@@ -261,7 +283,7 @@ fn gather_impl(
             cname(comm)
         )
     };
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let ro = role(c, root)?;
         let recv = match ro {
             Role::Root | Role::InterRoot => Some(data(rbuf, rcount, rdt)?),
@@ -273,11 +295,16 @@ fn gather_impl(
             _ => None,
         };
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::igather(send, recv, root, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::gather_init(send, recv, root, c)
+            } else {
+                madmpi::igather(send, recv, root, c)
+            }
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn gatherv_impl(
     name: &str,
     sbuf: *const c_void,
@@ -290,7 +317,7 @@ fn gatherv_impl(
     root: c_int,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || {
         format!(
@@ -301,7 +328,7 @@ fn gatherv_impl(
             cname(comm)
         )
     };
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let ro = role(c, root)?;
         let recv = match ro {
             Role::Root | Role::InterRoot => Some(vblocks(rbuf, rcounts, rdispls, rdt, peers(c)?)?),
@@ -313,11 +340,16 @@ fn gatherv_impl(
             _ => None,
         };
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::igatherv(send, recv, root, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::gatherv_init(send, recv, root, c)
+            } else {
+                madmpi::igatherv(send, recv, root, c)
+            }
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn scatter_impl(
     name: &str,
     sbuf: *const c_void,
@@ -329,7 +361,7 @@ fn scatter_impl(
     root: c_int,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || {
         format!(
@@ -340,7 +372,7 @@ fn scatter_impl(
             cname(comm)
         )
     };
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let ro = role(c, root)?;
         let send = match ro {
             Role::Root | Role::InterRoot => Some(data(sbuf, scount, sdt)?),
@@ -352,11 +384,16 @@ fn scatter_impl(
             _ => None,
         };
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::iscatter(send, recv, root, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::scatter_init(send, recv, root, c)
+            } else {
+                madmpi::iscatter(send, recv, root, c)
+            }
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn scatterv_impl(
     name: &str,
     sbuf: *const c_void,
@@ -369,7 +406,7 @@ fn scatterv_impl(
     root: c_int,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || {
         format!(
@@ -380,7 +417,7 @@ fn scatterv_impl(
             cname(comm)
         )
     };
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let ro = role(c, root)?;
         let send = match ro {
             Role::Root | Role::InterRoot => Some(vblocks(sbuf, scounts, sdispls, sdt, peers(c)?)?),
@@ -392,11 +429,16 @@ fn scatterv_impl(
             _ => None,
         };
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::iscatterv(send, recv, root, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::scatterv_init(send, recv, root, c)
+            } else {
+                madmpi::iscatterv(send, recv, root, c)
+            }
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn allgather_impl(
     name: &str,
     sbuf: *const c_void,
@@ -407,7 +449,7 @@ fn allgather_impl(
     rdt: MPI_Datatype,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || {
         format!(
@@ -417,7 +459,7 @@ fn allgather_impl(
             cname(comm)
         )
     };
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let send = if in_place(sbuf) {
             None
         } else {
@@ -425,11 +467,16 @@ fn allgather_impl(
         };
         let recv = data(rbuf, rcount, rdt)?;
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::iallgather(send, recv, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::allgather_init(send, recv, c)
+            } else {
+                madmpi::iallgather(send, recv, c)
+            }
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn allgatherv_impl(
     name: &str,
     sbuf: *const c_void,
@@ -441,7 +488,7 @@ fn allgatherv_impl(
     rdt: MPI_Datatype,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || {
         format!(
@@ -451,7 +498,7 @@ fn allgatherv_impl(
             cname(comm)
         )
     };
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let send = if in_place(sbuf) {
             None
         } else {
@@ -459,11 +506,16 @@ fn allgatherv_impl(
         };
         let recv = vblocks(rbuf, rcounts, rdispls, rdt, peers(c)?)?;
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::iallgatherv(send, recv, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::allgatherv_init(send, recv, c)
+            } else {
+                madmpi::iallgatherv(send, recv, c)
+            }
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn alltoall_impl(
     name: &str,
     sbuf: *const c_void,
@@ -474,7 +526,7 @@ fn alltoall_impl(
     rdt: MPI_Datatype,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || {
         format!(
@@ -484,7 +536,7 @@ fn alltoall_impl(
             cname(comm)
         )
     };
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let send = if in_place(sbuf) {
             None
         } else {
@@ -492,11 +544,16 @@ fn alltoall_impl(
         };
         let recv = data(rbuf, rcount, rdt)?;
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::ialltoall(send, recv, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::alltoall_init(send, recv, c)
+            } else {
+                madmpi::ialltoall(send, recv, c)
+            }
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn alltoallv_impl(
     name: &str,
     sbuf: *const c_void,
@@ -509,7 +566,7 @@ fn alltoallv_impl(
     rdt: MPI_Datatype,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || {
         format!(
@@ -519,7 +576,7 @@ fn alltoallv_impl(
             cname(comm)
         )
     };
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let n = peers(c)?;
         let send = if in_place(sbuf) {
             None
@@ -528,11 +585,16 @@ fn alltoallv_impl(
         };
         let recv = vblocks(rbuf, rcounts, rdispls, rdt, n)?;
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::ialltoallw(send, recv, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::alltoallw_init(send, recv, c)
+            } else {
+                madmpi::ialltoallw(send, recv, c)
+            }
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn alltoallw_impl(
     name: &str,
     sbuf: *const c_void,
@@ -545,10 +607,10 @@ fn alltoallw_impl(
     rdts: *const MPI_Datatype,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || format!("{name}(comm={})", cname(comm));
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let n = peers(c)?;
         let send = if in_place(sbuf) {
             None
@@ -557,7 +619,13 @@ fn alltoallw_impl(
         };
         let recv = wblocks(rbuf, rcounts, rdispls, rdts, n)?;
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::ialltoallw(send, recv, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::alltoallw_init(send, recv, c)
+            } else {
+                madmpi::ialltoallw(send, recv, c)
+            }
+        }
     })
 }
 
@@ -579,7 +647,6 @@ fn red_input(sbuf: *const c_void, n: usize, d: &Datatype) -> R<Input> {
     Ok(Input::Buf(sbuf as *const u8))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn reduce_impl(
     name: &str,
     sbuf: *const c_void,
@@ -590,7 +657,7 @@ fn reduce_impl(
     root: c_int,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || {
         format!(
@@ -599,7 +666,7 @@ fn reduce_impl(
             rank_name(root)
         )
     };
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let ro = role(c, root)?;
         let n = count_arg(count)?;
         let d = handles::datatype(dt)?;
@@ -612,11 +679,16 @@ fn reduce_impl(
             check_buf(rbuf, n, &d)?;
         }
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::ireduce(input, rbuf as *mut u8, n, &d, &o, root, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::reduce_init(input, rbuf as *mut u8, n, &d, &o, root, c)
+            } else {
+                madmpi::ireduce(input, rbuf as *mut u8, n, &d, &o, root, c)
+            }
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn allreduce_impl(
     name: &str,
     sbuf: *const c_void,
@@ -626,21 +698,26 @@ fn allreduce_impl(
     op: MPI_Op,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || red_call(name, count, dt, op, comm);
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let n = count_arg(count)?;
         let d = handles::datatype(dt)?;
         let o = core_op(op, dt, &d)?;
         let input = red_input(sbuf, n, &d)?;
         check_buf(rbuf, n, &d)?;
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::iallreduce(input, rbuf as *mut u8, n, &d, &o, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::allreduce_init(input, rbuf as *mut u8, n, &d, &o, c)
+            } else {
+                madmpi::iallreduce(input, rbuf as *mut u8, n, &d, &o, c)
+            }
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn scan_impl(
     name: &str,
     sbuf: *const c_void,
@@ -650,23 +727,28 @@ fn scan_impl(
     op: MPI_Op,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
     exclusive: bool,
 ) -> c_int {
     let call = || red_call(name, count, dt, op, comm);
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let n = count_arg(count)?;
         let d = handles::datatype(dt)?;
         let o = core_op(op, dt, &d)?;
         let input = red_input(sbuf, n, &d)?;
         check_buf(rbuf, n, &d)?;
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::iscan(input, rbuf as *mut u8, n, &d, &o, c, exclusive) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::scan_init(input, rbuf as *mut u8, n, &d, &o, c, exclusive)
+            } else {
+                madmpi::iscan(input, rbuf as *mut u8, n, &d, &o, c, exclusive)
+            }
+        }
     })
 }
 
 /// Reduce-scatter; `counts` None is the block form with `block` elements each.
-#[allow(clippy::too_many_arguments)]
 fn reduce_scatter_impl(
     name: &str,
     sbuf: *const c_void,
@@ -677,10 +759,10 @@ fn reduce_scatter_impl(
     op: MPI_Op,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
     let call = || red_call(name, block, dt, op, comm);
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let np = peers(c)?;
         let cs = match rcounts {
             Some(a) => counts(a, np, "recvcounts")?,
@@ -691,7 +773,13 @@ fn reduce_scatter_impl(
         let total: usize = cs.iter().sum();
         let input = red_input(sbuf, total, &d)?;
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::ireduce_scatter(input, rbuf as *mut u8, cs, &d, &o, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::reduce_scatter_init(input, rbuf as *mut u8, cs, &d, &o, c)
+            } else {
+                madmpi::ireduce_scatter(input, rbuf as *mut u8, cs, &d, &o, c)
+            }
+        }
     })
 }
 
@@ -731,20 +819,25 @@ fn reduce_local_impl(
 
 // ------------------------------------------------------------------------------------ neighbours
 
-#[allow(clippy::too_many_arguments)]
 fn neighbor_impl(
     name: &str,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
     f: impl FnOnce(usize, usize) -> R<(Blocks, Blocks)>,
 ) -> c_int {
     let call = || format!("{name}(comm={})", cname(comm));
-    issue(comm, req, blocking, &call, |c| {
+    issue(comm, req, mode, &call, |c| {
         let (ins, outs) = madmpi::neighbor_counts(c)?;
         let (s, r) = f(ins, outs)?;
         // SAFETY: as in bcast_impl.
-        unsafe { madmpi::ineighbor_alltoallw(s, r, c) }
+        unsafe {
+            if mode == Mode::Persistent {
+                madmpi::neighbor_alltoallw_init(s, r, c)
+            } else {
+                madmpi::ineighbor_alltoallw(s, r, c)
+            }
+        }
     })
 }
 
@@ -764,7 +857,6 @@ fn seq_blocks(d: Data, n: usize) -> Blocks {
     )
 }
 
-#[allow(clippy::too_many_arguments)]
 fn neighbor_allgather_impl(
     name: &str,
     sbuf: *const c_void,
@@ -775,16 +867,15 @@ fn neighbor_allgather_impl(
     rdt: MPI_Datatype,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
-    neighbor_impl(name, comm, req, blocking, |ins, outs| {
+    neighbor_impl(name, comm, req, mode, |ins, outs| {
         let s = same_blocks(data(sbuf, scount, sdt)?, outs);
         let r = seq_blocks(data(rbuf, rcount, rdt)?, ins);
         Ok((s, r))
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn neighbor_allgatherv_impl(
     name: &str,
     sbuf: *const c_void,
@@ -796,16 +887,15 @@ fn neighbor_allgatherv_impl(
     rdt: MPI_Datatype,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
-    neighbor_impl(name, comm, req, blocking, |ins, outs| {
+    neighbor_impl(name, comm, req, mode, |ins, outs| {
         let s = same_blocks(data(sbuf, scount, sdt)?, outs);
         let r = vblocks(rbuf, rcounts, rdispls, rdt, ins)?;
         Ok((s, r))
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn neighbor_alltoall_impl(
     name: &str,
     sbuf: *const c_void,
@@ -816,16 +906,15 @@ fn neighbor_alltoall_impl(
     rdt: MPI_Datatype,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
-    neighbor_impl(name, comm, req, blocking, |ins, outs| {
+    neighbor_impl(name, comm, req, mode, |ins, outs| {
         let s = seq_blocks(data(sbuf, scount, sdt)?, outs);
         let r = seq_blocks(data(rbuf, rcount, rdt)?, ins);
         Ok((s, r))
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn neighbor_alltoallv_impl(
     name: &str,
     sbuf: *const c_void,
@@ -838,16 +927,15 @@ fn neighbor_alltoallv_impl(
     rdt: MPI_Datatype,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
-    neighbor_impl(name, comm, req, blocking, |ins, outs| {
+    neighbor_impl(name, comm, req, mode, |ins, outs| {
         let s = vblocks(sbuf, scounts, sdispls, sdt, outs)?;
         let r = vblocks(rbuf, rcounts, rdispls, rdt, ins)?;
         Ok((s, r))
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn neighbor_alltoallw_impl(
     name: &str,
     sbuf: *const c_void,
@@ -860,9 +948,9 @@ fn neighbor_alltoallw_impl(
     rdts: *const MPI_Datatype,
     comm: MPI_Comm,
     req: *mut MPI_Request,
-    blocking: bool,
+    mode: Mode,
 ) -> c_int {
-    neighbor_impl(name, comm, req, blocking, |ins, outs| {
+    neighbor_impl(name, comm, req, mode, |ins, outs| {
         let s = wblocks(sbuf, scounts, sdispls, sdts, outs)?;
         let r = wblocks(rbuf, rcounts, rdispls, rdts, ins)?;
         Ok((s, r))
@@ -873,10 +961,16 @@ fn neighbor_alltoallw_impl(
 // One wrapper per C function (the build finds them by their `fn MPI_Xxx(` text).
 
 const NOREQ: *mut MPI_Request = std::ptr::null_mut();
+
 // MPI_Barrier is in `comm.rs` (it calls the same core barrier).
 
 pub unsafe fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    barrier_impl("MPI_Ibarrier", comm, request, false)
+    barrier_impl("MPI_Ibarrier", comm, request, Mode::Nonblocking)
+}
+
+pub unsafe fn MPI_Barrier_init(comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    let _ = info; // no hints are used
+    barrier_impl("MPI_Barrier_init", comm, request, Mode::Persistent)
 }
 
 pub unsafe fn MPI_Bcast(
@@ -894,7 +988,7 @@ pub unsafe fn MPI_Bcast(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -913,7 +1007,7 @@ pub unsafe fn MPI_Bcast_c(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -933,7 +1027,7 @@ pub unsafe fn MPI_Ibcast(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -953,7 +1047,51 @@ pub unsafe fn MPI_Ibcast_c(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Bcast_init(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    bcast_impl(
+        "MPI_Bcast_init",
+        buffer,
+        count as i64,
+        datatype,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Bcast_init_c(
+    buffer: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    bcast_impl(
+        "MPI_Bcast_init_c",
+        buffer,
+        count,
+        datatype,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -978,7 +1116,7 @@ pub unsafe fn MPI_Gather(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1003,7 +1141,7 @@ pub unsafe fn MPI_Gather_c(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1029,7 +1167,7 @@ pub unsafe fn MPI_Igather(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -1055,7 +1193,63 @@ pub unsafe fn MPI_Igather_c(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Gather_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    gather_impl(
+        "MPI_Gather_init",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Gather_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    gather_impl(
+        "MPI_Gather_init_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -1082,7 +1276,7 @@ pub unsafe fn MPI_Gatherv(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1109,7 +1303,7 @@ pub unsafe fn MPI_Gatherv_c(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1137,7 +1331,7 @@ pub unsafe fn MPI_Igatherv(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -1165,7 +1359,67 @@ pub unsafe fn MPI_Igatherv_c(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Gatherv_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    gatherv_impl(
+        "MPI_Gatherv_init",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(displs),
+        recvtype,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Gatherv_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    gatherv_impl(
+        "MPI_Gatherv_init_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(displs),
+        recvtype,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -1190,7 +1444,7 @@ pub unsafe fn MPI_Scatter(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1215,7 +1469,7 @@ pub unsafe fn MPI_Scatter_c(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1241,7 +1495,7 @@ pub unsafe fn MPI_Iscatter(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -1267,7 +1521,63 @@ pub unsafe fn MPI_Iscatter_c(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Scatter_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    scatter_impl(
+        "MPI_Scatter_init",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Scatter_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    scatter_impl(
+        "MPI_Scatter_init_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -1294,7 +1604,7 @@ pub unsafe fn MPI_Scatterv(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1321,7 +1631,7 @@ pub unsafe fn MPI_Scatterv_c(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1349,7 +1659,7 @@ pub unsafe fn MPI_Iscatterv(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -1377,7 +1687,67 @@ pub unsafe fn MPI_Iscatterv_c(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Scatterv_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    scatterv_impl(
+        "MPI_Scatterv_init",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(displs),
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Scatterv_init_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    scatterv_impl(
+        "MPI_Scatterv_init_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(displs),
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -1400,7 +1770,7 @@ pub unsafe fn MPI_Allgather(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1423,7 +1793,7 @@ pub unsafe fn MPI_Allgather_c(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1447,7 +1817,7 @@ pub unsafe fn MPI_Iallgather(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -1471,7 +1841,59 @@ pub unsafe fn MPI_Iallgather_c(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Allgather_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    allgather_impl(
+        "MPI_Allgather_init",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Allgather_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    allgather_impl(
+        "MPI_Allgather_init_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -1496,7 +1918,7 @@ pub unsafe fn MPI_Allgatherv(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1521,7 +1943,7 @@ pub unsafe fn MPI_Allgatherv_c(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1547,7 +1969,7 @@ pub unsafe fn MPI_Iallgatherv(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -1573,7 +1995,63 @@ pub unsafe fn MPI_Iallgatherv_c(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Allgatherv_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    allgatherv_impl(
+        "MPI_Allgatherv_init",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(displs),
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Allgatherv_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    allgatherv_impl(
+        "MPI_Allgatherv_init_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(displs),
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -1596,7 +2074,7 @@ pub unsafe fn MPI_Alltoall(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1619,7 +2097,7 @@ pub unsafe fn MPI_Alltoall_c(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1643,7 +2121,7 @@ pub unsafe fn MPI_Ialltoall(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -1667,7 +2145,59 @@ pub unsafe fn MPI_Ialltoall_c(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Alltoall_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    alltoall_impl(
+        "MPI_Alltoall_init",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Alltoall_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    alltoall_impl(
+        "MPI_Alltoall_init_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -1694,7 +2224,7 @@ pub unsafe fn MPI_Alltoallv(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1721,7 +2251,7 @@ pub unsafe fn MPI_Alltoallv_c(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1749,7 +2279,7 @@ pub unsafe fn MPI_Ialltoallv(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -1777,7 +2307,67 @@ pub unsafe fn MPI_Ialltoallv_c(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Alltoallv_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    alltoallv_impl(
+        "MPI_Alltoallv_init",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(rdispls),
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Alltoallv_init_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    alltoallv_impl(
+        "MPI_Alltoallv_init_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -1804,7 +2394,7 @@ pub unsafe fn MPI_Alltoallw(
         recvtypes,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1831,7 +2421,7 @@ pub unsafe fn MPI_Alltoallw_c(
         recvtypes,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1859,7 +2449,7 @@ pub unsafe fn MPI_Ialltoallw(
         recvtypes,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -1887,7 +2477,67 @@ pub unsafe fn MPI_Ialltoallw_c(
         recvtypes,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Alltoallw_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    alltoallw_impl(
+        "MPI_Alltoallw_init",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(rdispls),
+        recvtypes,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Alltoallw_init_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    alltoallw_impl(
+        "MPI_Alltoallw_init_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtypes,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -1910,7 +2560,7 @@ pub unsafe fn MPI_Reduce(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1933,7 +2583,7 @@ pub unsafe fn MPI_Reduce_c(
         root,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -1957,7 +2607,7 @@ pub unsafe fn MPI_Ireduce(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -1981,7 +2631,59 @@ pub unsafe fn MPI_Ireduce_c(
         root,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Reduce_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    reduce_impl(
+        "MPI_Reduce_init",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Reduce_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    reduce_impl(
+        "MPI_Reduce_init_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        root,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -2002,7 +2704,7 @@ pub unsafe fn MPI_Allreduce(
         op,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2023,7 +2725,7 @@ pub unsafe fn MPI_Allreduce_c(
         op,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2045,7 +2747,7 @@ pub unsafe fn MPI_Iallreduce(
         op,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -2067,7 +2769,55 @@ pub unsafe fn MPI_Iallreduce_c(
         op,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Allreduce_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    allreduce_impl(
+        "MPI_Allreduce_init",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Allreduce_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    allreduce_impl(
+        "MPI_Allreduce_init_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -2089,7 +2839,7 @@ pub unsafe fn MPI_Reduce_scatter(
         op,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2111,7 +2861,7 @@ pub unsafe fn MPI_Reduce_scatter_c(
         op,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2134,7 +2884,7 @@ pub unsafe fn MPI_Ireduce_scatter(
         op,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -2157,7 +2907,57 @@ pub unsafe fn MPI_Ireduce_scatter_c(
         op,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Reduce_scatter_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    reduce_scatter_impl(
+        "MPI_Reduce_scatter_init",
+        sendbuf,
+        recvbuf,
+        Some(Cnts::I(recvcounts)),
+        0,
+        datatype,
+        op,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Reduce_scatter_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    reduce_scatter_impl(
+        "MPI_Reduce_scatter_init_c",
+        sendbuf,
+        recvbuf,
+        Some(Cnts::C(recvcounts)),
+        0,
+        datatype,
+        op,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -2179,7 +2979,7 @@ pub unsafe fn MPI_Reduce_scatter_block(
         op,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2201,7 +3001,7 @@ pub unsafe fn MPI_Reduce_scatter_block_c(
         op,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2224,7 +3024,7 @@ pub unsafe fn MPI_Ireduce_scatter_block(
         op,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -2247,7 +3047,57 @@ pub unsafe fn MPI_Ireduce_scatter_block_c(
         op,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Reduce_scatter_block_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    reduce_scatter_impl(
+        "MPI_Reduce_scatter_block_init",
+        sendbuf,
+        recvbuf,
+        None,
+        recvcount as i64,
+        datatype,
+        op,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Reduce_scatter_block_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    reduce_scatter_impl(
+        "MPI_Reduce_scatter_block_init_c",
+        sendbuf,
+        recvbuf,
+        None,
+        recvcount,
+        datatype,
+        op,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -2268,7 +3118,7 @@ pub unsafe fn MPI_Scan(
         op,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
         false,
     )
 }
@@ -2290,7 +3140,7 @@ pub unsafe fn MPI_Scan_c(
         op,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
         false,
     )
 }
@@ -2313,7 +3163,7 @@ pub unsafe fn MPI_Iscan(
         op,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
         false,
     )
 }
@@ -2336,7 +3186,57 @@ pub unsafe fn MPI_Iscan_c(
         op,
         comm,
         request,
+        Mode::Nonblocking,
         false,
+    )
+}
+
+pub unsafe fn MPI_Scan_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    scan_impl(
+        "MPI_Scan_init",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        comm,
+        request,
+        Mode::Persistent,
+        false,
+    )
+}
+
+pub unsafe fn MPI_Scan_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    scan_impl(
+        "MPI_Scan_init_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        comm,
+        request,
+        Mode::Persistent,
         false,
     )
 }
@@ -2358,7 +3258,7 @@ pub unsafe fn MPI_Exscan(
         op,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
         true,
     )
 }
@@ -2380,7 +3280,7 @@ pub unsafe fn MPI_Exscan_c(
         op,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
         true,
     )
 }
@@ -2403,7 +3303,7 @@ pub unsafe fn MPI_Iexscan(
         op,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
         true,
     )
 }
@@ -2426,7 +3326,57 @@ pub unsafe fn MPI_Iexscan_c(
         op,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Exscan_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    scan_impl(
+        "MPI_Exscan_init",
+        sendbuf,
+        recvbuf,
+        count as i64,
+        datatype,
+        op,
+        comm,
+        request,
+        Mode::Persistent,
+        true,
+    )
+}
+
+pub unsafe fn MPI_Exscan_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    scan_impl(
+        "MPI_Exscan_init_c",
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        comm,
+        request,
+        Mode::Persistent,
         true,
     )
 }
@@ -2477,7 +3427,7 @@ pub unsafe fn MPI_Neighbor_allgather(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2500,7 +3450,7 @@ pub unsafe fn MPI_Neighbor_allgather_c(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2524,7 +3474,7 @@ pub unsafe fn MPI_Ineighbor_allgather(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -2548,7 +3498,59 @@ pub unsafe fn MPI_Ineighbor_allgather_c(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Neighbor_allgather_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    neighbor_allgather_impl(
+        "MPI_Neighbor_allgather_init",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Neighbor_allgather_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    neighbor_allgather_impl(
+        "MPI_Neighbor_allgather_init_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -2573,7 +3575,7 @@ pub unsafe fn MPI_Neighbor_allgatherv(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2598,7 +3600,7 @@ pub unsafe fn MPI_Neighbor_allgatherv_c(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2624,7 +3626,7 @@ pub unsafe fn MPI_Ineighbor_allgatherv(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -2650,7 +3652,63 @@ pub unsafe fn MPI_Ineighbor_allgatherv_c(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Neighbor_allgatherv_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    neighbor_allgatherv_impl(
+        "MPI_Neighbor_allgatherv_init",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(displs),
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Neighbor_allgatherv_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    neighbor_allgatherv_impl(
+        "MPI_Neighbor_allgatherv_init_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(displs),
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -2673,7 +3731,7 @@ pub unsafe fn MPI_Neighbor_alltoall(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2696,7 +3754,7 @@ pub unsafe fn MPI_Neighbor_alltoall_c(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2720,7 +3778,7 @@ pub unsafe fn MPI_Ineighbor_alltoall(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -2744,7 +3802,59 @@ pub unsafe fn MPI_Ineighbor_alltoall_c(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Neighbor_alltoall_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    neighbor_alltoall_impl(
+        "MPI_Neighbor_alltoall_init",
+        sendbuf,
+        sendcount as i64,
+        sendtype,
+        recvbuf,
+        recvcount as i64,
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Neighbor_alltoall_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    neighbor_alltoall_impl(
+        "MPI_Neighbor_alltoall_init_c",
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recvcount,
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -2771,7 +3881,7 @@ pub unsafe fn MPI_Neighbor_alltoallv(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2798,7 +3908,7 @@ pub unsafe fn MPI_Neighbor_alltoallv_c(
         recvtype,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2826,7 +3936,7 @@ pub unsafe fn MPI_Ineighbor_alltoallv(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -2854,7 +3964,67 @@ pub unsafe fn MPI_Ineighbor_alltoallv_c(
         recvtype,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Neighbor_alltoallv_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    neighbor_alltoallv_impl(
+        "MPI_Neighbor_alltoallv_init",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::I(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::I(rdispls),
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Neighbor_alltoallv_init_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    neighbor_alltoallv_impl(
+        "MPI_Neighbor_alltoallv_init_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtype,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtype,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }
 
@@ -2881,7 +4051,7 @@ pub unsafe fn MPI_Neighbor_alltoallw(
         recvtypes,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2908,7 +4078,7 @@ pub unsafe fn MPI_Neighbor_alltoallw_c(
         recvtypes,
         comm,
         NOREQ,
-        true,
+        Mode::Blocking,
     )
 }
 
@@ -2936,7 +4106,7 @@ pub unsafe fn MPI_Ineighbor_alltoallw(
         recvtypes,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
     )
 }
 
@@ -2964,6 +4134,66 @@ pub unsafe fn MPI_Ineighbor_alltoallw_c(
         recvtypes,
         comm,
         request,
-        false,
+        Mode::Nonblocking,
+    )
+}
+
+pub unsafe fn MPI_Neighbor_alltoallw_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    neighbor_alltoallw_impl(
+        "MPI_Neighbor_alltoallw_init",
+        sendbuf,
+        Cnts::I(sendcounts),
+        Disp::A(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::I(recvcounts),
+        Disp::A(rdispls),
+        recvtypes,
+        comm,
+        request,
+        Mode::Persistent,
+    )
+}
+
+pub unsafe fn MPI_Neighbor_alltoallw_init_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info; // no hints are used
+    neighbor_alltoallw_impl(
+        "MPI_Neighbor_alltoallw_init_c",
+        sendbuf,
+        Cnts::C(sendcounts),
+        Disp::A(sdispls),
+        sendtypes,
+        recvbuf,
+        Cnts::C(recvcounts),
+        Disp::A(rdispls),
+        recvtypes,
+        comm,
+        request,
+        Mode::Persistent,
     )
 }

@@ -24,7 +24,7 @@ fn outs<'a>(p: *mut c_int, n: usize, what: &str) -> R<&'a mut [c_int]> {
 }
 
 fn weights(p: *const c_int, n: c_int, what: &str) -> R<Option<Vec<c_int>>> {
-    if p as usize == MPI_UNWEIGHTED as usize || p as usize == MPI_WEIGHTS_EMPTY as usize {
+    if std::ptr::eq(p, MPI_UNWEIGHTED) || std::ptr::eq(p, MPI_WEIGHTS_EMPTY) {
         return Ok(None);
     }
     if n > 0 && p.is_null() {
@@ -464,7 +464,7 @@ pub unsafe fn MPI_Dist_graph_neighbors(
         let no = dests.len().min(maxoutdegree.max(0) as usize);
         outs(sources, ni, "sources")?.copy_from_slice(&s[..ni]);
         outs(destinations, no, "destinations")?.copy_from_slice(&dests[..no]);
-        let skip = |p: *mut c_int| p as usize == MPI_UNWEIGHTED as usize || p.is_null();
+        let skip = |p: *mut c_int| std::ptr::eq(p, MPI_UNWEIGHTED) || p.is_null();
         if *weighted {
             if !skip(sourceweights) {
                 outs(sourceweights, ni, "sourceweights")?.copy_from_slice(&sweights[..ni]);

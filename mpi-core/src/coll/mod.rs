@@ -6,7 +6,8 @@
 //! the natural one and the blocking form is "start, then wait". Every collective on a
 //! communicator takes the next value of the communicator's sequence number as its tag, so
 //! several collectives can be in flight on one communicator (in the same order everywhere, as
-//! MPI requires) without their messages mixing.
+//! MPI requires) without their messages mixing. A persistent collective (MPI_Bcast_init …)
+//! takes its tag when it is initialized and rebuilds its schedule at every MPI_Start.
 //!
 //! # Algorithms
 //!
@@ -42,10 +43,10 @@ use madmpi_datatypes::Datatype;
 use once_cell::sync::Lazy;
 
 use crate::api::{wait, with};
-use crate::engine::State;
+use crate::engine::{Schedule, State};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::op::Op;
-use crate::request::RequestId;
+use crate::request::{MakeSched, Persistent, RequestId};
 use crate::{CommId, PROC_NULL};
 
 use algo::Blk;
@@ -95,6 +96,21 @@ pub struct Data {
     /// Their type.
     pub dt: Datatype,
 }
+
+// SAFETY: `Data` and `Blocks` hold pointers to user buffers that the MPI rule (stated on
+// `request`) keeps valid until the operation completes; they are only dereferenced by
+// schedules, under the engine lock.
+unsafe impl Send for Data {}
+// SAFETY: as above.
+unsafe impl Sync for Data {}
+// SAFETY: as above.
+unsafe impl Send for Blocks {}
+// SAFETY: as above.
+unsafe impl Sync for Blocks {}
+// SAFETY: as above.
+unsafe impl Send for Input {}
+// SAFETY: as above.
+unsafe impl Sync for Input {}
 
 impl Data {
     /// `count` elements of `dt` at `ptr`.
@@ -230,14 +246,52 @@ impl View {
     }
 }
 
-/// Build (with `f`) and start a collective on `comm`.
-fn start(comm: CommId, f: impl FnOnce(&mut B, &View) -> Result<()>) -> Result<RequestId> {
+/// How a collective starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    /// At once (MPI_Ixxx, and the blocking forms).
+    Now,
+    /// As an inactive persistent request that MPI_Start starts (MPI_Xxx_init).
+    Persistent,
+}
+
+/// A raw pointer a build closure may keep (see [`Data`] for the rule that makes it sound).
+#[derive(Clone, Copy)]
+struct Ptr(*mut u8);
+
+// SAFETY: as for `Data`.
+unsafe impl Send for Ptr {}
+// SAFETY: as for `Data`.
+unsafe impl Sync for Ptr {}
+
+impl Ptr {
+    fn get(self) -> *mut u8 {
+        self.0
+    }
+}
+
+/// Build (with `f`) and start a collective on `comm`, now or as a persistent request. A
+/// persistent request takes its tag now (initializations are ordered like collectives) and
+/// rebuilds its schedule at every MPI_Start; its arguments are checked now.
+fn start<F>(comm: CommId, when: When, f: F) -> Result<RequestId>
+where
+    F: Fn(&mut B, &View) -> Result<()> + Send + Sync + 'static,
+{
     with(|e| {
         let v = View::of(&e.st, comm)?;
         let mut b = B::new();
         f(&mut b, &v)?;
         let tag = crate::comm::next_tag(comm);
-        let r = e.st.start_schedule(Box::new(b.finish(tag)))?;
+        if when == When::Persistent {
+            let make: MakeSched = std::sync::Arc::new(move |st: &mut State| {
+                let v = View::of(st, comm)?;
+                let mut b = B::new();
+                f(&mut b, &v)?;
+                Ok(Box::new(b.finish(tag).holding(comm)) as Box<dyn Schedule>)
+            });
+            return e.st.persistent(Persistent::Coll(make));
+        }
+        let r = e.st.start_schedule(Box::new(b.finish(tag).holding(comm)))?;
         e.flush()?;
         Ok(r)
     })
@@ -359,15 +413,25 @@ fn forced(name: &str) -> Result<Option<&'static str>> {
 // ------------------------------------------------------------------------------------ barrier
 
 /// MPI_Ibarrier.
-pub fn ibarrier(comm: CommId) -> Result<RequestId> {
+fn barrier_at(comm: CommId, when: When) -> Result<RequestId> {
     forced("BARRIER")?;
-    start(comm, |b, v| {
+    start(comm, when, move |b: &mut B, v: &View| {
         match v.inter {
             None => algo::barrier_dissemination(b, &v.team()),
             Some(_) => inter::barrier(b, v),
         }
         Ok(())
     })
+}
+
+/// MPI_Ibarrier.
+pub fn ibarrier(comm: CommId) -> Result<RequestId> {
+    barrier_at(comm, When::Now)
+}
+
+/// MPI_Barrier_init: an inactive persistent request (start it with MPI_Start).
+pub fn barrier_init(comm: CommId) -> Result<RequestId> {
+    barrier_at(comm, When::Persistent)
 }
 
 /// MPI_Barrier.
@@ -381,9 +445,9 @@ pub fn barrier(comm: CommId) -> Result<()> {
 ///
 /// # Safety
 /// `d` must stay valid until the request completes.
-pub unsafe fn ibcast(d: Data, root: i32, comm: CommId) -> Result<RequestId> {
+unsafe fn bcast_at(d: Data, root: i32, comm: CommId, when: When) -> Result<RequestId> {
     let f = forced("BCAST")?;
-    start(comm, |b, v| {
+    start(comm, when, move |b: &mut B, v: &View| {
         check_root(v, root)?;
         if v.inter.is_some() {
             inter::bcast(b, v, &d, root);
@@ -416,6 +480,22 @@ pub unsafe fn ibcast(d: Data, root: i32, comm: CommId) -> Result<RequestId> {
     })
 }
 
+/// MPI_Ibcast.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn ibcast(d: Data, root: i32, comm: CommId) -> Result<RequestId> {
+    bcast_at(d, root, comm, When::Now)
+}
+
+/// MPI_Bcast_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn bcast_init(d: Data, root: i32, comm: CommId) -> Result<RequestId> {
+    bcast_at(d, root, comm, When::Persistent)
+}
+
 /// MPI_Bcast.
 ///
 /// # Safety
@@ -431,14 +511,15 @@ pub unsafe fn bcast(d: Data, root: i32, comm: CommId) -> Result<()> {
 ///
 /// # Safety
 /// The buffers must stay valid until the request completes.
-pub unsafe fn igather(
+unsafe fn gather_at(
     send: Option<Data>,
     recv: Option<Data>,
     root: i32,
     comm: CommId,
+    when: When,
 ) -> Result<RequestId> {
     let f = forced("GATHER")?;
-    start(comm, |b, v| {
+    start(comm, when, move |b: &mut B, v: &View| {
         check_root(v, root)?;
         if v.inter.is_some() {
             let rb = recv
@@ -449,14 +530,14 @@ pub unsafe fn igather(
         let t = v.team();
         let at_root = v.rank == root;
         let recv = if at_root {
-            Some(need(recv, "receive buffer")?)
+            Some(need(recv.clone(), "receive buffer")?)
         } else {
             None
         };
         let send = if at_root {
-            send
+            send.clone()
         } else {
-            Some(need(send, "send buffer")?)
+            Some(need(send.clone(), "send buffer")?)
         };
         let bsz = match (&send, &recv) {
             (Some(s), _) => s.bytes(),
@@ -486,6 +567,32 @@ pub unsafe fn igather(
         );
         Ok(())
     })
+}
+
+/// MPI_Igather.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn igather(
+    send: Option<Data>,
+    recv: Option<Data>,
+    root: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    gather_at(send, recv, root, comm, When::Now)
+}
+
+/// MPI_Gather_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn gather_init(
+    send: Option<Data>,
+    recv: Option<Data>,
+    root: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    gather_at(send, recv, root, comm, When::Persistent)
 }
 
 /// MPI_Gather.
@@ -525,13 +632,14 @@ fn gatherv_linear(b: &mut B, t: &Team, root: i32, send: Option<&Data>, recv: Opt
 ///
 /// # Safety
 /// As [`igather`].
-pub unsafe fn igatherv(
+unsafe fn gatherv_at(
     send: Option<Data>,
     recv: Option<Blocks>,
     root: i32,
     comm: CommId,
+    when: When,
 ) -> Result<RequestId> {
-    start(comm, |b, v| {
+    start(comm, when, move |b: &mut B, v: &View| {
         check_root(v, root)?;
         if v.inter.is_some() {
             if root == ROOT {
@@ -549,6 +657,32 @@ pub unsafe fn igatherv(
         gatherv_linear(b, &t, root, send.as_ref(), recv.as_ref());
         Ok(())
     })
+}
+
+/// MPI_Igatherv.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn igatherv(
+    send: Option<Data>,
+    recv: Option<Blocks>,
+    root: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    gatherv_at(send, recv, root, comm, When::Now)
+}
+
+/// MPI_Gatherv_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn gatherv_init(
+    send: Option<Data>,
+    recv: Option<Blocks>,
+    root: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    gatherv_at(send, recv, root, comm, When::Persistent)
 }
 
 /// MPI_Gatherv.
@@ -571,14 +705,15 @@ pub unsafe fn gatherv(
 ///
 /// # Safety
 /// The buffers must stay valid until the request completes.
-pub unsafe fn iscatter(
+unsafe fn scatter_at(
     send: Option<Data>,
     recv: Option<Data>,
     root: i32,
     comm: CommId,
+    when: When,
 ) -> Result<RequestId> {
     let f = forced("SCATTER")?;
-    start(comm, |b, v| {
+    start(comm, when, move |b: &mut B, v: &View| {
         check_root(v, root)?;
         if v.inter.is_some() {
             let sb = send
@@ -589,14 +724,14 @@ pub unsafe fn iscatter(
         let t = v.team();
         let at_root = v.rank == root;
         let send = if at_root {
-            Some(need(send, "send buffer")?)
+            Some(need(send.clone(), "send buffer")?)
         } else {
             None
         };
         let recv = if at_root {
-            recv
+            recv.clone()
         } else {
-            Some(need(recv, "receive buffer")?)
+            Some(need(recv.clone(), "receive buffer")?)
         };
         let bsz = match (&recv, &send) {
             (Some(r), _) => r.bytes(),
@@ -626,6 +761,32 @@ pub unsafe fn iscatter(
         );
         Ok(())
     })
+}
+
+/// MPI_Iscatter.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn iscatter(
+    send: Option<Data>,
+    recv: Option<Data>,
+    root: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    scatter_at(send, recv, root, comm, When::Now)
+}
+
+/// MPI_Scatter_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn scatter_init(
+    send: Option<Data>,
+    recv: Option<Data>,
+    root: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    scatter_at(send, recv, root, comm, When::Persistent)
 }
 
 /// MPI_Scatter.
@@ -664,13 +825,14 @@ fn scatterv_linear(b: &mut B, t: &Team, root: i32, send: Option<&Blocks>, recv: 
 ///
 /// # Safety
 /// As [`iscatter`].
-pub unsafe fn iscatterv(
+unsafe fn scatterv_at(
     send: Option<Blocks>,
     recv: Option<Data>,
     root: i32,
     comm: CommId,
+    when: When,
 ) -> Result<RequestId> {
-    start(comm, |b, v| {
+    start(comm, when, move |b: &mut B, v: &View| {
         check_root(v, root)?;
         if v.inter.is_some() {
             if root == ROOT {
@@ -688,6 +850,32 @@ pub unsafe fn iscatterv(
         scatterv_linear(b, &t, root, send.as_ref(), recv.as_ref());
         Ok(())
     })
+}
+
+/// MPI_Iscatterv.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn iscatterv(
+    send: Option<Blocks>,
+    recv: Option<Data>,
+    root: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    scatterv_at(send, recv, root, comm, When::Now)
+}
+
+/// MPI_Scatterv_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn scatterv_init(
+    send: Option<Blocks>,
+    recv: Option<Data>,
+    root: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    scatterv_at(send, recv, root, comm, When::Persistent)
 }
 
 /// MPI_Scatterv.
@@ -709,9 +897,14 @@ pub unsafe fn scatterv(
 ///
 /// # Safety
 /// The buffers must stay valid until the request completes.
-pub unsafe fn iallgather(send: Option<Data>, recv: Data, comm: CommId) -> Result<RequestId> {
+unsafe fn allgather_at(
+    send: Option<Data>,
+    recv: Data,
+    comm: CommId,
+    when: When,
+) -> Result<RequestId> {
     let f = forced("ALLGATHER")?;
-    start(comm, |b, v| {
+    start(comm, when, move |b: &mut B, v: &View| {
         if v.inter.is_some() {
             let s = need(
                 send.as_ref(),
@@ -752,6 +945,22 @@ pub unsafe fn iallgather(send: Option<Data>, recv: Data, comm: CommId) -> Result
     })
 }
 
+/// MPI_Iallgather.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn iallgather(send: Option<Data>, recv: Data, comm: CommId) -> Result<RequestId> {
+    allgather_at(send, recv, comm, When::Now)
+}
+
+/// MPI_Allgather_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn allgather_init(send: Option<Data>, recv: Data, comm: CommId) -> Result<RequestId> {
+    allgather_at(send, recv, comm, When::Persistent)
+}
+
 /// MPI_Allgather.
 ///
 /// # Safety
@@ -764,8 +973,13 @@ pub unsafe fn allgather(send: Option<Data>, recv: Data, comm: CommId) -> Result<
 ///
 /// # Safety
 /// As [`iallgather`].
-pub unsafe fn iallgatherv(send: Option<Data>, recv: Blocks, comm: CommId) -> Result<RequestId> {
-    start(comm, |b, v| {
+unsafe fn allgatherv_at(
+    send: Option<Data>,
+    recv: Blocks,
+    comm: CommId,
+    when: When,
+) -> Result<RequestId> {
+    start(comm, when, move |b: &mut B, v: &View| {
         if v.inter.is_some() {
             let s = need(
                 send.as_ref(),
@@ -788,6 +1002,22 @@ pub unsafe fn iallgatherv(send: Option<Data>, recv: Blocks, comm: CommId) -> Res
     })
 }
 
+/// MPI_Iallgatherv.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn iallgatherv(send: Option<Data>, recv: Blocks, comm: CommId) -> Result<RequestId> {
+    allgatherv_at(send, recv, comm, When::Now)
+}
+
+/// MPI_Allgatherv_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn allgatherv_init(send: Option<Data>, recv: Blocks, comm: CommId) -> Result<RequestId> {
+    allgatherv_at(send, recv, comm, When::Persistent)
+}
+
 /// MPI_Allgatherv.
 ///
 /// # Safety
@@ -802,7 +1032,12 @@ pub unsafe fn allgatherv(send: Option<Data>, recv: Blocks, comm: CommId) -> Resu
 ///
 /// # Safety
 /// The buffers must stay valid until the request completes.
-pub unsafe fn ialltoall(send: Option<Data>, recv: Data, comm: CommId) -> Result<RequestId> {
+unsafe fn alltoall_at(
+    send: Option<Data>,
+    recv: Data,
+    comm: CommId,
+    when: When,
+) -> Result<RequestId> {
     let f = forced("ALLTOALL")?;
     let pairwise = match f {
         Some(a) => a == "pairwise",
@@ -812,7 +1047,23 @@ pub unsafe fn ialltoall(send: Option<Data>, recv: Data, comm: CommId) -> Result<
     let peers = n.remote.as_ref().map_or(n.local.len(), |r| r.len());
     let sb = send.as_ref().map(|s| Blocks::regular(s, peers));
     let rb = Blocks::regular(&recv, peers);
-    ialltoallw_inner(sb, rb, comm, pairwise)
+    ialltoallw_inner(sb, rb, comm, pairwise, when)
+}
+
+/// MPI_Ialltoall.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn ialltoall(send: Option<Data>, recv: Data, comm: CommId) -> Result<RequestId> {
+    alltoall_at(send, recv, comm, When::Now)
+}
+
+/// MPI_Alltoall_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn alltoall_init(send: Option<Data>, recv: Data, comm: CommId) -> Result<RequestId> {
+    alltoall_at(send, recv, comm, When::Persistent)
 }
 
 /// MPI_Alltoall.
@@ -827,9 +1078,34 @@ pub unsafe fn alltoall(send: Option<Data>, recv: Data, comm: CommId) -> Result<(
 ///
 /// # Safety
 /// As [`ialltoall`].
-pub unsafe fn ialltoallw(send: Option<Blocks>, recv: Blocks, comm: CommId) -> Result<RequestId> {
+unsafe fn alltoallw_at(
+    send: Option<Blocks>,
+    recv: Blocks,
+    comm: CommId,
+    when: When,
+) -> Result<RequestId> {
     let pairwise = forced("ALLTOALL")? == Some("pairwise");
-    ialltoallw_inner(send, recv, comm, pairwise)
+    ialltoallw_inner(send, recv, comm, pairwise, when)
+}
+
+/// MPI_Ialltoallv / MPI_Ialltoallw.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn ialltoallw(send: Option<Blocks>, recv: Blocks, comm: CommId) -> Result<RequestId> {
+    alltoallw_at(send, recv, comm, When::Now)
+}
+
+/// MPI_Alltoallv_init / MPI_Alltoallw_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn alltoallw_init(
+    send: Option<Blocks>,
+    recv: Blocks,
+    comm: CommId,
+) -> Result<RequestId> {
+    alltoallw_at(send, recv, comm, When::Persistent)
 }
 
 /// MPI_Alltoallv / MPI_Alltoallw.
@@ -845,14 +1121,15 @@ fn ialltoallw_inner(
     recv: Blocks,
     comm: CommId,
     pairwise: bool,
+    when: When,
 ) -> Result<RequestId> {
-    start(comm, |b, v| {
+    start(comm, when, move |b: &mut B, v: &View| {
         let (t, n) = match v.inter {
             None => (v.team(), v.size),
             Some((rs, _)) => (v.remote(), rs),
         };
         recv.check(n as usize, "alltoall receive")?;
-        let send = match send {
+        let send = match send.clone() {
             Some(s) => {
                 s.check(n as usize, "alltoall send")?;
                 s
@@ -933,7 +1210,8 @@ fn reduce_checks(op: &Op, dt: &Datatype) -> Result<()> {
 ///
 /// # Safety
 /// The buffers must hold `count` elements of `dt` and stay valid until the request completes.
-pub unsafe fn ireduce(
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_at(
     send: Input,
     recv: *mut u8,
     count: usize,
@@ -941,10 +1219,13 @@ pub unsafe fn ireduce(
     op: &Op,
     root: i32,
     comm: CommId,
+    when: When,
 ) -> Result<RequestId> {
     reduce_checks(op, dt)?;
     let f = forced("REDUCE")?;
-    start(comm, |b, v| {
+    let (op, dt, rp) = (op.clone(), dt.clone(), Ptr(recv));
+    start(comm, when, move |b: &mut B, v: &View| {
+        let (op, dt, recv) = (&op, &dt, rp.get());
         check_root(v, root)?;
         b.op = Some((op.clone(), dt.clone()));
         let esz = dt.size();
@@ -980,6 +1261,38 @@ pub unsafe fn ireduce(
         }
         Ok(())
     })
+}
+
+/// MPI_Ireduce.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn ireduce(
+    send: Input,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    op: &Op,
+    root: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    reduce_at(send, recv, count, dt, op, root, comm, When::Now)
+}
+
+/// MPI_Reduce_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn reduce_init(
+    send: Input,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    op: &Op,
+    root: i32,
+    comm: CommId,
+) -> Result<RequestId> {
+    reduce_at(send, recv, count, dt, op, root, comm, When::Persistent)
 }
 
 /// MPI_Reduce.
@@ -1027,17 +1340,20 @@ fn reduction_buffers(
 ///
 /// # Safety
 /// As [`ireduce`].
-pub unsafe fn iallreduce(
+unsafe fn allreduce_at(
     send: Input,
     recv: *mut u8,
     count: usize,
     dt: &Datatype,
     op: &Op,
     comm: CommId,
+    when: When,
 ) -> Result<RequestId> {
     reduce_checks(op, dt)?;
     let f = forced("ALLREDUCE")?;
-    start(comm, |b, v| {
+    let (op, dt, rp) = (op.clone(), dt.clone(), Ptr(recv));
+    start(comm, when, move |b: &mut B, v: &View| {
+        let (op, dt, recv) = (&op, &dt, rp.get());
         b.op = Some((op.clone(), dt.clone()));
         let esz = dt.size();
         if v.inter.is_some() {
@@ -1074,6 +1390,36 @@ pub unsafe fn iallreduce(
     })
 }
 
+/// MPI_Iallreduce.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn iallreduce(
+    send: Input,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    op: &Op,
+    comm: CommId,
+) -> Result<RequestId> {
+    allreduce_at(send, recv, count, dt, op, comm, When::Now)
+}
+
+/// MPI_Allreduce_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn allreduce_init(
+    send: Input,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    op: &Op,
+    comm: CommId,
+) -> Result<RequestId> {
+    allreduce_at(send, recv, count, dt, op, comm, When::Persistent)
+}
+
 /// MPI_Allreduce.
 ///
 /// # Safety
@@ -1097,17 +1443,20 @@ pub unsafe fn allreduce(
 ///
 /// # Safety
 /// As [`ireduce`] (`recv` holds `counts[rank]` elements; in place, the input is `recv`).
-pub unsafe fn ireduce_scatter(
+unsafe fn reduce_scatter_at(
     send: Input,
     recv: *mut u8,
     counts: Vec<usize>,
     dt: &Datatype,
     op: &Op,
     comm: CommId,
+    when: When,
 ) -> Result<RequestId> {
     reduce_checks(op, dt)?;
     let f = forced("REDUCE_SCATTER")?;
-    start(comm, |b, v| {
+    let (op, dt, rp) = (op.clone(), dt.clone(), Ptr(recv));
+    start(comm, when, move |b: &mut B, v: &View| {
+        let (op, dt, recv) = (&op, &dt, rp.get());
         if v.inter.is_some() {
             return err(
                 ErrorClass::Unsupported,
@@ -1158,6 +1507,36 @@ pub unsafe fn ireduce_scatter(
     })
 }
 
+/// MPI_Ireduce_scatter(_block).
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn ireduce_scatter(
+    send: Input,
+    recv: *mut u8,
+    counts: Vec<usize>,
+    dt: &Datatype,
+    op: &Op,
+    comm: CommId,
+) -> Result<RequestId> {
+    reduce_scatter_at(send, recv, counts, dt, op, comm, When::Now)
+}
+
+/// MPI_Reduce_scatter(_block)_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn reduce_scatter_init(
+    send: Input,
+    recv: *mut u8,
+    counts: Vec<usize>,
+    dt: &Datatype,
+    op: &Op,
+    comm: CommId,
+) -> Result<RequestId> {
+    reduce_scatter_at(send, recv, counts, dt, op, comm, When::Persistent)
+}
+
 /// MPI_Reduce_scatter.
 ///
 /// # Safety
@@ -1180,7 +1559,8 @@ pub unsafe fn reduce_scatter(
 ///
 /// # Safety
 /// As [`ireduce`].
-pub unsafe fn iscan(
+#[allow(clippy::too_many_arguments)]
+unsafe fn scan_at(
     send: Input,
     recv: *mut u8,
     count: usize,
@@ -1188,9 +1568,12 @@ pub unsafe fn iscan(
     op: &Op,
     comm: CommId,
     exclusive: bool,
+    when: When,
 ) -> Result<RequestId> {
     reduce_checks(op, dt)?;
-    start(comm, |b, v| {
+    let (op, dt, rp) = (op.clone(), dt.clone(), Ptr(recv));
+    start(comm, when, move |b: &mut B, v: &View| {
+        let (op, dt, recv) = (&op, &dt, rp.get());
         if v.inter.is_some() {
             return err(
                 ErrorClass::Comm,
@@ -1207,6 +1590,38 @@ pub unsafe fn iscan(
         }
         Ok(())
     })
+}
+
+/// MPI_Iscan / MPI_Iexscan.
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn iscan(
+    send: Input,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    op: &Op,
+    comm: CommId,
+    exclusive: bool,
+) -> Result<RequestId> {
+    scan_at(send, recv, count, dt, op, comm, exclusive, When::Now)
+}
+
+/// MPI_Scan_init / MPI_Exscan_init: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn scan_init(
+    send: Input,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    op: &Op,
+    comm: CommId,
+    exclusive: bool,
+) -> Result<RequestId> {
+    scan_at(send, recv, count, dt, op, comm, exclusive, When::Persistent)
 }
 
 /// MPI_Scan / MPI_Exscan.
@@ -1249,9 +1664,14 @@ pub unsafe fn reduce_local(
 ///
 /// # Safety
 /// As [`ialltoall`].
-pub unsafe fn ineighbor_alltoallw(send: Blocks, recv: Blocks, comm: CommId) -> Result<RequestId> {
+unsafe fn neighbor_alltoallw_at(
+    send: Blocks,
+    recv: Blocks,
+    comm: CommId,
+    when: When,
+) -> Result<RequestId> {
     let topo = crate::topo::topo_of(comm)?;
-    start(comm, |b, v| {
+    start(comm, when, move |b: &mut B, v: &View| {
         let (srcs, dsts) = topo.neighbors(v.rank);
         send.check(dsts.len(), "neighbour send")?;
         recv.check(srcs.len(), "neighbour receive")?;
@@ -1272,6 +1692,26 @@ pub unsafe fn ineighbor_alltoallw(send: Blocks, recv: Blocks, comm: CommId) -> R
         }
         Ok(())
     })
+}
+
+/// A neighbourhood collective (all of them in their w form).
+///
+/// # Safety
+/// The buffers must stay valid until the request completes.
+pub unsafe fn ineighbor_alltoallw(send: Blocks, recv: Blocks, comm: CommId) -> Result<RequestId> {
+    neighbor_alltoallw_at(send, recv, comm, When::Now)
+}
+
+/// A persistent neighbourhood collective: an inactive persistent request (start it with MPI_Start).
+///
+/// # Safety
+/// The buffers must stay valid while the request exists.
+pub unsafe fn neighbor_alltoallw_init(
+    send: Blocks,
+    recv: Blocks,
+    comm: CommId,
+) -> Result<RequestId> {
+    neighbor_alltoallw_at(send, recv, comm, When::Persistent)
 }
 
 /// Blocking form of [`ineighbor_alltoallw`].

@@ -272,14 +272,14 @@ impl B {
 
     /// `inout = in op inout` over `count` elements (packed).
     pub fn reduce(&mut self, inb: *const u8, inout: *mut u8, count: usize) {
-        if count > 0 && inb != inout as *const u8 {
+        if count > 0 && !std::ptr::eq(inb, inout) {
             self.local(Local::Reduce { inb, inout, count })
         }
     }
 
     /// Copy `len` bytes (nothing if the same place).
     pub fn copy(&mut self, src: *const u8, dst: *mut u8, len: usize) {
-        if len > 0 && src != dst as *const u8 {
+        if len > 0 && !std::ptr::eq(src, dst) {
             self.local(Local::Copy { src, dst, len })
         }
     }
@@ -351,6 +351,8 @@ impl B {
             cur: 0,
             in_round: None,
             pending: Vec::new(),
+            finally: Vec::new(),
+            on_error: None,
         }
     }
 }
@@ -366,7 +368,17 @@ pub(crate) struct Sched {
     /// The round whose transfers are in flight (its local steps run when they are done).
     in_round: Option<usize>,
     pending: Vec<RequestId>,
+    /// Run once when the schedule is over, completed or failed.
+    finally: Vec<Finally>,
+    /// Run with the error if the schedule fails.
+    on_error: Option<Box<dyn FnOnce(&Error) + Send>>,
 }
+
+/// Where a failed schedule leaves its error (see [`Sched::reporting`]).
+pub(crate) type ErrorSink = std::sync::Arc<parking_lot::Mutex<Option<Error>>>;
+
+/// A step run when a schedule is over (see [`Sched::finally`]).
+pub(crate) type Finally = Box<dyn FnOnce(&mut State) + Send>;
 
 // SAFETY: the raw pointers are to user buffers (valid until the request completes, the MPI
 // rule stated on `request`) and to the schedule's own scratch buffers; the schedule is only
@@ -374,6 +386,28 @@ pub(crate) struct Sched {
 unsafe impl Send for Sched {}
 
 impl Sched {
+    /// Run `f` when the schedule is over, whether it completed or failed.
+    pub fn finally(mut self, f: impl FnOnce(&mut State) + Send + 'static) -> Sched {
+        self.finally.push(Box::new(f));
+        self
+    }
+
+    /// Keep the error the schedule fails with in `sink` (its request only carries the class).
+    pub fn reporting(self, sink: ErrorSink) -> Sched {
+        self.finally_err(move |e| *sink.lock() = Some(e.clone()))
+    }
+
+    fn finally_err(mut self, f: impl FnOnce(&Error) + Send + 'static) -> Sched {
+        self.on_error = Some(Box::new(f));
+        self
+    }
+
+    /// Hold `c` while the schedule runs (`comm::hold` / `comm::release`).
+    pub fn holding(self, c: CommId) -> Sched {
+        crate::comm::hold(c);
+        self.finally(move |st| crate::comm::release(st, c))
+    }
+
     /// Fail: posted transfers may still write into scratch buffers, so those are leaked, and
     /// the transfers free themselves when they complete.
     fn abandon(&mut self, st: &mut State) {
@@ -496,8 +530,16 @@ impl Sched {
 impl Schedule for Sched {
     fn advance(&mut self, st: &mut State) -> Result<bool> {
         let res = self.step(st);
-        if res.is_err() {
+        if let Err(e) = &res {
             self.abandon(st);
+            if let Some(f) = self.on_error.take() {
+                f(e);
+            }
+        }
+        if !matches!(res, Ok(false)) {
+            for f in std::mem::take(&mut self.finally) {
+                f(st);
+            }
         }
         res
     }

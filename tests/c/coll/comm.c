@@ -503,9 +503,33 @@ static void test_many(void)
     }
 }
 
+/* Running out of context ids is an error (madmpi: 4096 per process), not a
+ * hang; freeing communicators makes ids available again. */
+static void test_exhaustion(void)
+{
+    if (!is_madmpi())
+        return;
+    enum { MAX = 5000 };
+    MPI_Comm *c = xmalloc(sizeof(MPI_Comm) * MAX);
+    int n = 0, rc = MPI_SUCCESS;
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    while (n < MAX && (rc = MPI_Comm_dup(MPI_COMM_SELF, &c[n])) == MPI_SUCCESS)
+        n++;
+    CHECKF(n < MAX && err_class(rc) == MPI_ERR_OTHER, "%d duplicates, rc %d", n, rc);
+    for (int i = 0; i < n; i++)
+        MPI_OK(MPI_Comm_free(&c[i]));
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
+    MPI_Comm d;
+    MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &d));
+    MPI_OK(MPI_Barrier(d));
+    MPI_OK(MPI_Comm_free(&d));
+    free(c);
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
+    test_exhaustion();
     test_dup_split();
     test_idup();
     test_create();
