@@ -47,8 +47,37 @@ const FINALIZED: u8 = 2;
 static PHASE: AtomicU8 = AtomicU8::new(UNINIT);
 static EPOCH: Lazy<Instant> = Lazy::new(Instant::now);
 
+/// Polls before a waiting rank starts yielding its CPU: `MADMPI_SPIN`, else 2000 — or 16 when
+/// this host runs more ranks than it has CPUs, where the rank being waited for can only run if
+/// the waiting one gives its core away (set at MPI_Init).
+static SPIN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(2000);
+
+/// CPUs this process may run on.
+fn cpus_available() -> usize {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            return (libc::CPU_COUNT(&set) as usize).max(1);
+        }
+    }
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Choose the spin budget for `local_ranks` ranks on this host.
+fn set_spin(local_ranks: usize) {
+    let spin = env_parse("MADMPI_SPIN").unwrap_or(if local_ranks > cpus_available() {
+        16
+    } else {
+        2000
+    });
+    SPIN.store(spin, Ordering::Relaxed);
+}
+
 /// Polls made without even a `pause` before a waiting rank backs off.
-const FAST_POLLS: u32 = 256;
+const FAST_POLLS: u32 = 128;
 
 /// Spin a little, then yield the CPU: waiting never monopolises a core.
 pub(crate) struct Backoff {
@@ -58,8 +87,10 @@ pub(crate) struct Backoff {
 
 impl Backoff {
     pub(crate) fn new() -> Backoff {
-        static SPIN: Lazy<u32> = Lazy::new(|| env_parse("MADMPI_SPIN").unwrap_or(2000));
-        Backoff { n: 0, spin: *SPIN }
+        Backoff {
+            n: 0,
+            spin: SPIN.load(Ordering::Relaxed),
+        }
     }
 
     #[inline]
@@ -170,6 +201,8 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
         Some(p) => {
             let (me, n) = (p.rank(), p.size());
             let (drv, hosts) = setup_drivers(p, me, n)?;
+            let here = &hosts[me as usize];
+            set_spin(hosts.iter().filter(|h| *h == here).count());
             (
                 Engine::new(me, n, drv, strategy, no_get),
                 p.appnum(),
