@@ -48,6 +48,11 @@ pub unsafe fn MPI_Initialized(flag: *mut c_int) -> c_int {
 }
 
 pub unsafe fn MPI_Finalize() -> c_int {
+    // The standard: MPI_Finalize first frees MPI_COMM_SELF's attributes, running their delete
+    // callbacks (libraries hook their own cleanup there).
+    if madmpi::initialized() && !madmpi::finalized() {
+        super::attr::finalize_attrs();
+    }
     finish_self("MPI_Finalize", madmpi::finalize())
 }
 

@@ -371,8 +371,11 @@ pub(crate) struct Sched {
     /// Run once when the schedule is over, completed or failed.
     finally: Vec<Finally>,
     /// Run with the error if the schedule fails.
-    on_error: Option<Box<dyn FnOnce(&Error) + Send>>,
+    on_error: Option<OnError>,
 }
+
+/// Run with the error of a failed schedule.
+type OnError = Box<dyn FnOnce(&Error) + Send>;
 
 /// Where a failed schedule leaves its error (see [`Sched::reporting`]).
 pub(crate) type ErrorSink = std::sync::Arc<parking_lot::Mutex<Option<Error>>>;

@@ -121,6 +121,8 @@ int main(int argc, char **argv)
         MPI_OK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st));
         CHECK(flag == 0);
     }
+    /* Nobody sends again before every rank has probed. */
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
 
     /* Classes and strings of the predefined codes. */
     static const int classes[] = {MPI_SUCCESS, MPI_ERR_BUFFER, MPI_ERR_COUNT, MPI_ERR_TYPE, MPI_ERR_TAG,
