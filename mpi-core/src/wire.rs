@@ -224,7 +224,7 @@ mod tests {
                 ..Default::default()
             };
             pkt.extend_from_slice(&h.encode());
-            pkt.extend(std::iter::repeat(i as u8).take((i * 3) as usize));
+            pkt.extend(std::iter::repeat_n(i as u8, (i * 3) as usize));
             pkt.resize(pad8(pkt.len()), 0);
         }
         let got: Vec<_> = Chunks::new(&pkt).map(|c| c.unwrap().1.to_vec()).collect();

@@ -461,7 +461,7 @@ fn aggreg_packs_chunks_together() {
         packets += 1;
     }
     assert!(
-        packets < 16 && packets >= 1,
+        (1..16).contains(&packets),
         "16 chunks of 8 bytes went in {packets} packets"
     );
     net.run();
