@@ -566,6 +566,16 @@ pub unsafe fn isend(
     mode: SendMode,
 ) -> Result<RequestId> {
     with(|e| {
+        // An eager message on an idle gate leaves at once and the request is born complete
+        // (`aggreg` keeps non-blocking sends queued until the next progress, to pack them).
+        if e.st.strategy == Strategy::Default
+            && matches!(mode, SendMode::Standard | SendMode::Ready)
+        {
+            // SAFETY: forwarded caller contract.
+            if let Some(r) = unsafe { e.try_isend_now(buf, count, dt, dest, tag, comm)? } {
+                return Ok(r);
+            }
+        }
         // SAFETY: forwarded caller contract.
         let r = unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false)? };
         if e.st.strategy == Strategy::Default {
@@ -590,6 +600,15 @@ pub unsafe fn send(
 ) -> Result<()> {
     // Post and try to complete under one lock: an eager send usually leaves at once.
     let r = with(|e| {
+        if matches!(mode, SendMode::Standard | SendMode::Ready)
+            // SAFETY: forwarded caller contract.
+            && unsafe { e.try_send_now(buf, count, dt, dest, tag, comm, 0)? }.is_some()
+        {
+            return Ok(Err(Completion {
+                status: EMPTY_STATUS,
+                freed: true,
+            }));
+        }
         // SAFETY: forwarded caller contract.
         let r = unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false)? };
         e.flush()?;
@@ -1000,6 +1019,25 @@ pub fn take_completion(r: RequestId) -> Result<Completion> {
         take_if_complete(e, r)?
             .ok_or_else(|| Error::new(ErrorClass::Intern, "request not complete"))
     })
+}
+
+/// [`take_completion`] of every request of `rids` (`None` entries are skipped and give
+/// `None`), under one lock: Waitall and Testall on many requests.
+pub fn take_completions(rids: &[Option<RequestId>], out: &mut [Option<Result<Completion>>]) {
+    let r = with(|e| {
+        for (r, o) in rids.iter().zip(out.iter_mut()) {
+            *o = r.map(|r| {
+                take_if_complete(e, r)?
+                    .ok_or_else(|| Error::new(ErrorClass::Intern, "request not complete"))
+            });
+        }
+        Ok(())
+    });
+    if let Err(err) = r {
+        for (r, o) in rids.iter().zip(out.iter_mut()) {
+            *o = r.map(|_| Err(err.clone()));
+        }
+    }
 }
 
 /// MPI_Request_free: the request is freed now if complete, else when it completes.

@@ -1646,6 +1646,120 @@ impl Engine {
         }
     }
 
+    /// The fast path of a standard-mode send: a small contiguous message to a peer whose gate
+    /// has nothing queued goes to the driver at once, with no request and no queueing (what the
+    /// strategy would do with it anyway: a lone chunk on an idle gate leaves as it is). Returns
+    /// `false`, having done nothing, when the message needs the general path: arguments to
+    /// check and report, a non-contiguous or large message, a busy gate or driver, a dead peer.
+    ///
+    /// # Safety
+    /// `buf` holds `count` elements of `dt` for the duration of the call.
+    #[inline]
+    pub unsafe fn try_send_now(
+        &mut self,
+        buf: *const u8,
+        count: usize,
+        dt: &Datatype,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+        sreq: u64,
+    ) -> Result<Option<u32>> {
+        let st = &mut self.st;
+        let Some(Some(c)) = st.comms.get(comm.0 as usize) else {
+            return Ok(None);
+        };
+        if dest < 0 || dest >= c.peer_count() || !(0..=TAG_UB).contains(&tag) || !dt.is_committed()
+        {
+            return Ok(None);
+        }
+        let Some((off, bytes)) = dt.contiguous_span(count) else {
+            return Ok(None);
+        };
+        let peer = c.peers()[dest as usize];
+        let (ctx, src) = (c.ctx, c.rank);
+        let g = &st.gates[peer as usize];
+        if !g.out.is_empty() || g.dead || bytes > g.eager_max {
+            return Ok(None);
+        }
+        let Some(t) = self.drv.get(g.driver) else {
+            return Ok(None);
+        };
+        let seq = g.seq.wrapping_add(1);
+        let hb = Header {
+            kind: Kind::Eager as u8,
+            flags: 0,
+            ctx,
+            src,
+            tag,
+            seq,
+            len: bytes as u32,
+            msg_len: bytes as u64,
+            sreq,
+            aux: 0,
+        }
+        .encode();
+        // SAFETY: the caller's buffer holds the message for the whole call.
+        let payload = unsafe { raw_slice(buf.wrapping_offset(off), bytes) };
+        match t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)]) {
+            Ok(SendOutcome::Done) => {
+                st.gates[peer as usize].seq = seq;
+                Ok(Some(peer))
+            }
+            Ok(SendOutcome::WouldBlock) => Ok(None),
+            Err(madmpi_transports::Error::PeerLost(p)) => {
+                st.peer_lost(p.0);
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// [`Engine::try_send_now`] for a non-blocking send: the request is born complete, and
+    /// stays cancellable while the receiver has not matched the message.
+    ///
+    /// # Safety
+    /// As [`Engine::try_send_now`].
+    #[inline]
+    pub unsafe fn try_isend_now(
+        &mut self,
+        buf: *const u8,
+        count: usize,
+        dt: &Datatype,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<Option<RequestId>> {
+        let mut r = Request::new(Op::None);
+        r.complete = true;
+        let rid = self.st.reqs.insert(r);
+        // SAFETY: forwarded caller contract.
+        match unsafe { self.try_send_now(buf, count, dt, dest, tag, comm, rid.0) } {
+            Ok(Some(peer)) => {
+                if let Some(r) = self.st.reqs.get_mut(rid) {
+                    r.op = Op::Send(SendOp {
+                        peer,
+                        ptr: buf,
+                        len: 0,
+                        staging: None,
+                        layout: None,
+                        bsend: None,
+                        queued: false,
+                        await_ack: false,
+                        frag_sent: 0,
+                        fragmenting: false,
+                        cancel_wait: false,
+                    });
+                }
+                Ok(Some(rid))
+            }
+            other => {
+                self.st.reqs.remove(rid);
+                other.map(|_| None)
+            }
+        }
+    }
+
     /// Hand queued chunks to the drivers, as the strategy packs them. Never blocks: a gate
     /// whose driver says "would block" keeps its chunks for the next call.
     pub fn flush(&mut self) -> Result<()> {

@@ -111,11 +111,20 @@ impl Header {
                 "malformed packet: truncated chunk header",
             ));
         }
+        // One bounds check, then fixed-offset loads.
+        let b: &[u8; HDR_LEN] = b[..HDR_LEN].try_into().expect("length checked");
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let u64_at = |i: usize| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(&b[i..i + 8]);
-            u64::from_le_bytes(a)
+            u64::from_le_bytes([
+                b[i],
+                b[i + 1],
+                b[i + 2],
+                b[i + 3],
+                b[i + 4],
+                b[i + 5],
+                b[i + 6],
+                b[i + 7],
+            ])
         };
         let h = Header {
             kind: b[0],

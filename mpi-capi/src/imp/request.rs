@@ -289,16 +289,27 @@ fn finish_all(
     let mut first_failed = None;
     let mut core_err = None;
     let mut codes = Vec::new();
-    for i in 0..n {
-        let Some(e) = ents[i] else {
+    let rids: Vec<Option<RequestId>> = ents.iter().map(|e| e.map(|e| e.rid)).collect();
+    let mut done: Vec<Option<R<Completion>>> = vec![None; n];
+    madmpi::take_completions(&rids, &mut done);
+    // The freed ones lose their handles under one lock.
+    handles::drop_requests(
+        (0..n)
+            .filter(|&i| matches!(done[i], Some(Ok(c)) if c.freed))
+            .map(|i| m.handles[i]),
+    );
+    for (i, d) in done.into_iter().enumerate() {
+        let Some(d) = d else {
             if let Some(st) = st.as_deref_mut() {
                 empty_status(&mut st[i]);
             }
             continue;
         };
-        match madmpi::take_completion(e.rid) {
+        match d {
             Ok(c) => {
-                settle(&mut m.handles[i], &c);
+                if c.freed {
+                    m.handles[i] = MPI_REQUEST_NULL;
+                }
                 if let Some(st) = st.as_deref_mut() {
                     fill_status(&mut st[i], &c.status);
                 }
