@@ -1655,6 +1655,7 @@ impl Engine {
     /// # Safety
     /// `buf` holds `count` elements of `dt` for the duration of the call.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn try_send_now(
         &mut self,
         buf: *const u8,
