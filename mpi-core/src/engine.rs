@@ -85,6 +85,9 @@ struct OutChunk {
     ptr: *const u8,
     len: usize,
     sent: OnSent,
+    /// A Data fragment gathered from a non-contiguous user buffer at `ptr`: bytes
+    /// `hdr.msg_len..+len` of the packed stream of `count` elements of the type.
+    gather: Option<(Datatype, usize)>,
 }
 
 /// The per-peer gate: outgoing chunks waiting for the strategy, and protocol parameters.
@@ -124,6 +127,8 @@ enum UBody {
     Rts {
         addr: u64,
         table: Option<Vec<u8>>,
+        /// The sender streams the data (`FLAG_STREAM`): there is nothing to pull.
+        stream: bool,
     },
 }
 
@@ -227,6 +232,8 @@ pub(crate) struct State {
     pub zcopy_min: usize,
     /// Rendezvous sent with a piece table (zero-copy blocks), for statistics and tests.
     pub zcopy_sends: u64,
+    /// Rendezvous whose fragments are gathered from a sparse user buffer (no packing).
+    pub gather_sends: u64,
     /// Peers found dead, in the order they were found.
     pub lost: Vec<u32>,
     /// Requests running a [`Schedule`].
@@ -330,6 +337,7 @@ impl State {
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(8192),
             zcopy_sends: 0,
+            gather_sends: 0,
             lost: Vec::new(),
             scheds: Vec::new(),
             peer_errors: Vec::new(),
@@ -378,6 +386,7 @@ impl State {
                 ptr: std::ptr::null(),
                 len: 0,
                 sent: OnSent::Nothing,
+                gather: None,
             },
         );
     }
@@ -437,6 +446,7 @@ impl State {
         let mut staging = None;
         let mut bsend = None;
         let mut pieces = None;
+        let mut stream = false;
         let ptr: *const u8 = if mode == SendMode::Buffered {
             let need = wire::pad8(bytes) + BSEND_OVERHEAD;
             let off = self.bsend.alloc(need).ok_or_else(|| {
@@ -487,6 +497,12 @@ impl State {
                     p
                 }
             }
+        } else if bytes > self.gates[peer as usize].eager_max && gather_worthy(dt, count) {
+            // Sparse type with large blocks, no `get`: the fragments will be gathered from
+            // the user buffer when the receiver asks (Cts), never packed.
+            stream = true;
+            pieces = Some((buf, dt.clone(), count));
+            buf
         } else {
             let mut v = vec![0u8; bytes];
             dt.pack(buf, count, 0, &mut v);
@@ -544,7 +560,12 @@ impl State {
         let hdr = Header {
             kind: if eager { Kind::Eager } else { Kind::Rts } as u8,
             flags: if sync { wire::FLAG_SYNC } else { 0 }
-                | if table_len > 0 { wire::FLAG_PIECES } else { 0 },
+                | if table_len > 0 { wire::FLAG_PIECES } else { 0 }
+                | if stream && !eager {
+                    wire::FLAG_STREAM
+                } else {
+                    0
+                },
             ctx,
             src,
             tag,
@@ -556,7 +577,7 @@ impl State {
             },
             msg_len: bytes as u64,
             sreq: rid.0,
-            aux: if eager || table_len > 0 {
+            aux: if eager || table_len > 0 || stream {
                 0
             } else {
                 ptr as u64
@@ -569,6 +590,7 @@ impl State {
                 ptr,
                 len: if eager { bytes } else { table_len },
                 sent: OnSent::Send(rid),
+                gather: None,
             },
         );
         Ok(match user_req {
@@ -979,7 +1001,11 @@ impl State {
                 }
                 self.complete(rid);
             }
-            UBody::Rts { addr, table } => {
+            UBody::Rts {
+                addr,
+                table,
+                stream,
+            } => {
                 rv.msg_len = u.msg_len;
                 let ranges = match table {
                     None => vec![(0, addr, u.msg_len)],
@@ -997,7 +1023,7 @@ impl State {
                         }
                     },
                 };
-                if can_get {
+                if can_get && !stream {
                     self.gets.push(PendingGet {
                         peer,
                         ranges,
@@ -1052,11 +1078,13 @@ impl State {
                     UBody::Rts {
                         addr: 0,
                         table: Some(payload.to_vec()),
+                        stream: false,
                     }
                 } else {
                     UBody::Rts {
                         addr: h.aux,
                         table: None,
+                        stream: h.flags & wire::FLAG_STREAM != 0,
                     }
                 };
                 let mut u = Unexpected {
@@ -1105,13 +1133,21 @@ impl State {
                 };
                 s.await_ack = false;
                 s.fragmenting = true;
+                let mut gather = None;
                 if let Some((buf, dt, count)) = s.layout.take() {
-                    // The receiver cannot pull the blocks: stream the packed bytes instead.
-                    let mut v = vec![0u8; s.len];
-                    // SAFETY: the send buffer is valid until the request completes.
-                    unsafe { dt.pack(buf, count, 0, &mut v) };
-                    s.ptr = v.as_ptr();
-                    s.staging = Some(v);
+                    if gather_worthy(&dt, count) {
+                        // Fragments gathered straight from the user buffer.
+                        self.gather_sends += 1;
+                        s.ptr = buf;
+                        gather = Some((dt, count));
+                    } else {
+                        // The receiver cannot pull the blocks: stream the packed bytes.
+                        let mut v = vec![0u8; s.len];
+                        // SAFETY: the send buffer is valid until the request completes.
+                        unsafe { dt.pack(buf, count, 0, &mut v) };
+                        s.ptr = v.as_ptr();
+                        s.staging = Some(v);
+                    }
                 }
                 let (ptr, len) = (s.ptr, s.len);
                 let frag = self.gates[peer as usize].frag_max;
@@ -1126,15 +1162,23 @@ impl State {
                         aux: h.aux,
                         ..Default::default()
                     };
-                    self.queue(
-                        peer,
-                        OutChunk {
+                    let chunk = match &gather {
+                        Some(g) => OutChunk {
+                            hdr,
+                            ptr,
+                            len: n,
+                            sent: OnSent::Frag(id),
+                            gather: Some(g.clone()),
+                        },
+                        None => OutChunk {
                             hdr,
                             ptr: ptr.wrapping_add(off),
                             len: n,
                             sent: OnSent::Frag(id),
+                            gather: None,
                         },
-                    );
+                    };
+                    self.queue(peer, chunk);
                     off += n;
                 }
             }
@@ -1248,6 +1292,10 @@ impl State {
                 let mut total = 0usize;
                 let mut n = 0usize;
                 for c in g.out.iter() {
+                    if c.gather.is_some() {
+                        // A gathered fragment travels alone.
+                        return n.max(1);
+                    }
                     let sz = wire::pad8(HDR_LEN + c.len);
                     if n > 0 && (total + sz > g.packet_max || (n + 1) * 3 > g.max_iov) {
                         break;
@@ -1462,6 +1510,15 @@ impl RecvSink for State {
             self.complete(id);
         }
     }
+}
+
+/// Whether a message of `count` elements of a sparse type is better sent by gathering its
+/// blocks (one gathering write per fragment) than by packing: blocks large enough that the
+/// per-block cost of the write is below the cost of copying them.
+fn gather_worthy(dt: &Datatype, count: usize) -> bool {
+    const MIN_AVG_BLOCK: usize = 2048;
+    let s = dt.block_stats(count);
+    s.segments > 0 && s.bytes / s.segments >= MIN_AVG_BLOCK
 }
 
 fn bad_request() -> Error {
@@ -1801,7 +1858,34 @@ impl Engine {
                     format!("no transport reaches rank {peer}"),
                 );
             };
-            let outcome = if n == 1 {
+            let outcome = if n == 1 && g.out.front().is_some_and(|c| c.gather.is_some()) {
+                let c = g.out.front().expect("picked");
+                let hb = c.hdr.encode();
+                let (dt, count) = c.gather.as_ref().expect("checked");
+                let off = c.hdr.msg_len as usize;
+                let mut iov = Vec::with_capacity(8);
+                iov.push(IoSlice::new(&hb));
+                let mut packed = Vec::new();
+                for (mem, len) in dt.segments(*count, off..off + c.len) {
+                    if iov.len() == g.max_iov {
+                        // Too many blocks for one gathering write: pack this fragment.
+                        packed = vec![0u8; c.len];
+                        // SAFETY: the send buffer is valid until the request completes.
+                        unsafe { dt.pack(c.ptr, *count, off, &mut packed) };
+                        break;
+                    }
+                    // SAFETY: the segment lies in the user's send buffer, valid until the
+                    // request completes.
+                    iov.push(IoSlice::new(unsafe {
+                        raw_slice(c.ptr.wrapping_offset(mem), len)
+                    }));
+                }
+                if !packed.is_empty() {
+                    iov.truncate(1);
+                    iov.push(IoSlice::new(&packed));
+                }
+                t.try_send(PeerId(peer), &iov)
+            } else if n == 1 {
                 let c = g.out.front().expect("picked");
                 let hb = c.hdr.encode();
                 // SAFETY: the chunk's payload is owned by a request that is not complete.

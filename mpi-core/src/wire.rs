@@ -53,6 +53,8 @@ pub const FLAG_SYNC: u8 = 1;
 pub const FLAG_CANCELLED: u8 = 2;
 /// In an `Rts`: the payload is a piece table (zero-copy rendezvous of a sparse datatype).
 pub const FLAG_PIECES: u8 = 4;
+/// In an `Rts`: the sender streams the data (no address to pull from): answer with `Cts`.
+pub const FLAG_STREAM: u8 = 8;
 
 /// A decoded chunk header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

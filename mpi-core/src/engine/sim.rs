@@ -77,8 +77,17 @@ impl Net {
         let mut pkt = Vec::new();
         for c in st.gates[j as usize].out.iter().take(n) {
             pkt.extend_from_slice(&c.hdr.encode());
-            // SAFETY: the payload belongs to a live request of this test.
-            pkt.extend_from_slice(unsafe { raw_slice(c.ptr, c.len) });
+            if let Some((dt, count)) = &c.gather {
+                // A fragment gathered from the segments of a sparse buffer.
+                let off = c.hdr.msg_len as usize;
+                for (mem, len) in dt.segments(*count, off..off + c.len) {
+                    // SAFETY: the segment lies in the live send buffer of this test.
+                    pkt.extend_from_slice(unsafe { raw_slice(c.ptr.wrapping_offset(mem), len) });
+                }
+            } else {
+                // SAFETY: the payload belongs to a live request of this test.
+                pkt.extend_from_slice(unsafe { raw_slice(c.ptr, c.len) });
+            }
             pkt.resize(pkt.len() + pad_len(c.len), 0);
         }
         st.sent(j, n);
@@ -669,6 +678,62 @@ fn derived_datatypes_zero_copy_and_fallback() {
 }
 
 /// A forged piece table is rejected without touching memory outside the receive buffer.
+#[test]
+fn sparse_sends_without_get_gather_their_blocks() {
+    for strategy in [Strategy::Default, Strategy::Aggreg] {
+        for can_get in [false, true] {
+            let mut net = Net::new(2, strategy, can_get, 23);
+            let b = byte();
+            // Large blocks (average 3.5 KB) with holes, two instances: fragments of 200
+            // bytes start and end inside blocks and across block and instance boundaries.
+            let idx = committed(Datatype::indexed(
+                &[3000, 5000, 2500],
+                &[0, 4000, 10000],
+                &b,
+            ));
+            let ext = idx.extent() as usize;
+            let src: Vec<u8> = (0..2 * ext as u32).map(|i| (i * 13 + 5) as u8).collect();
+            let mut packed = Vec::new();
+            for k in 0..2 {
+                for r in [0..3000, 4000..9000, 10000..12500] {
+                    packed.extend_from_slice(&src[k * ext + r.start..k * ext + r.end]);
+                }
+            }
+            let mut dst = vec![0u8; packed.len()];
+            let r = unsafe {
+                net.ranks[1]
+                    .irecv(dst.as_mut_ptr(), dst.len(), &b, 0, 4, COMM_WORLD, false)
+                    .unwrap()
+            };
+            let s = unsafe {
+                net.ranks[0]
+                    .isend(
+                        src.as_ptr(),
+                        2,
+                        &idx,
+                        1,
+                        4,
+                        COMM_WORLD,
+                        SendMode::Standard,
+                        false,
+                    )
+                    .unwrap()
+            };
+            net.run();
+            assert_eq!(net.status(1, r).bytes, packed.len() as u64);
+            assert!(
+                dst == packed,
+                "gathered bytes ({strategy:?}, get {can_get})"
+            );
+            assert!(net.ranks[0].reqs.get(s).unwrap().complete);
+            assert_eq!(
+                net.ranks[0].gather_sends, !can_get as u64,
+                "gathered only without get"
+            );
+        }
+    }
+}
+
 #[test]
 fn forged_piece_tables_are_rejected() {
     let mut rb = vec![0u8; 64];
