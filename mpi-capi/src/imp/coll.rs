@@ -763,7 +763,9 @@ fn reduce_scatter_impl(
 ) -> c_int {
     let call = || red_call(name, block, dt, op, comm);
     issue(comm, req, mode, &call, |c| {
-        let np = peers(c)?;
+        // One count per process of the (local) group, intercommunicators included: there the
+        // other group's result is scattered over this group.
+        let np = madmpi::comm_size(c)? as usize;
         let cs = match rcounts {
             Some(a) => counts(a, np, "recvcounts")?,
             None => vec![count_arg(block)?; np],

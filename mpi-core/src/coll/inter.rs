@@ -204,3 +204,81 @@ pub(super) fn allreduce(
     }
     Ok(())
 }
+
+/// Each group reduces its whole vector to its rank 0 (binomial, rank order); the two leaders
+/// exchange their results; each leader scatters the other group's result over its group, block
+/// `i` (`counts[i]` elements, `counts` being this group's) to process `i`. Both groups reduce
+/// the same number of elements (the standard requires it).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn reduce_scatter(
+    b: &mut B,
+    v: &View,
+    send: Input,
+    recv: *mut u8,
+    counts: &[usize],
+    dt: &Datatype,
+    commutative: bool,
+) -> Result<()> {
+    let Input::Buf(s) = send else {
+        return err(
+            ErrorClass::Buffer,
+            "MPI_IN_PLACE is not allowed on an intercommunicator",
+        );
+    };
+    let n = v.size as usize;
+    let counts = &counts[..n];
+    let esz = dt.size();
+    let total: usize = counts.iter().sum();
+    let nb = total * esz;
+    let lt = v.team();
+    let rt = v.remote();
+    let me = v.rank as usize;
+    let sp = packed_in(b, s, total, dt);
+    let (mine, theirs) = if v.rank == 0 {
+        (b.tmp(nb), b.tmp(nb))
+    } else {
+        (std::ptr::null_mut(), std::ptr::null_mut())
+    };
+    algo::reduce_binomial(b, &lt, 0, sp, mine, total, esz, commutative);
+    b.fence();
+    if v.rank == 0 {
+        b.send_bytes(&rt, 0, mine, nb);
+        b.recv_bytes(&rt, 0, theirs, nb);
+    }
+    b.fence();
+    let (rp, unpack) = packed_out(b, recv, counts[me], dt);
+    let by = bytes();
+    if counts.iter().all(|&c| c == counts[0]) {
+        let bsz = counts[0] * esz;
+        let slot = move |r: i32| (theirs.wrapping_add(r as usize * bsz), bsz, bytes());
+        algo::scatter_binomial(
+            b,
+            &lt,
+            0,
+            algo::ScatterArgs {
+                bsz,
+                slot: (v.rank == 0).then_some(&slot as &dyn Fn(i32) -> algo::Blk),
+                own: Some((rp, bsz, &by)),
+            },
+        );
+    } else {
+        let mut displs = Vec::with_capacity(n);
+        let mut at = 0isize;
+        for &c in counts {
+            displs.push(at);
+            at += (c * esz) as isize;
+        }
+        let blocks = Blocks::w(
+            theirs,
+            counts.iter().map(|c| c * esz).collect(),
+            displs,
+            vec![by.clone(); n],
+        );
+        let own = Data::new(rp, counts[me] * esz, &by);
+        super::scatterv_linear(b, &lt, 0, (v.rank == 0).then_some(&blocks), Some(&own));
+    }
+    if unpack {
+        b.unpack(rp, recv, counts[me], dt);
+    }
+    Ok(())
+}

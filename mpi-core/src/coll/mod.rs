@@ -31,9 +31,9 @@
 //! A forced algorithm that cannot run (e.g. `rabenseifner` with a non-commutative operation)
 //! falls back to the default. Non-commutative operations are always combined in rank order.
 //! Intercommunicators: barrier, bcast, gather(v), scatter(v), allgather(v), alltoall(v, w),
-//! reduce and allreduce are supported (local reduction or gather to a leader, exchange between
-//! the leaders, local broadcast); reduce_scatter(_block) return MPI_ERR_UNSUPPORTED_OPERATION,
-//! scan and exscan are not defined there (MPI_ERR_COMM).
+//! reduce, allreduce and reduce_scatter(_block) are supported (local reduction or gather to a
+//! leader, exchange between the leaders, local broadcast or scatter); scan and exscan are not
+//! defined there (MPI_ERR_COMM).
 
 pub(crate) mod algo;
 mod inter;
@@ -1457,16 +1457,13 @@ unsafe fn reduce_scatter_at(
     let (op, dt, rp) = (op.clone(), dt.clone(), Ptr(recv));
     start(comm, when, move |b: &mut B, v: &View| {
         let (op, dt, recv) = (&op, &dt, rp.get());
-        if v.inter.is_some() {
-            return err(
-                ErrorClass::Unsupported,
-                "reduce-scatter on an intercommunicator is not supported",
-            );
-        }
         b.op = Some((op.clone(), dt.clone()));
         let n = v.size as usize;
         if counts.len() < n {
             return err(ErrorClass::Arg, format!("{n} receive counts are needed"));
+        }
+        if v.inter.is_some() {
+            return inter::reduce_scatter(b, v, send, recv, &counts, dt, op.is_commutative());
         }
         let esz = dt.size();
         let total: usize = counts[..n].iter().sum();
