@@ -329,6 +329,11 @@ fn smoke(bench: &str, args: &[&str], modes: &[(&str, &str)]) {
         "{}",
         r.context("header comment line")
     );
+    assert!(
+        r.stdout.lines().any(|l| l.trim_end() == "# done"),
+        "{}",
+        r.context("the final `# done` line")
+    );
     let res = results(bench, &r.stdout);
     for (mode, metric) in modes {
         assert!(

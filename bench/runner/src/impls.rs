@@ -156,6 +156,9 @@ impl Impl {
             argv,
             env,
             cwd: None,
+            // bench/c/common.h: bench_finish() prints it before MPI_Finalize.
+            done_line: Some("# done".into()),
+            after_done: proc::AFTER_DONE_GRACE,
         }
     }
 
