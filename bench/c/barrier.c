@@ -29,6 +29,6 @@ int main(int argc, char **argv)
             bench_result(&o, "barrier", 0, iters, "lat_us", "lower",
                          bench_us_per_op(secs, o.reps, iters), NULL);
     }
-    MPI_Finalize();
+    bench_finish();
     return 0;
 }

@@ -140,6 +140,6 @@ int main(int argc, char **argv)
     }
     free(c.sbuf);
     free(c.rbuf);
-    MPI_Finalize();
+    bench_finish();
     return 0;
 }

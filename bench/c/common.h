@@ -11,8 +11,9 @@
  *
  * on one line, printed by rank 0 only.  min/med/max are over the `reps`
  * timed repetitions inside the program, each of `iters` iterations.  Lines
- * starting with `#` are comments; nothing else is printed on stdout.  Errors
- * go to stderr and the program exits non-zero.
+ * starting with `#` are comments; the last line of a complete run is
+ * `# done`.  Nothing else is printed on stdout.  Errors go to stderr and the
+ * program exits non-zero.
  *
  * Common options (every benchmark):
  *   --quick         fewer sizes and iterations
@@ -372,6 +373,20 @@ static inline void bench_header(const struct bench_opts *o)
                o->reps, o->quick, v);
         fflush(stdout);
     }
+}
+
+/* Ends a successful run: rank 0 prints the `# done` line (the runner then
+ * knows every measurement is out, and gives a launcher that hangs in
+ * MPI_Finalize only a short grace period), then MPI_Finalize. */
+static inline void bench_finish(void)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        printf("# done\n");
+        fflush(stdout);
+    }
+    MPI_Finalize();
 }
 
 #endif

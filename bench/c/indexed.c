@@ -254,6 +254,6 @@ int main(int argc, char **argv)
             if (bench_size_on(&o, 53 * l[i]))
                 run_struct(&o, rank, l[i]);
     }
-    MPI_Finalize();
+    bench_finish();
     return 0;
 }

@@ -100,6 +100,6 @@ int main(int argc, char **argv)
     free(c.sbuf);
     free(c.rwin);
     free(c.reqs);
-    MPI_Finalize();
+    bench_finish();
     return 0;
 }

@@ -132,6 +132,6 @@ int main(int argc, char **argv)
         MPI_Comm_free(&c.comms[k]);
     free(c.sbuf);
     free(c.rbuf);
-    MPI_Finalize();
+    bench_finish();
     return 0;
 }

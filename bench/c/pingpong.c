@@ -227,6 +227,6 @@ int main(int argc, char **argv)
         run_bw(&o, 0);
     if (bench_mode_on(&o, "bibw"))
         run_bw(&o, 1);
-    MPI_Finalize();
+    bench_finish();
     return 0;
 }

@@ -6,6 +6,10 @@
 //! Same build-once logic and overrides as `examples_c.rs`
 //! (`MADMPI_TEST_MPICC`, `MADMPI_TEST_MPIRUN`); helpers are duplicated
 //! because each integration test is its own crate.
+//!
+//! `runner_*` runs the benchmark runner (`madmpi-bench`, built by `make`) on a
+//! tiny TCP ping-pong with ours only: it must write the figures (PNG and SVG)
+//! and measure and report the raw TCP baseline (`bench/c/rawtcp.c`).
 
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -74,12 +78,18 @@ fn toolchain() -> &'static Toolchain {
     })
 }
 
-/// Runs `make` at the repository root once if our wrapper scripts or
-/// library are missing. A lock file serializes concurrent test processes;
-/// the second one finds everything built.
+/// Runs `make` at the repository root once if our wrapper scripts, library
+/// or benchmark runner are missing. A lock file serializes concurrent test
+/// processes; the second one finds everything built.
 fn ensure_built() {
     let root = repo();
-    let needed = ["bin/mpicc", "bin/mpirun", "lib/libmadmpi.so"];
+    let runner = runner_exe();
+    let needed = [
+        "bin/mpicc",
+        "bin/mpirun",
+        "lib/libmadmpi.so",
+        runner.to_str().expect("UTF-8 path"),
+    ];
     let missing = || -> Vec<&str> {
         needed
             .iter()
@@ -112,6 +122,16 @@ fn ensure_built() {
         tail(&String::from_utf8_lossy(&out.stderr), 30),
     );
     // The lock is released when `lock` is dropped.
+}
+
+/// The release build of the benchmark runner (`make` builds every binary
+/// of the workspace), in cargo's target directory.
+fn runner_exe() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|d| if d.is_absolute() { d } else { repo().join(d) })
+        .unwrap_or_else(|| repo().join("target"))
+        .join("release/madmpi-bench")
 }
 
 fn flock(f: &File) {
@@ -188,12 +208,21 @@ impl Ran {
 /// process group, killed as a whole afterwards so no rank outlives the test.
 fn mpirun(n: u32, exe: &Path, args: &[&str]) -> Ran {
     let tc = toolchain();
+    let mut argv: Vec<String> = tc.mpirun.clone();
+    argv.extend(["-n".to_string(), n.to_string(), exe.display().to_string()]);
+    argv.extend(args.iter().map(|a| a.to_string()));
+    run_limited(&format!("{}-n{n}", tc.tag), exe, &argv)
+}
+
+/// Runs `argv` (whose program is about `exe`) in a process group of its
+/// own with a time limit, one job at a time, and kills the whole group
+/// afterwards; `tag` names the log files.
+fn run_limited(tag: &str, exe: &Path, argv: &[String]) -> Ran {
     let _serial = run_lock();
     let dir = scratch().join("logs");
     std::fs::create_dir_all(&dir).expect("mkdir logs");
     let base = format!(
-        "{}-{}-n{n}-{}",
-        tc.tag,
+        "{tag}-{}-{}",
         exe.file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default(),
@@ -201,12 +230,8 @@ fn mpirun(n: u32, exe: &Path, args: &[&str]) -> Ran {
     );
     let out_path = dir.join(format!("{base}.out"));
     let err_path = dir.join(format!("{base}.err"));
-    let mut cmd = Command::new(&tc.mpirun[0]);
-    cmd.args(&tc.mpirun[1..])
-        .arg("-n")
-        .arg(n.to_string())
-        .arg(exe)
-        .args(args)
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(File::create(&out_path).expect("stdout file"))
         .stderr(File::create(&err_path).expect("stderr file"))
@@ -214,7 +239,7 @@ fn mpirun(n: u32, exe: &Path, args: &[&str]) -> Ran {
     let started = Instant::now();
     let mut child = cmd
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", tc.mpirun));
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", argv[0]));
     let pgid = child.id() as libc::pid_t;
     let status = loop {
         if let Some(st) = child.try_wait().expect("try_wait") {
@@ -226,7 +251,7 @@ fn mpirun(n: u32, exe: &Path, args: &[&str]) -> Ran {
         thread::sleep(Duration::from_millis(20));
     };
     // SAFETY: killpg has no memory-safety preconditions; pgid is the group
-    // created above for this launcher (never our own group).
+    // created above for this command (never our own group).
     unsafe {
         libc::killpg(pgid, libc::SIGKILL);
     }
@@ -328,6 +353,11 @@ fn smoke(bench: &str, args: &[&str], modes: &[(&str, &str)]) {
             .any(|l| l.starts_with(&format!("# {bench} ranks=2"))),
         "{}",
         r.context("header comment line")
+    );
+    assert!(
+        r.stdout.lines().any(|l| l.trim_end() == "# done"),
+        "{}",
+        r.context("the final `# done` line")
     );
     let res = results(bench, &r.stdout);
     for (mode, metric) in modes {
@@ -440,4 +470,190 @@ fn bad_option_is_refused() {
         "{}",
         r.context("usage on stderr")
     );
+}
+
+/// The raw TCP baseline (not an MPI program) builds warning-free with the
+/// plain C compiler and reports `pingpong` `lat` figures in the format of
+/// the MPI benchmarks, 0 B left out, ending with `# done`.
+#[test]
+fn rawtcp() {
+    let root = repo();
+    let exe = scratch().join("plain").join("rawtcp");
+    std::fs::create_dir_all(exe.parent().expect("dir")).expect("mkdir");
+    let cc = std::env::var("CC")
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+        .unwrap_or_else(|| "cc".into());
+    let o = Command::new(&cc)
+        .args(["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror"])
+        .arg(root.join("bench/c/rawtcp.c"))
+        .arg("-o")
+        .arg(&exe)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
+    assert!(
+        o.status.success(),
+        "{cc} bench/c/rawtcp.c failed ({}):\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let argv: Vec<String> = std::iter::once(exe.display().to_string())
+        .chain(args(&["--max", "64"]).iter().map(|s| s.to_string()))
+        .collect();
+    let r = run_limited("plain", &exe, &argv);
+    assert!(r.ok, "{}", r.context("rawtcp"));
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with("# pingpong ranks=2") && l.contains("library=raw TCP")),
+        "{}",
+        r.context("header comment line")
+    );
+    assert!(
+        r.stdout.lines().last() == Some("# done"),
+        "{}",
+        r.context("the final `# done` line")
+    );
+    let res = results("pingpong", &r.stdout);
+    let sizes = |metric: &str| -> Vec<f64> {
+        res.iter()
+            .filter(|x| x.get("mode") == "lat" && x.get("metric") == metric)
+            .map(|x| x.num("size"))
+            .collect()
+    };
+    let powers: Vec<f64> = (0..=6).map(|k| f64::from(1u32 << k)).collect();
+    assert_eq!(sizes("lat_us"), powers, "{}", r.context("lat_us sizes"));
+    assert_eq!(sizes("bw_MBps"), powers, "{}", r.context("bw_MBps sizes"));
+    let bad = run_limited(
+        "plain",
+        &exe,
+        &[
+            exe.display().to_string(),
+            "--mode".into(),
+            "nonsense".into(),
+        ],
+    );
+    assert!(
+        !bad.ok && bad.stderr.contains("usage:"),
+        "{}",
+        bad.context("--mode nonsense must fail with a usage line")
+    );
+}
+
+/// The runner on a tiny TCP ping-pong (ours and the raw TCP baseline, one
+/// run, a few iterations): it succeeds, writes the figures as PNG and SVG,
+/// links them from summary.md, and reports the raw TCP baseline next to ours
+/// (not as a peer) with our overhead over it.
+#[test]
+fn runner_writes_plots_and_the_raw_tcp_baseline() {
+    // The runner always uses the repository's own build (whatever toolchain
+    // the other tests were pointed at).
+    ensure_built();
+    let out = scratch().join(format!("runner-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let _serial = run_lock();
+    let o = Command::new(runner_exe())
+        .args([
+            "--impl",
+            "ours",
+            "--bench",
+            "pingpong",
+            "--transport",
+            "tcp",
+            "--runs",
+            "1",
+            "--no-install",
+            "--timeout",
+            "100",
+            "--bench-args",
+            "--mode lat --max 64 --reps 2 --iters 3",
+            "--out",
+        ])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .output()
+        .expect("cannot run madmpi-bench");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "madmpi-bench: {}\n{stderr}", o.status);
+    let run = out.join("latest");
+    let md = std::fs::read_to_string(run.join("summary.md")).expect("summary.md");
+    let ctx = || format!("--- summary.md\n{md}\n--- stderr\n{stderr}");
+
+    for stem in ["tcp-pingpong-latency", "tcp-pingpong-bandwidth"] {
+        let png = std::fs::read(run.join(format!("plots/{stem}.png"))).expect("PNG written");
+        assert!(
+            png.len() > 1000 && png.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{stem}.png: {} bytes, not a PNG",
+            png.len()
+        );
+        let svg = std::fs::read_to_string(run.join(format!("plots/{stem}.svg"))).expect("SVG");
+        let root = svg
+            .trim_start()
+            .trim_start_matches(|c| c != '<')
+            .split_once('>')
+            .map(|(tag, _)| tag.to_string())
+            .unwrap_or_default();
+        assert!(root.starts_with("<svg"), "{stem}.svg root element: {root}");
+        assert!(svg.trim_end().ends_with("</svg>"), "{stem}.svg is complete");
+        assert!(svg.contains("raw TCP"), "{stem}.svg: legend names raw TCP");
+        assert!(
+            md.contains(&format!("(plots/{stem}.png)"))
+                && md.contains(&format!("(plots/{stem}.svg)")),
+            "summary.md links {stem}: {}",
+            ctx()
+        );
+    }
+
+    // The headline table: ours, raw TCP, our overhead over it, and no
+    // ours/best-peer ratio (raw TCP is not a peer).
+    let header = md
+        .lines()
+        .find(|l| l.starts_with("| measurement |") && l.contains("raw TCP"))
+        .unwrap_or_else(|| panic!("no headline table with a raw TCP column: {}", ctx()));
+    let cols: Vec<&str> = header.split('|').map(str::trim).collect();
+    let col = |name: &str| {
+        cols.iter()
+            .position(|c| *c == name)
+            .unwrap_or_else(|| panic!("no `{name}` column in {header}"))
+    };
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| ping-pong latency 8 B (µs) |"))
+        .unwrap_or_else(|| panic!("no 8 B latency headline row: {}", ctx()));
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    let number = |cell: &str| -> f64 {
+        let first = cell.split_whitespace().next().unwrap_or("");
+        first
+            .parse()
+            .unwrap_or_else(|_| panic!("`{cell}` is not a measurement in {row}"))
+    };
+    let ours = number(cells[col("ours")]);
+    let raw = number(cells[col("raw TCP")]);
+    assert!(ours > 0.0 && raw > 0.0, "{row}");
+    let over = cells[col("ours vs raw")];
+    let over_us: f64 = over
+        .strip_suffix(" µs")
+        .and_then(|v| v.trim_start_matches('+').parse().ok())
+        .unwrap_or_else(|| panic!("`{over}` is not ours − raw in µs: {row}"));
+    assert!(
+        (over_us - (ours - raw)).abs() <= 0.01 * ours.abs().max(1.0),
+        "ours − raw = {over_us}, expected {}: {row}",
+        ours - raw
+    );
+    assert!(
+        cells[col("ours/best peer")].starts_with('–'),
+        "raw TCP must not count as a peer: {row}"
+    );
+
+    // The raw data: rawtcp ran, succeeded and reported pingpong lat figures.
+    let json = std::fs::read_to_string(run.join("results.json")).expect("results.json");
+    let raw_run = json
+        .split("\"impl\": ")
+        .find(|r| r.starts_with("\"rawtcp\""))
+        .unwrap_or_else(|| panic!("no rawtcp run in results.json:\n{json}"));
+    assert!(raw_run.contains("\"status\": \"ok\""), "{raw_run}");
+    assert!(raw_run.contains("\"metric\": \"lat_us\""), "{raw_run}");
+    assert!(raw_run.contains("\"size\": 8,"), "{raw_run}");
+    let _ = std::fs::remove_dir_all(&out);
 }

@@ -11,10 +11,12 @@ usage: madmpi-bench [options]
 Builds bench/c/*.c with every available MPI (ours: bin/mpicc + bin/mpirun,
 MPICH: mpicc.mpich + mpiexec.mpich, Open MPI: mpicc.openmpi + mpirun.openmpi),
 runs them interleaved and writes bench/results/<timestamp>/{results.json,
-summary.md} (and the bench/results/latest symlink).
+summary.md, plots/*.png, plots/*.svg} (and the bench/results/latest symlink).
+In TCP mode the ping-pong also runs bench/c/rawtcp.c (built with $CC or cc),
+a busy-polling TCP ping-pong without MPI: the `raw TCP` baseline.
 
 options:
-  --quick              fewer sizes and iterations, 3 runs (a few minutes)
+  --quick              fewer sizes and iterations, 3 runs (under 3 minutes)
   --runs R             runs of every benchmark per implementation (default 5)
   --transport T        shm (default), tcp, or both
   --impl LIST          comma-separated subset of ours,mpich,openmpi

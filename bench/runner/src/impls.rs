@@ -7,16 +7,30 @@ use std::time::Duration;
 
 use crate::proc::{self, Outcome, Spec};
 
-/// Which implementation.
+/// Which implementation; `RawTcp` is the raw TCP baseline (bench/c/rawtcp.c,
+/// no MPI), run in TCP mode next to the ping-pong and never counted as a
+/// peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     Ours,
     Mpich,
     OpenMpi,
+    RawTcp,
 }
 
 impl Kind {
+    /// The MPI implementations (what `--impl` chooses from).
     pub const ALL: [Kind; 3] = [Kind::Ours, Kind::Mpich, Kind::OpenMpi];
+
+    /// An MPI implementation, as opposed to the raw TCP baseline.
+    pub fn is_mpi(self) -> bool {
+        self != Kind::RawTcp
+    }
+
+    /// A reference implementation ours is compared with (MPICH, Open MPI).
+    pub fn is_peer(self) -> bool {
+        matches!(self, Kind::Mpich | Kind::OpenMpi)
+    }
 
     /// Short name used in paths, options and results.json.
     pub fn id(self) -> &'static str {
@@ -24,6 +38,7 @@ impl Kind {
             Kind::Ours => "ours",
             Kind::Mpich => "mpich",
             Kind::OpenMpi => "openmpi",
+            Kind::RawTcp => "rawtcp",
         }
     }
 
@@ -33,6 +48,7 @@ impl Kind {
             Kind::Ours => "ours",
             Kind::Mpich => "MPICH",
             Kind::OpenMpi => "Open MPI",
+            Kind::RawTcp => "raw TCP",
         }
     }
 
@@ -40,6 +56,9 @@ impl Kind {
         Kind::ALL.into_iter().find(|k| k.id() == s)
     }
 }
+
+/// The raw TCP baseline's program (bench/c/rawtcp.c).
+pub const RAWTCP: &str = "rawtcp";
 
 /// Which transport the run must use between ranks of one node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -93,6 +112,14 @@ impl Impl {
             ),
             Kind::Mpich => ("mpicc.mpich".into(), "mpiexec.mpich".into()),
             Kind::OpenMpi => ("mpicc.openmpi".into(), "mpirun.openmpi".into()),
+            // Not MPI: the plain C compiler, and the program runs directly.
+            Kind::RawTcp => (
+                std::env::var("CC")
+                    .ok()
+                    .filter(|c| !c.trim().is_empty())
+                    .unwrap_or_else(|| "cc".into()),
+                String::new(),
+            ),
         };
         Impl {
             kind,
@@ -109,18 +136,36 @@ impl Impl {
         self.status.is_ok()
     }
 
-    /// Path of the built benchmark `bench`, if it built.
+    /// The program that stands for benchmark `bench`: the benchmark itself
+    /// for an MPI implementation; for the raw TCP baseline, `rawtcp` for
+    /// `pingpong` and nothing else.
+    pub fn program(&self, bench: &str) -> Option<String> {
+        match self.kind {
+            Kind::RawTcp => (bench == "pingpong").then(|| RAWTCP.to_string()),
+            _ => Some(bench.to_string()),
+        }
+    }
+
+    /// Whether this runs in `transport` mode (the raw TCP baseline: TCP only).
+    pub fn runs_on(&self, transport: Transport) -> bool {
+        self.kind.is_mpi() || transport == Transport::Tcp
+    }
+
+    /// Path of the built program for benchmark `bench`, if it built.
     pub fn exe(&self, bench: &str) -> Option<PathBuf> {
-        let p = self.build_dir.join(bench);
-        (self.usable() && !self.build_failures.iter().any(|(b, _)| b == bench) && p.is_file())
+        let prog = self.program(bench)?;
+        let p = self.build_dir.join(&prog);
+        (self.usable() && !self.build_failures.iter().any(|(b, _)| *b == prog) && p.is_file())
             .then_some(p)
     }
 
-    /// The command that runs `exe args` on `nranks` ranks over `transport`.
+    /// The command that runs `exe args` on `nranks` ranks over `transport`
+    /// (the raw TCP baseline: `exe args`, always 2 processes over TCP).
     pub fn launch(&self, transport: Transport, nranks: u32, exe: &Path, args: &[String]) -> Spec {
         let mut argv = vec![self.launcher.clone()];
         let mut env = Vec::new();
         match self.kind {
+            Kind::RawTcp => argv.clear(),
             Kind::Ours => {
                 if transport == Transport::Tcp {
                     env.push(("MADMPI_TRANSPORTS".into(), "tcp".into()));
@@ -149,13 +194,18 @@ impl Impl {
                 }
             }
         }
-        argv.extend(["-n".to_string(), nranks.to_string()]);
+        if self.kind.is_mpi() {
+            argv.extend(["-n".to_string(), nranks.to_string()]);
+        }
         argv.push(exe.display().to_string());
         argv.extend(args.iter().cloned());
         Spec {
             argv,
             env,
             cwd: None,
+            // bench/c/common.h: bench_finish() prints it before MPI_Finalize.
+            done_line: Some("# done".into()),
+            after_done: proc::AFTER_DONE_GRACE,
         }
     }
 
@@ -163,13 +213,14 @@ impl Impl {
     pub fn detect(&mut self) {
         let missing: Vec<&str> = [self.cc.as_str(), self.launcher.as_str()]
             .into_iter()
-            .filter(|c| proc::which(c).is_none())
+            .filter(|c| !c.is_empty() && proc::which(c).is_none())
             .collect();
         if !missing.is_empty() {
             let hint = match self.kind {
                 Kind::Ours => "; run `make` at the repository root",
                 Kind::Mpich => "; apt-get install mpich",
                 Kind::OpenMpi => "; apt-get install openmpi-bin libopenmpi-dev",
+                Kind::RawTcp => "; set CC or apt-get install gcc",
             };
             self.status = Err(format!("{} not found{hint}", missing.join(" and ")));
         }
@@ -215,18 +266,40 @@ impl Impl {
     }
 
     /// Runs one tiny benchmark to learn whether the launcher works and which
-    /// library version this is.
+    /// library version this is: barrier if it was built, else a 1-byte
+    /// ping-pong (the raw TCP baseline: always the latter, over TCP).
     pub fn probe(&mut self, log_dir: &Path) {
-        let Some(exe) = self.exe("barrier") else {
+        let transport = if self.kind.is_mpi() {
+            Transport::Shm
+        } else {
+            Transport::Tcp
+        };
+        let candidates: [(&str, &[&str]); 2] = [
+            ("barrier", &[]),
+            ("pingpong", &["--mode", "lat", "--max", "1"]),
+        ];
+        let Some((exe, extra)) = candidates
+            .iter()
+            .find_map(|(b, extra)| Some((self.exe(b)?, *extra)))
+        else {
             return;
         };
-        let args = ["--iters", "2", "--reps", "1"].map(String::from);
-        let spec = self.launch(Transport::Shm, 2, &exe, &args);
+        let args: Vec<String> = ["--iters", "2", "--reps", "1"]
+            .iter()
+            .chain(extra)
+            .map(|s| s.to_string())
+            .collect();
+        let spec = self.launch(transport, 2, &exe, &args);
         let log = log_dir.join(format!("probe-{}", self.kind.id()));
         let f = proc::run(&spec, Duration::from_secs(60), &log);
         if f.outcome != Outcome::Ok {
             self.status = Err(format!(
-                "launcher failed: {} — {}",
+                "{} failed: {} — {}",
+                if self.kind.is_mpi() {
+                    "launcher"
+                } else {
+                    "probe run"
+                },
                 f.outcome.detail(),
                 proc::tail(&f.stderr, 3).replace('\n', " / ")
             ));
@@ -321,6 +394,27 @@ mod tests {
         assert!(line.contains("--mca btl tcp,self"), "{line}");
         let s = ompi.launch(Transport::Shm, 2, exe, &[]);
         assert!(!s.argv.join(" ").contains("btl"));
+    }
+
+    #[test]
+    fn raw_tcp_baseline_runs_directly_and_only_over_tcp() {
+        let raw = Impl::new(Kind::RawTcp, Path::new("/repo"), Path::new("/b"));
+        assert!(!raw.kind.is_mpi() && !raw.kind.is_peer());
+        assert!(!Kind::ALL.contains(&Kind::RawTcp));
+        assert!(raw.runs_on(Transport::Tcp) && !raw.runs_on(Transport::Shm));
+        assert_eq!(raw.program("pingpong").as_deref(), Some(RAWTCP));
+        assert_eq!(raw.program("coll"), None);
+        let s = raw.launch(
+            Transport::Tcp,
+            2,
+            Path::new("/b/rawtcp/rawtcp"),
+            &["--quick".to_string()],
+        );
+        assert_eq!(s.argv, ["/b/rawtcp/rawtcp", "--quick"]);
+        assert!(s.env.is_empty());
+        assert_eq!(s.done_line.as_deref(), Some("# done"));
+        let ours = Impl::new(Kind::Ours, Path::new("/repo"), Path::new("/b"));
+        assert!(ours.runs_on(Transport::Shm) && !ours.kind.is_peer());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! `madmpi-bench`: builds the C benchmarks under `bench/c/` with every
 //! available MPI implementation (ours, MPICH, Open MPI), runs them
 //! interleaved R times each, and writes `bench/results/<timestamp>/`
-//! (`results.json` with every raw run, `summary.md`) plus the
-//! `bench/results/latest` symlink.
+//! (`results.json` with every raw run, `summary.md`, `plots/` with PNG and
+//! SVG figures) plus the `bench/results/latest` symlink. In TCP mode the
+//! raw TCP baseline (`bench/c/rawtcp.c`, no MPI) runs next to the ping-pong.
 //!
 //! It never fails because a peer is missing: an implementation that cannot
 //! be found, built or launched is reported and the others are compared. It
@@ -13,6 +14,7 @@ mod cli;
 mod impls;
 mod json;
 mod parse;
+mod plots;
 mod proc;
 mod summary;
 
@@ -21,7 +23,7 @@ use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use cli::{CliError, Options, BENCHES};
-use impls::{Impl, Transport};
+use impls::{Impl, Kind, Transport};
 use json::Json;
 use summary::RunRecord;
 
@@ -103,43 +105,51 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let mut impls: Vec<Impl> = Vec::new();
     for &kind in &o.impls {
         let mut i = Impl::new(kind, &o.repo, &build_root);
-        i.detect();
-        i.build(&sources, &src_dir, &log_dir);
-        i.probe(&log_dir);
-        match &i.status {
-            Ok(()) => {
-                eprintln!(
-                    "madmpi-bench: {}: ready ({})",
-                    kind.id(),
-                    i.version.as_deref().unwrap_or("version unknown")
-                );
-                for (b, why) in &i.build_failures {
-                    eprintln!("madmpi-bench: {}: {b} not built: {why}", kind.id());
-                }
-            }
-            Err(why) => eprintln!("madmpi-bench: {}: not built ({why})", kind.id()),
-        }
+        prepare(&mut i, &sources, &src_dir, &log_dir);
         impls.push(i);
+    }
+    // The raw TCP floor under the ping-pong: TCP mode only, not a peer.
+    if o.transports.contains(&Transport::Tcp) && wanted.contains(&"pingpong") {
+        let mut raw = Impl::new(Kind::RawTcp, &o.repo, &build_root);
+        let src = vec![(
+            impls::RAWTCP.to_string(),
+            src_dir.join(format!("{}.c", impls::RAWTCP)),
+        )];
+        prepare(&mut raw, &src, &src_dir, &log_dir);
+        impls.push(raw);
     }
 
     let jobs = plan(o, &wanted);
-    let usable = impls.iter().filter(|i| i.usable()).count();
-    let total: usize = o.transports.len()
-        * o.runs
-        * jobs
-            .iter()
-            .map(|j| impls.iter().filter(|i| i.exe(j.bench).is_some()).count())
-            .sum::<usize>();
+    let usable = impls
+        .iter()
+        .filter(|i| i.kind.is_mpi() && i.usable())
+        .count();
+    let total: usize = o
+        .transports
+        .iter()
+        .map(|&t| {
+            o.runs
+                * jobs
+                    .iter()
+                    .map(|j| {
+                        impls
+                            .iter()
+                            .filter(|i| i.runs_on(t) && i.exe(j.bench).is_some())
+                            .count()
+                    })
+                    .sum::<usize>()
+        })
+        .sum();
 
     let mut runs: Vec<RunRecord> = Vec::new();
     let mut n = 0;
     for &t in &o.transports {
         for round in 0..o.runs {
             for job in &jobs {
-                // Interleaved: ours, MPICH, Open MPI, ours, ... so slow drifts
-                // of the machine hit every implementation alike.
+                // Interleaved: ours, MPICH, Open MPI (, raw TCP), ours, ...
+                // so slow drifts of the machine hit every implementation alike.
                 for i in &impls {
-                    let Some(exe) = i.exe(job.bench) else {
+                    let Some(exe) = i.exe(job.bench).filter(|_| i.runs_on(t)) else {
                         continue;
                     };
                     n += 1;
@@ -168,6 +178,16 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     }
     write_json(&run_dir, &run_name, o, &impls, &notes, &runs)?;
 
+    // Figures never fail the run: a problem is reported (stderr and a note
+    // in summary.md) and summary.md shows the figures that exist.
+    let all = summary::tables(&runs, &BENCHES);
+    let (plots, plot_errors) =
+        plots::write_all(&run_dir.join("plots"), &all, &o.transports, o.ranks);
+    for e in plot_errors {
+        eprintln!("madmpi-bench: plot not written: {e}");
+        notes.push(format!("plot not written: {e}"));
+    }
+
     let ctx = summary::Context {
         timestamp: &run_name,
         host: &hostname(),
@@ -179,6 +199,7 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         nranks: o.ranks,
         notes: &notes,
         bench_order: &BENCHES,
+        plots: &plots,
     };
     let md = summary::render(&ctx, &runs);
     let md_path = run_dir.join("summary.md");
@@ -191,6 +212,26 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Finds, builds and probes one implementation, and says how it went.
+fn prepare(i: &mut Impl, sources: &[(String, PathBuf)], src_dir: &Path, log_dir: &Path) {
+    i.detect();
+    i.build(sources, src_dir, log_dir);
+    i.probe(log_dir);
+    let id = i.kind.id();
+    match &i.status {
+        Ok(()) => {
+            eprintln!(
+                "madmpi-bench: {id}: ready ({})",
+                i.version.as_deref().unwrap_or("version unknown")
+            );
+            for (b, why) in &i.build_failures {
+                eprintln!("madmpi-bench: {id}: {b} not built: {why}");
+            }
+        }
+        Err(why) => eprintln!("madmpi-bench: {id}: not built ({why})"),
+    }
 }
 
 /// The launches of one round, in order. Barrier runs on 2 and on N ranks;

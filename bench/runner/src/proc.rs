@@ -22,6 +22,10 @@ pub enum Outcome {
     Failed(String),
     /// Still running when the time limit expired; killed.
     Timeout,
+    /// Printed its completion marker but did not exit within the grace
+    /// period (typically a launcher or library hanging in MPI_Finalize);
+    /// killed. Its output is complete.
+    HungAfterDone,
     /// Could not be started.
     SpawnError(String),
 }
@@ -32,6 +36,7 @@ impl Outcome {
             Outcome::Ok => "ok",
             Outcome::Failed(_) => "failed",
             Outcome::Timeout => "timeout",
+            Outcome::HungAfterDone => "hung-after-done",
             Outcome::SpawnError(_) => "spawn-error",
         }
     }
@@ -41,6 +46,7 @@ impl Outcome {
             Outcome::Ok => "ok".into(),
             Outcome::Failed(s) => format!("failed ({s})"),
             Outcome::Timeout => "timed out (killed)".into(),
+            Outcome::HungAfterDone => "finished its output but did not exit (killed)".into(),
             Outcome::SpawnError(s) => format!("could not start ({s})"),
         }
     }
@@ -55,13 +61,21 @@ pub struct Finished {
     pub stderr: String,
 }
 
-/// A command to run: argv, extra environment, working directory.
+/// A command to run: argv, extra environment, working directory, and
+/// optionally a stdout line that means "all output is out".
 #[derive(Debug, Clone)]
 pub struct Spec {
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
+    /// Once a stdout line equals this, the command gets at most
+    /// `after_done` more to exit.
+    pub done_line: Option<String>,
+    pub after_done: Duration,
 }
+
+/// How long a command may linger after printing its `done_line`.
+pub const AFTER_DONE_GRACE: Duration = Duration::from_secs(20);
 
 impl Spec {
     pub fn new<S: AsRef<str>>(argv: &[S]) -> Spec {
@@ -69,6 +83,8 @@ impl Spec {
             argv: argv.iter().map(|s| s.as_ref().to_string()).collect(),
             env: Vec::new(),
             cwd: None,
+            done_line: None,
+            after_done: AFTER_DONE_GRACE,
         }
     }
 
@@ -127,13 +143,21 @@ pub fn run(spec: &Spec, timeout: Duration, log_prefix: &Path) -> Finished {
     };
     // The child is the group leader: its pid is the group id.
     let pgid = child.id() as libc::pid_t;
+    let mut done_at: Option<Instant> = None;
+    let mut seen_len = 0;
     let outcome = loop {
         match child.try_wait() {
             Ok(Some(status)) => break outcome_of(status),
             Ok(None) => {}
             Err(e) => break Outcome::Failed(format!("wait: {e}")),
         }
-        if started.elapsed() >= timeout {
+        if let (Some(line), None) = (&spec.done_line, done_at) {
+            if saw_line(&out_path, line, &mut seen_len) {
+                done_at = Some(Instant::now());
+            }
+        }
+        let hung = done_at.is_some_and(|t| t.elapsed() >= spec.after_done);
+        if hung || started.elapsed() >= timeout {
             kill_group(pgid, libc::SIGTERM);
             let grace = Instant::now();
             while grace.elapsed() < Duration::from_secs(2) {
@@ -144,7 +168,11 @@ pub fn run(spec: &Spec, timeout: Duration, log_prefix: &Path) -> Finished {
             }
             kill_group(pgid, libc::SIGKILL);
             let _ = child.wait();
-            break Outcome::Timeout;
+            break if done_at.is_some() {
+                Outcome::HungAfterDone
+            } else {
+                Outcome::Timeout
+            };
         }
         thread::sleep(poll_interval(started.elapsed()));
     };
@@ -156,6 +184,16 @@ pub fn run(spec: &Spec, timeout: Duration, log_prefix: &Path) -> Finished {
         stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
         stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
     }
+}
+
+/// Whether the file has a line equal to `line`; rereads only when it grew.
+fn saw_line(path: &Path, line: &str, seen_len: &mut u64) -> bool {
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+    if len == *seen_len {
+        return false;
+    }
+    *seen_len = len;
+    std::fs::read_to_string(path).is_ok_and(|t| t.lines().any(|l| l.trim_end() == line))
 }
 
 /// Short polls at first so quick commands are not padded, then coarser.
@@ -272,6 +310,22 @@ mod tests {
         assert_eq!(f.outcome, Outcome::Timeout);
         assert!(started.elapsed() < Duration::from_secs(10));
         assert!(!f.stdout.contains("never"));
+    }
+
+    #[test]
+    fn a_command_hanging_after_its_done_line_is_cut_short() {
+        let mut spec = Spec::new(&["sh", "-c", "echo out; echo '# done'; sleep 600"]);
+        spec.done_line = Some("# done".into());
+        spec.after_done = Duration::from_millis(300);
+        let started = Instant::now();
+        let f = run(&spec, Duration::from_secs(120), &tmp("d"));
+        assert_eq!(f.outcome, Outcome::HungAfterDone);
+        let waited = started.elapsed();
+        assert!(
+            waited >= spec.after_done && waited < Duration::from_secs(30),
+            "{waited:?}"
+        );
+        assert_eq!(f.stdout, "out\n# done\n");
     }
 
     #[test]

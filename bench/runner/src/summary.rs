@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use crate::impls::{Impl, Kind, Transport};
 use crate::parse::{Better, Measurement};
+use crate::plots::Plot;
 use crate::proc::Outcome;
 
 /// One launch of one benchmark program.
@@ -121,18 +122,48 @@ pub fn tables(runs: &[RunRecord], bench_order: &[&str]) -> BTreeMap<TableKey, Ta
     out
 }
 
-/// ours / best peer, if both exist.
+/// ours / best peer, if both exist. The raw TCP baseline is not a peer.
 pub fn ratio(better: Better, cells: &BTreeMap<Kind, Cell>) -> Option<f64> {
     let ours = cells.get(&Kind::Ours)?.med;
     let peers = cells
         .iter()
-        .filter(|(k, _)| **k != Kind::Ours)
+        .filter(|(k, _)| k.is_peer())
         .map(|(_, c)| c.med);
     let best = match better {
         Better::Lower => peers.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x)))),
         Better::Higher => peers.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))),
     }?;
     (best != 0.0).then(|| ours / best)
+}
+
+/// Our overhead over the raw TCP baseline, if both exist: ours − raw for
+/// lower-is-better metrics (times: `+12.3`), ours / raw otherwise
+/// (rates: `×0.85`).
+pub fn over_raw(better: Better, cells: &BTreeMap<Kind, Cell>) -> Option<String> {
+    let ours = cells.get(&Kind::Ours)?.med;
+    let raw = cells.get(&Kind::RawTcp)?.med;
+    match better {
+        Better::Lower => Some(format!(
+            "{}{}",
+            if ours >= raw { "+" } else { "" },
+            num(ours - raw)
+        )),
+        Better::Higher => (raw != 0.0).then(|| format!("×{:.2}", ours / raw)),
+    }
+}
+
+/// Column title of [`over_raw`] for a metric.
+fn over_raw_title(better: Better, metric: &str) -> String {
+    match better {
+        Better::Lower if metric == "lat_us" => "ours − raw (µs)".into(),
+        Better::Lower => "ours − raw".into(),
+        Better::Higher => "ours / raw".into(),
+    }
+}
+
+/// Whether any row of `table` has a raw TCP figure.
+fn has_raw(table: &Table) -> bool {
+    table.values().any(|row| row.contains_key(&Kind::RawTcp))
 }
 
 /// Number formatting with about four significant digits.
@@ -197,6 +228,8 @@ pub struct Context<'a> {
     pub nranks: u32,
     pub notes: &'a [String],
     pub bench_order: &'a [&'a str],
+    /// Figures written into `plots/`.
+    pub plots: &'a [Plot],
 }
 
 /// Rows of the headline table: (bench, mode, metric, size, ranks or 0 for
@@ -337,17 +370,41 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
     }
     s.push('\n');
 
-    let kinds: Vec<Kind> = ctx.impls.iter().map(|i| i.kind).collect();
+    // Columns: the MPI implementations; the raw TCP baseline is added to
+    // the tables that have its figures.
+    let kinds: Vec<Kind> = ctx
+        .impls
+        .iter()
+        .map(|i| i.kind)
+        .filter(|k| k.is_mpi())
+        .collect();
     let all = tables(runs, ctx.bench_order);
 
     for &t in ctx.transports {
+        let raw_here = all
+            .iter()
+            .any(|(k, table)| k.transport == t && has_raw(table));
         let _ = writeln!(s, "## Headline numbers ({t})\n");
+        if raw_here {
+            let _ = writeln!(
+                s,
+                "`raw TCP` is the floor measured in the same run by `bench/c/rawtcp.c`, a minimal \
+                 busy-polling TCP ping-pong over loopback (same sizes and iteration policy as \
+                 `pingpong --mode lat`). It is not a peer: `ours/best peer` ignores it. \
+                 `ours vs raw` is our overhead over it: ours − raw in µs for times, ours / raw \
+                 for bandwidths.\n"
+            );
+        }
         let _ = write!(s, "| measurement |");
         for k in &kinds {
             let _ = write!(s, " {} |", k.title());
         }
+        if raw_here {
+            let _ = write!(s, " raw TCP | ours vs raw |");
+        }
         let _ = writeln!(s, " ours/best peer |");
-        let _ = writeln!(s, "|---|{}---|", "---|".repeat(kinds.len()));
+        let extra = if raw_here { 2 } else { 0 };
+        let _ = writeln!(s, "|---|{}---|", "---|".repeat(kinds.len() + extra));
         let mut any = false;
         for &(bench, mode, metric, size, ranks, label) in HEADLINES {
             let want_ranks = if ranks == 0 { ctx.nranks } else { ranks };
@@ -376,13 +433,49 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             for k in &kinds {
                 let _ = write!(s, " {} |", cell_text(cells.get(k), ctx.runs_per_impl, true));
             }
+            if raw_here {
+                let over = over_raw(key.better, &cells).map_or("–".into(), |o| {
+                    if key.metric == "lat_us" {
+                        format!("{o} µs")
+                    } else {
+                        o
+                    }
+                });
+                let _ = write!(
+                    s,
+                    " {} | {over} |",
+                    cell_text(cells.get(&Kind::RawTcp), ctx.runs_per_impl, true)
+                );
+            }
             let r = ratio(key.better, &cells).map_or("–".into(), |r| format!("{r:.2}"));
             let _ = writeln!(s, " {r} ({}) |", key.better.as_str());
         }
         if !any {
-            let _ = writeln!(s, "| (no measurements) |{}  |", " |".repeat(kinds.len()));
+            let _ = writeln!(
+                s,
+                "| (no measurements) |{}  |",
+                " |".repeat(kinds.len() + extra)
+            );
         }
         s.push('\n');
+
+        let mine: Vec<&Plot> = ctx.plots.iter().filter(|p| p.transport == t).collect();
+        if !mine.is_empty() {
+            let _ = writeln!(s, "## Plots ({t})\n");
+            let _ = writeln!(
+                s,
+                "Median over runs at each size; log₂ size axis (size 0 is left out). \
+                 PNG shown, SVG linked.\n"
+            );
+            for p in mine {
+                let _ = writeln!(
+                    s,
+                    "![{title}](plots/{stem}.png)\n\n[{title} (SVG)](plots/{stem}.svg)\n",
+                    title = p.title.replace(['[', ']'], ""),
+                    stem = p.stem
+                );
+            }
+        }
 
         let _ = writeln!(s, "## All results ({t})\n");
         for (key, table) in all.iter().filter(|(k, _)| k.transport == t) {
@@ -395,24 +488,40 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
                 key.ranks,
                 better_note(key.better)
             );
+            let raw = has_raw(table);
+            let mut cols = kinds.clone();
+            if raw {
+                cols.push(Kind::RawTcp);
+            }
             let _ = write!(s, "| size |");
-            for k in &kinds {
+            for k in &cols {
                 let _ = write!(s, " {} |", k.title());
             }
+            if raw {
+                let _ = write!(s, " {} |", over_raw_title(key.better, &key.metric));
+            }
             let _ = writeln!(s, " ours/best peer |");
-            let _ = writeln!(s, "|---:|{}---:|", "---:|".repeat(kinds.len()));
+            let _ = writeln!(
+                s,
+                "|---:|{}---:|",
+                "---:|".repeat(cols.len() + usize::from(raw))
+            );
             for (size, row) in table {
                 let cells: BTreeMap<Kind, Cell> = row
                     .iter()
                     .filter_map(|(k, v)| Some((*k, Cell::of(v, key.better)?)))
                     .collect();
                 let _ = write!(s, "| {} |", human_size(*size));
-                for k in &kinds {
+                for k in &cols {
                     let _ = write!(
                         s,
                         " {} |",
                         cell_text(cells.get(k), ctx.runs_per_impl, false)
                     );
+                }
+                if raw {
+                    let o = over_raw(key.better, &cells).unwrap_or_else(|| "–".into());
+                    let _ = write!(s, " {o} |");
                 }
                 let r = ratio(key.better, &cells).map_or("–".into(), |r| format!("{r:.2}"));
                 let _ = writeln!(s, " {r} |");
@@ -549,8 +658,11 @@ mod tests {
             nranks: 4,
             notes: &[],
             bench_order: &["pingpong"],
+            plots: &[],
         };
         let md = render(&ctx, &runs);
+        assert!(!md.contains("raw TCP"), "{md}");
+        assert!(!md.contains("## Plots"), "{md}");
         assert!(md.contains("not built (bin/mpicc not found)"), "{md}");
         assert!(
             md.contains("| 8 B | – | 0.450 (0.400–0.500) | 0.300 (0.300–0.300) n=1 | – |"),
@@ -558,6 +670,95 @@ mod tests {
         );
         assert!(md.contains("ping-pong latency 8 B"), "{md}");
         assert!(md.contains("lower is better"), "{md}");
+    }
+
+    #[test]
+    fn raw_tcp_is_a_baseline_not_a_peer() {
+        let bw = |v: f64| {
+            format!(
+                "RESULT bench=pingpong mode=lat size=1048576 ranks=2 iters=1 reps=1 \
+                 metric=bw_MBps better=higher min={v} med={v} max={v}"
+            )
+        };
+        let mut runs: Vec<RunRecord> = [
+            (Kind::Ours, 30.0, 900.0),
+            (Kind::Mpich, 40.0, 800.0),
+            (Kind::RawTcp, 20.0, 1000.0),
+        ]
+        .iter()
+        .map(|&(k, l, b)| run(k, 0, &[&lat(l), &bw(b)]))
+        .collect();
+        for r in &mut runs {
+            r.transport = Transport::Tcp;
+        }
+        let p = std::path::Path::new("/x");
+        let impls: Vec<Impl> = [Kind::Ours, Kind::Mpich, Kind::RawTcp]
+            .map(|k| Impl::new(k, p, p))
+            .to_vec();
+        let plots = [Plot {
+            transport: Transport::Tcp,
+            stem: "tcp-pingpong-latency".into(),
+            title: "Ping-pong latency — tcp".into(),
+        }];
+        let ctx = Context {
+            timestamp: "t",
+            host: "h",
+            cpus: 2,
+            impls: &impls,
+            transports: &[Transport::Tcp],
+            runs_per_impl: 1,
+            quick: false,
+            nranks: 4,
+            notes: &[],
+            bench_order: &["pingpong"],
+            plots: &plots,
+        };
+        let md = render(&ctx, &runs);
+        // ours/best peer = 30/40, not 30/20; overhead over raw: +10 µs, ×0.90.
+        assert!(
+            md.contains("| 8 B | 30.00 (30.00–30.00) | 40.00 (40.00–40.00) | 20.00 (20.00–20.00) | +10.00 | 0.75 |"),
+            "{md}"
+        );
+        assert!(md.contains("| 1 MiB | 900.0 (900.0–900.0) | 800.0 (800.0–800.0) | 1000 (1000–1000) | ×0.90 | 1.12 |"), "{md}");
+        assert!(
+            md.contains("| ours | MPICH | raw TCP | ours vs raw | ours/best peer |"),
+            "{md}"
+        );
+        assert!(md.contains("| +10.00 µs | 0.75 (lower) |"), "{md}");
+        assert!(md.contains("ours − raw (µs)"), "{md}");
+        assert!(
+            md.contains("![Ping-pong latency — tcp](plots/tcp-pingpong-latency.png)"),
+            "{md}"
+        );
+        assert!(md.contains("(plots/tcp-pingpong-latency.svg)"), "{md}");
+        let mut cells = BTreeMap::new();
+        cells.insert(
+            Kind::Ours,
+            Cell::of(
+                &[Sample {
+                    med: 1.0,
+                    min: 1.0,
+                    max: 1.0,
+                }],
+                Better::Lower,
+            )
+            .unwrap(),
+        );
+        cells.insert(
+            Kind::RawTcp,
+            Cell::of(
+                &[Sample {
+                    med: 0.5,
+                    min: 0.5,
+                    max: 0.5,
+                }],
+                Better::Lower,
+            )
+            .unwrap(),
+        );
+        assert_eq!(ratio(Better::Lower, &cells), None);
+        assert_eq!(over_raw(Better::Lower, &cells).as_deref(), Some("+0.500"));
+        assert_eq!(over_raw(Better::Higher, &cells).as_deref(), Some("×2.00"));
     }
 
     #[test]
