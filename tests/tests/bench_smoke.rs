@@ -7,9 +7,12 @@
 //! (`MADMPI_TEST_MPICC`, `MADMPI_TEST_MPIRUN`); helpers are duplicated
 //! because each integration test is its own crate.
 //!
-//! `runner_*` runs the benchmark runner (`madmpi-bench`, built by `make`) on a
-//! tiny TCP ping-pong with ours only: it must write the figures (PNG and SVG)
-//! and measure and report the raw TCP baseline (`bench/c/rawtcp.c`).
+//! `runner_*` runs the benchmark runner (`madmpi-bench`, built by `make`) on
+//! tiny inputs: a TCP ping-pong with ours only, where it must write the
+//! figures (PNG and SVG) and measure and report the raw TCP baseline
+//! (`bench/c/rawtcp.c`); and ours with both packet schedulers over shared
+//! memory, where `ours (aggreg)` must run where the scheduler matters, show
+//! up in the scheduler section and not count as a peer.
 
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -655,5 +658,197 @@ fn runner_writes_plots_and_the_raw_tcp_baseline() {
     assert!(raw_run.contains("\"status\": \"ok\""), "{raw_run}");
     assert!(raw_run.contains("\"metric\": \"lat_us\""), "{raw_run}");
     assert!(raw_run.contains("\"size\": 8,"), "{raw_run}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The `"impl": ...` chunks of results.json, one per run: (impl id, text of
+/// the run up to the next one).
+fn json_runs(json: &str) -> Vec<(String, &str)> {
+    json.split("\"impl\": ")
+        .skip(1)
+        .map(|r| {
+            let id = r
+                .strip_prefix('"')
+                .and_then(|r| r.split_once('"'))
+                .map(|(id, _)| id.to_string())
+                .unwrap_or_default();
+            (id, r)
+        })
+        .collect()
+}
+
+/// The runner with ours under both schedulers (`ours`, `ours-aggreg`) over
+/// shared memory on tiny inputs, with `MADMPI_STRATEGY=bogus` in its own
+/// environment (which would make MPI_Init fail if the runner did not set the
+/// strategy of every run itself). ours-aggreg runs pingpong, multiseg and
+/// msgrate but not barrier, appears in the headline and per-benchmark
+/// tables, the scheduler section and the latency and multiseg figures, and
+/// is not a peer.
+#[test]
+fn runner_compares_the_two_schedulers() {
+    ensure_built();
+    let out = scratch().join(format!("runner-aggreg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let _serial = run_lock();
+    let o = Command::new(runner_exe())
+        .args([
+            "--impl",
+            "ours-aggreg,ours",
+            "--bench",
+            "pingpong,barrier,multiseg,msgrate",
+            "--ranks",
+            "2",
+            "--runs",
+            "1",
+            "--no-install",
+            "--timeout",
+            "100",
+            "--bench-args",
+            "--max 8 --reps 2 --iters 3 --window 4",
+            "--out",
+        ])
+        .arg(&out)
+        .env("MADMPI_STRATEGY", "bogus")
+        .stdin(Stdio::null())
+        .output()
+        .expect("cannot run madmpi-bench");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "madmpi-bench: {}\n{stderr}", o.status);
+    let run = out.join("latest");
+    let md = std::fs::read_to_string(run.join("summary.md")).expect("summary.md");
+    let ctx = || format!("--- summary.md\n{md}\n--- stderr\n{stderr}");
+    assert!(md.contains("| ours (aggreg) | ok |"), "{}", ctx());
+    assert!(
+        md.contains("## Failed or timed-out runs\n\nNone ("),
+        "every run succeeded: {}",
+        ctx()
+    );
+
+    // Every run set its strategy explicitly; aggreg ran exactly the three
+    // benchmarks where the scheduler matters.
+    let json = std::fs::read_to_string(run.join("results.json")).expect("results.json");
+    let runs = json_runs(&json);
+    let bench_of = |r: &str| -> String {
+        r.split_once("\"bench\": \"")
+            .and_then(|(_, b)| b.split_once('"'))
+            .map(|(b, _)| b.to_string())
+            .unwrap_or_default()
+    };
+    let mut aggreg_benches: Vec<String> = Vec::new();
+    for (id, r) in &runs {
+        assert!(r.contains("\"status\": \"ok\""), "{id}: {r}");
+        match id.as_str() {
+            "ours" => assert!(r.contains("MADMPI_STRATEGY=default "), "{r}"),
+            "ours-aggreg" => {
+                assert!(r.contains("MADMPI_STRATEGY=aggreg "), "{r}");
+                aggreg_benches.push(bench_of(r));
+            }
+            other => panic!("unexpected implementation `{other}` in results.json"),
+        }
+    }
+    aggreg_benches.sort();
+    assert_eq!(
+        aggreg_benches,
+        ["msgrate", "multiseg", "pingpong"],
+        "{json}"
+    );
+    assert!(json.contains("\"strategy\": \"aggreg\""), "{json}");
+
+    // Headline: a column of its own, not a peer (no peer ran, so neither
+    // ratio has a value), the multiseg target stated.
+    let header = md
+        .lines()
+        .find(|l| l.starts_with("| measurement |"))
+        .unwrap_or_else(|| panic!("no headline table: {}", ctx()));
+    let cols: Vec<&str> = header.split('|').map(str::trim).collect();
+    let col = |name: &str| {
+        cols.iter()
+            .position(|c| *c == name)
+            .unwrap_or_else(|| panic!("no `{name}` column in {header}"))
+    };
+    let cells_of = |start: &str| -> Vec<&str> {
+        md.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no row `{start}`: {}", ctx()))
+            .split('|')
+            .map(str::trim)
+            .collect()
+    };
+    let number = |cell: &str| -> f64 {
+        cell.split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("`{cell}` is not a measurement: {}", ctx()))
+    };
+    for label in ["| ping-pong latency 8 B (µs) |", "| multiseg 16×4 B (µs) |"] {
+        let row = cells_of(label);
+        assert!(number(row[col("ours")]) > 0.0, "{row:?}");
+        assert!(number(row[col("ours (aggreg)")]) > 0.0, "{row:?}");
+        assert!(row[col("ours/best peer")].starts_with('–'), "{row:?}");
+        assert_eq!(row[col("aggreg/best peer")], "–", "{row:?}");
+    }
+    let row = cells_of("| barrier (µs), 2 ranks |");
+    assert_eq!(row[col("ours (aggreg)")], "–", "{row:?}");
+    assert!(md.contains("at least 1.2× faster"), "{}", ctx());
+
+    // The scheduler section: latency default vs aggreg with the ratio and
+    // the 3 % verdict, message rate, multiseg.
+    let start = md
+        .find("## Scheduler overhead (shm)")
+        .unwrap_or_else(|| panic!("no scheduler section: {}", ctx()));
+    let sched = &md[start
+        ..md[start..]
+            .find("## All results")
+            .map_or(md.len(), |e| start + e)];
+    let sub = |title: &str, size: &str| -> Vec<&str> {
+        let at = sched
+            .find(title)
+            .unwrap_or_else(|| panic!("no `{title}` in the scheduler section: {}", ctx()));
+        sched[at..]
+            .lines()
+            .find(|l| l.starts_with(&format!("| {size} |")))
+            .unwrap_or_else(|| panic!("no {size} row under `{title}`: {}", ctx()))
+            .split('|')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect()
+    };
+    let lat = sub("### One-segment ping-pong latency", "8 B");
+    let (d, a, r) = (number(lat[1]), number(lat[2]), number(lat[3]));
+    assert!(d > 0.0 && a > 0.0, "{lat:?}");
+    assert!((r - a / d).abs() <= 0.01 * r.max(1.0), "{lat:?}");
+    assert!(matches!(lat[5], "met" | "missed"), "{lat:?}");
+    let rate = sub("### Message rate", "8 B");
+    assert!(number(rate[1]) > 0.0 && number(rate[2]) > 0.0, "{rate:?}");
+    let seg = sub("### Multi-segment", "4 B");
+    assert!(number(seg[1]) > 0.0 && number(seg[2]) > 0.0, "{seg:?}");
+    assert_eq!(seg[3], "–", "no peer ran: {seg:?}");
+
+    // Per-benchmark tables: the column where it ran, not elsewhere.
+    let table_header = |title: &str| -> &str {
+        let at = md
+            .find(title)
+            .unwrap_or_else(|| panic!("no `{title}`: {}", ctx()));
+        md[at..]
+            .lines()
+            .find(|l| l.starts_with("| size |"))
+            .unwrap_or_else(|| panic!("no table under `{title}`"))
+    };
+    assert!(table_header("### msgrate / uni").contains("| ours (aggreg) |"));
+    assert!(table_header("### pingpong / lat — lat_us").contains("| ours (aggreg) |"));
+    assert!(!table_header("### barrier / barrier").contains("aggreg"));
+
+    for stem in ["shm-pingpong-latency", "shm-multiseg"] {
+        let svg = std::fs::read_to_string(run.join(format!("plots/{stem}.svg"))).expect("SVG");
+        assert!(
+            svg.contains("ours (aggreg)"),
+            "{stem}.svg: legend names ours (aggreg)"
+        );
+    }
+    let svg = std::fs::read_to_string(run.join("plots/shm-pingpong-bandwidth.svg")).expect("SVG");
+    assert!(
+        !svg.contains("aggreg"),
+        "bandwidth figure without the aggreg curve"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

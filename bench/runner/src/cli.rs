@@ -19,7 +19,10 @@ options:
   --quick              fewer sizes and iterations, 3 runs (under 3 minutes)
   --runs R             runs of every benchmark per implementation (default 5)
   --transport T        shm (default), tcp, or both
-  --impl LIST          comma-separated subset of ours,mpich,openmpi
+  --impl LIST          comma-separated subset of ours,ours-aggreg,mpich,openmpi
+                       (default: all; ours-aggreg is ours with
+                       MADMPI_STRATEGY=aggreg, run for pingpong, multiseg
+                       and msgrate only, not a peer)
   --bench LIST         comma-separated subset of the benchmarks
                        (pingpong,barrier,msgrate,multiseg,indexed,overlap,coll)
   --ranks N            ranks for barrier/coll (default 4; barrier also runs on 2)
@@ -114,7 +117,9 @@ pub fn parse(
                 let mut v = Vec::new();
                 for s in value("--impl")?.split(',').filter(|s| !s.is_empty()) {
                     let k = Kind::from_id(s).ok_or_else(|| {
-                        CliError::Bad(format!("--impl: unknown `{s}` (ours, mpich, openmpi)"))
+                        CliError::Bad(format!(
+                            "--impl: unknown `{s}` (ours, ours-aggreg, mpich, openmpi)"
+                        ))
                     })?;
                     if !v.contains(&k) {
                         v.push(k);
@@ -123,7 +128,8 @@ pub fn parse(
                 if v.is_empty() {
                     return Err(CliError::Bad("--impl: empty list".into()));
                 }
-                // Always ours, MPICH, Open MPI: the interleaving order.
+                // Always ours, ours (aggreg), MPICH, Open MPI: the
+                // interleaving order.
                 v.sort();
                 o.impls = v;
             }
@@ -186,6 +192,7 @@ mod tests {
         assert_eq!(o.runs, 5);
         assert_eq!(o.transports, [Transport::Shm]);
         assert_eq!(o.impls, Kind::ALL);
+        assert!(o.impls.contains(&Kind::OursAggreg));
         assert_eq!(o.timeout, Duration::from_secs(300));
         assert!(o.install);
         let q = p(&["--quick"]).unwrap();
@@ -215,6 +222,8 @@ mod tests {
         assert_eq!(o.runs, 2);
         assert!(!o.install);
         assert_eq!(o.bench_args, ["--reps", "7"]);
+        let o = p(&["--impl", "openmpi,ours-aggreg,ours,ours"]).unwrap();
+        assert_eq!(o.impls, [Kind::Ours, Kind::OursAggreg, Kind::OpenMpi]);
     }
 
     #[test]

@@ -7,12 +7,16 @@ use std::time::Duration;
 
 use crate::proc::{self, Outcome, Spec};
 
-/// Which implementation; `RawTcp` is the raw TCP baseline (bench/c/rawtcp.c,
-/// no MPI), run in TCP mode next to the ping-pong and never counted as a
-/// peer.
+/// Which implementation; `OursAggreg` is ours with the aggregating packet
+/// scheduler (`MADMPI_STRATEGY=aggreg`), same binaries and launcher, run
+/// only where the strategy matters and never counted as a peer; `RawTcp` is
+/// the raw TCP baseline (bench/c/rawtcp.c, no MPI), run in TCP mode next to
+/// the ping-pong and never counted as a peer. The order of the variants is
+/// the interleaving order of a round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     Ours,
+    OursAggreg,
     Mpich,
     OpenMpi,
     RawTcp,
@@ -20,7 +24,11 @@ pub enum Kind {
 
 impl Kind {
     /// The MPI implementations (what `--impl` chooses from).
-    pub const ALL: [Kind; 3] = [Kind::Ours, Kind::Mpich, Kind::OpenMpi];
+    pub const ALL: [Kind; 4] = [Kind::Ours, Kind::OursAggreg, Kind::Mpich, Kind::OpenMpi];
+
+    /// Benchmarks the `ours-aggreg` variant runs: those whose messages the
+    /// packet scheduler can aggregate or delay.
+    pub const AGGREG_BENCHES: [&'static str; 3] = ["pingpong", "msgrate", "multiseg"];
 
     /// An MPI implementation, as opposed to the raw TCP baseline.
     pub fn is_mpi(self) -> bool {
@@ -32,10 +40,25 @@ impl Kind {
         matches!(self, Kind::Mpich | Kind::OpenMpi)
     }
 
+    /// madmpi itself, with either packet scheduler.
+    pub fn is_ours(self) -> bool {
+        matches!(self, Kind::Ours | Kind::OursAggreg)
+    }
+
+    /// The `MADMPI_STRATEGY` our runs get (None for the others).
+    pub fn strategy(self) -> Option<&'static str> {
+        match self {
+            Kind::Ours => Some("default"),
+            Kind::OursAggreg => Some("aggreg"),
+            _ => None,
+        }
+    }
+
     /// Short name used in paths, options and results.json.
     pub fn id(self) -> &'static str {
         match self {
             Kind::Ours => "ours",
+            Kind::OursAggreg => "ours-aggreg",
             Kind::Mpich => "mpich",
             Kind::OpenMpi => "openmpi",
             Kind::RawTcp => "rawtcp",
@@ -46,6 +69,7 @@ impl Kind {
     pub fn title(self) -> &'static str {
         match self {
             Kind::Ours => "ours",
+            Kind::OursAggreg => "ours (aggreg)",
             Kind::Mpich => "MPICH",
             Kind::OpenMpi => "Open MPI",
             Kind::RawTcp => "raw TCP",
@@ -96,7 +120,7 @@ pub struct Impl {
     pub status: Result<(), String>,
     /// What `MPI_Get_library_version` said (from the probe run).
     pub version: Option<String>,
-    /// Where its benchmark binaries go.
+    /// Where its benchmark binaries go (`ours-aggreg` shares ours's).
     pub build_dir: PathBuf,
     /// Benchmarks that failed to build, with the reason.
     pub build_failures: Vec<(String, String)>,
@@ -106,7 +130,7 @@ impl Impl {
     /// The implementation with its default commands; nothing checked yet.
     pub fn new(kind: Kind, repo: &Path, build_root: &Path) -> Impl {
         let (cc, launcher) = match kind {
-            Kind::Ours => (
+            Kind::Ours | Kind::OursAggreg => (
                 repo.join("bin/mpicc").display().to_string(),
                 repo.join("bin/mpirun").display().to_string(),
             ),
@@ -127,7 +151,13 @@ impl Impl {
             launcher,
             status: Ok(()),
             version: None,
-            build_dir: build_root.join(kind.id()),
+            // The aggreg variant runs ours's binaries: only the environment
+            // differs.
+            build_dir: build_root.join(if kind.is_ours() {
+                Kind::Ours.id()
+            } else {
+                kind.id()
+            }),
             build_failures: Vec::new(),
         }
     }
@@ -137,11 +167,15 @@ impl Impl {
     }
 
     /// The program that stands for benchmark `bench`: the benchmark itself
-    /// for an MPI implementation; for the raw TCP baseline, `rawtcp` for
+    /// for an MPI implementation (`ours-aggreg`: only those of
+    /// [`Kind::AGGREG_BENCHES`]); for the raw TCP baseline, `rawtcp` for
     /// `pingpong` and nothing else.
     pub fn program(&self, bench: &str) -> Option<String> {
         match self.kind {
             Kind::RawTcp => (bench == "pingpong").then(|| RAWTCP.to_string()),
+            Kind::OursAggreg => Kind::AGGREG_BENCHES
+                .contains(&bench)
+                .then(|| bench.to_string()),
             _ => Some(bench.to_string()),
         }
     }
@@ -166,7 +200,12 @@ impl Impl {
         let mut env = Vec::new();
         match self.kind {
             Kind::RawTcp => argv.clear(),
-            Kind::Ours => {
+            Kind::Ours | Kind::OursAggreg => {
+                // Always explicit, so the caller's environment cannot change
+                // which scheduler `ours` measures.
+                if let Some(s) = self.kind.strategy() {
+                    env.push(("MADMPI_STRATEGY".into(), s.into()));
+                }
                 if transport == Transport::Tcp {
                     env.push(("MADMPI_TRANSPORTS".into(), "tcp".into()));
                 }
@@ -217,7 +256,7 @@ impl Impl {
             .collect();
         if !missing.is_empty() {
             let hint = match self.kind {
-                Kind::Ours => "; run `make` at the repository root",
+                Kind::Ours | Kind::OursAggreg => "; run `make` at the repository root",
                 Kind::Mpich => "; apt-get install mpich",
                 Kind::OpenMpi => "; apt-get install openmpi-bin libopenmpi-dev",
                 Kind::RawTcp => "; set CC or apt-get install gcc",
@@ -259,7 +298,28 @@ impl Impl {
                 self.build_failures.push((name.clone(), why));
             }
         }
-        if self.build_failures.len() == sources.len() && !sources.is_empty() {
+        self.check_built(sources.len());
+    }
+
+    /// Takes over what `from` (sharing this build directory, already built)
+    /// built: its failures among this implementation's `sources`.
+    pub fn share_build(&mut self, from: &Impl, sources: &[(String, PathBuf)]) {
+        if !self.usable() {
+            return;
+        }
+        debug_assert_eq!(self.build_dir, from.build_dir);
+        self.build_failures = from
+            .build_failures
+            .iter()
+            .filter(|(b, _)| sources.iter().any(|(s, _)| s == b))
+            .cloned()
+            .collect();
+        self.check_built(sources.len());
+    }
+
+    /// Unusable when none of its `n` programs built.
+    fn check_built(&mut self, n: usize) {
+        if self.build_failures.len() == n && n > 0 {
             let (_, why) = &self.build_failures[0];
             self.status = Err(format!("compiler failed: {why}"));
         }
@@ -267,16 +327,19 @@ impl Impl {
 
     /// Runs one tiny benchmark to learn whether the launcher works and which
     /// library version this is: barrier if it was built, else a 1-byte
-    /// ping-pong (the raw TCP baseline: always the latter, over TCP).
+    /// ping-pong, else a tiny multiseg or msgrate (the raw TCP baseline:
+    /// always the ping-pong, over TCP).
     pub fn probe(&mut self, log_dir: &Path) {
         let transport = if self.kind.is_mpi() {
             Transport::Shm
         } else {
             Transport::Tcp
         };
-        let candidates: [(&str, &[&str]); 2] = [
+        let candidates: [(&str, &[&str]); 4] = [
             ("barrier", &[]),
             ("pingpong", &["--mode", "lat", "--max", "1"]),
+            ("multiseg", &["--mode", "multiseg", "--max", "4"]),
+            ("msgrate", &["--max", "1", "--window", "2"]),
         ];
         let Some((exe, extra)) = candidates
             .iter()
@@ -376,11 +439,18 @@ mod tests {
             s.argv,
             ["/repo/bin/mpirun", "-n", "2", "/b/pingpong", "--quick"]
         );
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
         assert_eq!(
             s.env,
-            [("MADMPI_TRANSPORTS".to_string(), "tcp".to_string())]
+            [
+                pair("MADMPI_STRATEGY", "default"),
+                pair("MADMPI_TRANSPORTS", "tcp")
+            ]
         );
-        assert!(ours.launch(Transport::Shm, 2, exe, &args).env.is_empty());
+        assert_eq!(
+            ours.launch(Transport::Shm, 2, exe, &args).env,
+            [pair("MADMPI_STRATEGY", "default")]
+        );
 
         let mpich = Impl::new(Kind::Mpich, repo, Path::new("/b"));
         let s = mpich.launch(Transport::Tcp, 4, exe, &[]);
@@ -415,6 +485,68 @@ mod tests {
         assert_eq!(s.done_line.as_deref(), Some("# done"));
         let ours = Impl::new(Kind::Ours, Path::new("/repo"), Path::new("/b"));
         assert!(ours.runs_on(Transport::Shm) && !ours.kind.is_peer());
+    }
+
+    #[test]
+    fn aggreg_variant_is_ours_with_another_scheduler() {
+        let (repo, b) = (Path::new("/repo"), Path::new("/b"));
+        let ours = Impl::new(Kind::Ours, repo, b);
+        let ag = Impl::new(Kind::OursAggreg, repo, b);
+        assert!(ag.kind.is_mpi() && ag.kind.is_ours() && !ag.kind.is_peer());
+        assert_eq!(Kind::from_id("ours-aggreg"), Some(Kind::OursAggreg));
+        assert_eq!(ag.kind.title(), "ours (aggreg)");
+        // Same compiler, launcher and binaries.
+        assert_eq!((&ag.cc, &ag.launcher), (&ours.cc, &ours.launcher));
+        assert_eq!(ag.build_dir, Path::new("/b/ours"));
+        assert_eq!(ag.build_dir, ours.build_dir);
+        for bench in ["pingpong", "multiseg", "msgrate"] {
+            assert_eq!(ag.program(bench).as_deref(), Some(bench));
+        }
+        for bench in ["barrier", "indexed", "overlap", "coll"] {
+            assert_eq!(ag.program(bench), None, "{bench}");
+        }
+        let exe = Path::new("/b/ours/multiseg");
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let s = ag.launch(Transport::Tcp, 2, exe, &[]);
+        assert_eq!(s.argv, ["/repo/bin/mpirun", "-n", "2", "/b/ours/multiseg"]);
+        assert_eq!(
+            s.env,
+            [
+                pair("MADMPI_STRATEGY", "aggreg"),
+                pair("MADMPI_TRANSPORTS", "tcp")
+            ]
+        );
+        assert_eq!(
+            ag.launch(Transport::Shm, 2, exe, &[]).env,
+            [pair("MADMPI_STRATEGY", "aggreg")]
+        );
+        assert!(s.display().starts_with("MADMPI_STRATEGY=aggreg "));
+    }
+
+    #[test]
+    fn aggreg_variant_shares_ours_build() {
+        let srcs = |names: &[&str]| -> Vec<(String, PathBuf)> {
+            names
+                .iter()
+                .map(|n| (n.to_string(), PathBuf::from(format!("{n}.c"))))
+                .collect()
+        };
+        let (repo, b) = (Path::new("/repo"), Path::new("/b"));
+        let mut ours = Impl::new(Kind::Ours, repo, b);
+        ours.build_failures = vec![
+            ("coll".into(), "exit 1: boom".into()),
+            ("msgrate".into(), "exit 1: bang".into()),
+        ];
+        let mut ag = Impl::new(Kind::OursAggreg, repo, b);
+        ag.share_build(&ours, &srcs(&["pingpong", "msgrate"]));
+        assert!(ag.usable());
+        assert_eq!(
+            ag.build_failures,
+            [("msgrate".to_string(), "exit 1: bang".to_string())]
+        );
+        let mut ag = Impl::new(Kind::OursAggreg, repo, b);
+        ag.share_build(&ours, &srcs(&["msgrate"]));
+        assert_eq!(ag.status, Err("compiler failed: exit 1: bang".into()));
     }
 
     #[test]

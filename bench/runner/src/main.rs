@@ -105,7 +105,24 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let mut impls: Vec<Impl> = Vec::new();
     for &kind in &o.impls {
         let mut i = Impl::new(kind, &o.repo, &build_root);
-        prepare(&mut i, &sources, &src_dir, &log_dir);
+        // Only the programs it runs (ours-aggreg: a subset).
+        let mine: Vec<(String, PathBuf)> = sources
+            .iter()
+            .filter(|(b, _)| i.program(b).is_some())
+            .cloned()
+            .collect();
+        if mine.is_empty() {
+            eprintln!(
+                "madmpi-bench: {}: skipped (runs only {})",
+                kind.id(),
+                Kind::AGGREG_BENCHES.join(", ")
+            );
+            continue;
+        }
+        // ours-aggreg runs ours's binaries: built once, by ours, when both
+        // are selected.
+        let built = impls.iter().find(|j| j.build_dir == i.build_dir);
+        prepare(&mut i, &mine, built, &src_dir, &log_dir);
         impls.push(i);
     }
     // The raw TCP floor under the ping-pong: TCP mode only, not a peer.
@@ -115,7 +132,7 @@ fn run(o: &Options) -> Result<ExitCode, String> {
             impls::RAWTCP.to_string(),
             src_dir.join(format!("{}.c", impls::RAWTCP)),
         )];
-        prepare(&mut raw, &src, &src_dir, &log_dir);
+        prepare(&mut raw, &src, None, &src_dir, &log_dir);
         impls.push(raw);
     }
 
@@ -146,7 +163,8 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     for &t in &o.transports {
         for round in 0..o.runs {
             for job in &jobs {
-                // Interleaved: ours, MPICH, Open MPI (, raw TCP), ours, ...
+                // Interleaved: ours, ours (aggreg), MPICH, Open MPI
+                // (, raw TCP), ours, ...
                 // so slow drifts of the machine hit every implementation alike.
                 for i in &impls {
                     let Some(exe) = i.exe(job.bench).filter(|_| i.runs_on(t)) else {
@@ -214,10 +232,20 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Finds, builds and probes one implementation, and says how it went.
-fn prepare(i: &mut Impl, sources: &[(String, PathBuf)], src_dir: &Path, log_dir: &Path) {
+/// Finds, builds (or takes over what `built`, sharing its build directory,
+/// built) and probes one implementation, and says how it went.
+fn prepare(
+    i: &mut Impl,
+    sources: &[(String, PathBuf)],
+    built: Option<&Impl>,
+    src_dir: &Path,
+    log_dir: &Path,
+) {
     i.detect();
-    i.build(sources, src_dir, log_dir);
+    match built {
+        Some(b) => i.share_build(b, sources),
+        None => i.build(sources, src_dir, log_dir),
+    }
     i.probe(log_dir);
     let id = i.kind.id();
     match &i.status {
@@ -337,6 +365,7 @@ fn write_json(
                 ("name", Json::str(i.kind.title())),
                 ("cc", Json::str(&i.cc)),
                 ("launcher", Json::str(&i.launcher)),
+                ("strategy", i.kind.strategy().map_or(Json::Null, Json::str)),
                 (
                     "status",
                     Json::str(if i.usable() { "ok" } else { "unavailable" }),

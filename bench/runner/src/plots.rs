@@ -1,5 +1,6 @@
 //! Figures in the style of the NewMadeleine papers: one curve per
-//! implementation (and the raw TCP baseline in TCP mode) against the message
+//! implementation (and the raw TCP baseline in TCP mode; `ours (aggreg)` on
+//! the latency and multiseg figures) against the message
 //! size on a log₂ axis, written as PNG (plotters' bitmap backend) and SVG
 //! into `<run>/plots/`, one pair per (transport, figure).
 //!
@@ -46,6 +47,8 @@ struct Figure {
     x_desc: &'static str,
     y_desc: &'static str,
     log_y: bool,
+    /// Draw `ours (aggreg)` (first mode only) where it ran.
+    aggreg: bool,
 }
 
 const FIGURES: &[Figure] = &[
@@ -59,6 +62,7 @@ const FIGURES: &[Figure] = &[
         x_desc: "message size (bytes)",
         y_desc: "latency (µs)",
         log_y: true,
+        aggreg: true,
     },
     Figure {
         bench: "pingpong",
@@ -70,6 +74,7 @@ const FIGURES: &[Figure] = &[
         x_desc: "message size (bytes)",
         y_desc: "bandwidth (MB/s)",
         log_y: false,
+        aggreg: false,
     },
     Figure {
         bench: "pingpong",
@@ -81,6 +86,7 @@ const FIGURES: &[Figure] = &[
         x_desc: "message size (bytes)",
         y_desc: "bandwidth (MB/s)",
         log_y: false,
+        aggreg: false,
     },
     Figure {
         bench: "multiseg",
@@ -92,6 +98,7 @@ const FIGURES: &[Figure] = &[
         x_desc: "segment size (bytes)",
         y_desc: "latency (µs)",
         log_y: true,
+        aggreg: true,
     },
     Figure {
         bench: "coll",
@@ -103,6 +110,7 @@ const FIGURES: &[Figure] = &[
         x_desc: "message size (bytes)",
         y_desc: "time per call (µs)",
         log_y: true,
+        aggreg: false,
     },
     Figure {
         bench: "coll",
@@ -114,6 +122,7 @@ const FIGURES: &[Figure] = &[
         x_desc: "message size (bytes)",
         y_desc: "time per call (µs)",
         log_y: true,
+        aggreg: false,
     },
     Figure {
         bench: "coll",
@@ -125,6 +134,7 @@ const FIGURES: &[Figure] = &[
         x_desc: "bytes per peer",
         y_desc: "time per call (µs)",
         log_y: true,
+        aggreg: false,
     },
 ];
 
@@ -135,11 +145,13 @@ enum Marker {
     Triangle,
     Square,
     Cross,
+    Diamond,
 }
 
 fn look(kind: Kind) -> (RGBColor, Marker) {
     match kind {
         Kind::Ours => (RGBColor(214, 39, 40), Marker::Circle),
+        Kind::OursAggreg => (RGBColor(148, 103, 189), Marker::Diamond),
         Kind::Mpich => (RGBColor(31, 119, 180), Marker::Triangle),
         Kind::OpenMpi => (RGBColor(44, 160, 44), Marker::Square),
         Kind::RawTcp => (RGBColor(40, 40, 40), Marker::Cross),
@@ -203,6 +215,12 @@ fn chart(
             }
         }
         for (kind, points) in per_kind {
+            // The aggreg variant: its own curve for the first mode (the
+            // multiseg figure's dashed `contig` mode has one message per
+            // ping, nothing to aggregate).
+            if kind == Kind::OursAggreg && !(fig.aggreg && i == 0) {
+                continue;
+            }
             let (color, marker) = look(kind);
             series.push(Series {
                 label: format!("{}{suffix}", kind.title()),
@@ -440,6 +458,10 @@ impl<DB: DrawingBackend, C> Drawable<DB> for Glyph<C> {
                 b.draw_line((cx - 4, cy - 4), (cx + 4, cy + 4), &line)?;
                 b.draw_line((cx - 4, cy + 4), (cx + 4, cy - 4), &line)
             }
+            Marker::Diamond => b.fill_polygon(
+                [(cx, cy - 6), (cx + 5, cy), (cx, cy + 6), (cx - 5, cy)],
+                &fill,
+            ),
         }
     }
 }
@@ -521,6 +543,78 @@ mod tests {
         assert_eq!(value_label(0.010_000_000_1), "0.01");
         assert_eq!(value_label(2.5), "2.5");
         assert_eq!(value_label(0.0), "0");
+    }
+
+    #[test]
+    fn aggreg_curve_on_latency_and_multiseg_only() {
+        let sizes = [4u64, 64, 1024];
+        let kinds = [
+            (Kind::Ours, 1.0),
+            (Kind::OursAggreg, 0.8),
+            (Kind::Mpich, 1.5),
+        ];
+        let mut tables = BTreeMap::new();
+        for (mode, metric, better) in [
+            ("lat", "lat_us", Better::Lower),
+            ("lat", "bw_MBps", Better::Higher),
+            ("bw", "bw_MBps", Better::Higher),
+        ] {
+            tables.insert(
+                key(Transport::Shm, "pingpong", mode, metric, better),
+                table(&kinds, &sizes),
+            );
+        }
+        for mode in ["multiseg", "contig"] {
+            tables.insert(
+                key(Transport::Shm, "multiseg", mode, "lat_us", Better::Lower),
+                table(&kinds, &sizes),
+            );
+        }
+        let curves = |stem: &str| -> Vec<(String, bool, RGBColor, Marker)> {
+            let fig = FIGURES.iter().find(|f| f.stem == stem).unwrap();
+            chart(fig, Transport::Shm, 2, &tables)
+                .unwrap()
+                .series
+                .into_iter()
+                .map(|s| (s.label, s.dashed, s.color, s.marker))
+                .collect()
+        };
+        let (red, _) = look(Kind::Ours);
+        let (purple, diamond) = look(Kind::OursAggreg);
+        assert_ne!(red, purple);
+        let lat = curves("pingpong-latency");
+        assert!(
+            lat.contains(&("ours (aggreg)".into(), false, purple, diamond)),
+            "{lat:?}"
+        );
+        assert!(
+            lat.contains(&("ours".into(), false, red, Marker::Circle)),
+            "{lat:?}"
+        );
+        let ms = curves("multiseg");
+        let labels: Vec<&str> = ms.iter().map(|c| c.0.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "ours",
+                "ours (aggreg)",
+                "MPICH",
+                "ours contiguous",
+                "MPICH contiguous"
+            ]
+        );
+        for stem in ["pingpong-bandwidth", "windowed-bandwidth"] {
+            let c = curves(stem);
+            assert!(c.iter().all(|c| !c.0.contains("aggreg")), "{stem}: {c:?}");
+        }
+        let dir = std::env::temp_dir().join(format!("madmpi-plots-ag-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (plots, errors) = write_all(&dir, &tables, &[Transport::Shm], 2);
+        assert!(errors.is_empty(), "{errors:?}");
+        let svg = std::fs::read_to_string(dir.join("shm-multiseg.svg")).unwrap();
+        assert!(svg.contains("ours (aggreg)"), "legend");
+        assert_eq!(plots.len(), 4);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! repetitions inside the program. Across the R runs of an implementation the
 //! summary shows the median of those medians and their min–max, and the ratio
 //! ours / best peer (best = lowest for lower-is-better metrics, highest for
-//! higher-is-better ones).
+//! higher-is-better ones). Where `ours (aggreg)` (ours with the aggregating
+//! scheduler) ran, it gets its own column and ratio to the best peer, and a
+//! section compares the two schedulers against the targets of issue #6.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -122,18 +124,78 @@ pub fn tables(runs: &[RunRecord], bench_order: &[&str]) -> BTreeMap<TableKey, Ta
     out
 }
 
-/// ours / best peer, if both exist. The raw TCP baseline is not a peer.
+/// ours / best peer, if both exist. Neither the raw TCP baseline nor
+/// `ours (aggreg)` is a peer.
 pub fn ratio(better: Better, cells: &BTreeMap<Kind, Cell>) -> Option<f64> {
-    let ours = cells.get(&Kind::Ours)?.med;
-    let peers = cells
+    ratio_of(Kind::Ours, better, cells)
+}
+
+/// `kind` / best peer, if both exist.
+pub fn ratio_of(kind: Kind, better: Better, cells: &BTreeMap<Kind, Cell>) -> Option<f64> {
+    let mine = cells.get(&kind)?.med;
+    let (_, best) = best_peer(better, cells)?;
+    (best != 0.0).then(|| mine / best)
+}
+
+/// The best peer (MPICH or Open MPI) by median, and its median.
+pub fn best_peer(better: Better, cells: &BTreeMap<Kind, Cell>) -> Option<(Kind, f64)> {
+    cells
         .iter()
         .filter(|(k, _)| k.is_peer())
-        .map(|(_, c)| c.med);
-    let best = match better {
-        Better::Lower => peers.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x)))),
-        Better::Higher => peers.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))),
-    }?;
-    (best != 0.0).then(|| ours / best)
+        .map(|(k, c)| (*k, c.med))
+        .reduce(|a, b| {
+            let b_wins = match better {
+                Better::Lower => b.1 < a.1,
+                Better::Higher => b.1 > a.1,
+            };
+            if b_wins {
+                b
+            } else {
+                a
+            }
+        })
+}
+
+/// Issue #6: with the aggregating scheduler, `multiseg` with segments up to
+/// [`MULTISEG_TARGET_MAX_SEG`] must be at least this many times faster than
+/// the better of MPICH and Open MPI.
+pub fn multiseg_target(t: Transport) -> f64 {
+    match t {
+        Transport::Tcp => 4.0,
+        Transport::Shm => 1.2,
+    }
+}
+
+/// Largest segment size the multiseg target applies to.
+pub const MULTISEG_TARGET_MAX_SEG: u64 = 1024;
+
+/// Issue #6: one-segment latency with the aggregating scheduler at most this
+/// times the default scheduler's (within 3 %).
+pub const OVERHEAD_TARGET: f64 = 1.03;
+
+/// Largest ping-pong size of the scheduler overhead table.
+pub const OVERHEAD_MAX_SIZE: u64 = 1024;
+
+/// `aggreg/best peer` text of a multiseg row: the ratio, and for segments
+/// up to 1 KiB the speedup against the target and whether it is met.
+pub fn multiseg_verdict(t: Transport, size: u64, cells: &BTreeMap<Kind, Cell>) -> Option<String> {
+    let r = ratio_of(Kind::OursAggreg, Better::Lower, cells)?;
+    if size > MULTISEG_TARGET_MAX_SEG {
+        return Some(format!("{r:.2}"));
+    }
+    let target = multiseg_target(t);
+    let speedup = if r > 0.0 { 1.0 / r } else { f64::INFINITY };
+    Some(format!(
+        "{r:.2} (speedup {speedup:.2}×, target ≥ {target}×: {})",
+        if speedup >= target { "met" } else { "missed" }
+    ))
+}
+
+/// aggreg / default of the medians and of the best repetitions, if both ran.
+pub fn aggreg_over_default(cells: &BTreeMap<Kind, Cell>) -> Option<(f64, f64)> {
+    let d = cells.get(&Kind::Ours)?;
+    let a = cells.get(&Kind::OursAggreg)?;
+    (d.med != 0.0 && d.best != 0.0).then(|| (a.med / d.med, a.best / d.best))
 }
 
 /// Our overhead over the raw TCP baseline, if both exist: ours − raw for
@@ -163,7 +225,37 @@ fn over_raw_title(better: Better, metric: &str) -> String {
 
 /// Whether any row of `table` has a raw TCP figure.
 fn has_raw(table: &Table) -> bool {
-    table.values().any(|row| row.contains_key(&Kind::RawTcp))
+    has_kind(table, Kind::RawTcp)
+}
+
+/// Whether any row of `table` has a figure of `kind`.
+fn has_kind(table: &Table, kind: Kind) -> bool {
+    table.values().any(|row| row.contains_key(&kind))
+}
+
+/// One table row's cells.
+fn cells_of(row: &BTreeMap<Kind, Vec<Sample>>, better: Better) -> BTreeMap<Kind, Cell> {
+    row.iter()
+        .filter_map(|(k, v)| Some((*k, Cell::of(v, better)?)))
+        .collect()
+}
+
+/// The table of one metric of one mode of one benchmark, if measured.
+fn find<'a>(
+    all: &'a BTreeMap<TableKey, Table>,
+    t: Transport,
+    bench: &str,
+    mode: &str,
+    metric: &str,
+    ranks: u32,
+) -> Option<(&'a TableKey, &'a Table)> {
+    all.iter().find(|(k, _)| {
+        k.transport == t
+            && k.bench == bench
+            && k.mode == mode
+            && k.metric == metric
+            && k.ranks == ranks
+    })
 }
 
 /// Number formatting with about four significant digits.
@@ -370,8 +462,9 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
     }
     s.push('\n');
 
-    // Columns: the MPI implementations; the raw TCP baseline is added to
-    // the tables that have its figures.
+    // Columns: the MPI implementations (`ours (aggreg)` only in the tables
+    // that have its figures); the raw TCP baseline is added to the tables
+    // that have its figures.
     let kinds: Vec<Kind> = ctx
         .impls
         .iter()
@@ -384,7 +477,29 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
         let raw_here = all
             .iter()
             .any(|(k, table)| k.transport == t && has_raw(table));
+        let aggreg_here = all
+            .iter()
+            .any(|(k, table)| k.transport == t && has_kind(table, Kind::OursAggreg));
+        let head_kinds: Vec<Kind> = kinds
+            .iter()
+            .copied()
+            .filter(|&k| k != Kind::OursAggreg || aggreg_here)
+            .collect();
         let _ = writeln!(s, "## Headline numbers ({t})\n");
+        if aggreg_here {
+            let _ = writeln!(
+                s,
+                "`ours (aggreg)` is ours with the aggregating packet scheduler \
+                 (`MADMPI_STRATEGY=aggreg`; `ours` runs with `MADMPI_STRATEGY=default`), same \
+                 binaries, run on the ping-pong, multiseg and msgrate benchmarks only. It is not \
+                 a peer: `ours/best peer` ignores it; `aggreg/best peer` is its own ratio. \
+                 Target (issue #6): for segments up to 1 KiB, multiseg with aggreg at least {}× \
+                 faster than the better of MPICH and Open MPI (aggreg/best peer ≤ {:.2}); the \
+                 verdict compares medians. Scheduler overhead: see below.\n",
+                multiseg_target(t),
+                1.0 / multiseg_target(t)
+            );
+        }
         if raw_here {
             let _ = writeln!(
                 s,
@@ -396,41 +511,37 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             );
         }
         let _ = write!(s, "| measurement |");
-        for k in &kinds {
+        for k in &head_kinds {
             let _ = write!(s, " {} |", k.title());
         }
         if raw_here {
             let _ = write!(s, " raw TCP | ours vs raw |");
         }
-        let _ = writeln!(s, " ours/best peer |");
-        let extra = if raw_here { 2 } else { 0 };
-        let _ = writeln!(s, "|---|{}---|", "---|".repeat(kinds.len() + extra));
+        let _ = write!(s, " ours/best peer |");
+        if aggreg_here {
+            let _ = write!(s, " aggreg/best peer |");
+        }
+        s.push('\n');
+        let extra = 2 * usize::from(raw_here) + usize::from(aggreg_here);
+        let _ = writeln!(s, "|---|{}---|", "---|".repeat(head_kinds.len() + extra));
         let mut any = false;
         for &(bench, mode, metric, size, ranks, label) in HEADLINES {
             let want_ranks = if ranks == 0 { ctx.nranks } else { ranks };
-            let found = all.iter().find(|(k, _)| {
-                k.transport == t
-                    && k.bench == bench
-                    && k.mode == mode
-                    && k.metric == metric
-                    && k.ranks == want_ranks
-            });
-            let Some((key, table)) = found else { continue };
+            let Some((key, table)) = find(&all, t, bench, mode, metric, want_ranks) else {
+                continue;
+            };
             let Some(row) = table.get(&size) else {
                 continue;
             };
             any = true;
-            let cells: BTreeMap<Kind, Cell> = row
-                .iter()
-                .filter_map(|(k, v)| Some((*k, Cell::of(v, key.better)?)))
-                .collect();
+            let cells = cells_of(row, key.better);
             let label = if ranks == 0 {
                 format!("{label}, {want_ranks} ranks")
             } else {
                 label.to_string()
             };
             let _ = write!(s, "| {label} |");
-            for k in &kinds {
+            for k in &head_kinds {
                 let _ = write!(s, " {} |", cell_text(cells.get(k), ctx.runs_per_impl, true));
             }
             if raw_here {
@@ -448,16 +559,29 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
                 );
             }
             let r = ratio(key.better, &cells).map_or("–".into(), |r| format!("{r:.2}"));
-            let _ = writeln!(s, " {r} ({}) |", key.better.as_str());
+            let _ = write!(s, " {r} ({}) |", key.better.as_str());
+            if aggreg_here {
+                let a = if bench == "multiseg" && mode == "multiseg" {
+                    multiseg_verdict(t, size, &cells)
+                } else {
+                    ratio_of(Kind::OursAggreg, key.better, &cells).map(|r| format!("{r:.2}"))
+                };
+                let _ = write!(s, " {} |", a.as_deref().unwrap_or("–"));
+            }
+            s.push('\n');
         }
         if !any {
             let _ = writeln!(
                 s,
                 "| (no measurements) |{}  |",
-                " |".repeat(kinds.len() + extra)
+                " |".repeat(head_kinds.len() + extra)
             );
         }
         s.push('\n');
+
+        if aggreg_here {
+            scheduler_section(&mut s, t, &all, ctx.runs_per_impl);
+        }
 
         let mine: Vec<&Plot> = ctx.plots.iter().filter(|p| p.transport == t).collect();
         if !mine.is_empty() {
@@ -489,7 +613,12 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
                 better_note(key.better)
             );
             let raw = has_raw(table);
-            let mut cols = kinds.clone();
+            let aggreg = has_kind(table, Kind::OursAggreg);
+            let mut cols: Vec<Kind> = kinds
+                .iter()
+                .copied()
+                .filter(|&k| k != Kind::OursAggreg || aggreg)
+                .collect();
             if raw {
                 cols.push(Kind::RawTcp);
             }
@@ -500,17 +629,18 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             if raw {
                 let _ = write!(s, " {} |", over_raw_title(key.better, &key.metric));
             }
-            let _ = writeln!(s, " ours/best peer |");
+            let _ = write!(s, " ours/best peer |");
+            if aggreg {
+                let _ = write!(s, " aggreg/best peer |");
+            }
+            s.push('\n');
             let _ = writeln!(
                 s,
                 "|---:|{}---:|",
-                "---:|".repeat(cols.len() + usize::from(raw))
+                "---:|".repeat(cols.len() + usize::from(raw) + usize::from(aggreg))
             );
             for (size, row) in table {
-                let cells: BTreeMap<Kind, Cell> = row
-                    .iter()
-                    .filter_map(|(k, v)| Some((*k, Cell::of(v, key.better)?)))
-                    .collect();
+                let cells = cells_of(row, key.better);
                 let _ = write!(s, "| {} |", human_size(*size));
                 for k in &cols {
                     let _ = write!(
@@ -524,7 +654,13 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
                     let _ = write!(s, " {o} |");
                 }
                 let r = ratio(key.better, &cells).map_or("–".into(), |r| format!("{r:.2}"));
-                let _ = writeln!(s, " {r} |");
+                let _ = write!(s, " {r} |");
+                if aggreg {
+                    let a = ratio_of(Kind::OursAggreg, key.better, &cells)
+                        .map_or("–".into(), |r| format!("{r:.2}"));
+                    let _ = write!(s, " {a} |");
+                }
+                s.push('\n');
             }
             s.push('\n');
         }
@@ -559,6 +695,146 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
         }
     }
     s
+}
+
+/// `## Scheduler overhead (<t>)`: ours with the default scheduler against
+/// ours with the aggregating one: one-segment ping-pong latency (target:
+/// within 3 %), message rate, and multiseg against the best peer (target:
+/// [`multiseg_target`] up to 1 KiB per segment). Subsections without both
+/// schedulers' figures are left out.
+fn scheduler_section(s: &mut String, t: Transport, all: &BTreeMap<TableKey, Table>, runs: usize) {
+    let _ = writeln!(s, "## Scheduler overhead ({t})\n");
+    let _ = writeln!(
+        s,
+        "`ours (default)` runs with `MADMPI_STRATEGY=default` (each send leaves at once), \
+         `ours (aggreg)` with `MADMPI_STRATEGY=aggreg` (NewMadeleine's aggregation: \
+         non-blocking sends stay queued until the next progress call, and the chunks queued \
+         for one peer, across communicators, leave in one packet); same binaries, interleaved \
+         in the same rounds. Cells: median over runs (min–max over runs). `aggreg/default` \
+         compares medians, `best` the best single repetitions (least disturbed by other load); \
+         verdicts use the medians.\n"
+    );
+    let both = |row: &BTreeMap<Kind, Vec<Sample>>| {
+        row.contains_key(&Kind::Ours) && row.contains_key(&Kind::OursAggreg)
+    };
+    let pair = |cells: &BTreeMap<Kind, Cell>| {
+        format!(
+            "{} | {}",
+            cell_text(cells.get(&Kind::Ours), runs, false),
+            cell_text(cells.get(&Kind::OursAggreg), runs, false)
+        )
+    };
+
+    if let Some((key, table)) = find(all, t, "pingpong", "lat", "lat_us", 2) {
+        let rows: Vec<_> = table
+            .iter()
+            .filter(|(size, row)| **size <= OVERHEAD_MAX_SIZE && both(row))
+            .collect();
+        if !rows.is_empty() {
+            let _ = writeln!(
+                s,
+                "### One-segment ping-pong latency (`pingpong` `lat`, µs, lower is better)\n\n\
+                 Target (issue #6): aggreg within 3 % of default, aggreg/default ≤ \
+                 {OVERHEAD_TARGET:.2}.\n"
+            );
+            let _ = writeln!(
+                s,
+                "| size | ours (default) | ours (aggreg) | aggreg/default | best | target ≤ \
+                 {OVERHEAD_TARGET:.2} |\n|---:|---:|---:|---:|---:|---|"
+            );
+            for (size, row) in rows {
+                let cells = cells_of(row, key.better);
+                let (r, b, v) = match aggreg_over_default(&cells) {
+                    Some((r, b)) => (
+                        format!("{r:.3}"),
+                        format!("{b:.3}"),
+                        if r <= OVERHEAD_TARGET {
+                            "met"
+                        } else {
+                            "missed"
+                        },
+                    ),
+                    None => ("–".into(), "–".into(), "–"),
+                };
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {r} | {b} | {v} |",
+                    human_size(*size),
+                    pair(&cells)
+                );
+            }
+            s.push('\n');
+        }
+    }
+
+    if let Some((key, table)) = find(all, t, "msgrate", "uni", "msg_rate_M", 2) {
+        let rows: Vec<_> = table.iter().filter(|(_, row)| both(row)).collect();
+        if !rows.is_empty() {
+            let _ = writeln!(
+                s,
+                "### Message rate (`msgrate` `uni`, 10⁶ messages/s, higher is better)\n\n\
+                 aggreg/default > 1 means aggregation sends more messages per second.\n"
+            );
+            let _ = writeln!(
+                s,
+                "| size | ours (default) | ours (aggreg) | aggreg/default | best |\n\
+                 |---:|---:|---:|---:|---:|"
+            );
+            for (size, row) in rows {
+                let cells = cells_of(row, key.better);
+                let (r, b) = aggreg_over_default(&cells)
+                    .map_or(("–".into(), "–".into()), |(r, b)| {
+                        (format!("{r:.3}"), format!("{b:.3}"))
+                    });
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {r} | {b} |",
+                    human_size(*size),
+                    pair(&cells)
+                );
+            }
+            s.push('\n');
+        }
+    }
+
+    if let Some((key, table)) = find(all, t, "multiseg", "multiseg", "lat_us", 2) {
+        let rows: Vec<_> = table
+            .iter()
+            .filter(|(_, row)| row.contains_key(&Kind::OursAggreg))
+            .collect();
+        if !rows.is_empty() {
+            let target = multiseg_target(t);
+            let _ = writeln!(
+                s,
+                "### Multi-segment (`multiseg`, 16 segments on 16 communicators, µs, lower is \
+                 better)\n\n\
+                 Target (issue #6, {t}): for segments up to 1 KiB, aggreg at least {target}× \
+                 faster than the better of MPICH and Open MPI (aggreg/best peer ≤ {:.2}).\n",
+                1.0 / target
+            );
+            let _ = writeln!(
+                s,
+                "| segment | ours (default) | ours (aggreg) | best peer | aggreg/default | \
+                 aggreg/best peer |\n|---:|---:|---:|---:|---:|---|"
+            );
+            for (size, row) in rows {
+                let cells = cells_of(row, key.better);
+                let peer = best_peer(key.better, &cells).map_or("–".into(), |(k, _)| {
+                    format!("{}: {}", k.title(), cell_text(cells.get(&k), runs, false))
+                });
+                let r =
+                    aggreg_over_default(&cells).map_or("–".into(), |(r, _)| format!("{r:.3}"));
+                let v = multiseg_verdict(t, *size, &cells).unwrap_or_else(|| "–".into());
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {peer} | {r} | {v} |",
+                    human_size(*size),
+                    pair(&cells)
+                );
+            }
+            s.push('\n');
+        }
+    }
 }
 
 #[cfg(test)]
@@ -662,6 +938,8 @@ mod tests {
         };
         let md = render(&ctx, &runs);
         assert!(!md.contains("raw TCP"), "{md}");
+        assert!(!md.contains("aggreg"), "{md}");
+        assert!(!md.contains("Scheduler"), "{md}");
         assert!(!md.contains("## Plots"), "{md}");
         assert!(md.contains("not built (bin/mpicc not found)"), "{md}");
         assert!(
@@ -759,6 +1037,273 @@ mod tests {
         assert_eq!(ratio(Better::Lower, &cells), None);
         assert_eq!(over_raw(Better::Lower, &cells).as_deref(), Some("+0.500"));
         assert_eq!(over_raw(Better::Higher, &cells).as_deref(), Some("×2.00"));
+    }
+
+    /// A `RESULT` line of `bench`/`mode` with one value.
+    fn line(bench: &str, mode: &str, size: u64, metric: &str, better: &str, v: f64) -> String {
+        format!(
+            "RESULT bench={bench} mode={mode} size={size} ranks=2 iters=1 reps=1 \
+             metric={metric} better={better} min={v} med={v} max={v}"
+        )
+    }
+
+    /// One run per implementation of pingpong (lat 8 B, 1 KiB, 4 KiB),
+    /// msgrate (8 B), multiseg (4 B, 1 KiB, 8 KiB) and, without aggreg,
+    /// barrier, over `t`. Values: (pingpong 8 B latency, msgrate, multiseg
+    /// 4 B) per kind; the other sizes scale from them.
+    fn scheduler_runs(t: Transport, values: &[(Kind, f64, f64, f64)]) -> Vec<RunRecord> {
+        let mut runs = Vec::new();
+        for &(k, lat, rate, seg) in values {
+            let mut add = |bench: &str, lines: Vec<String>| {
+                let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+                let mut r = run(k, 0, &refs);
+                r.bench = bench.into();
+                r.transport = t;
+                runs.push(r);
+            };
+            add(
+                "pingpong",
+                [8, 1024, 4096]
+                    .iter()
+                    .map(|&n| {
+                        line(
+                            "pingpong",
+                            "lat",
+                            n,
+                            "lat_us",
+                            "lower",
+                            lat * n as f64 / 8.0,
+                        )
+                    })
+                    .collect(),
+            );
+            add(
+                "msgrate",
+                vec![line("msgrate", "uni", 8, "msg_rate_M", "higher", rate)],
+            );
+            add(
+                "multiseg",
+                [4, 1024, 8192]
+                    .iter()
+                    .map(|&n| {
+                        line(
+                            "multiseg",
+                            "multiseg",
+                            n,
+                            "lat_us",
+                            "lower",
+                            seg * n as f64 / 4.0,
+                        )
+                    })
+                    .chain([line("multiseg", "contig", 4, "lat_us", "lower", seg / 2.0)])
+                    .collect(),
+            );
+            if k != Kind::OursAggreg {
+                add(
+                    "barrier",
+                    vec![line("barrier", "barrier", 0, "lat_us", "lower", lat)],
+                );
+            }
+        }
+        runs
+    }
+
+    fn impls(kinds: &[Kind]) -> Vec<Impl> {
+        let p = std::path::Path::new("/x");
+        kinds.iter().map(|&k| Impl::new(k, p, p)).collect()
+    }
+
+    fn render_with(t: Transport, impls: &[Impl], runs: &[RunRecord]) -> String {
+        let ctx = Context {
+            timestamp: "t",
+            host: "h",
+            cpus: 2,
+            impls,
+            transports: &[t],
+            runs_per_impl: 1,
+            quick: false,
+            nranks: 2,
+            notes: &[],
+            bench_order: &["pingpong", "barrier", "msgrate", "multiseg"],
+            plots: &[],
+        };
+        render(&ctx, runs)
+    }
+
+    /// The cells of the first table row starting with `start`.
+    fn row<'a>(md: &'a str, start: &str) -> Vec<&'a str> {
+        md.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no row `{start}` in:\n{md}"))
+            .split('|')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn aggreg_variant_columns_targets_and_scheduler_section() {
+        let kinds = [Kind::Ours, Kind::OursAggreg, Kind::Mpich, Kind::OpenMpi];
+        // Over TCP: aggreg 0.2 µs slower at 8 B (1 % — within target),
+        // multiseg 4 B: aggreg 10 µs vs best peer 50 µs (5× — met); at
+        // 1 KiB: the same ratio; rate: aggreg 2.0 vs default 1.6.
+        let runs = scheduler_runs(
+            Transport::Tcp,
+            &[
+                (Kind::Ours, 20.0, 1.6, 40.0),
+                (Kind::OursAggreg, 20.2, 2.0, 10.0),
+                (Kind::Mpich, 30.0, 1.0, 50.0),
+                (Kind::OpenMpi, 25.0, 1.2, 60.0),
+            ],
+        );
+        let md = render_with(Transport::Tcp, &impls(&kinds), &runs);
+
+        // Headline: aggreg column and its own ratio; ours/best peer unchanged
+        // (aggreg is not a peer: 20/25, not 20/20.2).
+        assert!(
+            md.contains(
+                "| measurement | ours | ours (aggreg) | MPICH | Open MPI | ours/best peer | \
+                 aggreg/best peer |"
+            ),
+            "{md}"
+        );
+        let lat = row(&md, "| ping-pong latency 8 B (µs) |");
+        assert_eq!(lat[5], "0.80 (lower)", "{lat:?}");
+        assert_eq!(lat[6], "0.81", "{lat:?}");
+        let seg = row(&md, "| multiseg 16×4 B (µs) |");
+        assert_eq!(seg[5], "0.80 (lower)", "{seg:?}");
+        assert_eq!(seg[6], "0.20 (speedup 5.00×, target ≥ 4×: met)", "{seg:?}");
+        let seg = row(&md, "| multiseg 16×1 KiB (µs) |");
+        assert!(seg[6].ends_with("target ≥ 4×: met)"), "{seg:?}");
+        // Beyond 1 KiB per segment: the ratio, no target.
+        let seg = row(&md, "| multiseg 16×8 KiB (µs) |");
+        assert_eq!(seg[6], "0.20", "{seg:?}");
+        // Barrier: aggreg did not run there.
+        let bar = row(&md, "| barrier (µs), 2 ranks |");
+        assert_eq!(bar[2], "–", "{bar:?}");
+        assert_eq!(bar[6], "–", "{bar:?}");
+        assert!(md.contains("at least 4× faster"), "{md}");
+
+        // Scheduler overhead section.
+        assert!(md.contains("## Scheduler overhead (tcp)"), "{md}");
+        assert!(md.contains("MADMPI_STRATEGY=aggreg"), "{md}");
+        let sched =
+            &md[md.find("## Scheduler overhead").unwrap()..md.find("## All results").unwrap()];
+        let r = row(sched, "| 8 B |");
+        assert_eq!(
+            r,
+            [
+                "8 B",
+                "20.00 (20.00–20.00)",
+                "20.20 (20.20–20.20)",
+                "1.010",
+                "1.010",
+                "met"
+            ]
+        );
+        let r = row(sched, "| 1 KiB |");
+        assert_eq!(r[3..], ["1.010", "1.010", "met"]);
+        assert!(
+            !sched.contains("| 4 KiB |"),
+            "sizes up to 1 KiB only: {sched}"
+        );
+        // Message rate: aggreg/default 1.25.
+        let r = row(&sched[sched.find("### Message rate").unwrap()..], "| 8 B |");
+        assert_eq!(r[3..], ["1.250", "1.250"]);
+        // Multiseg: best peer MPICH (50 µs), aggreg/default 0.25, target met.
+        let ms = &sched[sched.find("### Multi-segment").unwrap()..];
+        let r = row(ms, "| 4 B |");
+        assert_eq!(r[3], "MPICH: 50.00 (50.00–50.00)");
+        assert_eq!(r[4], "0.250");
+        assert_eq!(r[5], "0.20 (speedup 5.00×, target ≥ 4×: met)");
+        assert_eq!(row(ms, "| 8 KiB |")[5], "0.20");
+
+        // Per-benchmark tables: the aggreg column where it ran only.
+        assert!(
+            md.contains(
+                "| size | ours | ours (aggreg) | MPICH | Open MPI | ours/best peer | \
+                 aggreg/best peer |"
+            ),
+            "{md}"
+        );
+        let barrier = &md[md.find("### barrier / barrier").unwrap()..];
+        let header = barrier.lines().find(|l| l.starts_with("| size |")).unwrap();
+        assert_eq!(
+            header,
+            "| size | ours | MPICH | Open MPI | ours/best peer |"
+        );
+        // multiseg contig: aggreg ran there too (same program).
+        let contig = &md[md.find("### multiseg / contig").unwrap()..];
+        assert!(contig.contains("ours (aggreg)"), "{contig}");
+
+        // Shared memory: 1.2× target; a slow aggreg misses both targets.
+        let runs = scheduler_runs(
+            Transport::Shm,
+            &[
+                (Kind::Ours, 1.0, 2.0, 4.0),
+                (Kind::OursAggreg, 1.1, 1.5, 4.5),
+                (Kind::Mpich, 1.2, 3.0, 5.0),
+            ],
+        );
+        let md = render_with(
+            Transport::Shm,
+            &impls(&[Kind::Ours, Kind::OursAggreg, Kind::Mpich]),
+            &runs,
+        );
+        let seg = row(&md, "| multiseg 16×4 B (µs) |");
+        assert_eq!(
+            seg[5], "0.90 (speedup 1.11×, target ≥ 1.2×: missed)",
+            "{seg:?}"
+        );
+        let sched = &md[md.find("## Scheduler overhead (shm)").unwrap()..];
+        assert_eq!(row(sched, "| 8 B |")[3..], ["1.100", "1.100", "missed"]);
+        assert!(sched.contains("target ≥ 1.2×") || sched.contains("at least 1.2×"));
+    }
+
+    #[test]
+    fn aggreg_alone_has_no_peer_ratio() {
+        let runs = scheduler_runs(
+            Transport::Shm,
+            &[
+                (Kind::Ours, 1.0, 2.0, 4.0),
+                (Kind::OursAggreg, 1.0, 2.0, 2.0),
+            ],
+        );
+        let md = render_with(
+            Transport::Shm,
+            &impls(&[Kind::Ours, Kind::OursAggreg]),
+            &runs,
+        );
+        let seg = row(&md, "| multiseg 16×4 B (µs) |");
+        assert_eq!(seg[3..], ["– (lower)", "–"], "{seg:?}");
+        let ms = &md[md.find("### Multi-segment").unwrap()..];
+        let r = row(ms, "| 4 B |");
+        assert_eq!(r[3..], ["–", "0.500", "–"], "{r:?}");
+        let mut cells = BTreeMap::new();
+        let c = |v: f64| {
+            Cell::of(
+                &[Sample {
+                    med: v,
+                    min: v,
+                    max: v,
+                }],
+                Better::Lower,
+            )
+            .unwrap()
+        };
+        cells.insert(Kind::OursAggreg, c(1.0));
+        cells.insert(Kind::RawTcp, c(0.5));
+        assert_eq!(best_peer(Better::Lower, &cells), None);
+        assert_eq!(ratio_of(Kind::OursAggreg, Better::Lower, &cells), None);
+        cells.insert(Kind::OpenMpi, c(4.0));
+        cells.insert(Kind::Mpich, c(2.0));
+        assert_eq!(best_peer(Better::Lower, &cells), Some((Kind::Mpich, 2.0)));
+        assert_eq!(
+            best_peer(Better::Higher, &cells),
+            Some((Kind::OpenMpi, 4.0))
+        );
+        assert_eq!(ratio_of(Kind::OursAggreg, Better::Lower, &cells), Some(0.5));
+        assert_eq!(ratio(Better::Lower, &cells), None);
     }
 
     #[test]
