@@ -1296,7 +1296,7 @@ impl State {
                         // A gathered fragment travels alone.
                         return n.max(1);
                     }
-                    let sz = wire::pad8(HDR_LEN + c.len);
+                    let sz = wire::pad8(c.hdr.wire_len() + c.len);
                     if n > 0 && (total + sz > g.packet_max || (n + 1) * 3 > g.max_iov) {
                         break;
                     }
@@ -1892,7 +1892,7 @@ impl Engine {
                 let payload = unsafe { raw_slice(c.ptr, c.len) };
                 t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)])
             } else {
-                let hdrs: Vec<[u8; HDR_LEN]> =
+                let hdrs: Vec<wire::Encoded> =
                     g.out.iter().take(n).map(|c| c.hdr.encode()).collect();
                 let mut iov = Vec::with_capacity(n * 3);
                 for (c, hb) in g.out.iter().take(n).zip(hdrs.iter()) {

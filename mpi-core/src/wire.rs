@@ -1,13 +1,33 @@
 //! Chunk headers: the bytes every chunk of a packet starts with.
 //!
-//! A packet (what a transport carries) is a sequence of chunks; each chunk is a fixed
-//! [`HDR_LEN`]-byte header followed by `len` payload bytes, padded to 8 bytes. Decoding never
-//! trusts the peer: every length is checked against the packet, and an unknown kind is an error.
+//! A packet (what a transport carries) is a sequence of chunks; each chunk is a header followed
+//! by `len` payload bytes, padded to 8 bytes. The header is [`HDR_LEN`] bytes, except for
+//! `Eager` chunks, whose [`EAGER_HDR_LEN`]-byte header leaves out what an eager message does not
+//! need (its length is the chunk's, and it has no `aux`): an 8-byte message and its header then
+//! fit in one cache line of a shared-memory ring. Decoding never trusts the peer: every length
+//! is checked against the packet, and an unknown kind is an error.
 
 use crate::error::{Error, ErrorClass, Result};
 
-/// Bytes of a chunk header.
+/// Bytes of a chunk header (the longest kind).
 pub const HDR_LEN: usize = 48;
+/// Bytes of the header of an `Eager` chunk: bytes 0..24 as in the long header, then `sreq`.
+pub const EAGER_HDR_LEN: usize = 32;
+
+/// An encoded header: the first `len` bytes of `buf` (use it as a byte slice).
+#[derive(Clone, Copy)]
+pub struct Encoded {
+    buf: [u8; HDR_LEN],
+    len: usize,
+}
+
+impl std::ops::Deref for Encoded {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
 
 /// Chunk kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,9 +107,19 @@ impl Header {
         Kind::from_u8(self.kind)
     }
 
-    /// Encode into the first [`HDR_LEN`] bytes of `out`.
+    /// Bytes of this header on the wire.
     #[inline]
-    pub fn encode(&self) -> [u8; HDR_LEN] {
+    pub fn wire_len(&self) -> usize {
+        if self.kind == Kind::Eager as u8 {
+            EAGER_HDR_LEN
+        } else {
+            HDR_LEN
+        }
+    }
+
+    /// Encode (an `Eager` header's `msg_len` must equal `len`, and its `aux` is not sent).
+    #[inline]
+    pub fn encode(&self) -> Encoded {
         let mut b = [0u8; HDR_LEN];
         b[0] = self.kind;
         b[1] = self.flags;
@@ -98,23 +128,34 @@ impl Header {
         b[12..16].copy_from_slice(&self.tag.to_le_bytes());
         b[16..20].copy_from_slice(&self.seq.to_le_bytes());
         b[20..24].copy_from_slice(&self.len.to_le_bytes());
+        if self.kind == Kind::Eager as u8 {
+            debug_assert_eq!(self.msg_len, self.len as u64);
+            b[24..32].copy_from_slice(&self.sreq.to_le_bytes());
+            return Encoded {
+                buf: b,
+                len: EAGER_HDR_LEN,
+            };
+        }
         b[24..32].copy_from_slice(&self.msg_len.to_le_bytes());
         b[32..40].copy_from_slice(&self.sreq.to_le_bytes());
         b[40..48].copy_from_slice(&self.aux.to_le_bytes());
-        b
+        Encoded {
+            buf: b,
+            len: HDR_LEN,
+        }
     }
 
     /// Decode a header from the start of `b` (which must hold at least [`HDR_LEN`] bytes).
     #[inline]
     pub fn decode(b: &[u8]) -> Result<Header> {
-        if b.len() < HDR_LEN {
+        let eager = b.first() == Some(&(Kind::Eager as u8));
+        let need = if eager { EAGER_HDR_LEN } else { HDR_LEN };
+        if b.len() < need {
             return Err(Error::new(
                 ErrorClass::Intern,
                 "malformed packet: truncated chunk header",
             ));
         }
-        // One bounds check, then fixed-offset loads.
-        let b: &[u8; HDR_LEN] = b[..HDR_LEN].try_into().expect("length checked");
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let u64_at = |i: usize| {
             u64::from_le_bytes([
@@ -128,17 +169,33 @@ impl Header {
                 b[i + 7],
             ])
         };
-        let h = Header {
-            kind: b[0],
-            flags: b[1],
-            ctx: u32_at(4),
-            src: u32_at(8) as i32,
-            tag: u32_at(12) as i32,
-            seq: u32_at(16),
-            len: u32_at(20),
-            msg_len: u64_at(24),
-            sreq: u64_at(32),
-            aux: u64_at(40),
+        let len = u32_at(20);
+        let h = if eager {
+            Header {
+                kind: b[0],
+                flags: b[1],
+                ctx: u32_at(4),
+                src: u32_at(8) as i32,
+                tag: u32_at(12) as i32,
+                seq: u32_at(16),
+                len,
+                msg_len: len as u64,
+                sreq: u64_at(24),
+                aux: 0,
+            }
+        } else {
+            Header {
+                kind: b[0],
+                flags: b[1],
+                ctx: u32_at(4),
+                src: u32_at(8) as i32,
+                tag: u32_at(12) as i32,
+                seq: u32_at(16),
+                len,
+                msg_len: u64_at(24),
+                sreq: u64_at(32),
+                aux: u64_at(40),
+            }
         };
         if h.kind().is_none() {
             return Err(Error::new(
@@ -189,7 +246,8 @@ impl<'a> Iterator for Chunks<'a> {
             }
         };
         let len = h.len as usize;
-        let end = HDR_LEN + len;
+        let hlen = h.wire_len();
+        let end = hlen + len;
         if end > self.rest.len() {
             self.failed = true;
             return Some(Err(Error::new(
@@ -197,7 +255,7 @@ impl<'a> Iterator for Chunks<'a> {
                 format!("malformed packet: chunk of {len} bytes overruns the packet"),
             )));
         }
-        let payload = &self.rest[HDR_LEN..end];
+        let payload = &self.rest[hlen..end];
         let next = pad8(end).min(self.rest.len());
         self.rest = &self.rest[next..];
         Some(Ok((h, payload)))
@@ -223,15 +281,39 @@ mod tests {
             aux: 0x7fff_0000_1000,
         };
         assert_eq!(Header::decode(&h.encode()).unwrap(), h);
+        assert_eq!(h.encode().len(), HDR_LEN);
+    }
+
+    #[test]
+    fn eager_headers_are_short() {
+        let h = Header {
+            kind: Kind::Eager as u8,
+            flags: FLAG_SYNC,
+            ctx: 9,
+            src: 1,
+            tag: 12345,
+            seq: 7,
+            len: 8,
+            msg_len: 8,
+            sreq: 0x1234_5678_9abc,
+            aux: 0,
+        };
+        let e = h.encode();
+        assert_eq!(e.len(), EAGER_HDR_LEN);
+        assert_eq!(Header::decode(&e).unwrap(), h);
+        // A short header cut before `sreq` is truncated.
+        assert!(Header::decode(&e[..EAGER_HDR_LEN - 1]).is_err());
     }
 
     #[test]
     fn chunks_and_garbage() {
         let mut pkt = Vec::new();
         for i in 0..3u32 {
+            // Eager (short header) and Rts (long header) chunks mixed.
             let h = Header {
-                kind: 1,
+                kind: if i == 1 { Kind::Rts as u8 } else { 1 },
                 len: i * 3,
+                msg_len: (i * 3) as u64,
                 ..Default::default()
             };
             pkt.extend_from_slice(&h.encode());
@@ -244,6 +326,7 @@ mod tests {
         let mut bad = Header {
             kind: 1,
             len: 1000,
+            msg_len: 1000,
             ..Default::default()
         }
         .encode()
