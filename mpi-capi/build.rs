@@ -10,7 +10,8 @@
 //! - `generated.rs`: for every function, `MPI_Xxx` and `PMPI_Xxx` with the exact C signature. Each
 //!   body is a panic boundary around one call: `crate::imp::MPI_Xxx` when `src/imp/` defines
 //!   `fn MPI_Xxx(`, `crate::convert::MPI_Xxx` for the pure conversions, and otherwise
-//!   `crate::errors::unsupported("MPI_Xxx", comm)`.
+//!   `crate::errors::unsupported("MPI_Xxx", comm)`. Implemented functions that return an error
+//!   code also hold a `madmpi::trace` guard for the duration of the call (`MADMPI_TRACE`).
 //! - `abi_check.rs`: compile-time (and unit-test) checks of `src/abi.rs` against the tables.
 //! - `mpi.h`: cbindgen's output for `src/abi.rs` and `generated.rs`, with the parts cbindgen
 //!   cannot express written from the tables. Copied to `include/mpi.h` when it changed.
@@ -665,6 +666,9 @@ fn generate_export(
             return;
         }
     };
+    if plan.route == Route::Imp && returns_error_code(f) {
+        writeln!(out, "    let _trace = {};", trace_hook(f)).unwrap();
+    }
     let on_panic = if returns_error_code(f) {
         format!("crate::errors::panicked({name:?})")
     } else {
@@ -683,6 +687,34 @@ fn generate_export(
         "    match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {call})) {{\n        Ok(ret) => ret,\n        Err(_) => {on_panic},\n    }}\n}}"
     )
     .unwrap();
+}
+
+/// The `MADMPI_TRACE` hook of an implemented function: a guard that records the call (name,
+/// duration; peer and tag for point-to-point calls) when it is dropped, as the wrapper returns.
+/// When tracing is off it costs one relaxed load. Tracing starts inside `MPI_Init*` (whose start
+/// time is therefore always taken) and the trace is written as `MPI_Finalize` returns.
+fn trace_hook(f: &Decl) -> String {
+    let name = &f.name;
+    match name.as_str() {
+        "MPI_Init" | "MPI_Init_thread" => return format!("::madmpi::trace::call_init({name:?})"),
+        "MPI_Finalize" => return format!("::madmpi::trace::call_finalize({name:?})"),
+        _ => {}
+    }
+    let int_param = |want: &str| {
+        f.params.iter().find(|p| {
+            p.name == want && p.ty.base == "int" && p.ty.stars == 0 && p.ty.dims.is_empty()
+        })
+    };
+    match (
+        int_param("dest").or_else(|| int_param("source")),
+        int_param("tag"),
+    ) {
+        (Some(peer), Some(tag)) => format!(
+            "::madmpi::trace::call_p2p({name:?}, {}, {})",
+            peer.name, tag.name
+        ),
+        _ => format!("::madmpi::trace::call({name:?})"),
+    }
 }
 
 // ----------------------------------------------------------------------------------------------

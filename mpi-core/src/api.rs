@@ -184,6 +184,7 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
         Ok("0") | Ok("no") | Ok("off")
     );
     let mut pmi = Client::from_env()?;
+    crate::log::install(pmi.as_ref().map_or(0, |p| p.rank()));
     let (engine, appnum, universe, hosts) = match pmi.as_mut() {
         None => {
             let drv = Drivers {
@@ -200,6 +201,7 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
         }
         Some(p) => {
             let (me, n) = (p.rank(), p.size());
+            let _span = tracing::debug_span!("bootstrap", rank = me, size = n).entered();
             let (drv, hosts) = setup_drivers(p, me, n)?;
             let here = &hosts[me as usize];
             set_spin(hosts.iter().filter(|h| *h == here).count());
@@ -218,6 +220,13 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
     g.appnum = appnum;
     g.universe_size = universe;
     g.hosts = hosts;
+    crate::trace::start(g.pmi.as_ref().map_or(0, |p| p.rank()), &g.hosts);
+    tracing::debug!(
+        ?strategy,
+        no_get,
+        spin = SPIN.load(Ordering::Relaxed),
+        "MPI_Init done"
+    );
     PHASE.store(RUNNING, Ordering::Release);
     Ok(required)
 }
@@ -290,6 +299,7 @@ fn setup_drivers(p: &mut Client, me: u32, n: u32) -> Result<(Drivers, Vec<String
     let tcp_peers: Vec<u32> = (0..n)
         .filter(|&r| r != me && !(use_shm && local.contains(&r)))
         .collect();
+    tracing::debug!(%host, local = ?local, use_shm, tcp_peers = ?tcp_peers, "transports");
     if !tcp_peers.is_empty() && !allow.tcp {
         return err(
             ErrorClass::Intern,
@@ -346,6 +356,7 @@ fn setup_drivers(p: &mut Client, me: u32, n: u32) -> Result<(Drivers, Vec<String
                 .or_else(|| (k == "MADMPI_TCP_IF" && multi_host).then(|| "auto".into()))
         })?;
         let t = TcpTransport::listen(PeerId(me), n, secret, &cfg)?;
+        tracing::debug!(address = %t.business_card(), "tcp listening");
         p.put(
             &format!("madmpi-tcp-{me}"),
             &format!("{host}|{}", t.business_card()),
@@ -440,6 +451,7 @@ pub fn finalize() -> Result<()> {
     }
     g.engine = None;
     PHASE.store(FINALIZED, Ordering::Release);
+    crate::trace::finish();
     Ok(())
 }
 
@@ -459,6 +471,7 @@ pub fn finalized() -> bool {
 pub fn abort(code: i32, msg: &str) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
+    crate::trace::finish_abort();
     let mut told = false;
     if let Some(mut g) = GLOBAL.try_lock_for(std::time::Duration::from_millis(200)) {
         if let Some(p) = g.pmi.as_mut() {

@@ -363,6 +363,7 @@ impl State {
     }
 
     fn queue(&mut self, peer: u32, c: OutChunk) {
+        crate::trace::queued(peer, &c.hdr);
         let g = &mut self.gates[peer as usize];
         g.out.push_back(c);
         if !g.queued {
@@ -525,6 +526,15 @@ impl State {
             );
         }
         let eager = bytes <= g.eager_max;
+        if !eager {
+            tracing::debug!(
+                peer,
+                bytes,
+                get = g.can_get,
+                zero_copy = pieces.is_some(),
+                "rendezvous"
+            );
+        }
         let sync = mode == SendMode::Synchronous;
         let seq = self.next_seq(peer);
         let mut r = Request::new(Op::Send(SendOp {
@@ -1006,6 +1016,12 @@ impl State {
                 table,
                 stream,
             } => {
+                tracing::debug!(
+                    peer,
+                    bytes = u.msg_len,
+                    get = can_get && !stream,
+                    "rendezvous matched"
+                );
                 rv.msg_len = u.msg_len;
                 let ranges = match table {
                     None => vec![(0, addr, u.msg_len)],
@@ -1041,6 +1057,7 @@ impl State {
 
     /// Handle one packet from `peer`. Malformed input is dropped and recorded, never trusted.
     pub fn handle_packet(&mut self, peer: u32, pkt: &[u8]) {
+        crate::trace::received(peer, pkt);
         for c in Chunks::new(pkt) {
             match c {
                 Ok((h, payload)) => self.handle_chunk(peer, h, payload),
@@ -1405,6 +1422,7 @@ impl State {
             return;
         }
         g.dead = true;
+        crate::trace::peer_lost(peer);
         g.out.clear();
         self.gets.retain(|x| x.peer != peer);
         if !self.lost.contains(&peer) {
@@ -1493,7 +1511,8 @@ impl RecvSink for State {
         Some(unsafe { Placement::new(rv.target.ptr.add(off), n) })
     }
 
-    fn placed(&mut self, peer: PeerId, head: &[u8], _total_len: usize) {
+    fn placed(&mut self, peer: PeerId, head: &[u8], total_len: usize) {
+        crate::trace::received_placed(peer.0, head, total_len);
         let Ok(h) = Header::decode(head) else { return };
         let id = RequestId(h.aux);
         let Some(Request {
@@ -1694,6 +1713,8 @@ impl Engine {
                     gate_for(DriverKind::Unreachable, None)
                 };
                 g.can_get &= !no_get;
+                let (driver, eager_max, get) = (g.driver, g.eager_max, g.can_get);
+                tracing::debug!(peer = p, ?driver, eager_max, get, "transport");
                 g
             })
             .collect();
@@ -1759,7 +1780,10 @@ impl Engine {
         .encode();
         // SAFETY: the caller's buffer holds the message for the whole call.
         let payload = unsafe { raw_slice(buf.wrapping_offset(off), bytes) };
-        match t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)]) {
+        let t0 = crate::trace::now();
+        let res = t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)]);
+        crate::trace::sent_now(peer, g.driver, &hb, &res, t0);
+        match res {
             Ok(SendOutcome::Done) => {
                 st.gates[peer as usize].seq = seq;
                 Ok(Some(peer))
@@ -1858,6 +1882,7 @@ impl Engine {
                     format!("no transport reaches rank {peer}"),
                 );
             };
+            let t0 = crate::trace::now();
             let outcome = if n == 1 && g.out.front().is_some_and(|c| c.gather.is_some()) {
                 let c = g.out.front().expect("picked");
                 let hb = c.hdr.encode();
@@ -1906,6 +1931,13 @@ impl Engine {
                 }
                 t.try_send(PeerId(peer), &iov)
             };
+            crate::trace::sent(
+                peer,
+                g.driver,
+                g.out.iter().take(n).map(|c| &c.hdr),
+                &outcome,
+                t0,
+            );
             match outcome {
                 Ok(SendOutcome::WouldBlock) => return Ok(false),
                 Ok(SendOutcome::Done) => st.sent(peer, n),
@@ -1991,6 +2023,7 @@ impl State {
                 continue;
             };
             let cap = rv.target.cap as u64;
+            let t0 = crate::trace::now();
             let mut res = Ok(());
             for &(off, addr, len) in &g.ranges {
                 // Truncation: pull only what fits.
@@ -2005,6 +2038,7 @@ impl State {
                     break;
                 }
             }
+            crate::trace::get(g.peer, g.sreq, &g.ranges, &res, t0);
             match res {
                 Ok(()) => {
                     self.complete(g.rid);
@@ -2016,6 +2050,10 @@ impl State {
                 ) => {
                     // Cross-memory access refused: the sender streams the packed bytes instead,
                     // for this message and every later one from this peer.
+                    tracing::info!(
+                        peer = g.peer,
+                        "get refused: data from this peer will use CTS"
+                    );
                     self.gates[g.peer as usize].can_get = false;
                     self.queue_ctrl(g.peer, Kind::Cts, 0, g.sreq, g.rid.0);
                 }

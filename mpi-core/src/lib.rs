@@ -16,10 +16,12 @@ mod coll;
 mod comm;
 mod engine;
 pub mod error;
+mod log;
 pub mod op;
 mod request;
 pub mod safe;
 pub mod topo;
+pub mod trace;
 pub mod wire;
 
 pub use api::*;
