@@ -538,17 +538,11 @@ impl State {
         let sync = mode == SendMode::Synchronous;
         let seq = self.next_seq(peer);
         let mut r = Request::new(Op::Send(SendOp {
-            peer,
-            ptr,
-            len: bytes,
             staging,
-            layout: None,
             bsend,
             queued: true,
             await_ack: sync || !eager,
-            frag_sent: 0,
-            fragmenting: false,
-            cancel_wait: false,
+            ..SendOp::new(peer, ptr, bytes)
         }));
         // A buffered send completes for the user at once; the transfer goes on detached.
         let user_req = if mode == SendMode::Buffered {
@@ -1819,19 +1813,7 @@ impl Engine {
         match unsafe { self.try_send_now(buf, count, dt, dest, tag, comm, rid.0) } {
             Ok(Some(peer)) => {
                 if let Some(r) = self.st.reqs.get_mut(rid) {
-                    r.op = Op::Send(SendOp {
-                        peer,
-                        ptr: buf,
-                        len: 0,
-                        staging: None,
-                        layout: None,
-                        bsend: None,
-                        queued: false,
-                        await_ack: false,
-                        frag_sent: 0,
-                        fragmenting: false,
-                        cancel_wait: false,
-                    });
+                    r.op = Op::Send(SendOp::new(peer, buf, 0));
                 }
                 Ok(Some(rid))
             }

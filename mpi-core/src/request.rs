@@ -154,6 +154,26 @@ pub(crate) struct SendOp {
     pub cancel_wait: bool,
 }
 
+impl SendOp {
+    /// A send of `len` contiguous bytes at `ptr` to world rank `peer`, nothing queued or
+    /// awaited yet.
+    pub fn new(peer: u32, ptr: *const u8, len: usize) -> SendOp {
+        SendOp {
+            peer,
+            ptr,
+            len,
+            staging: None,
+            layout: None,
+            bsend: None,
+            queued: false,
+            await_ack: false,
+            frag_sent: 0,
+            fragmenting: false,
+            cancel_wait: false,
+        }
+    }
+}
+
 /// A receive in flight.
 pub(crate) struct RecvOp {
     /// Context the receive matches in.

@@ -471,13 +471,7 @@ pub(crate) fn sent<'a>(
 
 /// The eager fast path offered a one-chunk packet with encoded header `hb` to `peer`'s driver.
 #[inline(always)]
-pub(crate) fn sent_now(
-    peer: u32,
-    driver: DriverKind,
-    hb: &[u8],
-    res: &SendResult,
-    t0: u64,
-) {
+pub(crate) fn sent_now(peer: u32, driver: DriverKind, hb: &[u8], res: &SendResult, t0: u64) {
     if on() {
         let chunks: Box<[ChunkInfo]> = Header::decode(hb).iter().map(ChunkInfo::from).collect();
         sent_slow(peer, driver, "fast path", chunks, res, t0);
