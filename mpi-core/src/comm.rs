@@ -1040,6 +1040,7 @@ pub fn free_comm(c: CommId) -> Result<()> {
 fn destroy(st: &mut State, c: CommId) -> Result<()> {
     let ctx = st.comm(c)?.ctx;
     st.remove_comm(c)?;
+    crate::coll::shmcoll::forget(c);
     let ex = EXTRA.lock().remove(&c.0);
     let Some(ex) = ex else {
         return Ok(());
@@ -1051,6 +1052,7 @@ fn destroy(st: &mut State, c: CommId) -> Result<()> {
         if let Ok(cm) = st.comm(l) {
             let lctx = cm.ctx;
             st.remove_comm(l)?;
+            crate::coll::shmcoll::forget(l);
             POOL.lock().give_back(lctx / 2);
         }
         EXTRA.lock().remove(&l.0);

@@ -1,0 +1,883 @@
+//! Blocking collectives through shared memory, for intracommunicators whose processes all
+//! reach each other through the node's `shm` driver (MPI_Barrier, MPI_Bcast, MPI_Reduce,
+//! MPI_Allreduce, MPI_Alltoall). Everything else — other hosts, TCP only, intercommunicators,
+//! the non-blocking and persistent forms — goes through the point-to-point schedules.
+//!
+//! # The area of a communicator
+//!
+//! A communicator gets its own segment (`madmpi_transports::shmcoll`), created the first
+//! time a blocking collective runs on it (MPI_COMM_WORLD), or the `AFTER + 1`-th time (others:
+//! a communicator made for one or two collectives is not worth a segment). Its data area per
+//! member is `WORLD_DATA` for MPI_COMM_WORLD (within `WORLD_SEGMENT` in all), `SMALL_DATA`
+//! otherwise. The setup is itself
+//! collective, over point-to-point on the communicator's collective context: rank 0 creates the
+//! segment and broadcasts its name, the others map it, an allreduce tells everyone whether all
+//! succeeded, and rank 0 removes the name (the launcher also removes `/dev/shm/madmpi-<job>*`
+//! after a crash). If anything fails — no memory, too many areas in one process — every member
+//! learns it from the allreduce and the communicator stays on point-to-point for good. The area
+//! goes when the communicator is freed ([`forget`]).
+//!
+//! # Steps
+//!
+//! A collective is a sequence of numbered steps, the same on every member (from 1, one counter
+//! per area). Each member has two counters in the segment, written by itself only and only ever
+//! growing: `ready` (= k: its data for step k is in place, or it has arrived at barrier k) and
+//! `done` (= k: it has finished step k, so it reads nothing of steps ≤ k any more). A waiter's
+//! condition is always "counter ≥ k", so a member running ahead never hides an earlier step, and
+//! back-to-back collectives need no reset: there is no slot reuse race.
+//!
+//! Data goes through each member's data area, cut into `CELLS` cells and used as a ring: a
+//! step that publishes `b` bytes (at most half the area) takes the next ⌈b/cell⌉ cells of its
+//! writer's ring. Every member runs the same allocation for every writer, so
+//! readers know where to look without being told. A writer reuses a cell only once every other
+//! member's `done` has reached the last step that read it; with a ring of 32 cells a small
+//! broadcast root runs up to 31 steps ahead, and large transfers go in chunks of half the area,
+//! double buffered.
+//!
+//! - barrier: everyone publishes `ready`, then waits for all the others (≤ `FLAT_MAX` members),
+//!   or a fan-in tree of radix `RADIX` and a release counter from rank 0 (more).
+//! - bcast: the root packs a chunk into its cells and publishes; the others unpack it.
+//! - allreduce / reduce: everyone packs its contribution; small chunks are then combined by
+//!   every member (or the root alone) in rank order, `c0 op (c1 op (… op cn-1))`, so any
+//!   operation works and every member gets bit-identical results; chunks from `SPLIT_MIN`
+//!   bytes are reduce-scattered (member i combines block i and publishes it), then gathered.
+//! - alltoall: everyone packs its outgoing blocks, then unpacks the blocks meant for it.
+//!
+//! Waits spin briefly then yield, with the same budget as the engine's waits (a host running
+//! more ranks than CPUs yields almost at once), and drive the engine's progress now and then,
+//! so point-to-point traffic (and non-blocking collectives) pending meanwhile moves on; a
+//! member that dies fails the wait with MPI_ERR_PROC_ABORTED.
+//!
+//! # What this module must never do
+//!
+//! Send point-to-point messages outside the setup, or hold the engine lock while waiting.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use madmpi_datatypes::{Basic, Datatype};
+use madmpi_transports::shmcoll::CollSegment;
+use madmpi_transports::{PeerId, Transport};
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
+use crate::api::with;
+use crate::error::{err, ErrorClass, Result};
+use crate::op::{apply_packed, AlignedBuf, BuiltinOp, Op};
+use crate::{CommId, COMM_WORLD};
+
+use super::sched::bytes;
+use super::{algo, Data, Input, Ptr, When};
+
+/// Cells of a member's data area.
+const CELLS: usize = 32;
+/// Bytes of a member's data area: MPI_COMM_WORLD gets `WORLD_DATA` (large transfers then go in
+/// few chunks, which matters most with more ranks than cores, where every step costs context
+/// switches), down to `SMALL_DATA` so that its segment stays within `WORLD_SEGMENT`; other
+/// communicators get `SMALL_DATA`.
+const SMALL_DATA: usize = 128 << 10;
+const WORLD_DATA: usize = 1 << 20;
+const WORLD_SEGMENT: usize = 64 << 20;
+/// Most bytes a member publishes in one step in the smallest areas.
+const MIN_CHUNK: usize = SMALL_DATA / 2;
+/// Blocking collectives a communicator other than MPI_COMM_WORLD runs over point-to-point
+/// before it gets an area.
+const AFTER: u32 = 2;
+/// Most areas one process keeps (each is about `members × SMALL_DATA` bytes of memory, except
+/// MPI_COMM_WORLD's).
+const MAX_AREAS: usize = 64;
+/// Largest group whose barrier is "everyone waits for everyone".
+const FLAT_MAX: usize = 8;
+/// Fan-in of the barrier tree of larger groups.
+const RADIX: usize = 8;
+/// Reduction chunks from this many bytes are reduce-scattered then gathered.
+const SPLIT_MIN: usize = 8192;
+/// Polls made back to back, before pausing between polls.
+const FAST_POLLS: u32 = 128;
+/// While spinning, drive the engine once every this many polls.
+const PROGRESS_EVERY: u32 = 64;
+
+enum Slot {
+    /// Blocking collectives seen so far, before the area is made.
+    Count(u32),
+    Ready(Arc<Mutex<Area>>),
+    /// Not eligible, or the setup failed: point-to-point for good.
+    Off,
+}
+
+/// Per communicator (engine id) of this process.
+static SLOTS: Lazy<Mutex<HashMap<u32, Slot>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+/// Numbers the segments this process creates.
+static NAMES: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the shared-memory algorithm may run for collective `name` (`MADMPI_COLL_<NAME>`
+/// unset, `auto` or `shm`).
+fn wanted(name: &str) -> Result<bool> {
+    Ok(matches!(super::forced_any(name)?, None | Some("shm")))
+}
+
+/// Forget the area of a communicator being destroyed (its mapping goes with the last user).
+pub(crate) fn forget(c: CommId) {
+    SLOTS.lock().remove(&c.0);
+}
+
+/// What setting up an area needs to know about the communicator.
+struct Info {
+    rank: usize,
+    size: usize,
+    world: Arc<[u32]>,
+    /// Name of the node segment: the prefix of ours, which the launcher cleans up.
+    prefix: String,
+}
+
+/// The communicator's description if its processes (two or more) all share this process's
+/// node segment.
+fn eligible(comm: CommId) -> Result<Option<Info>> {
+    with(|e| {
+        let c = e.st.comm(comm)?;
+        if c.remote.is_some()
+            || c.size < 2
+            || c.size as usize > madmpi_transports::shmcoll::MAX_MEMBERS
+        {
+            return Ok(None);
+        }
+        let Some(shm) = e.drv.shm.as_ref() else {
+            return Ok(None);
+        };
+        let me = c.world[c.rank as usize];
+        if !c.world.iter().all(|&w| w == me || shm.reaches(PeerId(w))) {
+            return Ok(None);
+        }
+        Ok(Some(Info {
+            rank: c.rank as usize,
+            size: c.size as usize,
+            world: c.world.clone(),
+            prefix: shm.segment().name().to_owned(),
+        }))
+    })
+}
+
+/// The area of `comm`, if it has (or now gets) one. Collective: every member calls it at the
+/// same collective, and all get the same answer.
+fn area(comm: CommId) -> Result<Option<Arc<Mutex<Area>>>> {
+    let seen = {
+        let mut s = SLOTS.lock();
+        match s.get_mut(&comm.0) {
+            Some(Slot::Ready(a)) => return Ok(Some(a.clone())),
+            Some(Slot::Off) => return Ok(None),
+            Some(Slot::Count(c)) if *c < AFTER => {
+                *c += 1;
+                return Ok(None);
+            }
+            Some(Slot::Count(_)) => true,
+            None => false,
+        }
+    };
+    // Never hold SLOTS while taking the engine lock: `forget` runs under the engine lock.
+    let Some(info) = eligible(comm)? else {
+        SLOTS.lock().insert(comm.0, Slot::Off);
+        return Ok(None);
+    };
+    if !seen && comm != COMM_WORLD && AFTER > 0 {
+        SLOTS.lock().insert(comm.0, Slot::Count(1));
+        return Ok(None);
+    }
+    let made = setup(comm, &info)?;
+    let mut s = SLOTS.lock();
+    match made {
+        Some(a) => {
+            let a = Arc::new(Mutex::new(a));
+            s.insert(comm.0, Slot::Ready(a.clone()));
+            Ok(Some(a))
+        }
+        None => {
+            s.insert(comm.0, Slot::Off);
+            Ok(None)
+        }
+    }
+}
+
+fn live_areas() -> usize {
+    SLOTS
+        .lock()
+        .values()
+        .filter(|s| matches!(s, Slot::Ready(_)))
+        .count()
+}
+
+/// Create (rank 0) or map (the others) the communicator's segment; see the module
+/// documentation. `None`: some member could not, and everyone stays on point-to-point.
+fn setup(comm: CommId, info: &Info) -> Result<Option<Area>> {
+    let data = if comm == COMM_WORLD {
+        let quantum = CELLS * 4096;
+        ((WORLD_SEGMENT / info.size).clamp(SMALL_DATA, WORLD_DATA) / quantum) * quantum
+    } else {
+        SMALL_DATA
+    };
+    let mut msg = [0u64; 2];
+    let mut seg = None;
+    let name = |id: u64| format!("{}-c{}-{}", info.prefix, info.world[0], id);
+    if info.rank == 0 && live_areas() < MAX_AREAS {
+        let id = NAMES.fetch_add(1, Ordering::Relaxed);
+        if let Ok(s) = CollSegment::create(&name(id), info.size, data) {
+            seg = Some(s);
+            msg = [1, id];
+        }
+    }
+    let res = (|| -> Result<bool> {
+        p2p_bcast(comm, &mut msg)?;
+        if msg[0] != 1 {
+            return Ok(false);
+        }
+        if info.rank != 0 && live_areas() < MAX_AREAS {
+            seg = CollSegment::open(&name(msg[1]), info.size, data).ok();
+        }
+        let mut ok = i32::from(seg.is_some());
+        p2p_allreduce_min(comm, &mut ok)?;
+        Ok(ok == 1)
+    })();
+    if info.rank == 0 && msg[0] == 1 {
+        // Everyone who could map it has: the name goes, whatever happened.
+        let _ = CollSegment::unlink(&name(msg[1]));
+    }
+    match (res?, seg) {
+        (true, Some(seg)) => Ok(Some(Area::new(seg, info))),
+        _ => Ok(None),
+    }
+}
+
+/// Broadcast two words from rank 0 over point-to-point.
+fn p2p_bcast(comm: CommId, msg: &mut [u64; 2]) -> Result<()> {
+    let p = Ptr(msg.as_mut_ptr().cast());
+    let r = super::start(comm, When::Now, move |b, v| {
+        algo::bcast_binomial(b, &v.team(), 0, p.get(), 16, &bytes());
+        Ok(())
+    })?;
+    super::finish(r, "collective set-up (broadcast)")
+}
+
+/// Minimum of one `int` over the communicator, over point-to-point.
+fn p2p_allreduce_min(comm: CommId, v: &mut i32) -> Result<()> {
+    let mut out = 0i32;
+    let (sp, rp) = (
+        Ptr((v as *mut i32).cast()),
+        Ptr((&mut out as *mut i32).cast()),
+    );
+    let r = super::start(comm, When::Now, move |b, view| {
+        b.op = Some((Op::Builtin(BuiltinOp::Min), Datatype::basic(Basic::Int)));
+        algo::allreduce_doubling(b, &view.team(), sp.get(), rp.get(), 1, 4);
+        Ok(())
+    })?;
+    super::finish(r, "collective set-up (allreduce)")?;
+    *v = out;
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------ buffers
+
+/// `count` elements of `dt` at `ptr`, read or written by ranges of their packed stream.
+struct Typed<'a> {
+    ptr: *mut u8,
+    count: usize,
+    dt: &'a Datatype,
+    /// Offset of the packed stream when the elements are one run of memory.
+    flat: Option<isize>,
+}
+
+impl<'a> Typed<'a> {
+    fn new(ptr: *const u8, count: usize, dt: &'a Datatype) -> Typed<'a> {
+        Typed {
+            ptr: ptr as *mut u8,
+            count,
+            dt,
+            flat: dt.contiguous_span(count).map(|(o, _)| o),
+        }
+    }
+
+    /// Copy bytes `[off, off + len)` of the packed stream to `dst`.
+    ///
+    /// # Safety
+    /// The buffer holds its elements; `dst` is valid for `len` bytes and does not overlap them.
+    unsafe fn pack(&self, off: usize, len: usize, dst: *mut u8) {
+        if len == 0 {
+            return;
+        }
+        match self.flat {
+            Some(o) => std::ptr::copy_nonoverlapping(self.ptr.offset(o).add(off), dst, len),
+            None => {
+                self.dt.pack(
+                    self.ptr,
+                    self.count,
+                    off,
+                    std::slice::from_raw_parts_mut(dst, len),
+                );
+            }
+        }
+    }
+
+    /// Write bytes `[off, off + len)` of the packed stream from `src`.
+    ///
+    /// # Safety
+    /// As [`Typed::pack`], the other way.
+    unsafe fn unpack(&self, off: usize, len: usize, src: *const u8) {
+        if len == 0 {
+            return;
+        }
+        match self.flat {
+            Some(o) => std::ptr::copy_nonoverlapping(src, self.ptr.offset(o).add(off), len),
+            None => {
+                self.dt.unpack(
+                    self.ptr,
+                    self.count,
+                    off,
+                    std::slice::from_raw_parts(src, len),
+                );
+            }
+        }
+    }
+}
+
+/// Where a reduction's packed result goes: the receive buffer itself when it is one run of
+/// memory, else a scratch buffer unpacked at the end.
+struct Out<'a> {
+    to: Typed<'a>,
+    tmp: Option<AlignedBuf>,
+    p: *mut u8,
+}
+
+impl<'a> Out<'a> {
+    fn new(ptr: *mut u8, count: usize, dt: &'a Datatype) -> Out<'a> {
+        let to = Typed::new(ptr, count, dt);
+        match to.flat {
+            Some(o) => Out {
+                p: ptr.wrapping_offset(o),
+                to,
+                tmp: None,
+            },
+            None => {
+                let mut t = AlignedBuf::new(count * dt.size());
+                Out {
+                    p: t.ptr(),
+                    to,
+                    tmp: Some(t),
+                }
+            }
+        }
+    }
+
+    /// # Safety
+    /// The receive buffer holds its elements.
+    unsafe fn finish(self) {
+        if self.tmp.is_some() {
+            self.to.unpack(0, self.to.count * self.to.dt.size(), self.p);
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------ area
+
+/// A communicator's shared area, as this member sees it (see the module documentation).
+struct Area {
+    seg: CollSegment,
+    me: usize,
+    n: usize,
+    /// World rank of every member (to notice a dead one).
+    world: Arc<[u32]>,
+    /// Last step number used.
+    k: u64,
+    /// Next free cell of every member's ring (the same on every member).
+    cursor: Vec<usize>,
+    /// First cell of every member's data in the current step.
+    at: Vec<usize>,
+    /// Per cell of this member's ring: it may be rewritten once every other member's `done`
+    /// has reached this step.
+    free_after: [u64; CELLS],
+    /// Bytes of a cell, and the most bytes a member publishes in one step (half its area, so
+    /// that consecutive chunks alternate).
+    cell: usize,
+    chunk: usize,
+    /// Smallest `done` of the other members seen so far.
+    min_done: u64,
+    /// Scratch for a block being reduced (reduce, non-root members; a chunk).
+    scratch: Option<AlignedBuf>,
+}
+
+// SAFETY: the scratch buffer and the segment's raw pointers belong to this value; it is only
+// used under its mutex.
+unsafe impl Send for Area {}
+
+impl Area {
+    fn new(seg: CollSegment, info: &Info) -> Area {
+        let cell = seg.data_bytes() / CELLS;
+        Area {
+            cell,
+            chunk: cell * CELLS / 2,
+            seg,
+            me: info.rank,
+            n: info.size,
+            world: info.world.clone(),
+            k: 0,
+            cursor: vec![0; info.size],
+            at: vec![0; info.size],
+            free_after: [0; CELLS],
+            min_done: 0,
+            scratch: None,
+        }
+    }
+
+    /// The next step number.
+    fn step(&mut self) -> u64 {
+        self.k += 1;
+        self.k
+    }
+
+    /// Cells holding `len` bytes.
+    fn cells(&self, len: usize) -> usize {
+        len.div_ceil(self.cell).max(1)
+    }
+
+    /// Place `len` bytes (at most a chunk) of data of member `j` for the current step.
+    fn alloc(&mut self, j: usize, len: usize) {
+        let c = self.cells(len);
+        debug_assert!(c <= CELLS / 2);
+        let mut at = self.cursor[j];
+        if at + c > CELLS {
+            at = 0;
+        }
+        self.cursor[j] = at + c;
+        self.at[j] = at;
+    }
+
+    /// Every member publishes `len` bytes in the current step.
+    fn alloc_all(&mut self, len: usize) {
+        for j in 0..self.n {
+            self.alloc(j, len);
+        }
+    }
+
+    /// Where member `j`'s data of the current step starts (plus `off` bytes).
+    fn data(&self, j: usize, off: usize) -> *mut u8 {
+        self.seg
+            .data(j)
+            .as_ptr()
+            .wrapping_add(self.at[j] * self.cell + off)
+    }
+
+    /// Wait until this member may write `len` bytes at its current cells: every other member
+    /// is done with the last steps that read them.
+    fn claim(&mut self, len: usize) -> Result<()> {
+        let a = self.at[self.me];
+        let need = self.free_after[a..a + self.cells(len)]
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0);
+        if self.min_done >= need {
+            return Ok(());
+        }
+        let mut low = u64::MAX;
+        for j in 0..self.n {
+            if j != self.me {
+                let d = self.seg.done(j);
+                self.wait(|| d.load(Ordering::Acquire) >= need)?;
+                low = low.min(d.load(Ordering::Acquire));
+            }
+        }
+        self.min_done = low;
+        Ok(())
+    }
+
+    /// This member's current cells are read by other members up to step `k`.
+    fn lend(&mut self, len: usize, k: u64) {
+        let (a, c) = (self.at[self.me], self.cells(len));
+        for f in &mut self.free_after[a..a + c] {
+            *f = k;
+        }
+    }
+
+    fn publish(&self, k: u64) {
+        self.seg.ready(self.me).store(k, Ordering::Release);
+    }
+
+    fn finish_step(&self, k: u64) {
+        self.seg.done(self.me).store(k, Ordering::Release);
+    }
+
+    /// Wait for member `j`'s `ready` to reach `k`.
+    fn wait_ready(&self, j: usize, k: u64) -> Result<()> {
+        if j == self.me {
+            return Ok(());
+        }
+        let r = self.seg.ready(j);
+        self.wait(|| r.load(Ordering::Acquire) >= k)
+    }
+
+    /// Poll `cond` until it holds: spin briefly, then yield, driving the engine now and then.
+    fn wait(&self, mut cond: impl FnMut() -> bool) -> Result<()> {
+        if cond() {
+            return Ok(());
+        }
+        let budget = crate::api::spin_budget();
+        let mut i: u32 = 0;
+        loop {
+            if i < budget {
+                i += 1;
+                if i > FAST_POLLS {
+                    std::hint::spin_loop();
+                }
+                if i.is_multiple_of(PROGRESS_EVERY) {
+                    self.progress()?;
+                }
+            } else {
+                std::thread::yield_now();
+                self.progress()?;
+            }
+            if cond() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// One pass of the engine; fail if a member has died.
+    fn progress(&self) -> Result<()> {
+        let world = &self.world;
+        with(|e| {
+            e.progress()?;
+            if !e.st.lost.is_empty() {
+                if let Some(r) = world.iter().find(|r| e.st.lost.contains(r)) {
+                    return err(
+                        ErrorClass::ProcAborted,
+                        format!("rank {r} (world) has died during a collective"),
+                    );
+                }
+            }
+            Ok(())
+        })
+    }
+
+    // -------------------------------------------------------------------------- algorithms
+
+    fn barrier(&mut self) -> Result<()> {
+        let k = self.step();
+        let (me, n) = (self.me, self.n);
+        if n <= FLAT_MAX {
+            self.publish(k);
+            for j in 0..n {
+                self.wait_ready(j, k)?;
+            }
+        } else {
+            for c in (RADIX * me + 1..=RADIX * me + RADIX).take_while(|&c| c < n) {
+                self.wait_ready(c, k)?;
+            }
+            // `ready` here: this member's subtree has arrived.
+            self.publish(k);
+            let rel = self.seg.release();
+            if me == 0 {
+                rel.store(k, Ordering::Release);
+            } else {
+                self.wait(|| rel.load(Ordering::Acquire) >= k)?;
+            }
+        }
+        self.finish_step(k);
+        Ok(())
+    }
+
+    /// # Safety
+    /// `buf` holds its elements (significant everywhere).
+    unsafe fn bcast(&mut self, buf: &Typed<'_>, nb: usize, root: usize) -> Result<()> {
+        let mut off = 0;
+        while off < nb {
+            let len = self.chunk.min(nb - off);
+            let k = self.step();
+            self.alloc(root, len);
+            let p = self.data(root, 0);
+            if self.me == root {
+                self.claim(len)?;
+                buf.pack(off, len, p);
+                self.publish(k);
+                self.lend(len, k);
+            } else {
+                self.wait_ready(root, k)?;
+                buf.unpack(off, len, p);
+            }
+            self.finish_step(k);
+            off += len;
+        }
+        Ok(())
+    }
+
+    /// `dst = c0 op (c1 op (… op cn-1))` over elements `[first, first + cnt)` of the current
+    /// step's contributions (published at step `k`).
+    ///
+    /// # Safety
+    /// `dst` is valid for the block and overlaps no data area.
+    unsafe fn fold(
+        &self,
+        k: u64,
+        first: usize,
+        cnt: usize,
+        dst: *mut u8,
+        r: &Red<'_>,
+    ) -> Result<()> {
+        if cnt == 0 {
+            return Ok(());
+        }
+        let (off, len) = (first * r.esz, cnt * r.esz);
+        let last = self.n - 1;
+        self.wait_ready(last, k)?;
+        std::ptr::copy_nonoverlapping(self.data(last, off), dst, len);
+        for j in (0..last).rev() {
+            self.wait_ready(j, k)?;
+            apply_packed(r.op, r.dt, cnt, self.data(j, off), dst)?;
+        }
+        Ok(())
+    }
+
+    /// MPI_Allreduce (`root` None) or MPI_Reduce to `root` (`out` significant there only).
+    ///
+    /// # Safety
+    /// `input` holds `count` elements, `out` (where significant) room for their packed form.
+    unsafe fn reduce(
+        &mut self,
+        input: &Typed<'_>,
+        out: *mut u8,
+        count: usize,
+        r: &Red<'_>,
+        root: Option<usize>,
+    ) -> Result<()> {
+        let (me, n, esz) = (self.me, self.n, r.esz);
+        let gets = root.is_none_or(|rt| rt == me);
+        let per = (self.chunk / esz).max(1);
+        let mut first = 0;
+        while first < count {
+            let cnt = per.min(count - first);
+            let cb = cnt * esz;
+            let k = self.step();
+            self.alloc_all(cb);
+            self.claim(cb)?;
+            input.pack(first * esz, cb, self.data(me, 0));
+            self.publish(k);
+            let o = out.wrapping_add(first * esz);
+            if cb < SPLIT_MIN {
+                if gets {
+                    self.fold(k, 0, cnt, o, r)?;
+                }
+                self.finish_step(k);
+                self.lend(cb, k);
+            } else {
+                // Reduce-scatter: this member combines block `me` of the chunk...
+                let (bs, bc) = algo::block(cnt, n, me);
+                let mine = if gets {
+                    o.wrapping_add(bs * esz)
+                } else {
+                    let chunk = self.chunk;
+                    self.scratch
+                        .get_or_insert_with(|| AlignedBuf::new(chunk))
+                        .ptr()
+                };
+                self.fold(k, bs, bc, mine, r)?;
+                // ... and publishes it in place of its own contribution's block, which only
+                // it reads.
+                std::ptr::copy_nonoverlapping(mine, self.data(me, bs * esz), bc * esz);
+                self.finish_step(k);
+                let k2 = self.step();
+                self.publish(k2);
+                if gets {
+                    for j in (0..n).filter(|&j| j != me) {
+                        let (js, jc) = algo::block(cnt, n, j);
+                        self.wait_ready(j, k2)?;
+                        std::ptr::copy_nonoverlapping(
+                            self.data(j, js * esz),
+                            o.wrapping_add(js * esz),
+                            jc * esz,
+                        );
+                    }
+                }
+                self.finish_step(k2);
+                self.lend(cb, k2);
+            }
+            first += cnt;
+        }
+        Ok(())
+    }
+
+    /// MPI_Alltoall of `b` bytes per block: block `j` of `send` to member `j`, block `j` of
+    /// `recv` from member `j`. `send` None: in place (the blocks to send are in `recv`).
+    ///
+    /// # Safety
+    /// Both sides hold `n` blocks.
+    unsafe fn alltoall(
+        &mut self,
+        send: Option<&[Typed<'_>]>,
+        recv: &[Typed<'_>],
+        b: usize,
+    ) -> Result<()> {
+        let (me, n) = (self.me, self.n);
+        let src = send.unwrap_or(recv);
+        if let Some(s) = send {
+            let (sp, rp) = (&s[me], &recv[me]);
+            super::sched::copy_typed(sp.ptr, sp.count, sp.dt, rp.ptr, rp.count, rp.dt)?;
+        }
+        // Slot of the block for member `to` among the n - 1 blocks `from` publishes.
+        let slot = |from: usize, to: usize| if to < from { to } else { to - 1 };
+        let per = (self.chunk / (n - 1)).max(1);
+        let mut off = 0;
+        while off < b {
+            let len = per.min(b - off);
+            let k = self.step();
+            self.alloc_all(len * (n - 1));
+            self.claim(len * (n - 1))?;
+            for j in (0..n).filter(|&j| j != me) {
+                src[j].pack(off, len, self.data(me, slot(me, j) * len));
+            }
+            self.publish(k);
+            for d in 1..n {
+                // Start with the next member up, so not everyone reads member 0 first.
+                let j = (me + d) % n;
+                self.wait_ready(j, k)?;
+                recv[j].unpack(off, len, self.data(j, slot(j, me) * len));
+            }
+            self.finish_step(k);
+            self.lend(len * (n - 1), k);
+            off += len;
+        }
+        Ok(())
+    }
+}
+
+/// The operation of a reduction.
+struct Red<'a> {
+    op: &'a Op,
+    dt: &'a Datatype,
+    esz: usize,
+}
+
+// ------------------------------------------------------------------------------------ entries
+
+/// MPI_Barrier through shared memory: `Ok(false)` if this communicator does not use it.
+pub(crate) fn barrier(comm: CommId) -> Result<bool> {
+    if !wanted("BARRIER")? {
+        return Ok(false);
+    }
+    let Some(a) = area(comm)? else {
+        return Ok(false);
+    };
+    let mut a = a.lock();
+    a.barrier()?;
+    Ok(true)
+}
+
+fn check_root(root: i32, n: usize) -> Result<usize> {
+    if root < 0 || root as usize >= n {
+        return err(ErrorClass::Root, format!("invalid root {root}"));
+    }
+    Ok(root as usize)
+}
+
+/// MPI_Bcast through shared memory.
+///
+/// # Safety
+/// `d` holds its elements until the call returns.
+pub(crate) unsafe fn bcast(d: &Data, root: i32, comm: CommId) -> Result<bool> {
+    if !wanted("BCAST")? {
+        return Ok(false);
+    }
+    let Some(a) = area(comm)? else {
+        return Ok(false);
+    };
+    let mut a = a.lock();
+    let root = check_root(root, a.n)?;
+    let nb = d.count * d.dt.size();
+    a.bcast(&Typed::new(d.ptr, d.count, &d.dt), nb, root)?;
+    Ok(true)
+}
+
+/// MPI_Reduce (`root` Some) or MPI_Allreduce through shared memory.
+///
+/// # Safety
+/// The buffers hold `count` elements of `dt` (`recv` where significant).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn reduce(
+    send: Input,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    op: &Op,
+    root: Option<i32>,
+    comm: CommId,
+) -> Result<bool> {
+    if !wanted(if root.is_some() {
+        "REDUCE"
+    } else {
+        "ALLREDUCE"
+    })? {
+        return Ok(false);
+    }
+    super::reduce_checks(op, dt)?;
+    let esz = dt.size();
+    if esz > MIN_CHUNK {
+        return Ok(false);
+    }
+    let Some(a) = area(comm)? else {
+        return Ok(false);
+    };
+    let mut a = a.lock();
+    let root = root.map(|r| check_root(r, a.n)).transpose()?;
+    let gets = root.is_none_or(|r| r == a.me);
+    let input = match send {
+        Input::Buf(p) => Typed::new(p, count, dt),
+        Input::InPlace if gets => Typed::new(recv, count, dt),
+        Input::InPlace => return err(ErrorClass::Buffer, "MPI_IN_PLACE is for the root only"),
+    };
+    if count == 0 || esz == 0 {
+        return Ok(true);
+    }
+    let red = Red { op, dt, esz };
+    if gets {
+        let out = Out::new(recv, count, dt);
+        a.reduce(&input, out.p, count, &red, root)?;
+        out.finish();
+    } else {
+        a.reduce(&input, std::ptr::null_mut(), count, &red, root)?;
+    }
+    Ok(true)
+}
+
+/// MPI_Alltoall through shared memory (`send` None: MPI_IN_PLACE).
+///
+/// # Safety
+/// The buffers hold one block per process.
+pub(crate) unsafe fn alltoall(send: Option<&Data>, recv: &Data, comm: CommId) -> Result<bool> {
+    if !wanted("ALLTOALL")? {
+        return Ok(false);
+    }
+    let b = recv.count * recv.dt.size();
+    if let Some(s) = send {
+        if s.count * s.dt.size() != b {
+            return err(
+                ErrorClass::Truncate,
+                format!(
+                    "alltoall: blocks of {} bytes sent, {b} bytes received",
+                    s.count * s.dt.size()
+                ),
+            );
+        }
+    }
+    let Some(a) = area(comm)? else {
+        return Ok(false);
+    };
+    let mut a = a.lock();
+    let n = a.n;
+    let blocks = |d: &Data| -> Vec<(*mut u8, usize, Datatype)> {
+        (0..n as i32).map(|i| d.block(i)).collect()
+    };
+    let rb = blocks(recv);
+    let rt: Vec<Typed<'_>> = rb.iter().map(|(p, c, dt)| Typed::new(*p, *c, dt)).collect();
+    let sb = send.map(blocks);
+    let st: Option<Vec<Typed<'_>>> = sb
+        .as_ref()
+        .map(|v| v.iter().map(|(p, c, dt)| Typed::new(*p, *c, dt)).collect());
+    a.alltoall(st.as_deref(), &rt, b)?;
+    Ok(true)
+}
