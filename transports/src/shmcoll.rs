@@ -15,14 +15,17 @@
 //! ```text
 //! offset 0     header (128 B): magic, version, members, data bytes per member, total size
 //! 128          release line (128 B): one u64 the group's leader may publish to everyone
-//! 256          members × 256 B: line 0 `ready` (u64), line 1 `done` (u64), each written by
-//!              its member only
+//! 256          members × 384 B: line 0 `ready` (u64), line 1 `done` (u64), line 2 `info`
+//!              (16 u64 words), each written by its member only
 //! page aligned members × data_bytes: member i's data area, written by member i only
 //! ```
 //!
 //! Counters start at 0 and only grow (the protocols number their steps from 1), so a waiter's
 //! condition "counter ≥ k" that held once keeps holding. Lines are 128 bytes apart so that the
 //! adjacent-line prefetcher does not make two writers fight over a pair of lines.
+//!
+//! [`read_from`] copies from another process's memory (cross-memory attach), for protocols that
+//! publish the address of a buffer instead of its contents.
 //!
 //! # What this module must never do
 //!
@@ -41,7 +44,7 @@ use crate::{Error, Result};
 
 /// "MADMPICO" read as a little-endian `u64`.
 const MAGIC: u64 = u64::from_le_bytes(*b"MADMPICO");
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const LINE: usize = 128;
 const PAGE: usize = 4096;
 /// Most members of one segment.
@@ -61,16 +64,23 @@ struct Header {
 #[repr(C, align(128))]
 struct Line(AtomicU64);
 
+/// Words of a member's `info` line.
+pub const INFO_WORDS: usize = 16;
+
+#[repr(C, align(128))]
+struct Info([AtomicU64; INFO_WORDS]);
+
 #[repr(C)]
 struct Member {
     ready: Line,
     done: Line,
+    info: Info,
 }
 
 const _: () = {
     assert!(size_of::<Header>() == LINE);
     assert!(size_of::<Line>() == LINE);
-    assert!(size_of::<Member>() == 2 * LINE);
+    assert!(size_of::<Member>() == 3 * LINE);
 };
 
 /// Where everything lives in a segment.
@@ -280,6 +290,12 @@ impl CollSegment {
         &self.member(i).done.0
     }
 
+    /// Word `w` (< [`INFO_WORDS`]) of member `i`'s `info` line (written by member `i` only).
+    #[inline]
+    pub fn info(&self, i: usize, w: usize) -> &AtomicU64 {
+        &self.member(i).info.0[w]
+    }
+
     /// The shared release counter (written by one member chosen by the protocol).
     #[inline]
     pub fn release(&self) -> &AtomicU64 {
@@ -306,6 +322,71 @@ impl CollSegment {
     }
 }
 
+/// This process's id (what another process needs to [`read_from`] it).
+pub fn my_pid() -> i32 {
+    sys::getpid()
+}
+
+/// Copy `len` bytes at address `addr` of process `pid` to `dst` (cross-memory attach,
+/// `process_vm_readv`).
+///
+/// # Errors
+///
+/// [`Error::PermissionDenied`] when the OS refuses (ptrace rules, no support), [`Error::Invalid`]
+/// for an address the other process does not map, [`Error::Io`] otherwise.
+///
+/// # Safety
+///
+/// `dst` must be valid for writes of `len` bytes and not accessed by anything else during the
+/// call.
+pub unsafe fn read_from(pid: i32, addr: u64, dst: *mut u8, len: usize) -> Result<()> {
+    let (mut at, mut done) = (addr, 0usize);
+    while done < len {
+        let local = [libc::iovec {
+            // SAFETY: `done` < `len`, inside the caller's buffer.
+            iov_base: unsafe { dst.add(done) }.cast(),
+            iov_len: len - done,
+        }];
+        let remote = [libc::iovec {
+            iov_base: at as usize as *mut libc::c_void,
+            iov_len: len - done,
+        }];
+        // SAFETY: the local entry is the caller's buffer (valid, unshared, per the contract);
+        // the kernel checks the remote one against the other process's mappings.
+        match unsafe { sys::process_vm_readv(pid, &local, &remote) } {
+            Ok(0) => {
+                return Err(Error::Invalid(format!(
+                    "read_from: no progress reading {at:#x} from pid {pid}"
+                )))
+            }
+            Ok(n) => {
+                done += n;
+                at += n as u64;
+            }
+            Err(e) => match e.raw_os_error() {
+                Some(libc::EINTR) => {}
+                Some(libc::EPERM | libc::ENOSYS) => {
+                    return Err(Error::PermissionDenied(format!(
+                        "process_vm_readv from pid {pid}: {e}"
+                    )))
+                }
+                Some(libc::EFAULT) => {
+                    return Err(Error::Invalid(format!(
+                        "read_from: bad address {at:#x} in pid {pid}: {e}"
+                    )))
+                }
+                _ => {
+                    return Err(Error::Io {
+                        what: format!("process_vm_readv from pid {pid}"),
+                        source: e,
+                    })
+                }
+            },
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,7 +399,7 @@ mod tests {
     fn layout_is_aligned_and_bounded() {
         let l = Layout::new(3, 8192).unwrap();
         assert_eq!(l.data_off % PAGE, 0);
-        assert!(l.ctrl_off + 3 * 2 * LINE <= l.data_off);
+        assert!(l.ctrl_off + 3 * 3 * LINE <= l.data_off);
         assert_eq!(l.total, l.data_off + 3 * 8192);
         assert!(Layout::new(0, 4096).is_err());
         assert!(Layout::new(2, 100).is_err());
@@ -339,6 +420,9 @@ mod tests {
         assert_eq!(a.done(0).load(Ordering::Acquire), 3);
         a.release().store(9, Ordering::Release);
         assert_eq!(b.release().load(Ordering::Acquire), 9);
+        a.info(1, INFO_WORDS - 1).store(11, Ordering::Release);
+        assert_eq!(b.info(1, INFO_WORDS - 1).load(Ordering::Acquire), 11);
+        assert_eq!(b.info(0, 0).load(Ordering::Acquire), 0);
         // SAFETY: 4096-byte data areas of a live mapping, no one else uses them.
         unsafe {
             a.data(1).as_ptr().add(4095).write(0x5a);
@@ -347,6 +431,22 @@ mod tests {
         }
         assert_eq!(a.members(), 2);
         assert_eq!(b.data_bytes(), 4096);
+    }
+
+    #[test]
+    fn read_from_self() {
+        let src: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        // SAFETY: `dst` is ours and large enough.
+        match unsafe { read_from(my_pid(), src.as_ptr() as u64, dst.as_mut_ptr(), dst.len()) } {
+            Ok(()) => assert_eq!(src, dst),
+            // Cross-memory attach may be forbidden here; that is an answer too.
+            Err(Error::PermissionDenied(_)) => {}
+            Err(e) => panic!("{e}"),
+        }
+        // SAFETY: as above; the source address is not mapped.
+        let bad = unsafe { read_from(my_pid(), 8, dst.as_mut_ptr(), 16) };
+        assert!(bad.is_err());
     }
 
     #[test]

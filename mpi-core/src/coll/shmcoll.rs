@@ -57,13 +57,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use madmpi_datatypes::{Basic, Datatype};
-use madmpi_transports::shmcoll::CollSegment;
+use madmpi_transports::shmcoll::{my_pid, read_from, CollSegment};
 use madmpi_transports::{PeerId, Transport};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
 use crate::api::with;
-use crate::error::{err, ErrorClass, Result};
+use crate::error::{err, Error, ErrorClass, Result};
 use crate::op::{apply_packed, AlignedBuf, BuiltinOp, Op};
 use crate::{CommId, COMM_WORLD};
 
@@ -93,6 +93,17 @@ const FLAT_MAX: usize = 8;
 const RADIX: usize = 8;
 /// Reduction chunks from this many bytes are reduce-scattered then gathered.
 const SPLIT_MIN: usize = 8192;
+/// From these sizes (bytes broadcast, bytes per alltoall block), processes copy straight out of
+/// each other's memory when they can (cross-memory attach), instead of through their areas.
+const CMA_BCAST_MIN: usize = 512 << 10;
+const CMA_ALLTOALL_MIN: usize = 8 << 10;
+/// What a probe word holds.
+const PROBE: u64 = 0x6d61_646d_7069_636d;
+/// Words of the info lines.
+const INFO_PID: usize = 0;
+const INFO_PROBE: usize = 1;
+const INFO_ADDR: usize = 2;
+const INFO_STRIDE: usize = 3;
 /// Polls made back to back, before pausing between polls.
 const FAST_POLLS: u32 = 128;
 /// While spinning, drive the engine once every this many polls.
@@ -242,7 +253,11 @@ fn setup(comm: CommId, info: &Info) -> Result<Option<Area>> {
         let _ = CollSegment::unlink(&name(msg[1]));
     }
     match (res?, seg) {
-        (true, Some(seg)) => Ok(Some(Area::new(seg, info))),
+        (true, Some(seg)) => {
+            let mut a = Area::new(seg, info);
+            a.agree_cma()?;
+            Ok(Some(a))
+        }
         _ => Ok(None),
     }
 }
@@ -399,8 +414,18 @@ struct Area {
     chunk: usize,
     /// Smallest `done` of the other members seen so far.
     min_done: u64,
-    /// Scratch for a block being reduced (reduce, non-root members; a chunk).
-    scratch: Option<AlignedBuf>,
+    /// Whether every member can copy from the others' memory (agreed at setup).
+    cma: bool,
+    /// Process id of every member (for cross-memory copies).
+    pids: Vec<i32>,
+    /// A word the next member reads at setup to find out whether cross-memory copies work.
+    probe: Box<u64>,
+    /// Outgoing data packed for cross-memory copies, incoming data to unpack.
+    pack_buf: Vec<u8>,
+    recv_buf: Vec<u8>,
+    /// Scratch buffers of a chunk: a block being reduced (reduce, non-root members), this
+    /// member's own block (packed, or copied away from an in-place output).
+    scratch: [Option<AlignedBuf>; 2],
 }
 
 // SAFETY: the scratch buffer and the segment's raw pointers belong to this value; it is only
@@ -422,8 +447,64 @@ impl Area {
             at: vec![0; info.size],
             free_after: [0; CELLS],
             min_done: 0,
-            scratch: None,
+            scratch: [None, None],
+            cma: false,
+            pids: Vec::new(),
+            probe: Box::new(PROBE),
+            pack_buf: Vec::new(),
+            recv_buf: Vec::new(),
         }
+    }
+
+    /// Learn the members' process ids, and agree (through the area: a barrier and an
+    /// allreduce) on whether every member can copy from the next one's memory
+    /// (`MADMPI_SHM_CMA=0` says no).
+    fn agree_cma(&mut self) -> Result<()> {
+        let me = self.me;
+        self.seg
+            .info(me, INFO_PID)
+            .store(my_pid() as u64, Ordering::Relaxed);
+        self.seg
+            .info(me, INFO_PROBE)
+            .store(&*self.probe as *const u64 as u64, Ordering::Relaxed);
+        self.barrier()?;
+        self.pids = (0..self.n)
+            .map(|j| self.seg.info(j, INFO_PID).load(Ordering::Relaxed) as i32)
+            .collect();
+        let off = matches!(
+            std::env::var("MADMPI_SHM_CMA").as_deref().map(str::trim),
+            Ok("0" | "no" | "off")
+        );
+        let mut ok = 0i32;
+        if !off {
+            let j = (me + 1) % self.n;
+            let mut v = 0u64;
+            // SAFETY: `v` is a local word; member j's probe lives as long as its area.
+            let r = unsafe {
+                read_from(
+                    self.pids[j],
+                    self.seg.info(j, INFO_PROBE).load(Ordering::Relaxed),
+                    (&mut v as *mut u64).cast(),
+                    8,
+                )
+            };
+            ok = i32::from(r.is_ok() && v == PROBE);
+        }
+        let int = Datatype::basic(Basic::Int);
+        let min = Op::Builtin(BuiltinOp::Min);
+        let red = Red {
+            op: &min,
+            dt: &int,
+            esz: 4,
+        };
+        let mut all = 0i32;
+        // SAFETY: one int in, one int out, both locals.
+        unsafe {
+            let input = Typed::new((&ok as *const i32).cast(), 1, &int);
+            self.reduce(&input, (&mut all as *mut i32).cast(), 1, &red, None, false)?;
+        }
+        self.cma = all == 1;
+        Ok(())
     }
 
     /// The next step number.
@@ -579,13 +660,17 @@ impl Area {
                 self.wait(|| rel.load(Ordering::Acquire) >= k)?;
             }
         }
-        self.finish_step(k);
+        // No `done`: a barrier reads no data, and writers only wait for `done` to reach steps
+        // that did.
         Ok(())
     }
 
     /// # Safety
     /// `buf` holds its elements (significant everywhere).
     unsafe fn bcast(&mut self, buf: &Typed<'_>, nb: usize, root: usize) -> Result<()> {
+        if self.cma && nb >= CMA_BCAST_MIN {
+            return self.bcast_cma(buf, nb, root);
+        }
         let mut off = 0;
         while off < nb {
             let len = self.chunk.min(nb - off);
@@ -607,11 +692,77 @@ impl Area {
         Ok(())
     }
 
-    /// `dst = c0 op (c1 op (… op cn-1))` over elements `[first, first + cnt)` of the current
-    /// step's contributions (published at step `k`).
+    /// Broadcast in one step: the root publishes where its data is, the others copy it
+    /// straight out of the root's memory; the root waits until they all have.
     ///
     /// # Safety
-    /// `dst` is valid for the block and overlaps no data area.
+    /// As [`Area::bcast`].
+    unsafe fn bcast_cma(&mut self, buf: &Typed<'_>, nb: usize, root: usize) -> Result<()> {
+        let k = self.step();
+        if self.me == root {
+            let addr = match buf.flat {
+                Some(o) => buf.ptr.offset(o) as u64,
+                None => {
+                    let t = grow(&mut self.pack_buf, nb);
+                    buf.pack(0, nb, t);
+                    t as u64
+                }
+            };
+            self.seg
+                .info(self.me, INFO_ADDR)
+                .store(addr, Ordering::Relaxed);
+            self.publish(k);
+            self.wait_done_all(k)?;
+        } else {
+            self.wait_ready(root, k)?;
+            let res = self.read_typed(root, self.info_of(root, INFO_ADDR), buf, nb);
+            self.finish_step(k);
+            res?;
+        }
+        Ok(())
+    }
+
+    /// Word `w` of member `j`'s info line (read after its `ready` for the step).
+    fn info_of(&self, j: usize, w: usize) -> u64 {
+        self.seg.info(j, w).load(Ordering::Relaxed)
+    }
+
+    /// Copy the `nb` packed bytes at `addr` in member `j`'s memory into `to`.
+    ///
+    /// # Safety
+    /// `to` holds its elements; member `j` keeps the bytes there until this member's `done`.
+    unsafe fn read_typed(&mut self, j: usize, addr: u64, to: &Typed<'_>, nb: usize) -> Result<()> {
+        let dst = match to.flat {
+            Some(o) => to.ptr.offset(o),
+            None => grow(&mut self.recv_buf, nb),
+        };
+        read_from(self.pids[j], addr, dst, nb).map_err(|e| {
+            Error::new(
+                ErrorClass::Other,
+                format!("collective: copying from the memory of rank {j}: {e}"),
+            )
+        })?;
+        if to.flat.is_none() {
+            to.unpack(0, nb, dst);
+        }
+        Ok(())
+    }
+
+    /// Wait until every other member has finished step `k`.
+    fn wait_done_all(&self, k: u64) -> Result<()> {
+        for j in (0..self.n).filter(|&j| j != self.me) {
+            let d = self.seg.done(j);
+            self.wait(|| d.load(Ordering::Acquire) >= k)?;
+        }
+        Ok(())
+    }
+
+    /// `dst = c0 op (c1 op (… op cn-1))` over elements `[first, first + cnt)` of the current
+    /// step's contributions (published at step `k`); this member's own elements come from
+    /// `own` if given, else from its data area.
+    ///
+    /// # Safety
+    /// `dst` is valid for the block and overlaps neither a data area nor `own`.
     unsafe fn fold(
         &self,
         k: u64,
@@ -619,22 +770,38 @@ impl Area {
         cnt: usize,
         dst: *mut u8,
         r: &Red<'_>,
+        own: Option<*const u8>,
     ) -> Result<()> {
         if cnt == 0 {
             return Ok(());
         }
         let (off, len) = (first * r.esz, cnt * r.esz);
+        let src = |j: usize| -> *const u8 {
+            match own {
+                Some(p) if j == self.me => p,
+                _ => self.data(j, off),
+            }
+        };
         let last = self.n - 1;
         self.wait_ready(last, k)?;
-        std::ptr::copy_nonoverlapping(self.data(last, off), dst, len);
+        std::ptr::copy_nonoverlapping(src(last), dst, len);
         for j in (0..last).rev() {
             self.wait_ready(j, k)?;
-            apply_packed(r.op, r.dt, cnt, self.data(j, off), dst)?;
+            apply_packed(r.op, r.dt, cnt, src(j), dst)?;
         }
         Ok(())
     }
 
+    /// A chunk-sized scratch buffer (`which`: 0 or 1).
+    fn scratch(&mut self, which: usize) -> *mut u8 {
+        let chunk = self.chunk;
+        self.scratch[which]
+            .get_or_insert_with(|| AlignedBuf::new(chunk))
+            .ptr()
+    }
+
     /// MPI_Allreduce (`root` None) or MPI_Reduce to `root` (`out` significant there only).
+    /// `in_place`: `out` is (the packed form of) the input.
     ///
     /// # Safety
     /// `input` holds `count` elements, `out` (where significant) room for their packed form.
@@ -645,6 +812,7 @@ impl Area {
         count: usize,
         r: &Red<'_>,
         root: Option<usize>,
+        in_place: bool,
     ) -> Result<()> {
         let (me, n, esz) = (self.me, self.n, r.esz);
         let gets = root.is_none_or(|rt| rt == me);
@@ -656,27 +824,38 @@ impl Area {
             let k = self.step();
             self.alloc_all(cb);
             self.claim(cb)?;
-            input.pack(first * esz, cb, self.data(me, 0));
-            self.publish(k);
             let o = out.wrapping_add(first * esz);
             if cb < SPLIT_MIN {
+                input.pack(first * esz, cb, self.data(me, 0));
+                self.publish(k);
                 if gets {
-                    self.fold(k, 0, cnt, o, r)?;
+                    self.fold(k, 0, cnt, o, r, None)?;
                 }
                 self.finish_step(k);
                 self.lend(cb, k);
             } else {
-                // Reduce-scatter: this member combines block `me` of the chunk...
+                // Reduce-scatter: this member combines block `me` of the chunk, so the others
+                // only need the rest of its contribution...
                 let (bs, bc) = algo::block(cnt, n, me);
+                let (a, z) = ((first + bs) * esz, (first + bs + bc) * esz);
+                input.pack(first * esz, a - first * esz, self.data(me, 0));
+                input.pack(z, first * esz + cb - z, self.data(me, z - first * esz));
+                self.publish(k);
+                // ... and reads its own block in place when it can.
+                let own = match input.flat {
+                    Some(f) if !in_place => input.ptr.offset(f).add(a) as *const u8,
+                    _ => {
+                        let t = self.scratch(1);
+                        input.pack(a, z - a, t);
+                        t as *const u8
+                    }
+                };
                 let mine = if gets {
                     o.wrapping_add(bs * esz)
                 } else {
-                    let chunk = self.chunk;
-                    self.scratch
-                        .get_or_insert_with(|| AlignedBuf::new(chunk))
-                        .ptr()
+                    self.scratch(0)
                 };
-                self.fold(k, bs, bc, mine, r)?;
+                self.fold(k, bs, bc, mine, r, Some(own))?;
                 // ... and publishes it in place of its own contribution's block, which only
                 // it reads.
                 std::ptr::copy_nonoverlapping(mine, self.data(me, bs * esz), bc * esz);
@@ -719,6 +898,9 @@ impl Area {
             let (sp, rp) = (&s[me], &recv[me]);
             super::sched::copy_typed(sp.ptr, sp.count, sp.dt, rp.ptr, rp.count, rp.dt)?;
         }
+        if self.cma && b >= CMA_ALLTOALL_MIN {
+            return self.alltoall_cma(send.is_some(), src, recv, b);
+        }
         // Slot of the block for member `to` among the n - 1 blocks `from` publishes.
         let slot = |from: usize, to: usize| if to < from { to } else { to - 1 };
         let per = (self.chunk / (n - 1)).max(1);
@@ -744,6 +926,72 @@ impl Area {
         }
         Ok(())
     }
+
+    /// Alltoall in one step: everyone publishes where its outgoing blocks are (block `j` at
+    /// `base + j × stride`), copies its blocks straight out of the others' memory, and waits
+    /// until they have all done the same before its buffers may change. Outgoing blocks that
+    /// are not one run of memory each, or that sit in the receive buffer (in place), are
+    /// packed first.
+    ///
+    /// # Safety
+    /// As [`Area::alltoall`]; `not_in_place`: the own block was already copied.
+    unsafe fn alltoall_cma(
+        &mut self,
+        not_in_place: bool,
+        src: &[Typed<'_>],
+        recv: &[Typed<'_>],
+        b: usize,
+    ) -> Result<()> {
+        let (me, n) = (self.me, self.n);
+        let k = self.step();
+        let regular = not_in_place && src.iter().all(|t| t.flat.is_some());
+        let (base, stride) = if regular {
+            let first = src[0].ptr.offset(src[0].flat.unwrap_or(0)) as u64;
+            let next = src[1].ptr.offset(src[1].flat.unwrap_or(0)) as u64;
+            (first, next.wrapping_sub(first))
+        } else {
+            let t = grow(&mut self.pack_buf, b * n);
+            for (j, blk) in src.iter().enumerate() {
+                if j != me {
+                    blk.pack(0, b, t.add(j * b));
+                }
+            }
+            (t as u64, b as u64)
+        };
+        self.seg.info(me, INFO_ADDR).store(base, Ordering::Relaxed);
+        self.seg
+            .info(me, INFO_STRIDE)
+            .store(stride, Ordering::Relaxed);
+        self.publish(k);
+        let mut res = Ok(());
+        for d in 1..n {
+            let j = (me + d) % n;
+            if let Err(e) = self.wait_ready(j, k) {
+                res = Err(e);
+                break;
+            }
+            let at = self
+                .info_of(j, INFO_ADDR)
+                .wrapping_add((me as u64).wrapping_mul(self.info_of(j, INFO_STRIDE)));
+            res = self.read_typed(j, at, &recv[j], b);
+            if res.is_err() {
+                break;
+            }
+        }
+        // Whatever happened, the others may be reading this member's blocks: it leaves only
+        // when they are done.
+        self.finish_step(k);
+        self.wait_done_all(k)?;
+        res
+    }
+}
+
+/// A buffer of at least `len` bytes, grown as needed, kept from call to call.
+fn grow(v: &mut Vec<u8>, len: usize) -> *mut u8 {
+    if v.len() < len {
+        v.resize(len, 0);
+    }
+    v.as_mut_ptr()
 }
 
 /// The operation of a reduction.
@@ -836,10 +1084,11 @@ pub(crate) unsafe fn reduce(
     let red = Red { op, dt, esz };
     if gets {
         let out = Out::new(recv, count, dt);
-        a.reduce(&input, out.p, count, &red, root)?;
+        let in_place = matches!(send, Input::InPlace);
+        a.reduce(&input, out.p, count, &red, root, in_place)?;
         out.finish();
     } else {
-        a.reduce(&input, std::ptr::null_mut(), count, &red, root)?;
+        a.reduce(&input, std::ptr::null_mut(), count, &red, root, false)?;
     }
     Ok(true)
 }

@@ -280,6 +280,12 @@ static void large(MPI_Comm comm)
         for (int j = 0; j < n; j++)
             for (long i = 0; i < bb; i++)
                 CHECKF(ra[j * bb + i] == (unsigned char)(j * 31 + me * 7 + i), "alltoall %ld from %d byte %ld", bb, j, i);
+        /* the same in place */
+        memcpy(ra, sa, (size_t)(bb * n));
+        MPI_OK(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ra, (int)bb, MPI_BYTE, comm));
+        for (int j = 0; j < n; j++)
+            for (long i = 0; i < bb; i++)
+                CHECKF(ra[j * bb + i] == (unsigned char)(j * 31 + me * 7 + i), "alltoall in place %ld from %d byte %ld", bb, j, i);
         free(sa);
         free(ra);
     }
@@ -413,6 +419,7 @@ int main(int argc, char **argv)
     for (int rep = 0; rep < 3; rep++) {
         derived(MPI_COMM_WORLD, 1);
         derived(MPI_COMM_WORLD, 20000);
+        derived(MPI_COMM_WORLD, 200000);
         derived(half, 3000);
         noncommutative(MPI_COMM_WORLD, 3);
         noncommutative(MPI_COMM_WORLD, 9000);
