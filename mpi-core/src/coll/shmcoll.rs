@@ -292,6 +292,7 @@ fn p2p_allreduce_min(comm: CommId, v: &mut i32) -> Result<()> {
 // ------------------------------------------------------------------------------------ buffers
 
 /// `count` elements of `dt` at `ptr`, read or written by ranges of their packed stream.
+#[derive(Clone, Copy)]
 struct Typed<'a> {
     ptr: *mut u8,
     count: usize,
@@ -349,6 +350,23 @@ impl<'a> Typed<'a> {
                     std::slice::from_raw_parts(src, len),
                 );
             }
+        }
+    }
+}
+
+/// Equal blocks of typed elements one after the other (the buffers of MPI_Alltoall).
+#[derive(Clone, Copy)]
+struct Regular<'a> {
+    /// Block 0, whose `ptr` moves by `stride` bytes per block.
+    first: &'a Typed<'a>,
+    stride: isize,
+}
+
+impl<'a> Regular<'a> {
+    fn at(&self, j: usize) -> Typed<'a> {
+        Typed {
+            ptr: self.first.ptr.wrapping_offset(j as isize * self.stride),
+            ..*self.first
         }
     }
 }
@@ -888,14 +906,14 @@ impl Area {
     /// Both sides hold `n` blocks.
     unsafe fn alltoall(
         &mut self,
-        send: Option<&[Typed<'_>]>,
-        recv: &[Typed<'_>],
+        send: Option<Regular<'_>>,
+        recv: Regular<'_>,
         b: usize,
     ) -> Result<()> {
         let (me, n) = (self.me, self.n);
         let src = send.unwrap_or(recv);
         if let Some(s) = send {
-            let (sp, rp) = (&s[me], &recv[me]);
+            let (sp, rp) = (s.at(me), recv.at(me));
             super::sched::copy_typed(sp.ptr, sp.count, sp.dt, rp.ptr, rp.count, rp.dt)?;
         }
         if self.cma && b >= CMA_ALLTOALL_MIN {
@@ -911,14 +929,14 @@ impl Area {
             self.alloc_all(len * (n - 1));
             self.claim(len * (n - 1))?;
             for j in (0..n).filter(|&j| j != me) {
-                src[j].pack(off, len, self.data(me, slot(me, j) * len));
+                src.at(j).pack(off, len, self.data(me, slot(me, j) * len));
             }
             self.publish(k);
             for d in 1..n {
                 // Start with the next member up, so not everyone reads member 0 first.
                 let j = (me + d) % n;
                 self.wait_ready(j, k)?;
-                recv[j].unpack(off, len, self.data(j, slot(j, me) * len));
+                recv.at(j).unpack(off, len, self.data(j, slot(j, me) * len));
             }
             self.finish_step(k);
             self.lend(len * (n - 1), k);
@@ -938,25 +956,24 @@ impl Area {
     unsafe fn alltoall_cma(
         &mut self,
         not_in_place: bool,
-        src: &[Typed<'_>],
-        recv: &[Typed<'_>],
+        src: Regular<'_>,
+        recv: Regular<'_>,
         b: usize,
     ) -> Result<()> {
         let (me, n) = (self.me, self.n);
         let k = self.step();
-        let regular = not_in_place && src.iter().all(|t| t.flat.is_some());
-        let (base, stride) = if regular {
-            let first = src[0].ptr.offset(src[0].flat.unwrap_or(0)) as u64;
-            let next = src[1].ptr.offset(src[1].flat.unwrap_or(0)) as u64;
-            (first, next.wrapping_sub(first))
-        } else {
-            let t = grow(&mut self.pack_buf, b * n);
-            for (j, blk) in src.iter().enumerate() {
-                if j != me {
-                    blk.pack(0, b, t.add(j * b));
+        let (base, stride) = match src.first.flat {
+            Some(o) if not_in_place => (
+                src.first.ptr.wrapping_offset(o) as u64,
+                src.stride as i64 as u64,
+            ),
+            _ => {
+                let t = grow(&mut self.pack_buf, b * n);
+                for j in (0..n).filter(|&j| j != me) {
+                    src.at(j).pack(0, b, t.add(j * b));
                 }
+                (t as u64, b as u64)
             }
-            (t as u64, b as u64)
         };
         self.seg.info(me, INFO_ADDR).store(base, Ordering::Relaxed);
         self.seg
@@ -973,7 +990,7 @@ impl Area {
             let at = self
                 .info_of(j, INFO_ADDR)
                 .wrapping_add((me as u64).wrapping_mul(self.info_of(j, INFO_STRIDE)));
-            res = self.read_typed(j, at, &recv[j], b);
+            res = self.read_typed(j, at, &recv.at(j), b);
             if res.is_err() {
                 break;
             }
@@ -1117,16 +1134,16 @@ pub(crate) unsafe fn alltoall(send: Option<&Data>, recv: &Data, comm: CommId) ->
         return Ok(false);
     };
     let mut a = a.lock();
-    let n = a.n;
-    let blocks = |d: &Data| -> Vec<(*mut u8, usize, Datatype)> {
-        (0..n as i32).map(|i| d.block(i)).collect()
+    let rt = Typed::new(recv.ptr, recv.count, &recv.dt);
+    let rr = Regular {
+        first: &rt,
+        stride: recv.count as isize * recv.dt.extent(),
     };
-    let rb = blocks(recv);
-    let rt: Vec<Typed<'_>> = rb.iter().map(|(p, c, dt)| Typed::new(*p, *c, dt)).collect();
-    let sb = send.map(blocks);
-    let st: Option<Vec<Typed<'_>>> = sb
-        .as_ref()
-        .map(|v| v.iter().map(|(p, c, dt)| Typed::new(*p, *c, dt)).collect());
-    a.alltoall(st.as_deref(), &rt, b)?;
+    let st = send.map(|s| Typed::new(s.ptr, s.count, &s.dt));
+    let sr = send.zip(st.as_ref()).map(|(s, t)| Regular {
+        first: t,
+        stride: s.count as isize * s.dt.extent(),
+    });
+    a.alltoall(sr, rr, b)?;
     Ok(true)
 }
