@@ -1012,6 +1012,15 @@ pub fn comm_is_inter(c: CommId) -> Result<bool> {
     with(|e| Ok(e.st.comm(c)?.remote.is_some()))
 }
 
+/// Whether `c` is an intercommunicator, and this process's rank in (the local group of) it:
+/// what a collective's C binding needs to know about its caller, under one lock.
+pub fn comm_role(c: CommId) -> Result<(bool, i32)> {
+    with(|e| {
+        let cm = e.st.comm(c)?;
+        Ok((cm.remote.is_some(), cm.rank))
+    })
+}
+
 /// MPI_Comm_free: forget the communicator (and the local communicator of an
 /// intercommunicator), and give its context ids back — once the collectives still in progress
 /// on it have completed, as the standard allows them to.

@@ -133,13 +133,14 @@ enum Role {
 }
 
 fn role(c: CommId, root: c_int) -> R<Role> {
-    if madmpi::comm_is_inter(c)? {
+    let (inter, rank) = madmpi::comm_role(c)?;
+    if inter {
         Ok(match root {
             MPI_ROOT => Role::InterRoot,
             MPI_PROC_NULL => Role::InterIdle,
             _ => Role::InterLeaf,
         })
-    } else if madmpi::comm_rank(c)? == root {
+    } else if rank == root {
         Ok(Role::Root)
     } else {
         Ok(Role::Other)

@@ -70,21 +70,28 @@ use crate::{CommId, COMM_WORLD};
 use super::sched::bytes;
 use super::{algo, Data, Input, Ptr, When};
 
-/// Cells of a member's data area.
+/// A member's data area is a ring of `SLOTS` slots of `SLOT` bytes for small steps, then a
+/// ring of `CELLS` cells for the others.
+const SLOTS: usize = 32;
+const SLOT: usize = 1024;
 const CELLS: usize = 32;
-/// Bytes of a member's data area: MPI_COMM_WORLD gets `WORLD_DATA` (large transfers then go in
-/// few chunks, which matters most with more ranks than cores, where every step costs context
-/// switches), down to `SMALL_DATA` so that its segment stays within `WORLD_SEGMENT`; other
-/// communicators get `SMALL_DATA`.
-const SMALL_DATA: usize = 128 << 10;
-const WORLD_DATA: usize = 1 << 20;
+/// Bytes before the data of a slot: its flag (the step whose data it holds), padded so that
+/// data stays 16-byte aligned. Steps of at most `SMALL_MAX` bytes use a slot.
+const HDR: usize = 16;
+const SMALL_MAX: usize = SLOT - HDR;
+/// Bytes of a member's ring of cells: MPI_COMM_WORLD gets `WORLD_CELLS` (large transfers then
+/// go in few chunks, which matters most with more ranks than cores, where every step costs
+/// context switches), down to `SMALL_CELLS` so that its segment stays within `WORLD_SEGMENT`;
+/// other communicators get `SMALL_CELLS`.
+const SMALL_CELLS: usize = 128 << 10;
+const WORLD_CELLS: usize = 1 << 20;
 const WORLD_SEGMENT: usize = 64 << 20;
 /// Most bytes a member publishes in one step in the smallest areas.
-const MIN_CHUNK: usize = SMALL_DATA / 2;
+const MIN_CHUNK: usize = SMALL_CELLS / 2;
 /// Blocking collectives a communicator other than MPI_COMM_WORLD runs over point-to-point
 /// before it gets an area.
 const AFTER: u32 = 2;
-/// Most areas one process keeps (each is about `members × SMALL_DATA` bytes of memory, except
+/// Most areas one process keeps (each is about `members × SMALL_CELLS` bytes of memory, except
 /// MPI_COMM_WORLD's).
 const MAX_AREAS: usize = 64;
 /// Largest group whose barrier is "everyone waits for everyone".
@@ -104,21 +111,25 @@ const INFO_PID: usize = 0;
 const INFO_PROBE: usize = 1;
 const INFO_ADDR: usize = 2;
 const INFO_STRIDE: usize = 3;
+/// 1 + the CPU the member last ran on when it started waiting (0: unknown).
+const INFO_CPU: usize = 4;
 /// Polls made back to back, before pausing between polls.
 const FAST_POLLS: u32 = 128;
 /// While spinning, drive the engine once every this many polls.
 const PROGRESS_EVERY: u32 = 64;
+/// Polls before yielding when the member waited for shares this process's CPU.
+const MIN_SPIN: u32 = 16;
 
-enum Slot {
+enum Entry {
     /// Blocking collectives seen so far, before the area is made.
     Count(u32),
-    Ready(Arc<Mutex<Area>>),
+    Ready(Arc<AreaCell>),
     /// Not eligible, or the setup failed: point-to-point for good.
     Off,
 }
 
 /// Per communicator (engine id) of this process.
-static SLOTS: Lazy<Mutex<HashMap<u32, Slot>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+static AREAS: Lazy<Mutex<HashMap<u32, Entry>>> = Lazy::new(|| Mutex::new(HashMap::new()));
 /// Numbers the segments this process creates.
 static NAMES: AtomicU64 = AtomicU64::new(0);
 
@@ -130,7 +141,75 @@ fn wanted(name: &str) -> Result<bool> {
 
 /// Forget the area of a communicator being destroyed (its mapping goes with the last user).
 pub(crate) fn forget(c: CommId) {
-    SLOTS.lock().remove(&c.0);
+    if AREAS.lock().remove(&c.0).is_some() {
+        GEN.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Bumped whenever an area is forgotten: the per-thread cache of the last area used is only
+/// valid while this has not changed.
+static GEN: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The area this thread used last: (communicator, `GEN` then, area). Taken out while in
+    /// use, so a re-entrant call takes the slow path.
+    static LAST: std::cell::Cell<Option<(u32, u64, Arc<AreaCell>)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Run `f` on the area of `comm` if it has (or now gets) one: `Ok(None)` if not. Collective
+/// (see [`area`]). The last area a thread used is found without a lock or a reference count
+/// change: the call costs no atomic read-modify-write but the area's own lock.
+fn with_area<T>(comm: CommId, f: impl FnOnce(&mut Area) -> Result<T>) -> Result<Option<T>> {
+    let g = GEN.load(Ordering::Acquire);
+    let cached = LAST.with(|c| c.take());
+    let a = match cached {
+        Some((id, at, a)) if id == comm.0 && at == g => a,
+        _ => match area(comm)? {
+            Some(a) => a,
+            None => return Ok(None),
+        },
+    };
+    let r = a.with(f);
+    LAST.with(|c| c.set(Some((comm.0, g, a))));
+    r.map(Some)
+}
+
+/// An area and the flag that keeps two threads from using it at once (which MPI forbids
+/// anyway: collectives on one communicator are ordered). Released with a plain store, so that
+/// no locked instruction waits behind the last cross-core store of a collective.
+struct AreaCell {
+    busy: std::sync::atomic::AtomicBool,
+    area: std::cell::UnsafeCell<Area>,
+}
+
+// SAFETY: the area is only reached through `with`, which `busy` makes exclusive.
+unsafe impl Sync for AreaCell {}
+// SAFETY: `Area` is `Send`.
+unsafe impl Send for AreaCell {}
+
+impl AreaCell {
+    fn new(a: Area) -> AreaCell {
+        AreaCell {
+            busy: std::sync::atomic::AtomicBool::new(false),
+            area: std::cell::UnsafeCell::new(a),
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Area) -> T) -> T {
+        while self.busy.swap(true, Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        struct Release<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        let _r = Release(&self.busy);
+        // SAFETY: `busy` was false and is now ours: nobody else holds a reference.
+        f(unsafe { &mut *self.area.get() })
+    }
 }
 
 /// What setting up an area needs to know about the communicator.
@@ -171,61 +250,62 @@ fn eligible(comm: CommId) -> Result<Option<Info>> {
 
 /// The area of `comm`, if it has (or now gets) one. Collective: every member calls it at the
 /// same collective, and all get the same answer.
-fn area(comm: CommId) -> Result<Option<Arc<Mutex<Area>>>> {
+fn area(comm: CommId) -> Result<Option<Arc<AreaCell>>> {
     let seen = {
-        let mut s = SLOTS.lock();
+        let mut s = AREAS.lock();
         match s.get_mut(&comm.0) {
-            Some(Slot::Ready(a)) => return Ok(Some(a.clone())),
-            Some(Slot::Off) => return Ok(None),
-            Some(Slot::Count(c)) if *c < AFTER => {
+            Some(Entry::Ready(a)) => return Ok(Some(a.clone())),
+            Some(Entry::Off) => return Ok(None),
+            Some(Entry::Count(c)) if *c < AFTER => {
                 *c += 1;
                 return Ok(None);
             }
-            Some(Slot::Count(_)) => true,
+            Some(Entry::Count(_)) => true,
             None => false,
         }
     };
-    // Never hold SLOTS while taking the engine lock: `forget` runs under the engine lock.
+    // Never hold AREAS while taking the engine lock: `forget` runs under the engine lock.
     let Some(info) = eligible(comm)? else {
-        SLOTS.lock().insert(comm.0, Slot::Off);
+        AREAS.lock().insert(comm.0, Entry::Off);
         return Ok(None);
     };
     if !seen && comm != COMM_WORLD && AFTER > 0 {
-        SLOTS.lock().insert(comm.0, Slot::Count(1));
+        AREAS.lock().insert(comm.0, Entry::Count(1));
         return Ok(None);
     }
     let made = setup(comm, &info)?;
-    let mut s = SLOTS.lock();
+    let mut s = AREAS.lock();
     match made {
         Some(a) => {
-            let a = Arc::new(Mutex::new(a));
-            s.insert(comm.0, Slot::Ready(a.clone()));
+            let a = Arc::new(AreaCell::new(a));
+            s.insert(comm.0, Entry::Ready(a.clone()));
             Ok(Some(a))
         }
         None => {
-            s.insert(comm.0, Slot::Off);
+            s.insert(comm.0, Entry::Off);
             Ok(None)
         }
     }
 }
 
 fn live_areas() -> usize {
-    SLOTS
+    AREAS
         .lock()
         .values()
-        .filter(|s| matches!(s, Slot::Ready(_)))
+        .filter(|s| matches!(s, Entry::Ready(_)))
         .count()
 }
 
 /// Create (rank 0) or map (the others) the communicator's segment; see the module
 /// documentation. `None`: some member could not, and everyone stays on point-to-point.
 fn setup(comm: CommId, info: &Info) -> Result<Option<Area>> {
-    let data = if comm == COMM_WORLD {
+    let cells = if comm == COMM_WORLD {
         let quantum = CELLS * 4096;
-        ((WORLD_SEGMENT / info.size).clamp(SMALL_DATA, WORLD_DATA) / quantum) * quantum
+        ((WORLD_SEGMENT / info.size).clamp(SMALL_CELLS, WORLD_CELLS) / quantum) * quantum
     } else {
-        SMALL_DATA
+        SMALL_CELLS
     };
+    let data = SLOTS * SLOT + cells;
     let mut msg = [0u64; 2];
     let mut seg = None;
     let name = |id: u64| format!("{}-c{}-{}", info.prefix, info.world[0], id);
@@ -419,13 +499,17 @@ struct Area {
     world: Arc<[u32]>,
     /// Last step number used.
     k: u64,
-    /// Next free cell of every member's ring (the same on every member).
+    /// Next free cell, next slot of every member's rings (the same on every member).
     cursor: Vec<usize>,
-    /// First cell of every member's data in the current step.
+    slot_cursor: Vec<usize>,
+    /// First cell (or the slot) of every member's data in the current step.
     at: Vec<usize>,
-    /// Per cell of this member's ring: it may be rewritten once every other member's `done`
-    /// has reached this step.
+    /// Whether the current step uses slots.
+    small: bool,
+    /// Per cell and per slot of this member's rings: it may be rewritten once every other
+    /// member's `done` has reached this step.
     free_after: [u64; CELLS],
+    slot_free_after: [u64; SLOTS],
     /// Bytes of a cell, and the most bytes a member publishes in one step (half its area, so
     /// that consecutive chunks alternate).
     cell: usize,
@@ -452,7 +536,7 @@ unsafe impl Send for Area {}
 
 impl Area {
     fn new(seg: CollSegment, info: &Info) -> Area {
-        let cell = seg.data_bytes() / CELLS;
+        let cell = (seg.data_bytes() - SLOTS * SLOT) / CELLS;
         Area {
             cell,
             chunk: cell * CELLS / 2,
@@ -462,8 +546,11 @@ impl Area {
             world: info.world.clone(),
             k: 0,
             cursor: vec![0; info.size],
+            slot_cursor: vec![0; info.size],
             at: vec![0; info.size],
+            small: false,
             free_after: [0; CELLS],
+            slot_free_after: [0; SLOTS],
             min_done: 0,
             scratch: [None, None],
             cma: false,
@@ -536,8 +623,15 @@ impl Area {
         len.div_ceil(self.cell).max(1)
     }
 
-    /// Place `len` bytes (at most a chunk) of data of member `j` for the current step.
+    /// Place `len` bytes (at most a chunk) of data of member `j` for the current step (every
+    /// member of a step publishes the same number of bytes, or only one member publishes).
     fn alloc(&mut self, j: usize, len: usize) {
+        self.small = len <= SMALL_MAX;
+        if self.small {
+            self.at[j] = self.slot_cursor[j];
+            self.slot_cursor[j] = (self.at[j] + 1) % SLOTS;
+            return;
+        }
         let c = self.cells(len);
         debug_assert!(c <= CELLS / 2);
         let mut at = self.cursor[j];
@@ -557,21 +651,55 @@ impl Area {
 
     /// Where member `j`'s data of the current step starts (plus `off` bytes).
     fn data(&self, j: usize, off: usize) -> *mut u8 {
-        self.seg
-            .data(j)
-            .as_ptr()
-            .wrapping_add(self.at[j] * self.cell + off)
+        let at = if self.small {
+            self.at[j] * SLOT + HDR
+        } else {
+            SLOTS * SLOT + self.at[j] * self.cell
+        };
+        self.seg.data(j).as_ptr().wrapping_add(at + off)
+    }
+
+    /// The flag of member `j`'s slot in the current (small) step: the step whose data it
+    /// holds. Its own flag, or its `ready`, tells when member `j`'s data is in place.
+    fn flag(&self, j: usize) -> &AtomicU64 {
+        if !self.small {
+            return self.seg.ready(j);
+        }
+        let p = self.seg.data(j).as_ptr().wrapping_add(self.at[j] * SLOT);
+        // SAFETY: the first word of a slot, inside member j's data area and aligned (slots are
+        // 1024-byte multiples from a page); it is only ever accessed atomically (data starts
+        // `HDR` bytes further), and the area lives as long as `self`.
+        unsafe { AtomicU64::from_ptr(p.cast()) }
+    }
+
+    /// This member's data of the current step is in place for step `k`. For a small step the
+    /// flag shares a cache line with the first data bytes, so readers pay one line transfer.
+    fn post(&self, k: u64) {
+        self.flag(self.me).store(k, Ordering::Release);
+    }
+
+    /// Wait for member `j`'s data of the current step to be in place for step `k`.
+    fn wait_posted(&self, j: usize, k: u64) -> Result<()> {
+        if j == self.me {
+            return Ok(());
+        }
+        let f = self.flag(j);
+        self.wait(j, || f.load(Ordering::Acquire) >= k)
     }
 
     /// Wait until this member may write `len` bytes at its current cells: every other member
     /// is done with the last steps that read them.
     fn claim(&mut self, len: usize) -> Result<()> {
         let a = self.at[self.me];
-        let need = self.free_after[a..a + self.cells(len)]
-            .iter()
-            .copied()
-            .max()
-            .unwrap_or(0);
+        let need = if self.small {
+            self.slot_free_after[a]
+        } else {
+            self.free_after[a..a + self.cells(len)]
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0)
+        };
         if self.min_done >= need {
             return Ok(());
         }
@@ -579,7 +707,7 @@ impl Area {
         for j in 0..self.n {
             if j != self.me {
                 let d = self.seg.done(j);
-                self.wait(|| d.load(Ordering::Acquire) >= need)?;
+                self.wait(j, || d.load(Ordering::Acquire) >= need)?;
                 low = low.min(d.load(Ordering::Acquire));
             }
         }
@@ -589,6 +717,10 @@ impl Area {
 
     /// This member's current cells are read by other members up to step `k`.
     fn lend(&mut self, len: usize, k: u64) {
+        if self.small {
+            self.slot_free_after[self.at[self.me]] = k;
+            return;
+        }
         let (a, c) = (self.at[self.me], self.cells(len));
         for f in &mut self.free_after[a..a + c] {
             *f = k;
@@ -609,15 +741,31 @@ impl Area {
             return Ok(());
         }
         let r = self.seg.ready(j);
-        self.wait(|| r.load(Ordering::Acquire) >= k)
+        self.wait(j, || r.load(Ordering::Acquire) >= k)
     }
 
-    /// Poll `cond` until it holds: spin briefly, then yield, driving the engine now and then.
-    fn wait(&self, mut cond: impl FnMut() -> bool) -> Result<()> {
+    /// Poll `cond`, which member `j` will make true, until it holds: spin briefly, then
+    /// yield, driving the engine now and then.
+    ///
+    /// Spinning only helps if member `j` runs meanwhile on another CPU: when it was last seen
+    /// on this process's CPU (each member notes its CPU in its info line when it starts
+    /// waiting), the wait yields after `MIN_SPIN` polls, so that it can run.
+    fn wait(&self, j: usize, mut cond: impl FnMut() -> bool) -> Result<()> {
         if cond() {
             return Ok(());
         }
-        let budget = crate::api::spin_budget();
+        // SAFETY: no arguments; returns the CPU this thread runs on, or -1.
+        let cpu = unsafe { libc::sched_getcpu() } as u64 + 1;
+        let mine = self.seg.info(self.me, INFO_CPU);
+        if mine.load(Ordering::Relaxed) != cpu {
+            mine.store(cpu, Ordering::Relaxed);
+        }
+        let full = crate::api::spin_budget();
+        let budget = if self.seg.info(j, INFO_CPU).load(Ordering::Relaxed) == cpu {
+            full.min(MIN_SPIN)
+        } else {
+            full
+        };
         let mut i: u32 = 0;
         loop {
             if i < budget {
@@ -675,7 +823,7 @@ impl Area {
             if me == 0 {
                 rel.store(k, Ordering::Release);
             } else {
-                self.wait(|| rel.load(Ordering::Acquire) >= k)?;
+                self.wait(0, || rel.load(Ordering::Acquire) >= k)?;
             }
         }
         // No `done`: a barrier reads no data, and writers only wait for `done` to reach steps
@@ -698,10 +846,10 @@ impl Area {
             if self.me == root {
                 self.claim(len)?;
                 buf.pack(off, len, p);
-                self.publish(k);
+                self.post(k);
                 self.lend(len, k);
             } else {
-                self.wait_ready(root, k)?;
+                self.wait_posted(root, k)?;
                 buf.unpack(off, len, p);
             }
             self.finish_step(k);
@@ -770,7 +918,7 @@ impl Area {
     fn wait_done_all(&self, k: u64) -> Result<()> {
         for j in (0..self.n).filter(|&j| j != self.me) {
             let d = self.seg.done(j);
-            self.wait(|| d.load(Ordering::Acquire) >= k)?;
+            self.wait(j, || d.load(Ordering::Acquire) >= k)?;
         }
         Ok(())
     }
@@ -801,10 +949,10 @@ impl Area {
             }
         };
         let last = self.n - 1;
-        self.wait_ready(last, k)?;
+        self.wait_posted(last, k)?;
         std::ptr::copy_nonoverlapping(src(last), dst, len);
         for j in (0..last).rev() {
-            self.wait_ready(j, k)?;
+            self.wait_posted(j, k)?;
             apply_packed(r.op, r.dt, cnt, src(j), dst)?;
         }
         Ok(())
@@ -845,7 +993,7 @@ impl Area {
             let o = out.wrapping_add(first * esz);
             if cb < SPLIT_MIN {
                 input.pack(first * esz, cb, self.data(me, 0));
-                self.publish(k);
+                self.post(k);
                 if gets {
                     self.fold(k, 0, cnt, o, r, None)?;
                 }
@@ -858,7 +1006,7 @@ impl Area {
                 let (a, z) = ((first + bs) * esz, (first + bs + bc) * esz);
                 input.pack(first * esz, a - first * esz, self.data(me, 0));
                 input.pack(z, first * esz + cb - z, self.data(me, z - first * esz));
-                self.publish(k);
+                self.post(k);
                 // ... and reads its own block in place when it can.
                 let own = match input.flat {
                     Some(f) if !in_place => input.ptr.offset(f).add(a) as *const u8,
@@ -879,11 +1027,11 @@ impl Area {
                 std::ptr::copy_nonoverlapping(mine, self.data(me, bs * esz), bc * esz);
                 self.finish_step(k);
                 let k2 = self.step();
-                self.publish(k2);
+                self.post(k2);
                 if gets {
                     for j in (0..n).filter(|&j| j != me) {
                         let (js, jc) = algo::block(cnt, n, j);
-                        self.wait_ready(j, k2)?;
+                        self.wait_posted(j, k2)?;
                         std::ptr::copy_nonoverlapping(
                             self.data(j, js * esz),
                             o.wrapping_add(js * esz),
@@ -931,11 +1079,11 @@ impl Area {
             for j in (0..n).filter(|&j| j != me) {
                 src.at(j).pack(off, len, self.data(me, slot(me, j) * len));
             }
-            self.publish(k);
+            self.post(k);
             for d in 1..n {
                 // Start with the next member up, so not everyone reads member 0 first.
                 let j = (me + d) % n;
-                self.wait_ready(j, k)?;
+                self.wait_posted(j, k)?;
                 recv.at(j).unpack(off, len, self.data(j, slot(j, me) * len));
             }
             self.finish_step(k);
@@ -1025,12 +1173,7 @@ pub(crate) fn barrier(comm: CommId) -> Result<bool> {
     if !wanted("BARRIER")? {
         return Ok(false);
     }
-    let Some(a) = area(comm)? else {
-        return Ok(false);
-    };
-    let mut a = a.lock();
-    a.barrier()?;
-    Ok(true)
+    Ok(with_area(comm, |a| a.barrier())?.is_some())
 }
 
 fn check_root(root: i32, n: usize) -> Result<usize> {
@@ -1048,14 +1191,12 @@ pub(crate) unsafe fn bcast(d: &Data, root: i32, comm: CommId) -> Result<bool> {
     if !wanted("BCAST")? {
         return Ok(false);
     }
-    let Some(a) = area(comm)? else {
-        return Ok(false);
-    };
-    let mut a = a.lock();
-    let root = check_root(root, a.n)?;
-    let nb = d.count * d.dt.size();
-    a.bcast(&Typed::new(d.ptr, d.count, &d.dt), nb, root)?;
-    Ok(true)
+    let done = with_area(comm, |a| {
+        let root = check_root(root, a.n)?;
+        let nb = d.count * d.dt.size();
+        a.bcast(&Typed::new(d.ptr, d.count, &d.dt), nb, root)
+    })?;
+    Ok(done.is_some())
 }
 
 /// MPI_Reduce (`root` Some) or MPI_Allreduce through shared memory.
@@ -1084,30 +1225,29 @@ pub(crate) unsafe fn reduce(
     if esz > MIN_CHUNK {
         return Ok(false);
     }
-    let Some(a) = area(comm)? else {
-        return Ok(false);
-    };
-    let mut a = a.lock();
-    let root = root.map(|r| check_root(r, a.n)).transpose()?;
-    let gets = root.is_none_or(|r| r == a.me);
-    let input = match send {
-        Input::Buf(p) => Typed::new(p, count, dt),
-        Input::InPlace if gets => Typed::new(recv, count, dt),
-        Input::InPlace => return err(ErrorClass::Buffer, "MPI_IN_PLACE is for the root only"),
-    };
-    if count == 0 || esz == 0 {
-        return Ok(true);
-    }
-    let red = Red { op, dt, esz };
-    if gets {
-        let out = Out::new(recv, count, dt);
-        let in_place = matches!(send, Input::InPlace);
-        a.reduce(&input, out.p, count, &red, root, in_place)?;
-        out.finish();
-    } else {
-        a.reduce(&input, std::ptr::null_mut(), count, &red, root, false)?;
-    }
-    Ok(true)
+    let done = with_area(comm, |a| {
+        let root = root.map(|r| check_root(r, a.n)).transpose()?;
+        let gets = root.is_none_or(|r| r == a.me);
+        let input = match send {
+            Input::Buf(p) => Typed::new(p, count, dt),
+            Input::InPlace if gets => Typed::new(recv, count, dt),
+            Input::InPlace => return err(ErrorClass::Buffer, "MPI_IN_PLACE is for the root only"),
+        };
+        if count == 0 || esz == 0 {
+            return Ok(());
+        }
+        let red = Red { op, dt, esz };
+        if gets {
+            let out = Out::new(recv, count, dt);
+            let in_place = matches!(send, Input::InPlace);
+            a.reduce(&input, out.p, count, &red, root, in_place)?;
+            out.finish();
+        } else {
+            a.reduce(&input, std::ptr::null_mut(), count, &red, root, false)?;
+        }
+        Ok(())
+    })?;
+    Ok(done.is_some())
 }
 
 /// MPI_Alltoall through shared memory (`send` None: MPI_IN_PLACE).
@@ -1130,20 +1270,18 @@ pub(crate) unsafe fn alltoall(send: Option<&Data>, recv: &Data, comm: CommId) ->
             );
         }
     }
-    let Some(a) = area(comm)? else {
-        return Ok(false);
-    };
-    let mut a = a.lock();
-    let rt = Typed::new(recv.ptr, recv.count, &recv.dt);
-    let rr = Regular {
-        first: &rt,
-        stride: recv.count as isize * recv.dt.extent(),
-    };
-    let st = send.map(|s| Typed::new(s.ptr, s.count, &s.dt));
-    let sr = send.zip(st.as_ref()).map(|(s, t)| Regular {
-        first: t,
-        stride: s.count as isize * s.dt.extent(),
-    });
-    a.alltoall(sr, rr, b)?;
-    Ok(true)
+    let done = with_area(comm, |a| {
+        let rt = Typed::new(recv.ptr, recv.count, &recv.dt);
+        let rr = Regular {
+            first: &rt,
+            stride: recv.count as isize * recv.dt.extent(),
+        };
+        let st = send.map(|s| Typed::new(s.ptr, s.count, &s.dt));
+        let sr = send.zip(st.as_ref()).map(|(s, t)| Regular {
+            first: t,
+            stride: s.count as isize * s.dt.extent(),
+        });
+        a.alltoall(sr, rr, b)
+    })?;
+    Ok(done.is_some())
 }
