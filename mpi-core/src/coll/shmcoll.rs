@@ -7,46 +7,60 @@
 //!
 //! A communicator gets its own segment (`madmpi_transports::shmcoll`), created the first
 //! time a blocking collective runs on it (MPI_COMM_WORLD), or the `AFTER + 1`-th time (others:
-//! a communicator made for one or two collectives is not worth a segment). Its data area per
-//! member is `WORLD_DATA` for MPI_COMM_WORLD (within `WORLD_SEGMENT` in all), `SMALL_DATA`
-//! otherwise. The setup is itself
-//! collective, over point-to-point on the communicator's collective context: rank 0 creates the
-//! segment and broadcasts its name, the others map it, an allreduce tells everyone whether all
-//! succeeded, and rank 0 removes the name (the launcher also removes `/dev/shm/madmpi-<job>*`
-//! after a crash). If anything fails — no memory, too many areas in one process — every member
-//! learns it from the allreduce and the communicator stays on point-to-point for good. The area
-//! goes when the communicator is freed ([`forget`]).
+//! a communicator made for one or two collectives is not worth a segment). The setup is itself
+//! collective, over point-to-point on the communicator's collective context: rank 0 creates
+//! the segment and broadcasts its name, the others map it, an allreduce tells everyone whether
+//! all succeeded, and rank 0 removes the name (the launcher also removes
+//! `/dev/shm/madmpi-<job>*` after a crash). If anything fails — no memory, too many areas in
+//! one process — every member learns it from the allreduce and the communicator stays on
+//! point-to-point for good. Then, through the area itself, the members publish their process
+//! ids and agree on whether they can copy from each other's memory (cross-memory attach). The
+//! area goes when the communicator is freed ([`forget`]).
 //!
 //! # Steps
 //!
 //! A collective is a sequence of numbered steps, the same on every member (from 1, one counter
 //! per area). Each member has two counters in the segment, written by itself only and only ever
-//! growing: `ready` (= k: its data for step k is in place, or it has arrived at barrier k) and
-//! `done` (= k: it has finished step k, so it reads nothing of steps ≤ k any more). A waiter's
-//! condition is always "counter ≥ k", so a member running ahead never hides an earlier step, and
-//! back-to-back collectives need no reset: there is no slot reuse race.
+//! growing: `ready` (= k: it has arrived at barrier k, or its large data or buffer address for
+//! step k is in place) and `done` (= k: it has finished step k, so it reads nothing of steps
+//! ≤ k any more). A waiter's condition is always "counter ≥ k", so a member running ahead never
+//! hides an earlier step, and back-to-back collectives need no reset: there is no slot reuse
+//! race.
 //!
-//! Data goes through each member's data area, cut into `CELLS` cells and used as a ring: a
-//! step that publishes `b` bytes (at most half the area) takes the next ⌈b/cell⌉ cells of its
-//! writer's ring. Every member runs the same allocation for every writer, so
-//! readers know where to look without being told. A writer reuses a cell only once every other
-//! member's `done` has reached the last step that read it; with a ring of 32 cells a small
-//! broadcast root runs up to 31 steps ahead, and large transfers go in chunks of half the area,
-//! double buffered.
+//! Data goes through each member's data area: a ring of `SLOTS` slots of `SLOT` bytes for steps
+//! of at most `SMALL_MAX` bytes, each slot starting with its own flag (the step whose data it
+//! holds: data and flag share a cache line, so a reader pays one line transfer), then a ring of
+//! `CELLS` cells for larger steps, which take the next ⌈b/cell⌉ cells (at most half the ring)
+//! and signal with `ready`. Every member runs the same allocation for every writer, so readers
+//! know where to look without being told. A writer reuses a slot or a cell only once every
+//! other member's `done` has reached the last step that read it: a small broadcast root runs
+//! up to 31 steps ahead, and large transfers go in chunks of half the ring, double buffered.
+//! MPI_COMM_WORLD's ring of cells is `WORLD_CELLS` per member (within `WORLD_SEGMENT` in all),
+//! the others' `SMALL_CELLS`.
 //!
 //! - barrier: everyone publishes `ready`, then waits for all the others (≤ `FLAT_MAX` members),
 //!   or a fan-in tree of radix `RADIX` and a release counter from rank 0 (more).
-//! - bcast: the root packs a chunk into its cells and publishes; the others unpack it.
+//! - bcast: the root packs a chunk into its slot or cells and publishes; the others unpack
+//!   it (chunks of at most `BCAST_CHUNK`, pipelined). Between two members, from
+//!   `CMA_BCAST_MIN` bytes, when they can, the root publishes the address of its (packed)
+//!   data instead, the other copies it straight from its memory, and the root waits for its
+//!   `done`.
 //! - allreduce / reduce: everyone packs its contribution; small chunks are then combined by
 //!   every member (or the root alone) in rank order, `c0 op (c1 op (… op cn-1))`, so any
 //!   operation works and every member gets bit-identical results; chunks from `SPLIT_MIN`
-//!   bytes are reduce-scattered (member i combines block i and publishes it), then gathered.
-//! - alltoall: everyone packs its outgoing blocks, then unpacks the blocks meant for it.
+//!   bytes are reduce-scattered (member i combines block i, reading its own part in place, and
+//!   publishes the result over that part), then gathered.
+//! - alltoall: everyone packs its outgoing blocks, then unpacks the blocks meant for it; from
+//!   `CMA_ALLTOALL_MIN` bytes per block, when the members can, everyone publishes where its
+//!   outgoing blocks are and copies its own straight from the others' memory, then waits for
+//!   everyone's `done`.
 //!
 //! Waits spin briefly then yield, with the same budget as the engine's waits (a host running
-//! more ranks than CPUs yields almost at once), and drive the engine's progress now and then,
-//! so point-to-point traffic (and non-blocking collectives) pending meanwhile moves on; a
-//! member that dies fails the wait with MPI_ERR_PROC_ABORTED.
+//! more ranks than CPUs yields almost at once) — but yield at once when the member waited for
+//! was last seen on this process's CPU, where spinning would only keep it from running — and
+//! drive the engine's progress now and then, so point-to-point traffic (and non-blocking
+//! collectives) pending meanwhile moves on; a member that dies fails the wait with
+//! MPI_ERR_PROC_ABORTED.
 //!
 //! # What this module must never do
 //!
@@ -101,7 +115,9 @@ const RADIX: usize = 8;
 /// Reduction chunks from this many bytes are reduce-scattered then gathered.
 const SPLIT_MIN: usize = 8192;
 /// From these sizes (bytes broadcast, bytes per alltoall block), processes copy straight out of
-/// each other's memory when they can (cross-memory attach), instead of through their areas.
+/// each other's memory when they can (cross-memory attach), instead of through their areas —
+/// for bcast only with a single reader: several readers pinning the root's pages at once are
+/// slower than a pipeline through the root's cells.
 const CMA_BCAST_MIN: usize = 512 << 10;
 const CMA_ALLTOALL_MIN: usize = 8 << 10;
 /// What a probe word holds.
@@ -113,6 +129,8 @@ const INFO_ADDR: usize = 2;
 const INFO_STRIDE: usize = 3;
 /// 1 + the CPU the member last ran on when it started waiting (0: unknown).
 const INFO_CPU: usize = 4;
+/// Largest bcast chunk (pipelining depth matters more than step count beyond this).
+const BCAST_CHUNK: usize = 256 << 10;
 /// Polls made back to back, before pausing between polls.
 const FAST_POLLS: u32 = 128;
 /// While spinning, drive the engine once every this many polls.
@@ -834,12 +852,12 @@ impl Area {
     /// # Safety
     /// `buf` holds its elements (significant everywhere).
     unsafe fn bcast(&mut self, buf: &Typed<'_>, nb: usize, root: usize) -> Result<()> {
-        if self.cma && nb >= CMA_BCAST_MIN {
+        if self.cma && self.n == 2 && nb >= CMA_BCAST_MIN {
             return self.bcast_cma(buf, nb, root);
         }
         let mut off = 0;
         while off < nb {
-            let len = self.chunk.min(nb - off);
+            let len = self.chunk.min(BCAST_CHUNK).min(nb - off);
             let k = self.step();
             self.alloc(root, len);
             let p = self.data(root, 0);
