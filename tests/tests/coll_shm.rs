@@ -4,8 +4,8 @@
 //! the chunk boundaries up to 1 MiB, derived datatypes, a non-commutative operation, more
 //! communicators than areas — on 1 to 7 ranks, through shared memory and through every
 //! fallback: TCP only, communicators spanning (pseudo-)hosts, the point-to-point algorithms
-//! forced. The program reports how many collective segments rank 0 had mapped, which tells
-//! whether the shared-memory path ran.
+//! forced, two processes over TCP (no schedule). The program reports how many collective
+//! segments rank 0 had mapped, which tells whether the shared-memory path ran.
 
 use std::time::Duration;
 
@@ -60,13 +60,25 @@ fn shared_memory_forced_and_no_cma() {
     }
 }
 
-/// Over TCP there is no node segment: everything runs point-to-point.
+/// Over TCP there is no node segment: everything runs point-to-point (two processes without
+/// a schedule, see `coll/direct.rs`).
 #[test]
 fn fallback_tcp_only() {
     for n in [2, 3, 5] {
         let o = job(n, 500).env("MADMPI_TRANSPORTS", "tcp").run();
         assert_eq!(areas(&o), 0, "{}", o.context());
     }
+}
+
+/// Every blocking collective against its reference on two processes over TCP (the direct
+/// two-process path: barrier, bcast, allreduce, alltoall).
+#[test]
+fn two_processes_over_tcp() {
+    Job::new(&c_program("coll", "basic", &[]), 2)
+        .env("MADMPI_TRANSPORTS", "tcp")
+        .timeout(Duration::from_secs(120))
+        .run()
+        .assert_ok("basic");
 }
 
 /// Two pseudo-hosts (rank mod 2): MPI_COMM_WORLD spans both and stays on point-to-point, the

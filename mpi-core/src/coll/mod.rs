@@ -39,6 +39,7 @@
 //! scan and exscan are not defined there (MPI_ERR_COMM).
 
 pub(crate) mod algo;
+mod direct;
 mod inter;
 pub(crate) mod sched;
 pub(crate) mod shmcoll;
@@ -446,7 +447,7 @@ pub fn barrier_init(comm: CommId) -> Result<RequestId> {
 
 /// MPI_Barrier.
 pub fn barrier(comm: CommId) -> Result<()> {
-    if shmcoll::barrier(comm)? {
+    if shmcoll::barrier(comm)? || direct::barrier(comm)? {
         return Ok(());
     }
     finish(ibarrier(comm)?, "MPI_Barrier")
@@ -514,7 +515,7 @@ pub unsafe fn bcast_init(d: Data, root: i32, comm: CommId) -> Result<RequestId> 
 /// # Safety
 /// As [`ibcast`], until the call returns.
 pub unsafe fn bcast(d: Data, root: i32, comm: CommId) -> Result<()> {
-    if shmcoll::bcast(&d, root, comm)? {
+    if shmcoll::bcast(&d, root, comm)? || direct::bcast(&d, root, comm)? {
         return Ok(());
     }
     finish(ibcast(d, root, comm)?, "MPI_Bcast")
@@ -1087,7 +1088,9 @@ pub unsafe fn alltoall_init(send: Option<Data>, recv: Data, comm: CommId) -> Res
 /// # Safety
 /// As [`ialltoall`], until the call returns.
 pub unsafe fn alltoall(send: Option<Data>, recv: Data, comm: CommId) -> Result<()> {
-    if shmcoll::alltoall(send.as_ref(), &recv, comm)? {
+    if shmcoll::alltoall(send.as_ref(), &recv, comm)?
+        || direct::alltoall(send.as_ref(), &recv, comm)?
+    {
         return Ok(());
     }
     finish(ialltoall(send, recv, comm)?, "MPI_Alltoall")
@@ -1455,6 +1458,15 @@ pub unsafe fn allreduce(
     comm: CommId,
 ) -> Result<()> {
     if shmcoll::reduce(send, recv, count, dt, op, None, comm)? {
+        return Ok(());
+    }
+    // Two processes whose algorithm would be one exchange (recursive doubling).
+    reduce_checks(op, dt)?;
+    let doubling = match forced("ALLREDUCE")? {
+        Some(a) => a == "recursive_doubling",
+        None => !(op.is_commutative() && count * dt.size() >= REDUCE_LONG),
+    };
+    if doubling && direct::allreduce(send, recv, count, dt, op, comm)? {
         return Ok(());
     }
     finish(
