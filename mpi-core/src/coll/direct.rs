@@ -138,7 +138,7 @@ pub(crate) unsafe fn allreduce(
         apply_packed(op, dt, count, sp, tp)?;
         std::ptr::copy_nonoverlapping(tp, out, nb);
     } else {
-        if out as *const u8 != sp {
+        if !std::ptr::eq(out, sp) {
             std::ptr::copy(sp, out, nb);
         }
         apply_packed(op, dt, count, tp, out)?;
