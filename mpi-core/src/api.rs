@@ -1286,3 +1286,9 @@ pub unsafe fn irecv_coll(
         Ok(r)
     })
 }
+
+/// Polls a waiting rank makes before it starts yielding its CPU (see [`Backoff`]), for wait
+/// loops that poll something other than the engine (the shared-memory collectives).
+pub(crate) fn spin_budget() -> u32 {
+    SPIN.load(Ordering::Relaxed)
+}

@@ -1124,6 +1124,15 @@ pub fn comm_is_inter(c: CommId) -> Result<bool> {
     with(|e| Ok(e.st.comm(c)?.remote.is_some()))
 }
 
+/// Whether `c` is an intercommunicator, and this process's rank in (the local group of) it:
+/// what a collective's C binding needs to know about its caller, under one lock.
+pub fn comm_role(c: CommId) -> Result<(bool, i32)> {
+    with(|e| {
+        let cm = e.st.comm(c)?;
+        Ok((cm.remote.is_some(), cm.rank))
+    })
+}
+
 /// MPI_Comm_free: forget the communicator (and the local communicator of an
 /// intercommunicator), and give its context ids back — once the collectives still in progress
 /// on it have completed, as the standard allows them to.
@@ -1152,6 +1161,7 @@ pub fn free_comm(c: CommId) -> Result<()> {
 fn destroy(st: &mut State, c: CommId) -> Result<()> {
     let ctx = st.comm(c)?.ctx;
     st.remove_comm(c)?;
+    crate::coll::shmcoll::forget(c);
     let ex = EXTRA.lock().remove(&c.0);
     let Some(ex) = ex else {
         return Ok(());
@@ -1163,6 +1173,7 @@ fn destroy(st: &mut State, c: CommId) -> Result<()> {
         if let Ok(cm) = st.comm(l) {
             let lctx = cm.ctx;
             st.remove_comm(l)?;
+            crate::coll::shmcoll::forget(l);
             POOL.lock().give_back(lctx / 2);
         }
         EXTRA.lock().remove(&l.0);

@@ -35,8 +35,8 @@ pub use coll::{
     scatter_init, scatterv, scatterv_init, Blocks, Data, Input, ROOT,
 };
 pub use comm::{
-    comm_create_from_group, comm_create_group, comm_dup, comm_idup, comm_is_inter, comm_split,
-    comm_split_shared, free_comm, intercomm_create, intercomm_merge, topology,
+    comm_create_from_group, comm_create_group, comm_dup, comm_idup, comm_is_inter, comm_role,
+    comm_split, comm_split_shared, free_comm, intercomm_create, intercomm_merge, topology,
 };
 pub use engine::{Strategy, BSEND_OVERHEAD};
 pub use error::{Error, ErrorClass, Result};

@@ -22,6 +22,7 @@ use std::io::{IoSlice, IoSliceMut};
 
 pub mod loopback;
 pub mod shm;
+pub mod shmcoll;
 mod sys;
 pub mod tcp;
 

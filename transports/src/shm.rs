@@ -314,7 +314,7 @@ impl Layout {
     }
 }
 
-fn c_name(name: &str) -> Result<CString> {
+pub(crate) fn c_name(name: &str) -> Result<CString> {
     let ok = name.len() >= 2
         && name.len() <= 255
         && name.starts_with('/')

@@ -133,13 +133,14 @@ enum Role {
 }
 
 fn role(c: CommId, root: c_int) -> R<Role> {
-    if madmpi::comm_is_inter(c)? {
+    let (inter, rank) = madmpi::comm_role(c)?;
+    if inter {
         Ok(match root {
             MPI_ROOT => Role::InterRoot,
             MPI_PROC_NULL => Role::InterIdle,
             _ => Role::InterLeaf,
         })
-    } else if madmpi::comm_rank(c)? == root {
+    } else if rank == root {
         Ok(Role::Root)
     } else {
         Ok(Role::Other)
@@ -160,21 +161,47 @@ enum Mode {
     Persistent,
 }
 
+/// What starting a collective gives: its request, or (`None`) nothing to wait for because a
+/// blocking form already ran to completion (the shared-memory collectives).
+trait Started {
+    fn request(self) -> Option<RequestId>;
+}
+
+impl Started for RequestId {
+    fn request(self) -> Option<RequestId> {
+        Some(self)
+    }
+}
+
+impl Started for Option<RequestId> {
+    fn request(self) -> Option<RequestId> {
+        self
+    }
+}
+
 /// Start a collective with `f` (or create its persistent request) and either wait for it or
 /// hand out its request.
-fn issue(
+fn issue<T: Started>(
     comm: MPI_Comm,
     req: *mut MPI_Request,
     mode: Mode,
     call: &dyn Fn() -> String,
-    f: impl FnOnce(CommId) -> R<RequestId>,
+    f: impl FnOnce(CommId) -> R<T>,
 ) -> c_int {
     let r = (|| {
         let c = handles::comm(comm)?;
         if mode != Mode::Blocking {
             out(req, "request")?;
         }
-        let rid = f(c)?;
+        let Some(rid) = f(c)?.request() else {
+            if mode == Mode::Blocking {
+                return Ok(());
+            }
+            return fail(
+                ErrorClass::Intern,
+                "a non-blocking collective completed without a request",
+            );
+        };
         if mode == Mode::Blocking {
             let s = madmpi::wait(rid)?;
             if let Some(cl) = s.error {
@@ -212,12 +239,10 @@ fn barrier_impl(name: &str, comm: MPI_Comm, req: *mut MPI_Request, mode: Mode) -
         req,
         mode,
         &|| format!("{name}(comm={})", cname(comm)),
-        |c| {
-            if mode == Mode::Persistent {
-                madmpi::barrier_init(c)
-            } else {
-                madmpi::ibarrier(c)
-            }
+        |c| match mode {
+            Mode::Persistent => madmpi::barrier_init(c).map(Some),
+            Mode::Nonblocking => madmpi::ibarrier(c).map(Some),
+            Mode::Blocking => madmpi::barrier(c).map(|()| None),
         },
     )
 }
@@ -252,10 +277,10 @@ fn bcast_impl(
         };
         // SAFETY: the buffer stays valid until the operation completes (MPI's rule).
         unsafe {
-            if mode == Mode::Persistent {
-                madmpi::bcast_init(d, root, c)
-            } else {
-                madmpi::ibcast(d, root, c)
+            match mode {
+                Mode::Persistent => madmpi::bcast_init(d, root, c).map(Some),
+                Mode::Nonblocking => madmpi::ibcast(d, root, c).map(Some),
+                Mode::Blocking => madmpi::bcast(d, root, c).map(|()| None),
             }
         }
     })
@@ -545,10 +570,10 @@ fn alltoall_impl(
         let recv = data(rbuf, rcount, rdt)?;
         // SAFETY: as in bcast_impl.
         unsafe {
-            if mode == Mode::Persistent {
-                madmpi::alltoall_init(send, recv, c)
-            } else {
-                madmpi::ialltoall(send, recv, c)
+            match mode {
+                Mode::Persistent => madmpi::alltoall_init(send, recv, c).map(Some),
+                Mode::Nonblocking => madmpi::ialltoall(send, recv, c).map(Some),
+                Mode::Blocking => madmpi::alltoall(send, recv, c).map(|()| None),
             }
         }
     })
@@ -678,12 +703,13 @@ fn reduce_impl(
         if matches!(ro, Role::Root | Role::InterRoot) {
             check_buf(rbuf, n, &d)?;
         }
+        let rb = rbuf as *mut u8;
         // SAFETY: as in bcast_impl.
         unsafe {
-            if mode == Mode::Persistent {
-                madmpi::reduce_init(input, rbuf as *mut u8, n, &d, &o, root, c)
-            } else {
-                madmpi::ireduce(input, rbuf as *mut u8, n, &d, &o, root, c)
+            match mode {
+                Mode::Persistent => madmpi::reduce_init(input, rb, n, &d, &o, root, c).map(Some),
+                Mode::Nonblocking => madmpi::ireduce(input, rb, n, &d, &o, root, c).map(Some),
+                Mode::Blocking => madmpi::reduce(input, rb, n, &d, &o, root, c).map(|()| None),
             }
         }
     })
@@ -707,12 +733,13 @@ fn allreduce_impl(
         let o = core_op(op, dt, &d)?;
         let input = red_input(sbuf, n, &d)?;
         check_buf(rbuf, n, &d)?;
+        let rb = rbuf as *mut u8;
         // SAFETY: as in bcast_impl.
         unsafe {
-            if mode == Mode::Persistent {
-                madmpi::allreduce_init(input, rbuf as *mut u8, n, &d, &o, c)
-            } else {
-                madmpi::iallreduce(input, rbuf as *mut u8, n, &d, &o, c)
+            match mode {
+                Mode::Persistent => madmpi::allreduce_init(input, rb, n, &d, &o, c).map(Some),
+                Mode::Nonblocking => madmpi::iallreduce(input, rb, n, &d, &o, c).map(Some),
+                Mode::Blocking => madmpi::allreduce(input, rb, n, &d, &o, c).map(|()| None),
             }
         }
     })

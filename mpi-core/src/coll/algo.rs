@@ -442,7 +442,7 @@ pub(crate) fn reduce_binomial(
 }
 
 /// Block `i` of `count` elements cut into `parts` blocks: `(first element, elements)`.
-fn block(count: usize, parts: usize, i: usize) -> (usize, usize) {
+pub(crate) fn block(count: usize, parts: usize, i: usize) -> (usize, usize) {
     let q = count / parts;
     let r = count % parts;
     (i * q + i.min(r), q + usize::from(i < r))

@@ -28,6 +28,9 @@
 //! | scan, exscan | recursive doubling | always |
 //! | gatherv, scatterv, allgatherv | linear, linear, ring | always |
 //!
+//! The blocking barrier, bcast, reduce, allreduce and alltoall of a communicator on one node go
+//! through shared memory instead (`shmcoll`; `MADMPI_COLL_<NAME>=shm`, the default there).
+//!
 //! A forced algorithm that cannot run (e.g. `rabenseifner` with a non-commutative operation)
 //! falls back to the default. Non-commutative operations are always combined in rank order.
 //! Intercommunicators: barrier, bcast, gather(v), scatter(v), allgather(v), alltoall(v, w),
@@ -36,8 +39,10 @@
 //! defined there (MPI_ERR_COMM).
 
 pub(crate) mod algo;
+mod direct;
 mod inter;
 pub(crate) mod sched;
+pub(crate) mod shmcoll;
 
 use madmpi_datatypes::Datatype;
 use once_cell::sync::Lazy;
@@ -350,17 +355,17 @@ fn packed_out(b: &mut B, ptr: *mut u8, count: usize, dt: &Datatype) -> (*mut u8,
 
 /// The algorithms each `MADMPI_COLL_<NAME>` variable may name.
 const KNOWN: &[(&str, &[&str])] = &[
-    ("BARRIER", &["dissemination"]),
-    ("BCAST", &["binomial", "scatter_allgather"]),
-    ("REDUCE", &["binomial", "rabenseifner"]),
+    ("BARRIER", &["dissemination", "shm"]),
+    ("BCAST", &["binomial", "scatter_allgather", "shm"]),
+    ("REDUCE", &["binomial", "rabenseifner", "shm"]),
     (
         "ALLREDUCE",
-        &["recursive_doubling", "rabenseifner", "reduce_bcast"],
+        &["recursive_doubling", "rabenseifner", "reduce_bcast", "shm"],
     ),
     ("GATHER", &["binomial", "linear"]),
     ("SCATTER", &["binomial", "linear"]),
     ("ALLGATHER", &["bruck", "ring"]),
-    ("ALLTOALL", &["linear", "pairwise"]),
+    ("ALLTOALL", &["linear", "pairwise", "shm"]),
     ("REDUCE_SCATTER", &["pairwise", "allreduce"]),
 ];
 
@@ -402,12 +407,18 @@ static CHOICES: Lazy<std::result::Result<Vec<(&'static str, &'static str)>, Stri
         Ok(out)
     });
 
-/// The algorithm forced for collective `name`, if any.
-fn forced(name: &str) -> Result<Option<&'static str>> {
+/// The algorithm forced for collective `name`, if any (`shm` included).
+fn forced_any(name: &str) -> Result<Option<&'static str>> {
     match &*CHOICES {
         Ok(v) => Ok(v.iter().find(|(n, _)| *n == name).map(|(_, a)| *a)),
         Err(m) => err(ErrorClass::Arg, m.clone()),
     }
+}
+
+/// The point-to-point algorithm forced for collective `name`, if any: `shm` only concerns
+/// the blocking forms on shared memory (see `shmcoll`), so elsewhere it means the default.
+fn forced(name: &str) -> Result<Option<&'static str>> {
+    Ok(forced_any(name)?.filter(|a| *a != "shm"))
 }
 
 // ------------------------------------------------------------------------------------ barrier
@@ -436,6 +447,9 @@ pub fn barrier_init(comm: CommId) -> Result<RequestId> {
 
 /// MPI_Barrier.
 pub fn barrier(comm: CommId) -> Result<()> {
+    if shmcoll::barrier(comm)? || direct::barrier(comm)? {
+        return Ok(());
+    }
     finish(ibarrier(comm)?, "MPI_Barrier")
 }
 
@@ -501,6 +515,9 @@ pub unsafe fn bcast_init(d: Data, root: i32, comm: CommId) -> Result<RequestId> 
 /// # Safety
 /// As [`ibcast`], until the call returns.
 pub unsafe fn bcast(d: Data, root: i32, comm: CommId) -> Result<()> {
+    if shmcoll::bcast(&d, root, comm)? || direct::bcast(&d, root, comm)? {
+        return Ok(());
+    }
     finish(ibcast(d, root, comm)?, "MPI_Bcast")
 }
 
@@ -1071,6 +1088,11 @@ pub unsafe fn alltoall_init(send: Option<Data>, recv: Data, comm: CommId) -> Res
 /// # Safety
 /// As [`ialltoall`], until the call returns.
 pub unsafe fn alltoall(send: Option<Data>, recv: Data, comm: CommId) -> Result<()> {
+    if shmcoll::alltoall(send.as_ref(), &recv, comm)?
+        || direct::alltoall(send.as_ref(), &recv, comm)?
+    {
+        return Ok(());
+    }
     finish(ialltoall(send, recv, comm)?, "MPI_Alltoall")
 }
 
@@ -1308,6 +1330,9 @@ pub unsafe fn reduce(
     root: i32,
     comm: CommId,
 ) -> Result<()> {
+    if shmcoll::reduce(send, recv, count, dt, op, Some(root), comm)? {
+        return Ok(());
+    }
     finish(
         ireduce(send, recv, count, dt, op, root, comm)?,
         "MPI_Reduce",
@@ -1432,6 +1457,18 @@ pub unsafe fn allreduce(
     op: &Op,
     comm: CommId,
 ) -> Result<()> {
+    if shmcoll::reduce(send, recv, count, dt, op, None, comm)? {
+        return Ok(());
+    }
+    // Two processes whose algorithm would be one exchange (recursive doubling).
+    reduce_checks(op, dt)?;
+    let doubling = match forced("ALLREDUCE")? {
+        Some(a) => a == "recursive_doubling",
+        None => !(op.is_commutative() && count * dt.size() >= REDUCE_LONG),
+    };
+    if doubling && direct::allreduce(send, recv, count, dt, op, comm)? {
+        return Ok(());
+    }
     finish(
         iallreduce(send, recv, count, dt, op, comm)?,
         "MPI_Allreduce",

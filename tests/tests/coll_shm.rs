@@ -1,0 +1,118 @@
+//! The shared-memory collectives (`docs/collectives.md`, "Shared memory"): the C program
+//! `tests/c/coll/shm.c` — thousands of back-to-back barriers and small collectives with
+//! checksums, several communicators interleaved with user point-to-point traffic, sizes around
+//! the chunk boundaries up to 1 MiB, derived datatypes, a non-commutative operation, more
+//! communicators than areas — on 1 to 7 ranks, through shared memory and through every
+//! fallback: TCP only, communicators spanning (pseudo-)hosts, the point-to-point algorithms
+//! forced, two processes over TCP (no schedule). The program reports how many collective
+//! segments rank 0 had mapped, which tells whether the shared-memory path ran.
+
+use std::time::Duration;
+
+use madmpi_tests::harness::{c_program, toolchain, Job, Outcome};
+
+fn job(ranks: usize, iters: usize) -> Job {
+    Job::new(&c_program("coll", "shm", &[]), ranks)
+        .args(&[&iters.to_string()])
+        .timeout(Duration::from_secs(240))
+}
+
+/// The `shm-areas N` line of a passing run.
+fn areas(o: &Outcome) -> usize {
+    o.assert_ok("shm");
+    o.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("shm-areas "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no shm-areas line: {}", o.context()))
+}
+
+#[test]
+fn shared_memory_1_to_7_ranks() {
+    for n in 1..=7 {
+        let o = job(n, 2000).run();
+        let a = areas(&o);
+        if toolchain().ours && n > 1 {
+            // MPI_COMM_WORLD, and the split communicator of rank 0 once it has two members.
+            let want = if n >= 3 { 2 } else { 1 };
+            assert!(
+                a >= want,
+                "{n} ranks: {a} collective segments\n{}",
+                o.context()
+            );
+        }
+    }
+}
+
+#[test]
+fn shared_memory_forced_and_no_cma() {
+    let o = job(4, 1000)
+        .env("MADMPI_COLL_BARRIER", "shm")
+        .env("MADMPI_COLL_BCAST", "shm")
+        .env("MADMPI_COLL_REDUCE", "shm")
+        .env("MADMPI_COLL_ALLREDUCE", "shm")
+        .env("MADMPI_COLL_ALLTOALL", "shm")
+        .env("MADMPI_SHM_CMA", "0")
+        .run();
+    let a = areas(&o);
+    if toolchain().ours {
+        assert!(a >= 2, "{a} collective segments\n{}", o.context());
+    }
+}
+
+/// Over TCP there is no node segment: everything runs point-to-point (two processes without
+/// a schedule, see `coll/direct.rs`).
+#[test]
+fn fallback_tcp_only() {
+    for n in [2, 3, 5] {
+        let o = job(n, 500).env("MADMPI_TRANSPORTS", "tcp").run();
+        assert_eq!(areas(&o), 0, "{}", o.context());
+    }
+}
+
+/// Every blocking collective against its reference on two processes over TCP (the direct
+/// two-process path: barrier, bcast, allreduce, alltoall).
+#[test]
+fn two_processes_over_tcp() {
+    Job::new(&c_program("coll", "basic", &[]), 2)
+        .env("MADMPI_TRANSPORTS", "tcp")
+        .timeout(Duration::from_secs(120))
+        .run()
+        .assert_ok("basic");
+}
+
+/// Two pseudo-hosts (rank mod 2): MPI_COMM_WORLD spans both and stays on point-to-point, the
+/// split by rank parity lies within one and gets an area.
+#[test]
+fn fallback_across_hosts_and_shm_within() {
+    if !toolchain().ours {
+        return;
+    }
+    for n in [4, 5] {
+        let o = job(n, 500).env("MADMPI_FAKE_HOSTS", "2").run();
+        assert_eq!(areas(&o), 1, "{}", o.context());
+    }
+}
+
+/// The point-to-point algorithms forced: no area at all.
+#[test]
+fn fallback_point_to_point_forced() {
+    let o = job(4, 500)
+        .env("MADMPI_COLL_BARRIER", "dissemination")
+        .env("MADMPI_COLL_BCAST", "binomial")
+        .env("MADMPI_COLL_REDUCE", "binomial")
+        .env("MADMPI_COLL_ALLREDUCE", "recursive_doubling")
+        .env("MADMPI_COLL_ALLTOALL", "linear")
+        .run();
+    assert_eq!(areas(&o), 0, "{}", o.context());
+}
+
+/// Groups beyond the flat barrier (tree barrier with a release counter).
+#[test]
+fn shared_memory_ten_ranks() {
+    let o = job(10, 300).run();
+    let a = areas(&o);
+    if toolchain().ours {
+        assert!(a >= 2, "{a} collective segments\n{}", o.context());
+    }
+}
