@@ -37,10 +37,10 @@ pub(crate) fn install(rank: u32) {
         let targets: Targets = match spec.parse() {
             Ok(t) => t,
             Err(e) => {
-                eprintln!(
+                crate::trace::say_line(format!(
                     "madmpi: rank {rank}: MADMPI_LOG={spec}: {e} (expected error, warn, info, \
                      debug, trace, or target=level directives); logging stays off"
-                );
+                ));
                 return;
             }
         };

@@ -692,10 +692,10 @@ pub(crate) fn start(rank: u32, hosts: &[String]) {
     let file = match file {
         Ok(f) => f,
         Err((what, e)) => {
-            eprintln!(
+            crate::trace::say_line(format!(
                 "madmpi: rank {rank}: MADMPI_TRACE: cannot create {}: {e}; running without a trace",
                 what.display()
-            );
+            ));
             return;
         }
     };
@@ -712,11 +712,11 @@ pub(crate) fn start(rank: u32, hosts: &[String]) {
         Ok("realtime") => true,
         Ok("monotonic") => false,
         Ok(other) => {
-            eprintln!(
+            crate::trace::say_line(format!(
                 "madmpi: rank {rank}: MADMPI_TRACE_CLOCK={other}: unknown clock \
                  (monotonic, realtime); using {}",
                 if multi_host { "realtime" } else { "monotonic" }
-            );
+            ));
             multi_host
         }
         Err(_) => multi_host,
@@ -790,11 +790,11 @@ fn write_trace(aborted: Option<&'static str>) {
     drop(g);
     let Some(file) = b.file.take() else { return };
     if let Err(e) = write_json(&mut b, file, aborted) {
-        eprintln!(
+        crate::trace::say_line(format!(
             "madmpi: rank {}: MADMPI_TRACE: cannot write {}: {e}",
             b.rank,
             b.path.display()
-        );
+        ));
     }
 }
 
@@ -1082,6 +1082,15 @@ fn write_json(b: &mut Buf, file: File, aborted: Option<&'static str>) -> std::io
     );
     w.write_all(out.as_bytes())?;
     w.flush()
+}
+
+/// Print one line on stderr with a single write, so that the lines of ranks sharing the
+/// launcher's stderr never interleave mid-line.
+pub(crate) fn say_line(msg: String) {
+    use std::io::Write;
+    let mut line = msg;
+    line.push('\n');
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 #[cfg(test)]
