@@ -15,6 +15,7 @@
 use madmpi_datatypes::Datatype;
 
 use crate::api::{wait_until, with};
+use crate::engine::State;
 use crate::error::Result;
 use crate::op::{apply_packed, AlignedBuf, Op};
 use crate::request::{RequestId, SendMode};
@@ -34,6 +35,56 @@ fn pair(comm: CommId) -> Result<Option<i32>> {
 /// A typed buffer.
 type Buf<'a> = (*mut u8, usize, &'a Datatype);
 
+/// Post a receive (`send` false) or a send of a typed buffer to or from the other process
+/// (rank `1 - me`) with tag `tag`, under the lock the caller holds.
+///
+/// # Safety
+/// The buffer holds its elements until the request completes.
+unsafe fn post(
+    st: &mut State,
+    comm: CommId,
+    me: i32,
+    tag: i32,
+    send: bool,
+    b: Buf<'_>,
+) -> Result<RequestId> {
+    let (p, c, dt) = b;
+    if send {
+        st.isend(p, c, dt, 1 - me, tag, comm, SendMode::Standard, true)
+    } else {
+        st.irecv(p, c, dt, 1 - me, tag, comm, true)
+    }
+}
+
+/// Wait until every request of `ids` has completed (and free them, setting their entries to
+/// None).
+fn wait_all(ids: &mut [Option<RequestId>]) -> Result<()> {
+    wait_until(|e| {
+        for p in ids.iter_mut() {
+            if let Some(id) = *p {
+                if step_done(&mut e.st, id)?.is_some() {
+                    *p = None;
+                }
+            }
+        }
+        Ok(ids.iter().all(Option::is_none).then_some(()))
+    })
+}
+
+/// After a failure: the requests still in `ids` free themselves when they complete, and
+/// `scratch` is leaked, since they may still write into it.
+fn abandon(ids: &[Option<RequestId>], scratch: Vec<AlignedBuf>) {
+    let _ = with(|e| {
+        for id in ids.iter().flatten() {
+            if let Some(r) = e.st.reqs.get_mut(*id) {
+                r.detached = true;
+            }
+        }
+        Ok(())
+    });
+    std::mem::forget(scratch);
+}
+
 /// Receive `recv` from and send `send` to the other process (rank `1 - me`), with the
 /// collective's tag, and wait for both.
 ///
@@ -45,34 +96,38 @@ unsafe fn exchange(
     send: Option<Buf<'_>>,
     recv: Option<Buf<'_>>,
 ) -> Result<()> {
-    let peer = 1 - me;
+    let mut ids = start(comm, me, send, recv)?;
+    let r = wait_all(&mut ids);
+    if r.is_err() {
+        abandon(&ids, Vec::new());
+    }
+    r
+}
+
+/// Post the receive and the send of [`exchange`] (receive first).
+///
+/// # Safety
+/// As [`exchange`], until the requests complete.
+unsafe fn start(
+    comm: CommId,
+    me: i32,
+    send: Option<Buf<'_>>,
+    recv: Option<Buf<'_>>,
+) -> Result<[Option<RequestId>; 2]> {
     let tag = crate::comm::next_tag(comm);
-    let (r, s) = with(|e| {
+    with(|e| {
         let r = match recv {
             // SAFETY: forwarded caller contract.
-            Some((p, c, dt)) => Some(unsafe { e.st.irecv(p, c, dt, peer, tag, comm, true)? }),
+            Some(b) => Some(unsafe { post(&mut e.st, comm, me, tag, false, b)? }),
             None => None,
         };
         let s = match send {
             // SAFETY: forwarded caller contract.
-            Some((p, c, dt)) => Some(unsafe {
-                e.st.isend(p, c, dt, peer, tag, comm, SendMode::Standard, true)?
-            }),
+            Some(b) => Some(unsafe { post(&mut e.st, comm, me, tag, true, b)? }),
             None => None,
         };
         e.flush()?;
-        Ok((r, s))
-    })?;
-    let mut pending: [Option<RequestId>; 2] = [r, s];
-    wait_until(|e| {
-        for p in pending.iter_mut() {
-            if let Some(id) = *p {
-                if step_done(&mut e.st, id)?.is_some() {
-                    *p = None;
-                }
-            }
-        }
-        Ok(pending.iter().all(Option::is_none).then_some(()))
+        Ok([r, s])
     })
 }
 
@@ -88,8 +143,11 @@ pub(crate) fn barrier(comm: CommId) -> Result<bool> {
     Ok(true)
 }
 
-/// MPI_Allreduce of two processes whose general algorithm would be one exchange of the whole
-/// vector (recursive doubling): exchange, then combine in rank order.
+/// MPI_Allreduce of two processes: one exchange of the whole vector, then combine in rank
+/// order (`split` false: what recursive doubling does), or (`split`) each process combines
+/// half of it and sends it back, chunk by chunk, so that combining overlaps the transfers
+/// (what Rabenseifner's algorithm does, pipelined). Any operation: the lower rank's operand is
+/// always the `in` one.
 ///
 /// # Safety
 /// As `super::allreduce`.
@@ -100,6 +158,7 @@ pub(crate) unsafe fn allreduce(
     dt: &Datatype,
     op: &Op,
     comm: CommId,
+    split: bool,
 ) -> Result<bool> {
     let Some(me) = pair(comm)? else {
         return Ok(false);
@@ -124,29 +183,197 @@ pub(crate) unsafe fn allreduce(
             t
         }
     };
-    let mut theirs = AlignedBuf::new(nb);
-    let tp = theirs.ptr();
-    let b = bytes();
-    exchange(comm, me, Some((sp as *mut u8, nb, &b)), Some((tp, nb, &b)))?;
-    // c0 op c1, the lower rank's operand as `in`.
     let mut res = None;
     let out = match dt.contiguous_span(count) {
         Some((o, _)) => recv.wrapping_offset(o),
         None => res.insert(AlignedBuf::new(nb)).ptr(),
     };
-    if me == 0 {
-        apply_packed(op, dt, count, sp, tp)?;
-        std::ptr::copy_nonoverlapping(tp, out, nb);
-    } else {
-        if !std::ptr::eq(out, sp) {
-            std::ptr::copy(sp, out, nb);
+    if split && count >= 2 {
+        if let Err(e) = split_allreduce(comm, me, sp, out, count, dt, op) {
+            // Sends from it may still be going.
+            std::mem::forget(tin);
+            std::mem::forget(res);
+            return Err(e);
         }
-        apply_packed(op, dt, count, tp, out)?;
+    } else {
+        let mut theirs = AlignedBuf::new(nb);
+        let tp = theirs.ptr();
+        let b = bytes();
+        if let Err(e) = exchange(comm, me, Some((sp as *mut u8, nb, &b)), Some((tp, nb, &b))) {
+            // The receive may still land.
+            std::mem::forget(theirs);
+            std::mem::forget(tin);
+            return Err(e);
+        }
+        combine(me, sp, tp, out, count, dt, op)?;
     }
     if res.is_some() {
         dt.unpack(recv, count, 0, std::slice::from_raw_parts(out, nb));
     }
     Ok(true)
+}
+
+/// `out = c0 op c1` over `count` packed elements, `mine` being this process's operand and
+/// `theirs` the other's (which may be overwritten); `out` may be `mine`.
+///
+/// # Safety
+/// The three buffers hold `count` packed elements; `out` does not overlap `theirs`.
+unsafe fn combine(
+    me: i32,
+    mine: *const u8,
+    theirs: *mut u8,
+    out: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    op: &Op,
+) -> Result<()> {
+    let nb = count * dt.size();
+    if me == 0 {
+        apply_packed(op, dt, count, mine, theirs)?;
+        std::ptr::copy_nonoverlapping(theirs, out, nb);
+    } else {
+        if !std::ptr::eq(out, mine) {
+            std::ptr::copy(mine, out, nb);
+        }
+        apply_packed(op, dt, count, theirs, out)?;
+    }
+    Ok(())
+}
+
+/// Chunks of `SPLIT_CHUNK` bytes (about) of half `h` of `count` elements of `esz` bytes:
+/// `(first element, elements)` of chunk `i` of `chunks(..)`.
+fn half_chunks(count: usize, esz: usize, h: usize) -> impl Iterator<Item = (usize, usize)> {
+    let (hs, hc) = super::algo::block(count, 2, h);
+    let k = (hc * esz).div_ceil(SPLIT_CHUNK).max(1);
+    (0..k).map(move |i| {
+        let (s, c) = super::algo::block(hc, k, i);
+        (hs + s, c)
+    })
+}
+
+/// Bytes per message of the pipelined allreduce: large, since every message costs a
+/// rendezvous (over TCP, halves of 1 MiB went fastest unpipelined).
+const SPLIT_CHUNK: usize = 1 << 20;
+
+/// The `split` form of [`allreduce`]: send the other process its half of this process's
+/// contribution and receive its contribution to this process's half (all chunks posted at
+/// once), combine each chunk as it arrives and send the result at once, and receive the other
+/// half's results straight into `out`.
+///
+/// # Safety
+/// `sp` and `out` hold `count` packed elements and do not overlap.
+unsafe fn split_allreduce(
+    comm: CommId,
+    me: i32,
+    sp: *const u8,
+    out: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    op: &Op,
+) -> Result<()> {
+    let esz = dt.size();
+    let mine = me as usize;
+    let (ms, mc) = super::algo::block(count, 2, mine);
+    let mut tb = AlignedBuf::new(mc * esz);
+    // Contributions to this half land at `tp + (first - ms) * esz`.
+    let tp = tb.ptr().wrapping_sub(ms * esz);
+    let tag = crate::comm::next_tag(comm);
+    let b = bytes();
+    let mine_chunks: Vec<(usize, usize)> = half_chunks(count, esz, mine).collect();
+    let k = mine_chunks.len();
+    // The first `k` entries: this half's incoming chunks, in order; then everything else.
+    let mut ids: Vec<Option<RequestId>> = Vec::with_capacity(4 * k + 4);
+    let r = (|| -> Result<()> {
+        split_post(
+            comm,
+            me,
+            tag,
+            sp,
+            out,
+            tp,
+            count,
+            esz,
+            &mine_chunks,
+            &mut ids,
+        )?;
+        for (i, &(f, c)) in mine_chunks.iter().enumerate() {
+            wait_all(&mut ids[i..i + 1])?;
+            let (o, t) = (out.add(f * esz), tp.add(f * esz));
+            combine(me, sp.add(f * esz), t, o, c, dt, op)?;
+            // SAFETY: the combined chunk stays in `out` until the send completes.
+            let s = with(|e| {
+                let s = unsafe { post(&mut e.st, comm, me, tag | 2, true, (o, c * esz, &b))? };
+                e.flush()?;
+                Ok(s)
+            })?;
+            ids.push(Some(s));
+        }
+        wait_all(&mut ids)
+    })();
+    if r.is_err() {
+        abandon(&ids, vec![tb]);
+    }
+    r
+}
+
+/// Post the messages [`split_allreduce`] starts with (into `ids`): receives of this half's
+/// chunks (first, in order), sends of the other half's, receives of the other half's results.
+///
+/// # Safety
+/// As [`split_allreduce`]; `tp` is where this half's incoming chunks go.
+#[allow(clippy::too_many_arguments)]
+unsafe fn split_post(
+    comm: CommId,
+    me: i32,
+    tag: i32,
+    sp: *const u8,
+    out: *mut u8,
+    tp: *mut u8,
+    count: usize,
+    esz: usize,
+    mine_chunks: &[(usize, usize)],
+    ids: &mut Vec<Option<RequestId>>,
+) -> Result<()> {
+    let b = bytes();
+    let theirs = 1 - me as usize;
+    with(|e| {
+        for &(f, c) in mine_chunks {
+            // SAFETY: `tp` + this chunk lies in the caller's scratch, alive until the
+            // requests complete.
+            ids.push(Some(unsafe {
+                post(
+                    &mut e.st,
+                    comm,
+                    me,
+                    tag | 1,
+                    false,
+                    (tp.add(f * esz), c * esz, &b),
+                )?
+            }));
+        }
+        for (f, c) in half_chunks(count, esz, theirs) {
+            // SAFETY: chunks of the other half of `sp` and `out` (caller contract).
+            unsafe {
+                ids.push(Some(post(
+                    &mut e.st,
+                    comm,
+                    me,
+                    tag | 1,
+                    true,
+                    (sp.add(f * esz) as *mut u8, c * esz, &b),
+                )?));
+                ids.push(Some(post(
+                    &mut e.st,
+                    comm,
+                    me,
+                    tag | 2,
+                    false,
+                    (out.add(f * esz), c * esz, &b),
+                )?));
+            }
+        }
+        e.flush()
+    })
 }
 
 /// MPI_Bcast of two processes: the root sends, the other receives (typed, in place).
@@ -189,11 +416,16 @@ pub(crate) unsafe fn alltoall(
     let (rp, rc, rdt) = recv.block(peer);
     match send {
         Some(s) => {
+            // The own block is copied while the exchange goes on.
             let (sp, sc, sdt) = s.block(peer);
-            exchange(comm, me, Some((sp, sc, &sdt)), Some((rp, rc, &rdt)))?;
+            let mut ids = start(comm, me, Some((sp, sc, &sdt)), Some((rp, rc, &rdt)))?;
             let (op, oc, odt) = s.block(me);
             let (mp, mc, mdt) = recv.block(me);
-            super::sched::copy_typed(op, oc, &odt, mp, mc, &mdt)?;
+            let r = super::sched::copy_typed(op, oc, &odt, mp, mc, &mdt).and(wait_all(&mut ids));
+            if r.is_err() {
+                abandon(&ids, Vec::new());
+            }
+            r?;
         }
         None => {
             let nb = rc * rdt.size();
@@ -201,7 +433,11 @@ pub(crate) unsafe fn alltoall(
             let tp = t.ptr();
             super::sched::copy_typed(rp, rc, &rdt, tp, nb, &bytes())?;
             let b = bytes();
-            exchange(comm, me, Some((tp, nb, &b)), Some((rp, rc, &rdt)))?;
+            if let Err(e) = exchange(comm, me, Some((tp, nb, &b)), Some((rp, rc, &rdt))) {
+                // The send may still read it.
+                std::mem::forget(t);
+                return Err(e);
+            }
         }
     }
     Ok(true)

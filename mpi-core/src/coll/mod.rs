@@ -1460,13 +1460,15 @@ pub unsafe fn allreduce(
     if shmcoll::reduce(send, recv, count, dt, op, None, comm)? {
         return Ok(());
     }
-    // Two processes whose algorithm would be one exchange (recursive doubling).
+    // Two processes: one exchange (recursive doubling) or halves (Rabenseifner), pipelined.
     reduce_checks(op, dt)?;
-    let doubling = match forced("ALLREDUCE")? {
-        Some(a) => a == "recursive_doubling",
-        None => !(op.is_commutative() && count * dt.size() >= REDUCE_LONG),
+    let split = match forced("ALLREDUCE")? {
+        Some(a) => a == "rabenseifner",
+        None => op.is_commutative() && count * dt.size() >= REDUCE_LONG,
     };
-    if doubling && direct::allreduce(send, recv, count, dt, op, comm)? {
+    if forced("ALLREDUCE")? != Some("reduce_bcast")
+        && direct::allreduce(send, recv, count, dt, op, comm, split)?
+    {
         return Ok(());
     }
     finish(
