@@ -2005,6 +2005,11 @@ impl State {
                 continue;
             };
             let cap = rv.target.cap as u64;
+            let small_blocks = rv
+                .target
+                .layout
+                .as_ref()
+                .is_some_and(|(_, dt, count)| !gather_worthy(dt, *count));
             let t0 = crate::trace::now();
             let mut res = Ok(());
             for &(off, addr, len) in &g.ranges {
@@ -2013,9 +2018,21 @@ impl State {
                 if n == 0 {
                     continue;
                 }
-                // SAFETY: the receive buffer is valid until completion; [off, off+n) <= cap.
-                let mut local = unsafe { rv.target.iovecs(off as usize, n as usize) };
-                res = get(kind, g.peer, RemoteRegion { addr, len: n }, &mut local);
+                let remote = RemoteRegion { addr, len: n };
+                if small_blocks {
+                    // Many small blocks: one read into a bounce buffer and a user-space
+                    // unpack cost far less than a kernel iovec per block.
+                    let mut tmp = vec![0u8; n as usize];
+                    res = get(kind, g.peer, remote, &mut [IoSliceMut::new(&mut tmp)]);
+                    if res.is_ok() {
+                        // SAFETY: the receive buffer is valid until completion.
+                        unsafe { rv.target.write_at(off as usize, &tmp) };
+                    }
+                } else {
+                    // SAFETY: the receive buffer is valid until completion; [off, off+n) <= cap.
+                    let mut local = unsafe { rv.target.iovecs(off as usize, n as usize) };
+                    res = get(kind, g.peer, remote, &mut local);
+                }
                 if res.is_err() {
                     break;
                 }
