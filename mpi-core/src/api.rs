@@ -87,10 +87,22 @@ pub(crate) struct Backoff {
 
 impl Backoff {
     pub(crate) fn new() -> Backoff {
+        Backoff::with_spin(SPIN.load(Ordering::Relaxed))
+    }
+
+    /// A backoff that yields after at most `spin` polls (and never later than the job's
+    /// budget, `MADMPI_SPIN`).
+    pub(crate) fn with_spin(spin: u32) -> Backoff {
         Backoff {
             n: 0,
-            spin: SPIN.load(Ordering::Relaxed),
+            spin: spin.min(SPIN.load(Ordering::Relaxed)),
         }
+    }
+
+    /// Whether the spinning is over: each further `snooze` yields the CPU.
+    #[inline]
+    pub(crate) fn yielding(&self) -> bool {
+        self.n >= self.spin
     }
 
     #[inline]
@@ -989,68 +1001,85 @@ pub fn test_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Comple
     })
 }
 
-/// Whether every active request of `reqs` is complete (MPI_Testall's flag), without taking any.
+/// Whether every request of `reqs` from `*from` on is complete (inactive ones count as
+/// complete). `*from` moves past the ones found complete: they stay complete, so a wait loop
+/// never looks at them again.
+fn complete_from(e: &Engine, reqs: &[Option<RequestId>], from: &mut usize) -> Result<bool> {
+    while let Some(r) = reqs.get(*from) {
+        if let Some(r) = *r {
+            let req = e.st.reqs.get(r).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Request,
+                    format!("invalid request handle at index {}", *from),
+                )
+            })?;
+            if req.active && !req.complete {
+                return Ok(false);
+            }
+        }
+        *from += 1;
+    }
+    Ok(true)
+}
+
+/// Take the completions of `reqs`, all complete (checked under the same lock).
+fn take_all(
+    e: &mut Engine,
+    reqs: &[Option<RequestId>],
+    out: &mut [Option<Completion>],
+) -> Result<()> {
+    for (r, o) in reqs.iter().zip(out.iter_mut()) {
+        *o = match *r {
+            None => None,
+            Some(r) => Some(
+                take_if_complete(e, r)?
+                    .ok_or_else(|| Error::new(ErrorClass::Intern, "request not complete"))?,
+            ),
+        };
+    }
+    Ok(())
+}
+
+/// Whether every active request of `reqs` is complete (MPI_Request_get_status_all's flag),
+/// without taking any.
 pub fn all_complete(reqs: &[Option<RequestId>]) -> Result<bool> {
     with(|e| {
-        let check = |e: &Engine| -> Result<bool> {
-            for (i, r) in reqs.iter().enumerate() {
-                let Some(r) = *r else { continue };
-                let req = e.st.reqs.get(r).ok_or_else(|| {
-                    Error::new(
-                        ErrorClass::Request,
-                        format!("invalid request handle at index {i}"),
-                    )
-                })?;
-                if req.active && !req.complete {
-                    return Ok(false);
-                }
-            }
-            Ok(true)
-        };
-        if check(e)? {
+        let mut from = 0;
+        if complete_from(e, reqs, &mut from)? {
             return Ok(true);
         }
         e.progress()?;
-        check(e)
+        complete_from(e, reqs, &mut from)
     })
 }
 
-/// Wait until every request of `reqs` is complete, without taking any.
-pub fn wait_all_complete(reqs: &[Option<RequestId>]) -> Result<()> {
-    let mut b = Backoff::new();
-    loop {
-        if all_complete(reqs)? {
-            return Ok(());
-        }
-        b.snooze();
-    }
-}
-
-/// Take the completion of a request known to be complete (after [`all_complete`]).
-pub fn take_completion(r: RequestId) -> Result<Completion> {
+/// MPI_Testall: if every request of `reqs` is complete, their completions go to `out` (`None`
+/// for `None` entries) and the result is true; else nothing is taken.
+pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> Result<bool> {
     with(|e| {
-        take_if_complete(e, r)?
-            .ok_or_else(|| Error::new(ErrorClass::Intern, "request not complete"))
+        let mut from = 0;
+        if !complete_from(e, reqs, &mut from)? {
+            e.progress()?;
+            if !complete_from(e, reqs, &mut from)? {
+                return Ok(false);
+            }
+        }
+        take_all(e, reqs, out)?;
+        Ok(true)
     })
 }
 
-/// [`take_completion`] of every request of `rids` (`None` entries are skipped and give
-/// `None`), under one lock: Waitall and Testall on many requests.
-pub fn take_completions(rids: &[Option<RequestId>], out: &mut [Option<Result<Completion>>]) {
-    let r = with(|e| {
-        for (r, o) in rids.iter().zip(out.iter_mut()) {
-            *o = r.map(|r| {
-                take_if_complete(e, r)?
-                    .ok_or_else(|| Error::new(ErrorClass::Intern, "request not complete"))
-            });
+/// MPI_Waitall: wait until every request of `reqs` is complete, and take their completions
+/// under the lock that saw the last one complete.
+pub fn wait_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> Result<()> {
+    let mut from = 0;
+    wait_until(|e| {
+        if !complete_from(e, reqs, &mut from)? {
+            return Ok(None);
         }
-        Ok(())
-    });
-    if let Err(err) = r {
-        for (r, o) in rids.iter().zip(out.iter_mut()) {
-            *o = r.map(|_| Err(err.clone()));
-        }
-    }
+        take_all(e, reqs, out)?;
+        Ok(Some(()))
+    })
 }
 
 /// MPI_Request_free: the request is freed now if complete, else when it completes.
@@ -1285,10 +1314,4 @@ pub unsafe fn irecv_coll(
         e.flush()?;
         Ok(r)
     })
-}
-
-/// Polls a waiting rank makes before it starts yielding its CPU (see [`Backoff`]), for wait
-/// loops that poll something other than the engine (the shared-memory collectives).
-pub(crate) fn spin_budget() -> u32 {
-    SPIN.load(Ordering::Relaxed)
 }

@@ -275,72 +275,67 @@ fn in_status(comm: MPI_Comm, failed: usize, call: &dyn Fn() -> String) -> c_int 
     errors::raise_code(comm, call, MPI_ERR_IN_STATUS, &why)
 }
 
-/// Take the completions of the (all complete) requests and write statuses, for Waitall and
-/// Testall.
+/// Write the statuses of the completions `done` (taken by Waitall or Testall), forget the C
+/// handles of the freed requests, and report failed ones with MPI_ERR_IN_STATUS.
 fn finish_all(
     m: &mut Many,
     ents: &[Option<ReqEntry>],
+    done: &[Option<Completion>],
     statuses: *mut MPI_Status,
     call: &dyn Fn() -> String,
 ) -> c_int {
     let n = m.handles.len();
     let mut st = super::common::statuses(statuses, n);
-    let mut failed = 0usize;
-    let mut first_failed = None;
-    let mut core_err = None;
-    let mut codes = Vec::new();
-    let rids: Vec<Option<RequestId>> = ents.iter().map(|e| e.map(|e| e.rid)).collect();
-    let mut done: Vec<Option<R<Completion>>> = vec![None; n];
-    madmpi::take_completions(&rids, &mut done);
     // The freed ones lose their handles under one lock.
     handles::drop_requests(
         (0..n)
-            .filter(|&i| matches!(done[i], Some(Ok(c)) if c.freed))
+            .filter(|&i| matches!(done[i], Some(c) if c.freed))
             .map(|i| m.handles[i]),
     );
-    for (i, d) in done.into_iter().enumerate() {
-        let Some(d) = d else {
+    let mut failed = 0usize;
+    let mut first_failed = None;
+    for (i, d) in done.iter().enumerate() {
+        let Some(c) = d else {
             if let Some(st) = st.as_deref_mut() {
                 empty_status(&mut st[i]);
             }
             continue;
         };
-        match d {
-            Ok(c) => {
-                if c.freed {
-                    m.handles[i] = MPI_REQUEST_NULL;
-                }
-                if let Some(st) = st.as_deref_mut() {
-                    fill_status(&mut st[i], &c.status);
-                }
-                if let Some(code) = status_code(&c.status) {
-                    failed += 1;
-                    first_failed.get_or_insert(i);
-                    codes.push((i, code));
-                }
-            }
-            Err(err) => {
-                core_err.get_or_insert((i, err));
-            }
+        if c.freed {
+            m.handles[i] = MPI_REQUEST_NULL;
         }
-    }
-    if let Some((i, err)) = core_err {
-        return errors::raise(comm_of(ents, i), call, err);
+        if let Some(st) = st.as_deref_mut() {
+            fill_status(&mut st[i], &c.status);
+        }
+        if status_code(&c.status).is_some() {
+            failed += 1;
+            first_failed.get_or_insert(i);
+        }
     }
     match first_failed {
         None => MPI_SUCCESS,
         Some(i) => {
             if let Some(st) = st {
-                for s in st.iter_mut() {
-                    s.MPI_ERROR = MPI_SUCCESS;
-                }
-                for (j, code) in codes {
-                    st[j].MPI_ERROR = code;
+                for (s, d) in st.iter_mut().zip(done) {
+                    s.MPI_ERROR = d
+                        .and_then(|c| status_code(&c.status))
+                        .unwrap_or(MPI_SUCCESS);
                 }
             }
             in_status(comm_of(ents, i), failed, call)
         }
     }
+}
+
+/// The comm to report a core error of a call on several requests on: the first non-null one.
+fn first_comm(ents: &[Option<ReqEntry>]) -> MPI_Comm {
+    comm_of(
+        ents,
+        ents.iter()
+            .position(|e| e.is_some())
+            .unwrap_or(0)
+            .min(ents.len().saturating_sub(1)),
+    )
 }
 
 pub unsafe fn MPI_Waitall(
@@ -359,11 +354,12 @@ pub unsafe fn MPI_Waitall(
             if let Err(e) = m.lookup(ents, rids) {
                 return errors::raise(MPI_COMM_SELF, &call, e);
             }
-            if let Err(e) = madmpi::wait_all_complete(rids) {
-                let i = rids.iter().position(|r| r.is_some()).unwrap_or(0);
-                return errors::raise(comm_of(ents, i.min(n.saturating_sub(1))), &call, e);
-            }
-            finish_all(&mut m, ents, array_of_statuses, &call)
+            with_scratch(n, None, |done| {
+                if let Err(e) = madmpi::wait_all(rids, done) {
+                    return errors::raise(first_comm(ents), &call, e);
+                }
+                finish_all(&mut m, ents, done, array_of_statuses, &call)
+            })
         })
     })
 }
@@ -386,20 +382,17 @@ pub unsafe fn MPI_Testall(
             if let Err(e) = m.lookup(ents, rids) {
                 return errors::raise(MPI_COMM_SELF, &call, e);
             }
-            match madmpi::all_complete(rids) {
+            with_scratch(n, None, |done| match madmpi::test_all(rids, done) {
                 Ok(false) => {
                     *flag = 0;
                     MPI_SUCCESS
                 }
                 Ok(true) => {
                     *flag = 1;
-                    finish_all(&mut m, ents, array_of_statuses, &call)
+                    finish_all(&mut m, ents, done, array_of_statuses, &call)
                 }
-                Err(e) => {
-                    let i = rids.iter().position(|r| r.is_some()).unwrap_or(0);
-                    errors::raise(comm_of(ents, i.min(n.saturating_sub(1))), &call, e)
-                }
-            }
+                Err(e) => errors::raise(first_comm(ents), &call, e),
+            })
         })
     })
 }

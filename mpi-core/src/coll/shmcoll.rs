@@ -76,7 +76,7 @@ use madmpi_transports::{PeerId, Transport};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-use crate::api::with;
+use crate::api::{with, Backoff};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::op::{apply_packed, AlignedBuf, BuiltinOp, Op};
 use crate::{CommId, COMM_WORLD};
@@ -131,8 +131,6 @@ const INFO_STRIDE: usize = 3;
 const INFO_CPU: usize = 4;
 /// Largest bcast chunk (pipelining depth matters more than step count beyond this).
 const BCAST_CHUNK: usize = 256 << 10;
-/// Polls made back to back, before pausing between polls.
-const FAST_POLLS: u32 = 128;
 /// While spinning, drive the engine once every this many polls.
 const PROGRESS_EVERY: u32 = 64;
 /// Polls before yielding when the member waited for shares this process's CPU.
@@ -778,24 +776,16 @@ impl Area {
         if mine.load(Ordering::Relaxed) != cpu {
             mine.store(cpu, Ordering::Relaxed);
         }
-        let full = crate::api::spin_budget();
-        let budget = if self.seg.info(j, INFO_CPU).load(Ordering::Relaxed) == cpu {
-            full.min(MIN_SPIN)
+        let mut b = if self.seg.info(j, INFO_CPU).load(Ordering::Relaxed) == cpu {
+            Backoff::with_spin(MIN_SPIN)
         } else {
-            full
+            Backoff::new()
         };
         let mut i: u32 = 0;
         loop {
-            if i < budget {
-                i += 1;
-                if i > FAST_POLLS {
-                    std::hint::spin_loop();
-                }
-                if i.is_multiple_of(PROGRESS_EVERY) {
-                    self.progress()?;
-                }
-            } else {
-                std::thread::yield_now();
+            b.snooze();
+            i = i.wrapping_add(1);
+            if b.yielding() || i.is_multiple_of(PROGRESS_EVERY) {
                 self.progress()?;
             }
             if cond() {
