@@ -1074,10 +1074,8 @@ impl State {
         let Some(kind) = h.kind() else { return };
         match kind {
             Kind::Eager | Kind::Rts => {
+                // (An eager header carries no length of its own: the chunk's is the message's.)
                 let eager = kind == Kind::Eager;
-                if eager && h.msg_len != payload.len() as u64 {
-                    return self.peer_error(format!("from rank {peer}: eager length mismatch"));
-                }
                 let q = self.mq(h.ctx);
                 let pos = q
                     .posted
@@ -1467,10 +1465,10 @@ impl State {
 
 const PAD: [u8; 8] = [0; 8];
 
-/// Padding after a chunk of `len` payload bytes.
+/// Padding after a chunk of `len` payload bytes (both header lengths are multiples of 8).
 #[inline]
 fn pad_len(len: usize) -> usize {
-    wire::pad8(HDR_LEN + len) - (HDR_LEN + len)
+    wire::pad8(len) - len
 }
 
 /// Packets of Data chunks at least this large are received straight into the user buffer by

@@ -39,7 +39,7 @@ use std::sync::{Mutex, MutexGuard};
 use madmpi_transports::SendOutcome;
 
 use crate::engine::DriverKind;
-use crate::wire::{self, Header, Kind, HDR_LEN};
+use crate::wire::{self, Header, Kind};
 
 /// Recording: hooks build events.
 static ON: AtomicBool = AtomicBool::new(false);
@@ -300,14 +300,7 @@ fn ctrl_name(kind: u8, sent: bool) -> Option<&'static str> {
 fn packet_bytes(chunks: &[ChunkInfo]) -> u64 {
     chunks
         .iter()
-        .map(|c| {
-            let hlen = if c.kind == Kind::Eager as u8 {
-                wire::EAGER_HDR_LEN
-            } else {
-                HDR_LEN
-            };
-            wire::pad8(hlen + c.len as usize) as u64
-        })
+        .map(|c| wire::pad8(wire::header_len(c.kind) + c.len as usize) as u64)
         .sum()
 }
 

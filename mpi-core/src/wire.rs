@@ -13,6 +13,10 @@ use crate::error::{Error, ErrorClass, Result};
 pub const HDR_LEN: usize = 48;
 /// Bytes of the header of an `Eager` chunk: bytes 0..24 as in the long header, then `sreq`.
 pub const EAGER_HDR_LEN: usize = 32;
+const _: () = assert!(
+    HDR_LEN.is_multiple_of(8) && EAGER_HDR_LEN.is_multiple_of(8),
+    "chunks stay 8-aligned"
+);
 
 /// An encoded header: the first `len` bytes of `buf` (use it as a byte slice).
 #[derive(Clone, Copy)]
@@ -110,11 +114,7 @@ impl Header {
     /// Bytes of this header on the wire.
     #[inline]
     pub fn wire_len(&self) -> usize {
-        if self.kind == Kind::Eager as u8 {
-            EAGER_HDR_LEN
-        } else {
-            HDR_LEN
-        }
+        header_len(self.kind)
     }
 
     /// Encode (an `Eager` header's `msg_len` must equal `len`, and its `aux` is not sent).
@@ -170,32 +170,23 @@ impl Header {
             ])
         };
         let len = u32_at(20);
-        let h = if eager {
-            Header {
-                kind: b[0],
-                flags: b[1],
-                ctx: u32_at(4),
-                src: u32_at(8) as i32,
-                tag: u32_at(12) as i32,
-                seq: u32_at(16),
-                len,
-                msg_len: len as u64,
-                sreq: u64_at(24),
-                aux: 0,
-            }
+        // The short (eager) header implies its message length and has no `aux`.
+        let (msg_len, sreq, aux) = if eager {
+            (len as u64, u64_at(24), 0)
         } else {
-            Header {
-                kind: b[0],
-                flags: b[1],
-                ctx: u32_at(4),
-                src: u32_at(8) as i32,
-                tag: u32_at(12) as i32,
-                seq: u32_at(16),
-                len,
-                msg_len: u64_at(24),
-                sreq: u64_at(32),
-                aux: u64_at(40),
-            }
+            (u64_at(24), u64_at(32), u64_at(40))
+        };
+        let h = Header {
+            kind: b[0],
+            flags: b[1],
+            ctx: u32_at(4),
+            src: u32_at(8) as i32,
+            tag: u32_at(12) as i32,
+            seq: u32_at(16),
+            len,
+            msg_len,
+            sreq,
+            aux,
         };
         if h.kind().is_none() {
             return Err(Error::new(
@@ -204,6 +195,16 @@ impl Header {
             ));
         }
         Ok(h)
+    }
+}
+
+/// Bytes of the header of a chunk of raw kind `kind` on the wire.
+#[inline]
+pub fn header_len(kind: u8) -> usize {
+    if kind == Kind::Eager as u8 {
+        EAGER_HDR_LEN
+    } else {
+        HDR_LEN
     }
 }
 
