@@ -328,6 +328,48 @@ pub(crate) fn c_name(name: &str) -> Result<CString> {
     CString::new(name).map_err(|_| Error::Invalid(format!("shm segment name {name:?}")))
 }
 
+/// Create the POSIX shared-memory object `name` exclusively, reserve `total` bytes of backing
+/// memory (so a full `/dev/shm` is an error now, not a `SIGBUS` later) and map it. On error the
+/// name is removed again: nothing is left behind.
+pub(crate) fn create_mapping(name: &str, total: usize) -> Result<Mmap> {
+    let cname = c_name(name)?;
+    let fd = sys::shm_open(&cname, libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)
+        .map_err(io_err(format!("shm_open({name}, O_CREAT|O_EXCL)")))?;
+    let unlink_on_error = |e: Error| {
+        let _ = sys::shm_unlink(&cname);
+        e
+    };
+    let len = total as u64;
+    sys::ftruncate(fd.as_fd(), len)
+        .map_err(io_err(format!("ftruncate({name}, {len})")))
+        .map_err(unlink_on_error)?;
+    sys::fallocate(fd.as_fd(), len)
+        .map_err(io_err(format!(
+            "reserving {len} bytes of shared memory for {name}"
+        )))
+        .map_err(unlink_on_error)?;
+    Mmap::shared(fd.as_fd(), total)
+        .map_err(io_err(format!("mmap({name}, {len})")))
+        .map_err(unlink_on_error)
+}
+
+/// Open the existing shared-memory object `name` (`hint` added to the error when it does not
+/// exist) and map all of it, after `check` accepted its size in bytes.
+pub(crate) fn open_mapping(
+    name: &str,
+    hint: &str,
+    check: impl FnOnce(u64) -> Result<()>,
+) -> Result<Mmap> {
+    let cname = c_name(name)?;
+    let fd = sys::shm_open(&cname, libc::O_RDWR, 0)
+        .map_err(io_err(format!("shm_open({name}){hint}")))?;
+    let size = sys::file_size(fd.as_fd()).map_err(io_err(format!("fstat({name})")))?;
+    check(size)?;
+    let len = usize::try_from(size)
+        .map_err(|_| Error::Invalid(format!("shm segment {name}: size {size}")))?;
+    Mmap::shared(fd.as_fd(), len).map_err(io_err(format!("mmap({name}, {size})")))
+}
+
 /// A node's shared segment, mapped in this process. Dropping it unmaps it (it does not unlink
 /// the name: that is [`ShmSegment::unlink`]'s job).
 #[derive(Debug)]
@@ -356,26 +398,8 @@ impl ShmSegment {
     pub fn create(name: &str, nlocal: usize, cfg: &ShmConfig) -> Result<ShmSegment> {
         cfg.validate()?;
         let layout = Layout::new(nlocal, cfg.ring_bytes)?;
-        let cname = c_name(name)?;
-        let fd = sys::shm_open(&cname, libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)
-            .map_err(io_err(format!("shm_open({name}, O_CREAT|O_EXCL)")))?;
-        // From here on a failure must not leave the name behind.
-        let unlink_on_error = |e: Error| {
-            let _ = sys::shm_unlink(&cname);
-            e
-        };
         let total = layout.total as u64;
-        sys::ftruncate(fd.as_fd(), total)
-            .map_err(io_err(format!("ftruncate({name}, {total})")))
-            .map_err(unlink_on_error)?;
-        sys::fallocate(fd.as_fd(), total)
-            .map_err(io_err(format!(
-                "reserving {total} bytes of shared memory for {name}"
-            )))
-            .map_err(unlink_on_error)?;
-        let map = Mmap::shared(fd.as_fd(), layout.total)
-            .map_err(io_err(format!("mmap({name}, {total})")))
-            .map_err(unlink_on_error)?;
+        let map = create_mapping(name, layout.total)?;
         let doorbell = cfg
             .doorbell
             .unwrap_or(nlocal >= ShmConfig::DOORBELL_AUTO_MIN_LOCAL);
@@ -411,20 +435,16 @@ impl ShmSegment {
     pub fn open(name: &str, nlocal: usize, cfg: &ShmConfig) -> Result<ShmSegment> {
         cfg.validate()?;
         let layout = Layout::new(nlocal, cfg.ring_bytes)?;
-        let cname = c_name(name)?;
-        let fd = sys::shm_open(&cname, libc::O_RDWR, 0).map_err(io_err(format!(
-            "shm_open({name}) (has the node leader created it?)"
-        )))?;
-        let size = sys::file_size(fd.as_fd()).map_err(io_err(format!("fstat({name})")))?;
         let mismatch = |what: String| Error::Invalid(format!("shm segment {name}: {what}"));
-        if size < size_of::<SegHeader>() as u64 {
-            return Err(mismatch(format!(
-                "{size} bytes, too small for a madmpi header"
-            )));
-        }
-        let map_len = usize::try_from(size).map_err(|_| mismatch(format!("size {size}")))?;
-        let map =
-            Mmap::shared(fd.as_fd(), map_len).map_err(io_err(format!("mmap({name}, {size})")))?;
+        let map = open_mapping(name, " (has the node leader created it?)", |size| {
+            if size < size_of::<SegHeader>() as u64 {
+                return Err(mismatch(format!(
+                    "{size} bytes, too small for a madmpi header"
+                )));
+            }
+            Ok(())
+        })?;
+        let size = map.len() as u64;
         let hdr = map.as_ptr().cast::<SegHeader>();
         // SAFETY: the mapping holds at least a header (checked above) and is page aligned; the
         // creator wrote the plain fields before publishing `magic` with Release, and we read

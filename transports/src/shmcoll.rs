@@ -34,11 +34,10 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 use std::mem::size_of;
-use std::os::fd::AsFd;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::shm::{c_name, ShmSegment};
+use crate::shm::{create_mapping, open_mapping, ShmSegment};
 use crate::sys::{self, Mmap};
 use crate::{Error, Result};
 
@@ -130,10 +129,6 @@ impl Layout {
     }
 }
 
-fn io_err(what: String) -> impl FnOnce(std::io::Error) -> Error {
-    move |source| Error::Io { what, source }
-}
-
 /// A group's collective segment, mapped in this process; dropping it unmaps it (the name is
 /// [`CollSegment::unlink`]'s business).
 #[derive(Debug)]
@@ -160,25 +155,8 @@ impl CollSegment {
     /// refuses. On error nothing is left behind.
     pub fn create(name: &str, members: usize, data_bytes: usize) -> Result<CollSegment> {
         let layout = Layout::new(members, data_bytes)?;
-        let cname = c_name(name)?;
-        let fd = sys::shm_open(&cname, libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)
-            .map_err(io_err(format!("shm_open({name}, O_CREAT|O_EXCL)")))?;
-        let unlink_on_error = |e: Error| {
-            let _ = sys::shm_unlink(&cname);
-            e
-        };
         let total = layout.total as u64;
-        sys::ftruncate(fd.as_fd(), total)
-            .map_err(io_err(format!("ftruncate({name}, {total})")))
-            .map_err(unlink_on_error)?;
-        sys::fallocate(fd.as_fd(), total)
-            .map_err(io_err(format!(
-                "reserving {total} bytes of shared memory for {name}"
-            )))
-            .map_err(unlink_on_error)?;
-        let map = Mmap::shared(fd.as_fd(), layout.total)
-            .map_err(io_err(format!("mmap({name}, {total})")))
-            .map_err(unlink_on_error)?;
+        let map = create_mapping(name, layout.total)?;
         let hdr = map.as_ptr().cast::<Header>();
         // SAFETY: the mapping is page aligned, larger than a header, freshly created (zeroed)
         // and not yet known to anyone: the others open it only after learning its name, and
@@ -206,16 +184,13 @@ impl CollSegment {
     /// header does not match.
     pub fn open(name: &str, members: usize, data_bytes: usize) -> Result<CollSegment> {
         let layout = Layout::new(members, data_bytes)?;
-        let cname = c_name(name)?;
-        let fd =
-            sys::shm_open(&cname, libc::O_RDWR, 0).map_err(io_err(format!("shm_open({name})")))?;
-        let size = sys::file_size(fd.as_fd()).map_err(io_err(format!("fstat({name})")))?;
         let mismatch = |what: String| Error::Invalid(format!("collective segment {name}: {what}"));
-        if size != layout.total as u64 {
-            return Err(mismatch(format!("{size} bytes, {} expected", layout.total)));
-        }
-        let map = Mmap::shared(fd.as_fd(), layout.total)
-            .map_err(io_err(format!("mmap({name}, {size})")))?;
+        let map = open_mapping(name, "", |size| {
+            if size != layout.total as u64 {
+                return Err(mismatch(format!("{size} bytes, {} expected", layout.total)));
+            }
+            Ok(())
+        })?;
         let hdr = map.as_ptr().cast::<Header>();
         // SAFETY: the mapping holds a header (its size was checked) and is page aligned; the
         // plain fields were written before `magic` was published with Release, and are read
