@@ -7,9 +7,10 @@
 //!   words) select another MPI instead, to check the tests themselves, e.g.
 //!   `MADMPI_TEST_MPICC=mpicc.mpich MADMPI_TEST_MPIRUN=mpiexec.mpich`.
 //! - [`compile`]: one C file with `-std=c99 -Wall -Wextra -Werror`, once per process.
-//! - [`Job`]: `mpirun -n N prog args` with a timeout. Every process the job starts carries a
-//!   marker in its environment; when the job ends (normally, by timeout, or because the test
-//!   panicked) every process with the marker is killed, so nothing outlives a test.
+//! - [`Job`]: `mpirun -n N prog args` with a timeout, through [`run_command`] (any command):
+//!   every process the command starts carries a marker in its environment; when it ends
+//!   (normally, by timeout, or because the test panicked) every process with the marker is
+//!   killed, so nothing outlives a test.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -294,20 +295,16 @@ impl Job {
 
     /// Run the job to completion or timeout; every process it started is gone on return.
     pub fn run(&self) -> Outcome {
-        static SEQ: AtomicU64 = AtomicU64::new(0);
-        let _one_at_a_time = run_lock();
         let tc = toolchain();
-        let marker = format!(
-            "{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
         let mut cmd = Command::new(&tc.mpirun[0]);
         cmd.args(&tc.mpirun[1..])
             .arg("-n")
             .arg(self.ranks.to_string())
             .arg(&self.prog)
             .args(&self.args);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
         let command = format!(
             "{} -n {} {} {}",
             tc.mpirun.join(" "),
@@ -315,51 +312,62 @@ impl Job {
             self.prog.display(),
             self.args.join(" ")
         );
-        for (k, v) in &self.env {
-            cmd.env(k, v);
+        run_command(cmd, &command, self.timeout)
+    }
+}
+
+/// Run `cmd` (`command` names it in messages) in a process group of its own, without stdin
+/// and with its output captured, to completion or `timeout`, one command at a time within a
+/// test process. Every process it started is gone on return, also when the test panics.
+pub fn run_command(mut cmd: Command, command: &str, timeout: Duration) -> Outcome {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let _one_at_a_time = run_lock();
+    let marker = format!(
+        "{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    cmd.env(MARKER_VAR, &marker)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Its own process group, so that a signal reaches the launcher and what it started.
+    cmd.process_group(0);
+    let start = Instant::now();
+    let child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start `{command}`: {e}"));
+    let mut guard = Reaper { child, marker };
+    let out_reader = reader(guard.child.stdout.take());
+    let err_reader = reader(guard.child.stderr.take());
+    let mut timed_out = false;
+    let code = loop {
+        match guard.child.try_wait() {
+            Ok(Some(st)) => break st.code(),
+            Ok(None) => {}
+            Err(e) => panic!("waiting for `{command}`: {e}"),
         }
-        cmd.env(MARKER_VAR, &marker)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // Its own process group, so that a signal reaches the launcher and what it started.
-        cmd.process_group(0);
-        let start = Instant::now();
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start `{command}`: {e}"));
-        let mut guard = Reaper { child, marker };
-        let out_reader = reader(guard.child.stdout.take());
-        let err_reader = reader(guard.child.stderr.take());
-        let mut timed_out = false;
-        let code = loop {
-            match guard.child.try_wait() {
-                Ok(Some(st)) => break st.code(),
-                Ok(None) => {}
-                Err(e) => panic!("waiting for `{command}`: {e}"),
-            }
-            if start.elapsed() > self.timeout {
-                timed_out = true;
-                guard.kill_all();
-                let _ = guard.child.wait();
-                break None;
-            }
-            thread::sleep(Duration::from_millis(20));
-        };
-        let elapsed = start.elapsed();
-        // Ranks that outlive the launcher (they should not) are killed, which also closes the
-        // pipes the readers wait on.
-        guard.kill_all();
-        let stdout = out_reader.join().unwrap_or_default();
-        let stderr = err_reader.join().unwrap_or_default();
-        Outcome {
-            code,
-            timed_out,
-            stdout,
-            stderr,
-            elapsed,
-            command,
+        if start.elapsed() > timeout {
+            timed_out = true;
+            guard.kill_all();
+            let _ = guard.child.wait();
+            break None;
         }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = start.elapsed();
+    // Processes that outlive the command (they should not) are killed, which also closes the
+    // pipes the readers wait on.
+    guard.kill_all();
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    Outcome {
+        code,
+        timed_out,
+        stdout,
+        stderr,
+        elapsed,
+        command: command.to_string(),
     }
 }
 

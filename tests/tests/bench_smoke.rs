@@ -14,117 +14,52 @@
 //! memory, where `ours (aggreg)` must run where the scheduler matters, show
 //! up in the scheduler section and not count as a peer.
 
-use std::fs::File;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use madmpi_tests::harness::{build_once, compile, repo, run_command, scratch, Job, Outcome};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
+/// `what`, then the command, its exit and output tails.
+fn ctx(o: &Outcome, what: &str) -> String {
+    format!("{what}: {}", o.context())
 }
 
-fn scratch() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-c")
-}
-
-/// The compiler and launcher under test, as argv prefixes.
-struct Toolchain {
-    mpicc: Vec<String>,
-    mpirun: Vec<String>,
-    /// Short name for build directories.
-    tag: String,
-}
-
-fn words(s: &str) -> Vec<String> {
-    s.split_whitespace().map(String::from).collect()
-}
-
-fn env_words(name: &str) -> Option<Vec<String>> {
-    std::env::var(name)
-        .ok()
-        .map(|s| words(&s))
-        .filter(|w| !w.is_empty())
-}
-
-fn toolchain() -> &'static Toolchain {
-    static T: OnceLock<Toolchain> = OnceLock::new();
-    T.get_or_init(|| {
-        let cc = env_words("MADMPI_TEST_MPICC");
-        let run = env_words("MADMPI_TEST_MPIRUN");
-        if cc.is_none() || run.is_none() {
-            ensure_built();
-        }
-        let root = repo();
-        let tag = match &cc {
-            None => "ours".to_string(),
-            Some(w) => Path::new(&w[0])
-                .file_name()
-                .map(|s| {
-                    s.to_string_lossy()
-                        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-                })
-                .unwrap_or_else(|| "override".into()),
-        };
-        Toolchain {
-            mpicc: cc.unwrap_or_else(|| vec![root.join("bin/mpicc").display().to_string()]),
-            mpirun: run.unwrap_or_else(|| vec![root.join("bin/mpirun").display().to_string()]),
-            tag,
-        }
-    })
-}
-
-/// Runs `make` at the repository root once if our wrapper scripts, library
-/// or benchmark runner are missing. A lock file serializes concurrent test
-/// processes; the second one finds everything built.
-fn ensure_built() {
+/// Compile `bench/c/<bench>.c` with the toolchain under test.
+fn bench_program(bench: &str) -> PathBuf {
     let root = repo();
-    let runner = runner_exe();
-    let needed = [
-        "bin/mpicc",
-        "bin/mpirun",
-        "lib/libmadmpi.so",
-        runner.to_str().expect("UTF-8 path"),
-    ];
-    let missing = || -> Vec<&str> {
-        needed
-            .iter()
-            .copied()
-            .filter(|p| !root.join(p).exists())
-            .collect()
-    };
-    if missing().is_empty() {
-        return;
+    let include = root.join("bench/c").display().to_string();
+    compile(
+        &root.join("bench/c").join(format!("{bench}.c")),
+        &["-O2", "-I", &include],
+    )
+}
+
+/// Run `exe args` directly (not under mpirun), with the time limit.
+fn run_plain(exe: &Path, args: &[String]) -> Outcome {
+    let mut cmd = Command::new(exe);
+    cmd.args(args);
+    run_command(
+        cmd,
+        &format!("{} {}", exe.display(), args.join(" ")),
+        RUN_TIMEOUT,
+    )
+}
+
+/// Run the benchmark runner with `args` (and `env`), with a time limit of its own.
+fn run_runner(args: &[&str], out: &Path, env: &[(&str, &str)]) -> Outcome {
+    let mut cmd = Command::new(runner_exe());
+    cmd.args(args).arg("--out").arg(out);
+    for (k, v) in env {
+        cmd.env(k, v);
     }
-    let lock_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("madmpi-make.lock");
-    let lock = File::create(&lock_path).unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()));
-    flock(&lock);
-    if missing().is_empty() {
-        return;
-    }
-    let out = Command::new("make")
-        .current_dir(&root)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run `make` in {}: {e}", root.display()));
-    let still = missing();
-    assert!(
-        out.status.success() && still.is_empty(),
-        "`make` at {} ({}) did not produce {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        root.display(),
-        out.status,
-        still,
-        tail(&String::from_utf8_lossy(&out.stdout), 30),
-        tail(&String::from_utf8_lossy(&out.stderr), 30),
-    );
-    // The lock is released when `lock` is dropped.
+    run_command(
+        cmd,
+        &format!("madmpi-bench {}", args.join(" ")),
+        Duration::from_secs(600),
+    )
 }
 
 /// The release build of the benchmark runner (`make` builds every binary
@@ -135,142 +70,6 @@ fn runner_exe() -> PathBuf {
         .map(|d| if d.is_absolute() { d } else { repo().join(d) })
         .unwrap_or_else(|| repo().join("target"))
         .join("release/madmpi-bench")
-}
-
-fn flock(f: &File) {
-    use std::os::fd::AsRawFd;
-    loop {
-        // SAFETY: the descriptor is open for the lifetime of `f`; flock has
-        // no other preconditions.
-        let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
-        if r == 0 {
-            return;
-        }
-        let e = std::io::Error::last_os_error();
-        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "flock: {e}");
-    }
-}
-
-fn tail(s: &str, n: usize) -> String {
-    let lines: Vec<&str> = s.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-/// MPI jobs run one at a time: the machine may have fewer cores than the
-/// ranks of one job already.
-fn run_lock() -> MutexGuard<'static, ()> {
-    static L: Mutex<()> = Mutex::new(());
-    L.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Compiles one C file; panics with the compiler's output on failure.
-fn compile(src: &Path, out: &Path, extra: &[&str]) {
-    let tc = toolchain();
-    std::fs::create_dir_all(out.parent().expect("output has a directory")).expect("mkdir");
-    let mut cmd = Command::new(&tc.mpicc[0]);
-    cmd.args(&tc.mpicc[1..])
-        .args(["-std=c99", "-Wall", "-Wextra", "-Werror"])
-        .args(extra)
-        .arg(src)
-        .arg("-o")
-        .arg(out)
-        .stdin(Stdio::null());
-    let o = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", tc.mpicc));
-    assert!(
-        o.status.success(),
-        "{:?} {} failed ({}):\n{}{}",
-        tc.mpicc,
-        src.display(),
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-struct Ran {
-    ok: bool,
-    status: String,
-    stdout: String,
-    stderr: String,
-}
-
-impl Ran {
-    fn context(&self, what: &str) -> String {
-        format!(
-            "{what}: {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.status,
-            tail(&self.stdout, 40),
-            tail(&self.stderr, 40)
-        )
-    }
-}
-
-/// Runs `exe args` on `n` ranks with a time limit. The launcher gets its own
-/// process group, killed as a whole afterwards so no rank outlives the test.
-fn mpirun(n: u32, exe: &Path, args: &[&str]) -> Ran {
-    let tc = toolchain();
-    let mut argv: Vec<String> = tc.mpirun.clone();
-    argv.extend(["-n".to_string(), n.to_string(), exe.display().to_string()]);
-    argv.extend(args.iter().map(|a| a.to_string()));
-    run_limited(&format!("{}-n{n}", tc.tag), exe, &argv)
-}
-
-/// Runs `argv` (whose program is about `exe`) in a process group of its
-/// own with a time limit, one job at a time, and kills the whole group
-/// afterwards; `tag` names the log files.
-fn run_limited(tag: &str, exe: &Path, argv: &[String]) -> Ran {
-    let _serial = run_lock();
-    let dir = scratch().join("logs");
-    std::fs::create_dir_all(&dir).expect("mkdir logs");
-    let base = format!(
-        "{tag}-{}-{}",
-        exe.file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        std::process::id()
-    );
-    let out_path = dir.join(format!("{base}.out"));
-    let err_path = dir.join(format!("{base}.err"));
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(File::create(&out_path).expect("stdout file"))
-        .stderr(File::create(&err_path).expect("stderr file"))
-        .process_group(0);
-    let started = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", argv[0]));
-    let pgid = child.id() as libc::pid_t;
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break Some(st);
-        }
-        if started.elapsed() > RUN_TIMEOUT {
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    // SAFETY: killpg has no memory-safety preconditions; pgid is the group
-    // created above for this command (never our own group).
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
-    }
-    let status_text = match status {
-        Some(st) => st.to_string(),
-        None => {
-            let _ = child.wait();
-            format!("timed out after {RUN_TIMEOUT:?} (killed)")
-        }
-    };
-    Ran {
-        ok: status.is_some_and(|s| s.success()),
-        status: status_text,
-        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
-    }
 }
 
 /// One parsed `RESULT` line.
@@ -339,28 +138,20 @@ fn results(bench: &str, stdout: &str) -> Vec<Measured> {
 /// Builds `bench` warning-free, runs it on 2 ranks with `args`, and checks
 /// that every mode in `modes` reported with the given metric.
 fn smoke(bench: &str, args: &[&str], modes: &[(&str, &str)]) {
-    let tc = toolchain();
-    let exe = scratch().join(&tc.tag).join(bench);
-    let root = repo();
-    let include = root.join("bench/c").display().to_string();
-    compile(
-        &root.join("bench/c").join(format!("{bench}.c")),
-        &exe,
-        &["-O2", "-I", &include],
-    );
-    let r = mpirun(2, &exe, args);
-    assert!(r.ok, "{}", r.context(&format!("{bench} on 2 ranks")));
+    let exe = bench_program(bench);
+    let r = Job::new(&exe, 2).args(args).run();
+    assert!(r.success(), "{}", ctx(&r, &format!("{bench} on 2 ranks")));
     assert!(
         r.stdout
             .lines()
             .any(|l| l.starts_with(&format!("# {bench} ranks=2"))),
         "{}",
-        r.context("header comment line")
+        ctx(&r, "header comment line")
     );
     assert!(
         r.stdout.lines().any(|l| l.trim_end() == "# done"),
         "{}",
-        r.context("the final `# done` line")
+        ctx(&r, "the final `# done` line")
     );
     let res = results(bench, &r.stdout);
     for (mode, metric) in modes {
@@ -368,7 +159,7 @@ fn smoke(bench: &str, args: &[&str], modes: &[(&str, &str)]) {
             res.iter()
                 .any(|x| x.get("mode") == *mode && x.get("metric") == *metric),
             "{}",
-            r.context(&format!("no RESULT with mode={mode} metric={metric}"))
+            ctx(&r, &format!("no RESULT with mode={mode} metric={metric}"))
         );
     }
 }
@@ -457,21 +248,13 @@ fn coll() {
 /// A bad option is refused with a usage message, not ignored.
 #[test]
 fn bad_option_is_refused() {
-    let tc = toolchain();
-    let exe = scratch().join(&tc.tag).join("barrier-badopt");
-    let root = repo();
-    let include = root.join("bench/c").display().to_string();
-    compile(
-        &root.join("bench/c/barrier.c"),
-        &exe,
-        &["-O2", "-I", &include],
-    );
-    let r = mpirun(2, &exe, &["--mode", "nonsense"]);
-    assert!(!r.ok, "{}", r.context("--mode nonsense must fail"));
+    let exe = bench_program("barrier");
+    let r = Job::new(&exe, 2).args(&["--mode", "nonsense"]).run();
+    assert!(!r.success(), "{}", ctx(&r, "--mode nonsense must fail"));
     assert!(
         r.stderr.contains("usage:"),
         "{}",
-        r.context("usage on stderr")
+        ctx(&r, "usage on stderr")
     );
 }
 
@@ -501,22 +284,23 @@ fn rawtcp() {
         o.status,
         String::from_utf8_lossy(&o.stderr)
     );
-    let argv: Vec<String> = std::iter::once(exe.display().to_string())
-        .chain(args(&["--max", "64"]).iter().map(|s| s.to_string()))
+    let argv: Vec<String> = args(&["--max", "64"])
+        .iter()
+        .map(|s| s.to_string())
         .collect();
-    let r = run_limited("plain", &exe, &argv);
-    assert!(r.ok, "{}", r.context("rawtcp"));
+    let r = run_plain(&exe, &argv);
+    assert!(r.success(), "{}", ctx(&r, "rawtcp"));
     assert!(
         r.stdout
             .lines()
             .any(|l| l.starts_with("# pingpong ranks=2") && l.contains("library=raw TCP")),
         "{}",
-        r.context("header comment line")
+        ctx(&r, "header comment line")
     );
     assert!(
         r.stdout.lines().last() == Some("# done"),
         "{}",
-        r.context("the final `# done` line")
+        ctx(&r, "the final `# done` line")
     );
     let res = results("pingpong", &r.stdout);
     let sizes = |metric: &str| -> Vec<f64> {
@@ -526,21 +310,13 @@ fn rawtcp() {
             .collect()
     };
     let powers: Vec<f64> = (0..=6).map(|k| f64::from(1u32 << k)).collect();
-    assert_eq!(sizes("lat_us"), powers, "{}", r.context("lat_us sizes"));
-    assert_eq!(sizes("bw_MBps"), powers, "{}", r.context("bw_MBps sizes"));
-    let bad = run_limited(
-        "plain",
-        &exe,
-        &[
-            exe.display().to_string(),
-            "--mode".into(),
-            "nonsense".into(),
-        ],
-    );
+    assert_eq!(sizes("lat_us"), powers, "{}", ctx(&r, "lat_us sizes"));
+    assert_eq!(sizes("bw_MBps"), powers, "{}", ctx(&r, "bw_MBps sizes"));
+    let bad = run_plain(&exe, &["--mode".into(), "nonsense".into()]);
     assert!(
-        !bad.ok && bad.stderr.contains("usage:"),
+        !bad.success() && bad.stderr.contains("usage:"),
         "{}",
-        bad.context("--mode nonsense must fail with a usage line")
+        ctx(&bad, "--mode nonsense must fail with a usage line")
     );
 }
 
@@ -552,12 +328,11 @@ fn rawtcp() {
 fn runner_writes_plots_and_the_raw_tcp_baseline() {
     // The runner always uses the repository's own build (whatever toolchain
     // the other tests were pointed at).
-    ensure_built();
+    build_once();
     let out = scratch().join(format!("runner-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let _serial = run_lock();
-    let o = Command::new(runner_exe())
-        .args([
+    let o = run_runner(
+        &[
             "--impl",
             "ours",
             "--bench",
@@ -571,14 +346,12 @@ fn runner_writes_plots_and_the_raw_tcp_baseline() {
             "100",
             "--bench-args",
             "--mode lat --max 64 --reps 2 --iters 3",
-            "--out",
-        ])
-        .arg(&out)
-        .stdin(Stdio::null())
-        .output()
-        .expect("cannot run madmpi-bench");
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "madmpi-bench: {}\n{stderr}", o.status);
+        ],
+        &out,
+        &[],
+    );
+    let stderr = o.stderr.clone();
+    assert!(o.success(), "madmpi-bench: {}", o.context());
     let run = out.join("latest");
     let md = std::fs::read_to_string(run.join("summary.md")).expect("summary.md");
     let ctx = || format!("--- summary.md\n{md}\n--- stderr\n{stderr}");
@@ -686,12 +459,11 @@ fn json_runs(json: &str) -> Vec<(String, &str)> {
 /// is not a peer.
 #[test]
 fn runner_compares_the_two_schedulers() {
-    ensure_built();
+    build_once();
     let out = scratch().join(format!("runner-aggreg-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let _serial = run_lock();
-    let o = Command::new(runner_exe())
-        .args([
+    let o = run_runner(
+        &[
             "--impl",
             "ours-aggreg,ours",
             "--bench",
@@ -705,15 +477,12 @@ fn runner_compares_the_two_schedulers() {
             "100",
             "--bench-args",
             "--max 8 --reps 2 --iters 3 --window 4",
-            "--out",
-        ])
-        .arg(&out)
-        .env("MADMPI_STRATEGY", "bogus")
-        .stdin(Stdio::null())
-        .output()
-        .expect("cannot run madmpi-bench");
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "madmpi-bench: {}\n{stderr}", o.status);
+        ],
+        &out,
+        &[("MADMPI_STRATEGY", "bogus")],
+    );
+    let stderr = o.stderr.clone();
+    assert!(o.success(), "madmpi-bench: {}", o.context());
     let run = out.join("latest");
     let md = std::fs::read_to_string(run.join("summary.md")).expect("summary.md");
     let ctx = || format!("--- summary.md\n{md}\n--- stderr\n{stderr}");
