@@ -62,6 +62,35 @@ fn packed_buf(p: *const c_void, len: usize, what: &str) -> R<*mut u8> {
     Ok(p as *mut u8)
 }
 
+/// The checked arguments of a pack or unpack of `count` elements of `datatype` at `buf`,
+/// to or from a packed buffer of `size` bytes (`size_name`) from `position`: the element
+/// count, the type, the size and the position; the end position must fit `pos_max`.
+#[allow(clippy::too_many_arguments)]
+fn checked(
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    size: i64,
+    size_name: &str,
+    position: i64,
+    pos_max: i64,
+    external: bool,
+) -> R<(usize, handles::DtRef, usize, usize)> {
+    running()?;
+    let n = count_arg(count)?;
+    let dt = committed(datatype)?;
+    check_buf(buf, n, &dt)?;
+    let size = size_arg(size, size_name)?;
+    let pos = size_arg(position, "position")?;
+    let needed = if external {
+        dt.pack_external_size(n)?
+    } else {
+        dt.pack_size(n)?
+    };
+    fits(pos.saturating_add(needed), pos_max, "position")?;
+    Ok((n, dt, size, pos))
+}
+
 /// `MPI_Pack` and `MPI_Pack_external`: pack `incount` elements at `outbuf[position..]`; returns
 /// the new position. `external`: in `external32`. `pos_max`: the largest position the caller's
 /// position type holds.
@@ -76,18 +105,9 @@ unsafe fn pack(
     pos_max: i64,
     external: bool,
 ) -> R<i64> {
-    running()?;
-    let n = count_arg(incount)?;
-    let dt = committed(datatype)?;
-    check_buf(inbuf, n, &dt)?;
-    let size = size_arg(outsize, "outsize")?;
-    let mut pos = size_arg(position, "position")?;
-    let needed = if external {
-        dt.pack_external_size(n)?
-    } else {
-        dt.pack_size(n)?
-    };
-    fits(pos.saturating_add(needed), pos_max, "position")?;
+    let (n, dt, size, mut pos) = checked(
+        inbuf, incount, datatype, outsize, "outsize", position, pos_max, external,
+    )?;
     let out = packed_buf(outbuf, size, "outbuf")?;
     let out: &mut [u8] = if size == 0 {
         &mut []
@@ -121,18 +141,9 @@ unsafe fn unpack(
     datatype: MPI_Datatype,
     external: bool,
 ) -> R<i64> {
-    running()?;
-    let n = count_arg(outcount)?;
-    let dt = committed(datatype)?;
-    check_buf(outbuf, n, &dt)?;
-    let size = size_arg(insize, "insize")?;
-    let mut pos = size_arg(position, "position")?;
-    let needed = if external {
-        dt.pack_external_size(n)?
-    } else {
-        dt.pack_size(n)?
-    };
-    fits(pos.saturating_add(needed), pos_max, "position")?;
+    let (n, dt, size, mut pos) = checked(
+        outbuf, outcount, datatype, insize, "insize", position, pos_max, external,
+    )?;
     let input = packed_buf(inbuf, size, "inbuf")?;
     let input: &[u8] = if size == 0 {
         &[]
