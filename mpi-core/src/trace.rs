@@ -524,14 +524,7 @@ fn sent_slow(
         return;
     }
     let refused = std::mem::take(&mut b.refused[peer as usize]);
-    for c in chunks.iter() {
-        if let Some(name) = ctrl_name(c.kind, true) {
-            push(
-                b,
-                instant(t0, TID_RDV, name, Args::Ctrl { peer, chunk: *c }),
-            );
-        }
-    }
+    push_handshakes(b, t0, peer, &chunks, true);
     push(
         b,
         instant(
@@ -548,6 +541,19 @@ fn sent_slow(
             },
         ),
     );
+}
+
+/// The rendezvous handshake chunks (RTS, CTS, FIN) among `chunks`, sent to or received from
+/// `peer` at `ts`, as events of the rendezvous track.
+fn push_handshakes(b: &mut Buf, ts: u64, peer: u32, chunks: &[ChunkInfo], sent: bool) {
+    for c in chunks {
+        if let Some(name) = ctrl_name(c.kind, sent) {
+            push(
+                b,
+                instant(ts, TID_RDV, name, Args::Ctrl { peer, chunk: *c }),
+            );
+        }
+    }
 }
 
 /// A packet from `peer` arrived (delivered whole by a driver's poll).
@@ -581,14 +587,7 @@ fn received_slow(peer: u32, pkt: &[u8], total: usize, placed: bool) {
     };
     let mut g = lock();
     let Some(b) = g.as_mut() else { return };
-    for c in chunks.iter() {
-        if let Some(name) = ctrl_name(c.kind, false) {
-            push(
-                b,
-                instant(ts, TID_RDV, name, Args::Ctrl { peer, chunk: *c }),
-            );
-        }
-    }
+    push_handshakes(b, ts, peer, &chunks, false);
     push(
         b,
         instant(
