@@ -13,7 +13,7 @@
 //!   MADMPI_TEST_MPIRUN="mpirun.openmpi --oversubscribe --allow-run-as-root"
 //! (whitespace-separated words; the launcher gets `-n K prog args` appended).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use madmpi_tests::harness::{compile, repo, scratch, toolchain, Job, Outcome};
