@@ -145,48 +145,33 @@ impl Header {
         }
     }
 
-    /// Decode a header from the start of `b` (which must hold at least [`HDR_LEN`] bytes).
+    /// Decode a header from the start of `b` (at least [`header_len`] bytes of its kind).
     #[inline]
     pub fn decode(b: &[u8]) -> Result<Header> {
-        let eager = b.first() == Some(&(Kind::Eager as u8));
-        let need = if eager { EAGER_HDR_LEN } else { HDR_LEN };
-        if b.len() < need {
-            return Err(Error::new(
+        let truncated = || {
+            Error::new(
                 ErrorClass::Intern,
                 "malformed packet: truncated chunk header",
-            ));
-        }
-        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-        let u64_at = |i: usize| {
-            u64::from_le_bytes([
-                b[i],
-                b[i + 1],
-                b[i + 2],
-                b[i + 3],
-                b[i + 4],
-                b[i + 5],
-                b[i + 6],
-                b[i + 7],
-            ])
+            )
         };
-        let len = u32_at(20);
-        // The short (eager) header implies its message length and has no `aux`.
-        let (msg_len, sreq, aux) = if eager {
-            (len as u64, u64_at(24), 0)
+        let h = if b.first() == Some(&(Kind::Eager as u8)) {
+            // The short header implies its message length and has no `aux`.
+            let a = b.first_chunk::<EAGER_HDR_LEN>().ok_or_else(truncated)?;
+            let len = le32(a, 20);
+            Header {
+                msg_len: len as u64,
+                sreq: le64(a, 24),
+                aux: 0,
+                ..common(a)
+            }
         } else {
-            (u64_at(24), u64_at(32), u64_at(40))
-        };
-        let h = Header {
-            kind: b[0],
-            flags: b[1],
-            ctx: u32_at(4),
-            src: u32_at(8) as i32,
-            tag: u32_at(12) as i32,
-            seq: u32_at(16),
-            len,
-            msg_len,
-            sreq,
-            aux,
+            let a = b.first_chunk::<HDR_LEN>().ok_or_else(truncated)?;
+            Header {
+                msg_len: le64(a, 24),
+                sreq: le64(a, 32),
+                aux: le64(a, 40),
+                ..common(a)
+            }
         };
         if h.kind().is_none() {
             return Err(Error::new(
@@ -196,6 +181,40 @@ impl Header {
         }
         Ok(h)
     }
+}
+
+/// The fields of bytes 0..24, the same in both header lengths.
+#[inline(always)]
+fn common<const N: usize>(a: &[u8; N]) -> Header {
+    Header {
+        kind: a[0],
+        flags: a[1],
+        ctx: le32(a, 4),
+        src: le32(a, 8) as i32,
+        tag: le32(a, 12) as i32,
+        seq: le32(a, 16),
+        len: le32(a, 20),
+        ..Header::default()
+    }
+}
+
+#[inline(always)]
+fn le32<const N: usize>(a: &[u8; N], i: usize) -> u32 {
+    u32::from_le_bytes([a[i], a[i + 1], a[i + 2], a[i + 3]])
+}
+
+#[inline(always)]
+fn le64<const N: usize>(a: &[u8; N], i: usize) -> u64 {
+    u64::from_le_bytes([
+        a[i],
+        a[i + 1],
+        a[i + 2],
+        a[i + 3],
+        a[i + 4],
+        a[i + 5],
+        a[i + 6],
+        a[i + 7],
+    ])
 }
 
 /// Bytes of the header of a chunk of raw kind `kind` on the wire.
