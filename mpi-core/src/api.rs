@@ -558,22 +558,6 @@ pub fn comm_size(c: CommId) -> Result<i32> {
     with(|e| Ok(e.st.comm(c)?.size))
 }
 
-/// World rank of rank `r` of communicator `c`.
-pub fn comm_world_rank(c: CommId, r: i32) -> Result<u32> {
-    with(|e| {
-        let cm = e.st.comm(c)?;
-        cm.world
-            .get(r as usize)
-            .copied()
-            .ok_or_else(|| Error::new(ErrorClass::Rank, format!("invalid rank {r}")))
-    })
-}
-
-/// Check that `c` names a live communicator.
-pub fn comm_check(c: CommId) -> Result<()> {
-    with(|e| e.st.comm(c).map(|_| ()))
-}
-
 // -------------------------------------------------------------------- point to point
 
 /// MPI_Isend and its modes. `buf` must stay valid until the request completes.
@@ -857,40 +841,6 @@ pub fn request_get_status(r: RequestId) -> Result<Option<Status>> {
         }
         e.progress()?;
         check(e)
-    })
-}
-
-/// Whether request `r` is complete (or inactive), without progress and without freeing.
-pub fn request_is_complete(r: RequestId) -> Result<bool> {
-    with(|e| {
-        let req =
-            e.st.reqs
-                .get(r)
-                .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
-        Ok(!req.active || req.complete)
-    })
-}
-
-/// Whether `r` is active (a started persistent request, or any non-persistent one); an
-/// inactive persistent request completes at once with the empty status.
-pub fn request_is_active(r: RequestId) -> Result<bool> {
-    with(|e| {
-        let req =
-            e.st.reqs
-                .get(r)
-                .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
-        Ok(req.active)
-    })
-}
-
-/// Whether `r` is a persistent request.
-pub fn request_is_persistent(r: RequestId) -> Result<bool> {
-    with(|e| {
-        let req =
-            e.st.reqs
-                .get(r)
-                .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
-        Ok(req.persistent.is_some())
     })
 }
 
@@ -1233,85 +1183,7 @@ pub fn comm_info(c: CommId) -> Result<CommInfo> {
     })
 }
 
-/// Register a communicator whose context id `ctx` (even, unused) all its members agreed on;
-/// `local` lists the world ranks of its (local) group, `remote` those of the remote group of an
-/// intercommunicator. This process must be in `local`.
-pub fn comm_create(
-    ctx: u32,
-    local: std::sync::Arc<[u32]>,
-    remote: Option<std::sync::Arc<[u32]>>,
-) -> Result<CommId> {
-    if ctx & 1 != 0 {
-        return err(ErrorClass::Intern, format!("context id {ctx} is odd"));
-    }
-    with(|e| {
-        let me = e.st.comms[0].as_ref().map(|w| w.rank as u32).unwrap_or(0);
-        let rank = local.iter().position(|&r| r == me).ok_or_else(|| {
-            Error::new(
-                ErrorClass::Intern,
-                "this process is not in the new communicator",
-            )
-        })? as i32;
-        let size = local.len() as i32;
-        Ok(e.st.add_comm(crate::engine::Comm {
-            ctx,
-            rank,
-            size,
-            world: local,
-            remote,
-        }))
-    })
-}
-
-/// MPI_Comm_free, engine side.
-pub fn comm_free(c: CommId) -> Result<()> {
-    with(|e| e.st.remove_comm(c))
-}
-
 /// This process's rank in MPI_COMM_WORLD.
 pub fn world_rank() -> Result<u32> {
     with(|e| Ok(e.st.comm(crate::COMM_WORLD)?.rank as u32))
-}
-
-/// Point-to-point on the collective context of `comm` (never matches user messages); for
-/// collective algorithms.
-///
-/// # Safety
-/// As [`isend`].
-pub unsafe fn isend_coll(
-    buf: *const u8,
-    count: usize,
-    dt: &Datatype,
-    dest: i32,
-    tag: i32,
-    comm: CommId,
-) -> Result<RequestId> {
-    with(|e| {
-        // SAFETY: forwarded caller contract.
-        let r = unsafe {
-            e.st.isend(buf, count, dt, dest, tag, comm, SendMode::Standard, true)?
-        };
-        e.flush()?;
-        Ok(r)
-    })
-}
-
-/// Receive on the collective context of `comm`.
-///
-/// # Safety
-/// As [`irecv`].
-pub unsafe fn irecv_coll(
-    buf: *mut u8,
-    count: usize,
-    dt: &Datatype,
-    src: i32,
-    tag: i32,
-    comm: CommId,
-) -> Result<RequestId> {
-    with(|e| {
-        // SAFETY: forwarded caller contract.
-        let r = unsafe { e.st.irecv(buf, count, dt, src, tag, comm, true)? };
-        e.flush()?;
-        Ok(r)
-    })
 }

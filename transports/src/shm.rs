@@ -525,11 +525,6 @@ impl ShmSegment {
         self.layout.nlocal
     }
 
-    /// Size of the mapping in bytes.
-    pub fn len_bytes(&self) -> usize {
-        self.map.len()
-    }
-
     /// Whether producers ring the receivers' doorbells in this segment.
     pub fn doorbell(&self) -> bool {
         self.doorbell
@@ -659,11 +654,6 @@ impl Producer {
         self.tail += need as u64;
         self.ctrl().tail.0.store(self.tail, Ordering::Release);
         true
-    }
-
-    /// Whether the consumer has caught up with everything we published.
-    fn is_drained(&self) -> bool {
-        self.ctrl().head.0.load(Ordering::Acquire) == self.tail
     }
 }
 
@@ -982,20 +972,9 @@ impl ShmTransport {
         ))
     }
 
-    /// Local index of this process in the segment.
-    pub fn local_index_of_self(&self) -> usize {
-        self.me
-    }
-
     /// The segment this driver works in.
     pub fn segment(&self) -> &ShmSegment {
         &self.seg
-    }
-
-    /// Whether every packet this process sent has been consumed by its receiver (useful before
-    /// exiting, so that nothing is lost in a ring of a segment about to disappear).
-    pub fn is_flushed(&self) -> bool {
-        self.tx.iter().flatten().all(|t| t.prod.is_drained())
     }
 
     fn ident(&self, j: usize) -> &ProcIdent {
