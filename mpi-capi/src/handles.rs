@@ -24,6 +24,7 @@ use madmpi::{CommId, Datatype, Error, ErrorClass, MessageId, RequestId};
 use madmpi_datatypes::Basic;
 use once_cell::sync::Lazy;
 use parking_lot::{const_mutex, const_rwlock, Mutex, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::abi::*;
 
@@ -542,24 +543,66 @@ pub struct ReqEntry {
     pub comm: usize,
 }
 
-static REQUESTS: Mutex<Table<ReqEntry>> = const_mutex(Table::new(Kind::Request));
+// A request handle is the core's request id itself, encoded like any library handle
+// (`Kind::Request`, the core slot as index, its generation): the core's slab is the table,
+// and giving a request a handle costs no lock. What the core does not keep — whether the
+// request has a C handle now, and its communicator — is in `REQ_SIDE`, one word per core slot:
+// `handle << 32 | comm`, 0 when the slot has no handle. Every handle value and communicator
+// value fits in 31 bits. A thread only ever touches the words of its own requests (sharing a
+// request between threads without ordering is erroneous), so relaxed accesses suffice.
+
+/// Words per chunk of `REQ_SIDE` (chunks are made on first use).
+const SIDE_CHUNK: usize = 4096;
+static REQ_SIDE: [std::sync::OnceLock<Box<[AtomicU64]>>; MAX_SLOTS / SIDE_CHUNK] =
+    [const { std::sync::OnceLock::new() }; MAX_SLOTS / SIDE_CHUNK];
+
+/// The side word of core slot `i` (< MAX_SLOTS), its chunk made if needed.
+#[inline]
+fn side(i: usize) -> &'static AtomicU64 {
+    let chunk = REQ_SIDE[i / SIDE_CHUNK]
+        .get_or_init(|| (0..SIDE_CHUNK).map(|_| AtomicU64::new(0)).collect());
+    &chunk[i % SIDE_CHUNK]
+}
+
+/// The side word of core slot `i`, if its chunk exists.
+#[inline]
+fn side_if(i: usize) -> Option<&'static AtomicU64> {
+    REQ_SIDE[i / SIDE_CHUNK].get().map(|c| &c[i % SIDE_CHUNK])
+}
 
 /// Give the core request `rid`, an operation on `comm`, a C handle.
 #[inline]
 pub fn new_request(rid: RequestId, comm: MPI_Comm) -> Result<MPI_Request, Error> {
-    // (The lock is released before the core is called below.)
-    let inserted = REQUESTS.lock().insert(ReqEntry {
-        rid,
-        comm: comm as usize,
-    });
-    match inserted {
-        Ok(h) => Ok(h as MPI_Request),
-        Err(e) => {
-            // The table is full: let the operation finish on its own.
-            let _ = madmpi::request_free(rid);
-            Err(e)
+    let i = rid.index();
+    if i >= MAX_SLOTS {
+        // More live requests than handles can name: let the operation finish on its own.
+        let _ = madmpi::request_free(rid);
+        return Err(Error::new(
+            ErrorClass::NoMem,
+            format!("too many live request handles ({MAX_SLOTS})"),
+        ));
+    }
+    let h = encode(Kind::Request, i as u32, rid.gen());
+    side(i).store(
+        (h as u64) << 32 | (comm as usize as u64 & 0xffff_ffff),
+        Relaxed,
+    );
+    Ok(h as MPI_Request)
+}
+
+/// The entry of a request handle value that is live, or why it is not.
+#[inline]
+fn request_of(h: usize) -> Result<ReqEntry, Error> {
+    if let Some((Kind::Request, i, g)) = decode(h) {
+        let w = side_if(i as usize).map_or(0, |w| w.load(Relaxed));
+        if w >> 32 == h as u64 {
+            return Ok(ReqEntry {
+                rid: RequestId::new(i, g),
+                comm: (w & 0xffff_ffff) as usize,
+            });
         }
     }
+    Err(bad_handle(Kind::Request, h, None))
 }
 
 /// The entry of a (non-null) request handle.
@@ -569,19 +612,18 @@ pub fn request(r: MPI_Request) -> Result<ReqEntry, Error> {
     if h == 0x180 {
         return Err(bad_handle(Kind::Request, h, Some("MPI_REQUEST_NULL")));
     }
-    REQUESTS.lock().get(h).copied()
+    request_of(h)
 }
 
-/// Entries of an array of request handles (`None` for MPI_REQUEST_NULL), under one lock.
+/// Entries of an array of request handles (`None` for MPI_REQUEST_NULL).
 /// On error returns the index of the first bad handle with the error.
 pub fn requests(rs: &[MPI_Request], out: &mut [Option<ReqEntry>]) -> Result<(), (usize, Error)> {
-    let t = REQUESTS.lock();
     for (i, (&r, o)) in rs.iter().zip(out.iter_mut()).enumerate() {
         let h = r as usize;
         *o = if h == 0x180 {
             None
         } else {
-            Some(*t.get(h).map_err(|e| (i, e))?)
+            Some(request_of(h).map_err(|e| (i, e))?)
         };
     }
     Ok(())
@@ -590,14 +632,20 @@ pub fn requests(rs: &[MPI_Request], out: &mut [Option<ReqEntry>]) -> Result<(), 
 /// Forget a request handle (its core request is gone or detached).
 #[inline]
 pub fn drop_request(r: MPI_Request) {
-    let _ = REQUESTS.lock().remove(r as usize);
+    if let Some((Kind::Request, i, _)) = decode(r as usize) {
+        if let Some(w) = side_if(i as usize) {
+            // Only the handle's own word: a stale handle leaves the slot's new owner alone.
+            if w.load(Relaxed) >> 32 == r as usize as u64 {
+                w.store(0, Relaxed);
+            }
+        }
+    }
 }
 
-/// Forget several request handles under one lock.
+/// Forget several request handles.
 pub fn drop_requests(rs: impl Iterator<Item = MPI_Request>) {
-    let mut t = REQUESTS.lock();
     for r in rs {
-        let _ = t.remove(r as usize);
+        drop_request(r);
     }
 }
 

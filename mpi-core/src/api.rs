@@ -1,7 +1,8 @@
 //! The raw API: one function per operation, each taking the engine lock for as short a time as
 //! it can. Blocking functions poll with [`Backoff`] between attempts, with the lock released.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Instant;
 
 use madmpi_datatypes::Datatype;
@@ -19,7 +20,6 @@ use crate::request::{Op, Persistent, RequestId, SendMode, Status, EMPTY_STATUS};
 use crate::{CommId, MessageId, ThreadLevel};
 
 struct Global {
-    engine: Option<Engine>,
     pmi: Option<Client>,
     thread_level: ThreadLevel,
     main_thread: Option<std::thread::ThreadId>,
@@ -31,7 +31,6 @@ struct Global {
 
 static GLOBAL: Lazy<Mutex<Global>> = Lazy::new(|| {
     Mutex::new(Global {
-        engine: None,
         pmi: None,
         thread_level: ThreadLevel::Single,
         main_thread: None,
@@ -124,14 +123,118 @@ fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 
-/// Run `f` on the engine with the lock held.
+/// The engine, and how calls reach it.
+///
+/// At MPI_THREAD_SERIALIZED and MULTIPLE every call takes the engine lock: acquired with one
+/// atomic exchange (spinning briefly, then yielding), released with a plain store. (A locked
+/// instruction waits until every earlier store of the core has left it; at the end of a call
+/// those are its writes to the shared-memory rings, which the other core is reading, so a
+/// release by compare-and-swap, as a general-purpose mutex does it, stalls every call for a
+/// cross-core transfer.)
+///
+/// At MPI_THREAD_SINGLE and FUNNELED only the thread that initialized MPI may call it (the
+/// standard's rule), so that thread owns the engine and reaches it without the lock: *owner
+/// mode*, no atomic read-modify-write per call. Any other thread then gets an error instead of
+/// a data race. Owner mode is switched on and off by the owner only, the switch-on under the
+/// lock, so a thread that took the lock before sees it when it looks again under the lock.
+struct EngineCell {
+    /// Owner mode.
+    owned: AtomicBool,
+    /// The lock; in owner mode, the guard against a re-entrant call (an error, never a second
+    /// `&mut Engine`).
+    held: AtomicBool,
+    engine: UnsafeCell<Option<Engine>>,
+}
+
+// SAFETY: the engine is reached only through `with_slot`, which gives one thread at a time a
+// reference: the lock holder, or in owner mode the owner (others are refused).
+unsafe impl Sync for EngineCell {}
+
+static ENGINE: EngineCell = EngineCell {
+    owned: AtomicBool::new(false),
+    held: AtomicBool::new(false),
+    engine: UnsafeCell::new(None),
+};
+
+thread_local! {
+    /// This thread initialized MPI at MPI_THREAD_SINGLE or FUNNELED.
+    static OWNER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Clears a flag when dropped (also when `f` panics).
+struct Clear<'a>(&'a AtomicBool);
+
+impl Drop for Clear<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// Run `f` on the engine slot, alone: see [`EngineCell`].
+#[inline]
+fn with_slot<T>(f: impl FnOnce(&mut Option<Engine>) -> Result<T>) -> Result<T> {
+    let c = &ENGINE;
+    if c.owned.load(Ordering::Relaxed) {
+        if !OWNER.with(Cell::get) {
+            return not_owner();
+        }
+        if c.held.load(Ordering::Relaxed) {
+            return reentrant();
+        }
+        c.held.store(true, Ordering::Relaxed);
+        let _c = Clear(&c.held);
+        // SAFETY: owner mode: only this thread reaches the engine, and `held` keeps it from
+        // doing so twice at once.
+        return f(unsafe { &mut *c.engine.get() });
+    }
+    if c.held.swap(true, Ordering::Acquire) {
+        let mut b = Backoff::new();
+        loop {
+            b.snooze();
+            if !c.held.load(Ordering::Relaxed) && !c.held.swap(true, Ordering::Acquire) {
+                break;
+            }
+        }
+    }
+    let _c = Clear(&c.held);
+    if c.owned.load(Ordering::Relaxed) {
+        // Owner mode began while we waited.
+        return if OWNER.with(Cell::get) {
+            reentrant()
+        } else {
+            not_owner()
+        };
+    }
+    // SAFETY: we hold the lock.
+    f(unsafe { &mut *c.engine.get() })
+}
+
+#[cold]
+fn not_owner<T>() -> Result<T> {
+    err(
+        ErrorClass::Other,
+        "MPI called from a thread other than the one that initialized it (the thread level is \
+         MPI_THREAD_SINGLE or MPI_THREAD_FUNNELED; initialize with MPI_Init_thread and \
+         MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE to call MPI from several threads)",
+    )
+}
+
+#[cold]
+fn reentrant<T>() -> Result<T> {
+    err(
+        ErrorClass::Other,
+        "MPI called from inside an MPI call (a callback that calls MPI back)",
+    )
+}
+
+/// Run `f` on the engine, alone (see [`EngineCell`]).
 #[inline]
 pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
-    let mut g = GLOBAL.lock();
-    match g.engine.as_mut() {
+    with_slot(|slot| match slot.as_mut() {
         Some(e) => f(e),
         None => not_running(),
-    }
+    })
 }
 
 fn not_running<T>() -> Result<T> {
@@ -225,7 +328,15 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
             )
         }
     };
-    g.engine = Some(engine);
+    let owner = matches!(required, ThreadLevel::Single | ThreadLevel::Funneled);
+    with_slot(|slot| {
+        *slot = Some(engine);
+        if owner {
+            OWNER.with(|o| o.set(true));
+            ENGINE.owned.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    })?;
     g.pmi = pmi;
     g.thread_level = required;
     g.main_thread = Some(std::thread::current().id());
@@ -461,7 +572,13 @@ pub fn finalize() -> Result<()> {
         p.barrier()?;
         p.finalize()?;
     }
-    g.engine = None;
+    with_slot(|slot| {
+        *slot = None;
+        Ok(())
+    })?;
+    if OWNER.with(|o| o.replace(false)) {
+        ENGINE.owned.store(false, Ordering::Release);
+    }
     PHASE.store(FINALIZED, Ordering::Release);
     crate::trace::finish();
     Ok(())
@@ -791,7 +908,7 @@ fn take_if_complete(e: &mut Engine, r: RequestId) -> Result<Option<Completion>> 
             freed: false,
         }))
     } else {
-        e.st.reqs.remove(r);
+        e.st.reqs.free(r);
         Ok(Some(Completion {
             status,
             freed: true,
@@ -1040,7 +1157,7 @@ pub fn request_free(r: RequestId) -> Result<()> {
                 .get_mut(r)
                 .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
         if !req.active || req.complete {
-            e.st.reqs.remove(r);
+            e.st.reqs.free(r);
         } else {
             req.detached = true;
             req.persistent = None;
@@ -1135,13 +1252,10 @@ pub fn world_size() -> Result<u32> {
 /// The ranks found dead so far (world rank, host), in the order they were found: for the
 /// message of MPI_ERR_PROC_ABORTED errors.
 pub fn lost_ranks() -> Vec<(u32, String)> {
+    let lost = with(|e| Ok(e.st.lost.clone())).unwrap_or_default();
     let g = GLOBAL.lock();
-    let Some(e) = g.engine.as_ref() else {
-        return Vec::new();
-    };
-    e.st.lost
-        .iter()
-        .map(|&r| (r, g.hosts.get(r as usize).cloned().unwrap_or_default()))
+    lost.into_iter()
+        .map(|r| (r, g.hosts.get(r as usize).cloned().unwrap_or_default()))
         .collect()
 }
 

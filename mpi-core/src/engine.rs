@@ -699,14 +699,14 @@ impl State {
         r.active = false;
         r.complete = true;
         r.status = crate::request::EMPTY_STATUS;
-        r.persistent = Some(p);
+        r.persistent = Some(Box::new(p));
         Ok(self.reqs.insert(r))
     }
 
     /// MPI_Start on a persistent request.
     pub fn start(&mut self, id: RequestId) -> Result<()> {
         let r = self.reqs.get(id).ok_or_else(bad_request)?;
-        let p = r.persistent.clone().ok_or_else(|| {
+        let p = r.persistent.as_deref().cloned().ok_or_else(|| {
             Error::new(
                 ErrorClass::Request,
                 "MPI_Start on a request that is not persistent",
@@ -961,7 +961,7 @@ impl State {
             _ => {}
         }
         if r.detached {
-            self.reqs.remove(id);
+            self.reqs.free(id);
         }
     }
 
@@ -1816,7 +1816,7 @@ impl Engine {
                 Ok(Some(rid))
             }
             other => {
-                self.st.reqs.remove(rid);
+                self.st.reqs.free(rid);
                 other.map(|_| None)
             }
         }

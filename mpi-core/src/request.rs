@@ -10,17 +10,31 @@ use crate::error::ErrorClass;
 use crate::CommId;
 
 /// An opaque request handle: slot index and generation, so a stale handle is detected.
+///
+/// Generations count modulo [`RequestId::GENERATIONS`], so that a binding can carry a request
+/// id in a small handle (the C layer's `MPI_Request` is the index and the generation, with no
+/// table of its own); a handle is then taken for a live one only when its slot has been reused
+/// a multiple of 64 times since.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RequestId(pub u64);
 
 impl RequestId {
-    fn new(index: u32, gen: u32) -> RequestId {
+    /// Generations a slot cycles through.
+    pub const GENERATIONS: u32 = 64;
+
+    /// The id of slot `index` at generation `gen` (below [`RequestId::GENERATIONS`]).
+    #[inline]
+    pub fn new(index: u32, gen: u32) -> RequestId {
         RequestId(((gen as u64) << 32) | index as u64)
     }
-    fn index(self) -> usize {
+    /// The slot: ids alive at once have distinct slots, numbered densely from 0.
+    #[inline]
+    pub fn index(self) -> usize {
         (self.0 & 0xffff_ffff) as usize
     }
-    fn gen(self) -> u32 {
+    /// The generation of the slot this id names.
+    #[inline]
+    pub fn gen(self) -> u32 {
         (self.0 >> 32) as u32
     }
 }
@@ -235,7 +249,7 @@ pub(crate) struct Request {
     /// Active (a started persistent request, or any non-persistent one).
     pub active: bool,
     pub status: Status,
-    pub persistent: Option<Persistent>,
+    pub persistent: Option<Box<Persistent>>,
     /// MPI_Request_free was called (or the request is internal): free at completion.
     pub detached: bool,
 }
@@ -266,7 +280,7 @@ impl Slab {
         self.live += 1;
         if let Some(i) = self.free.pop() {
             let slot = &mut self.slots[i as usize];
-            slot.0 = slot.0.wrapping_add(1);
+            slot.0 = (slot.0 + 1) % RequestId::GENERATIONS;
             slot.1 = Some(r);
             RequestId::new(i, slot.0)
         } else {
@@ -289,6 +303,18 @@ impl Slab {
         match self.slots.get_mut(id.index()) {
             Some((g, Some(r))) if *g == id.gen() => Some(r),
             _ => None,
+        }
+    }
+
+    /// Free the request `id` (dropped in place), if it exists.
+    #[inline]
+    pub fn free(&mut self, id: RequestId) {
+        if let Some((g, r @ Some(_))) = self.slots.get_mut(id.index()) {
+            if *g == id.gen() {
+                *r = None;
+                self.free.push(id.index() as u32);
+                self.live -= 1;
+            }
         }
     }
 

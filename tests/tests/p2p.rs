@@ -11,7 +11,7 @@ use std::time::Duration;
 use madmpi_tests::harness::{c_program, toolchain, Job, Outcome};
 
 fn prog(name: &str) -> std::path::PathBuf {
-    let extra: &[&str] = if name == "threads" {
+    let extra: &[&str] = if name == "threads" || name == "funneled" {
         &["-pthread"]
     } else {
         &[]
@@ -297,4 +297,10 @@ fn suite_over_tcp() {
 #[test]
 fn suite_mixed_shm_and_tcp() {
     matrix(&[("MADMPI_FAKE_HOSTS", "2")]);
+}
+
+#[test]
+fn funneled_2() {
+    // MPI_THREAD_FUNNELED: a second thread's call is refused, the owner's traffic goes on.
+    ok("funneled", 2);
 }

@@ -73,7 +73,7 @@ pub(crate) fn step_done(st: &mut State, id: RequestId) -> Result<Option<crate::S
         return Ok(None);
     }
     let status = r.status;
-    st.reqs.remove(id);
+    st.reqs.free(id);
     if let Some(class) = status.error {
         return Err(Error::new(
             class,
