@@ -285,6 +285,8 @@ pub struct CommEntry {
 }
 
 static COMMS: RwLock<Table<CommEntry>> = const_rwlock(Table::new(Kind::Comm));
+/// The core id of each live library communicator handle, for lookups without the lock.
+static COMM_SIDE: Side = Side::new();
 
 /// The error handlers of MPI_COMM_WORLD and MPI_COMM_SELF (handle values).
 static PREDEF_COMM_ERRH: Mutex<[usize; 2]> = const_mutex([0x141, 0x141]);
@@ -296,7 +298,11 @@ pub fn comm(comm: MPI_Comm) -> Result<CommId, Error> {
         0x101 => Ok(madmpi::COMM_WORLD),
         0x102 => Ok(madmpi::COMM_SELF),
         0x100 => Err(bad_handle(Kind::Comm, 0x100, Some("MPI_COMM_NULL"))),
-        h => COMMS.read().get(h).map(|e| e.id),
+        h => match COMM_SIDE.get(Kind::Comm, h) {
+            Some((_, id)) => Ok(CommId(id as u32)),
+            // Not live: the table says why.
+            None => COMMS.read().get(h).map(|e| e.id),
+        },
     }
 }
 
@@ -304,6 +310,7 @@ pub fn comm(comm: MPI_Comm) -> Result<CommId, Error> {
 /// handler of the communicator it was created from).
 pub fn register_comm(id: CommId, errh: usize) -> Result<MPI_Comm, Error> {
     let h = COMMS.write().insert(CommEntry { id, errh })?;
+    COMM_SIDE.set(h, h & (MAX_SLOTS - 1), id.0 as usize);
     errh_ref(errh);
     Ok(h as MPI_Comm)
 }
@@ -320,6 +327,7 @@ pub fn free_comm(comm: MPI_Comm) -> Result<CommId, Error> {
         )),
         h => {
             let e = COMMS.write().remove(h)?;
+            COMM_SIDE.clear(h);
             errh_unref(e.errh);
             Ok(e.id)
         }
@@ -532,6 +540,75 @@ pub fn type_name(dt: MPI_Datatype) -> String {
     }
 }
 
+// ------------------------------------------------------------------------------------ side words
+
+/// Words per chunk of a [`Side`] (chunks are made on first use).
+const SIDE_CHUNK: usize = 4096;
+
+/// One word per slot of a handle table, read without a lock: `handle << 32 | value` for the
+/// live handle of the slot, 0 for none. Every library handle value fits in 31 bits, and so
+/// does every value stored (a communicator handle, a core id). What a handle stands for never
+/// changes while it lives, and a thread only reads the words of handles it was given (using a
+/// handle while another thread frees it is erroneous), so relaxed accesses suffice: the hot
+/// lookups (a request, a library communicator) cost two loads and no atomic read-modify-write.
+struct Side {
+    chunks: [std::sync::OnceLock<Box<[AtomicU64]>>; MAX_SLOTS / SIDE_CHUNK],
+}
+
+impl Side {
+    const fn new() -> Side {
+        Side {
+            chunks: [const { std::sync::OnceLock::new() }; MAX_SLOTS / SIDE_CHUNK],
+        }
+    }
+
+    /// The word of slot `i` (< MAX_SLOTS), its chunk made if needed.
+    #[inline]
+    fn word(&self, i: usize) -> &AtomicU64 {
+        let chunk = self.chunks[i / SIDE_CHUNK]
+            .get_or_init(|| (0..SIDE_CHUNK).map(|_| AtomicU64::new(0)).collect());
+        &chunk[i % SIDE_CHUNK]
+    }
+
+    /// The word of slot `i`, if its chunk exists.
+    #[inline]
+    fn word_if(&self, i: usize) -> Option<&AtomicU64> {
+        self.chunks[i / SIDE_CHUNK]
+            .get()
+            .map(|c| &c[i % SIDE_CHUNK])
+    }
+
+    /// Handle `h` (of slot `i`) now stands for `v`.
+    #[inline]
+    fn set(&self, h: usize, i: usize, v: usize) {
+        self.word(i)
+            .store((h as u64) << 32 | (v as u64 & 0xffff_ffff), Relaxed);
+    }
+
+    /// The value of `h` (of `kind`), if it is the live handle of its slot.
+    #[inline]
+    fn get(&self, kind: Kind, h: usize) -> Option<(u32, usize)> {
+        let (k, i, g) = decode(h)?;
+        if k != kind {
+            return None;
+        }
+        let w = self.word_if(i as usize)?.load(Relaxed);
+        (w >> 32 == h as u64).then_some((g, (w & 0xffff_ffff) as usize))
+    }
+
+    /// Handle `h` no longer stands for anything (a stale `h` leaves the slot's new handle alone).
+    #[inline]
+    fn clear(&self, h: usize) {
+        if let Some((_, i, _)) = decode(h) {
+            if let Some(w) = self.word_if(i as usize) {
+                if w.load(Relaxed) >> 32 == h as u64 {
+                    w.store(0, Relaxed);
+                }
+            }
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------------ requests
 
 /// What a C request handle stands for.
@@ -546,29 +623,9 @@ pub struct ReqEntry {
 // A request handle is the core's request id itself, encoded like any library handle
 // (`Kind::Request`, the core slot as index, its generation): the core's slab is the table,
 // and giving a request a handle costs no lock. What the core does not keep — whether the
-// request has a C handle now, and its communicator — is in `REQ_SIDE`, one word per core slot:
-// `handle << 32 | comm`, 0 when the slot has no handle. Every handle value and communicator
-// value fits in 31 bits. A thread only ever touches the words of its own requests (sharing a
-// request between threads without ordering is erroneous), so relaxed accesses suffice.
+// slot has a C handle now, and the request's communicator — is in `REQ_SIDE`.
 
-/// Words per chunk of `REQ_SIDE` (chunks are made on first use).
-const SIDE_CHUNK: usize = 4096;
-static REQ_SIDE: [std::sync::OnceLock<Box<[AtomicU64]>>; MAX_SLOTS / SIDE_CHUNK] =
-    [const { std::sync::OnceLock::new() }; MAX_SLOTS / SIDE_CHUNK];
-
-/// The side word of core slot `i` (< MAX_SLOTS), its chunk made if needed.
-#[inline]
-fn side(i: usize) -> &'static AtomicU64 {
-    let chunk = REQ_SIDE[i / SIDE_CHUNK]
-        .get_or_init(|| (0..SIDE_CHUNK).map(|_| AtomicU64::new(0)).collect());
-    &chunk[i % SIDE_CHUNK]
-}
-
-/// The side word of core slot `i`, if its chunk exists.
-#[inline]
-fn side_if(i: usize) -> Option<&'static AtomicU64> {
-    REQ_SIDE[i / SIDE_CHUNK].get().map(|c| &c[i % SIDE_CHUNK])
-}
+static REQ_SIDE: Side = Side::new();
 
 /// Give the core request `rid`, an operation on `comm`, a C handle.
 #[inline]
@@ -583,26 +640,20 @@ pub fn new_request(rid: RequestId, comm: MPI_Comm) -> Result<MPI_Request, Error>
         ));
     }
     let h = encode(Kind::Request, i as u32, rid.gen());
-    side(i).store(
-        (h as u64) << 32 | (comm as usize as u64 & 0xffff_ffff),
-        Relaxed,
-    );
+    REQ_SIDE.set(h, i, comm as usize);
     Ok(h as MPI_Request)
 }
 
 /// The entry of a request handle value that is live, or why it is not.
 #[inline]
 fn request_of(h: usize) -> Result<ReqEntry, Error> {
-    if let Some((Kind::Request, i, g)) = decode(h) {
-        let w = side_if(i as usize).map_or(0, |w| w.load(Relaxed));
-        if w >> 32 == h as u64 {
-            return Ok(ReqEntry {
-                rid: RequestId::new(i, g),
-                comm: (w & 0xffff_ffff) as usize,
-            });
-        }
+    match REQ_SIDE.get(Kind::Request, h) {
+        Some((g, comm)) => Ok(ReqEntry {
+            rid: RequestId::new((h & (MAX_SLOTS - 1)) as u32, g),
+            comm,
+        }),
+        None => Err(bad_handle(Kind::Request, h, None)),
     }
-    Err(bad_handle(Kind::Request, h, None))
 }
 
 /// The entry of a (non-null) request handle.
@@ -632,14 +683,7 @@ pub fn requests(rs: &[MPI_Request], out: &mut [Option<ReqEntry>]) -> Result<(), 
 /// Forget a request handle (its core request is gone or detached).
 #[inline]
 pub fn drop_request(r: MPI_Request) {
-    if let Some((Kind::Request, i, _)) = decode(r as usize) {
-        if let Some(w) = side_if(i as usize) {
-            // Only the handle's own word: a stale handle leaves the slot's new owner alone.
-            if w.load(Relaxed) >> 32 == r as usize as u64 {
-                w.store(0, Relaxed);
-            }
-        }
-    }
+    REQ_SIDE.clear(r as usize);
 }
 
 /// Forget several request handles.

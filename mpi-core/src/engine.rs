@@ -1081,8 +1081,25 @@ impl State {
                     .posted
                     .iter()
                     .position(|&(s, t, _)| matches(s, t, h.src, h.tag));
+                if eager {
+                    if let Some(pos) = pos {
+                        // The usual case, matched to the oldest posted receive: no copy kept.
+                        let (_, _, rid) = if pos == 0 {
+                            q.posted.pop_front()
+                        } else {
+                            q.posted.remove(pos)
+                        }
+                        .expect("in range");
+                        let sync = h.flags & wire::FLAG_SYNC != 0;
+                        self.deliver_eager(rid, h.src, h.tag, peer, payload);
+                        if sync {
+                            self.queue_ctrl(peer, Kind::SyncAck, 0, h.sreq, 0);
+                        }
+                        return;
+                    }
+                }
                 let body = if eager {
-                    UBody::Eager(Vec::new())
+                    UBody::Eager(payload.to_vec())
                 } else if h.flags & wire::FLAG_PIECES != 0 {
                     UBody::Rts {
                         addr: 0,
@@ -1096,7 +1113,7 @@ impl State {
                         stream: h.flags & wire::FLAG_STREAM != 0,
                     }
                 };
-                let mut u = Unexpected {
+                let u = Unexpected {
                     src: h.src,
                     tag: h.tag,
                     peer,
@@ -1108,18 +1125,9 @@ impl State {
                 match pos {
                     Some(pos) => {
                         let (_, _, rid) = q.posted.remove(pos).expect("in range");
-                        if eager {
-                            self.deliver_eager(rid, &u, payload);
-                        } else {
-                            self.deliver(rid, u);
-                        }
+                        self.deliver(rid, u);
                     }
-                    None => {
-                        if eager {
-                            u.body = UBody::Eager(payload.to_vec());
-                        }
-                        q.unexpected.push_back(u);
-                    }
+                    None => q.unexpected.push_back(u),
                 }
             }
             Kind::Fin | Kind::SyncAck => {
@@ -1239,15 +1247,18 @@ impl State {
     }
 
     /// Eager payload straight from the packet into a posted receive (no intermediate copy).
-    fn deliver_eager(&mut self, rid: RequestId, u: &Unexpected, payload: &[u8]) {
+    /// An eager message (`payload`, from `src` with `tag`, arrived from world rank `peer`)
+    /// matched by the posted receive `rid`. (A synchronous sender's acknowledgement is the
+    /// caller's.)
+    fn deliver_eager(&mut self, rid: RequestId, src: i32, tag: i32, peer: u32, payload: &[u8]) {
         let Some(r) = self.reqs.get_mut(rid) else {
             return;
         };
         let Op::Recv(rv) = &mut r.op else { return };
         rv.posted = false;
-        rv.peer = Some(u.peer);
-        r.status.source = u.src;
-        r.status.tag = u.tag;
+        rv.peer = Some(peer);
+        r.status.source = src;
+        r.status.tag = tag;
         let n = payload.len().min(rv.target.cap);
         r.status.bytes = n as u64;
         r.status.msg_len = payload.len() as u64;
@@ -1256,9 +1267,6 @@ impl State {
         }
         // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
         unsafe { rv.target.write_at(0, payload) };
-        if u.sync {
-            self.queue_ctrl(u.peer, Kind::SyncAck, 0, u.sreq, 0);
-        }
         self.complete(rid);
     }
 
