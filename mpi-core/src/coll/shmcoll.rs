@@ -17,6 +17,12 @@
 //! ids and agree on whether they can copy from each other's memory (cross-memory attach). The
 //! area goes when the communicator is freed ([`forget`]).
 //!
+//! A collective finds the area of its communicator through [`HOT`], a table indexed by
+//! communicator id, without the engine lock, another lock or a reference count: the cells
+//! holding areas are never freed (a forgotten area leaves its cell to the spares), and the
+//! cell's owner is checked before and after taking its flag. Finding the area is all the
+//! checking the communicator needs: one exists only for a valid intracommunicator.
+//!
 //! # Steps
 //!
 //! A collective is a sequence of numbered steps, the same on every member (from 1, one counter
@@ -34,7 +40,9 @@
 //! and signal with `ready`. Every member runs the same allocation for every writer, so readers
 //! know where to look without being told. A writer reuses a slot or a cell only once every
 //! other member's `done` has reached the last step that read it: a small broadcast root runs
-//! up to 31 steps ahead, and large transfers go in chunks of half the ring, double buffered.
+//! up to 31 steps ahead (it reads the others' `done` only when it reaches a slot that its last
+//! look does not cover, and when it has to wait, it waits until they are at most half a ring
+//! behind), and large transfers go in chunks of half the ring, double buffered.
 //! MPI_COMM_WORLD's ring of cells is `WORLD_CELLS` per member (within `WORLD_SEGMENT` in all),
 //! the others' `SMALL_CELLS`.
 //!
