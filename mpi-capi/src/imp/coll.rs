@@ -13,6 +13,7 @@
 use std::os::raw::{c_int, c_void};
 
 use madmpi::{Blocks, CommId, Data, Datatype, ErrorClass, Input, RequestId};
+use madmpi_datatypes::Basic;
 
 use super::common::*;
 use super::op::{op as core_op, op_name};
@@ -90,11 +91,18 @@ fn in_place(p: *const c_void) -> bool {
     std::ptr::eq(p, MPI_IN_PLACE)
 }
 
-/// A checked buffer argument.
-fn data(buf: *const c_void, count: i64, dt: MPI_Datatype) -> R<Data> {
+/// A checked buffer argument: its count and its datatype (borrowed when predefined).
+#[inline(always)]
+fn checked(buf: *const c_void, count: i64, dt: MPI_Datatype) -> R<(usize, handles::DtRef)> {
     let n = count_arg(count)?;
     let d = handles::datatype(dt)?;
     check_buf(buf, n, &d)?;
+    Ok((n, d))
+}
+
+/// A checked buffer argument.
+fn data(buf: *const c_void, count: i64, dt: MPI_Datatype) -> R<Data> {
+    let (n, d) = checked(buf, count, dt)?;
     Ok(Data::new(buf as *const u8, n, &d))
 }
 
@@ -247,6 +255,8 @@ fn barrier_impl(name: &str, comm: MPI_Comm, req: *mut MPI_Request, mode: Mode) -
     )
 }
 
+// Inlined: each form gets its own copy, with its mode known (the blocking one is short).
+#[inline(always)]
 fn bcast_impl(
     name: &str,
     buf: *mut c_void,
@@ -265,25 +275,56 @@ fn bcast_impl(
             cname(comm)
         )
     };
+    if mode == Mode::Blocking {
+        return match bcast_now(buf, count, dt, root, comm) {
+            Ok(()) => MPI_SUCCESS,
+            r => finish(comm, r, &call),
+        };
+    }
     issue(comm, req, mode, &call, |c| {
-        let d = if role(c, root)? == Role::InterIdle {
-            Data::new(
-                std::ptr::null(),
-                0,
-                &Datatype::basic(madmpi_datatypes::Basic::Byte),
-            )
+        let d = if bcast_idle(c, root)? {
+            Data::new(std::ptr::null(), 0, &Datatype::basic(Basic::Byte))
         } else {
             data(buf, count, dt)?
         };
         // SAFETY: the buffer stays valid until the operation completes (MPI's rule).
         unsafe {
-            match mode {
-                Mode::Persistent => madmpi::bcast_init(d, root, c).map(Some),
-                Mode::Nonblocking => madmpi::ibcast(d, root, c).map(Some),
-                Mode::Blocking => madmpi::bcast(d, root, c).map(|()| None),
+            if mode == Mode::Persistent {
+                madmpi::bcast_init(d, root, c)
+            } else {
+                madmpi::ibcast(d, root, c)
             }
         }
     })
+}
+
+/// Whether this process takes no part in a broadcast from `root`: MPI_PROC_NULL on an
+/// intercommunicator, the only case where the buffer arguments are not significant (they may
+/// be garbage). The communicator's kind, which takes the engine lock, is asked only then.
+#[inline(always)]
+fn bcast_idle(c: CommId, root: c_int) -> R<bool> {
+    Ok(root == MPI_PROC_NULL && role(c, root)? == Role::InterIdle)
+}
+
+/// MPI_Bcast: the blocking form in one piece, its datatype borrowed (most often a predefined
+/// one: no reference count changes), which keeps the shared-memory path short.
+#[inline(always)]
+fn bcast_now(buf: *mut c_void, count: i64, dt: MPI_Datatype, root: c_int, comm: MPI_Comm) -> R<()> {
+    let c = handles::comm(comm)?;
+    // SAFETY: the buffer stays valid until the call returns.
+    unsafe {
+        if bcast_idle(c, root)? {
+            return madmpi::bcast(
+                std::ptr::null_mut(),
+                0,
+                &Datatype::basic(Basic::Byte),
+                root,
+                c,
+            );
+        }
+        let (n, d) = checked(buf, count, dt)?;
+        madmpi::bcast(buf.cast(), n, &d, root, c)
+    }
 }
 
 fn gather_impl(

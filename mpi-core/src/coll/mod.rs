@@ -510,12 +510,31 @@ pub unsafe fn bcast_init(d: Data, root: i32, comm: CommId) -> Result<RequestId> 
     bcast_at(d, root, comm, When::Persistent)
 }
 
-/// MPI_Bcast.
+/// MPI_Bcast of `count` elements of `dt` at `ptr`. The datatype is borrowed: the blocking
+/// forms that complete here (shared memory) take no reference to it.
 ///
 /// # Safety
 /// As [`ibcast`], until the call returns.
-pub unsafe fn bcast(d: Data, root: i32, comm: CommId) -> Result<()> {
-    if shmcoll::bcast(&d, root, comm)? || direct::bcast(&d, root, comm)? {
+pub unsafe fn bcast(
+    ptr: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    root: i32,
+    comm: CommId,
+) -> Result<()> {
+    if shmcoll::bcast(ptr, count, dt, root, comm)? {
+        return Ok(());
+    }
+    bcast_p2p(Data::new(ptr, count, dt), root, comm)
+}
+
+/// MPI_Bcast over point-to-point (kept out of [`bcast`], whose shared-memory path is short).
+///
+/// # Safety
+/// As [`bcast`].
+#[inline(never)]
+unsafe fn bcast_p2p(d: Data, root: i32, comm: CommId) -> Result<()> {
+    if direct::bcast(&d, root, comm)? {
         return Ok(());
     }
     finish(ibcast(d, root, comm)?, "MPI_Bcast")

@@ -17,6 +17,12 @@
 //! ids and agree on whether they can copy from each other's memory (cross-memory attach). The
 //! area goes when the communicator is freed ([`forget`]).
 //!
+//! A collective finds the area of its communicator through [`HOT`], a table indexed by
+//! communicator id, without the engine lock, another lock or a reference count: the cells
+//! holding areas are never freed (a forgotten area leaves its cell to the spares), and the
+//! cell's owner is checked before and after taking its flag. Finding the area is all the
+//! checking the communicator needs: one exists only for a valid intracommunicator.
+//!
 //! # Steps
 //!
 //! A collective is a sequence of numbered steps, the same on every member (from 1, one counter
@@ -34,7 +40,9 @@
 //! and signal with `ready`. Every member runs the same allocation for every writer, so readers
 //! know where to look without being told. A writer reuses a slot or a cell only once every
 //! other member's `done` has reached the last step that read it: a small broadcast root runs
-//! up to 31 steps ahead, and large transfers go in chunks of half the ring, double buffered.
+//! up to 31 steps ahead (it reads the others' `done` only when it reaches a slot that its last
+//! look does not cover, and when it has to wait, it waits until they are at most half a ring
+//! behind), and large transfers go in chunks of half the ring, double buffered.
 //! MPI_COMM_WORLD's ring of cells is `WORLD_CELLS` per member (within `WORLD_SEGMENT` in all),
 //! the others' `SMALL_CELLS`.
 //!
@@ -66,8 +74,9 @@
 //!
 //! Send point-to-point messages outside the setup, or hold the engine lock while waiting.
 
+use std::cell::UnsafeCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use madmpi_datatypes::{Basic, Datatype};
@@ -139,7 +148,7 @@ const MIN_SPIN: u32 = 16;
 enum Entry {
     /// Blocking collectives seen so far, before the area is made.
     Count(u32),
-    Ready(Arc<AreaCell>),
+    Ready(&'static AreaCell),
     /// Not eligible, or the setup failed: point-to-point for good.
     Off,
 }
@@ -149,82 +158,212 @@ static AREAS: Lazy<Mutex<HashMap<u32, Entry>>> = Lazy::new(|| Mutex::new(HashMap
 /// Numbers the segments this process creates.
 static NAMES: AtomicU64 = AtomicU64::new(0);
 
-/// Whether the shared-memory algorithm may run for collective `name` (`MADMPI_COLL_<NAME>`
-/// unset, `auto` or `shm`).
-fn wanted(name: &str) -> Result<bool> {
-    Ok(matches!(super::forced_any(name)?, None | Some("shm")))
+/// The collectives this module runs, each with its own `MADMPI_COLL_<NAME>` setting.
+#[derive(Clone, Copy)]
+enum Coll {
+    Barrier,
+    Bcast,
+    Reduce,
+    Allreduce,
+    Alltoall,
 }
 
-/// Forget the area of a communicator being destroyed (its mapping goes with the last user).
+/// Names of the settings, in the order of [`Coll`].
+const SETTINGS: [&str; 5] = ["BARRIER", "BCAST", "REDUCE", "ALLREDUCE", "ALLTOALL"];
+
+/// The settings, read once (they cannot change after): bit `1 << c` set when collective `c`
+/// may run here, `RESOLVED` once they were read and are all valid (until then, and for good if
+/// one is invalid, every call reads them again, and reports the invalid one).
+static WANTED: AtomicU8 = AtomicU8::new(0);
+const RESOLVED: u8 = 0x80;
+
+/// Whether the shared-memory algorithm may run for collective `c` (`MADMPI_COLL_<NAME>`
+/// unset, `auto` or `shm`).
+#[inline]
+fn wanted(c: Coll) -> Result<bool> {
+    let w = WANTED.load(Ordering::Relaxed);
+    if w & RESOLVED != 0 {
+        return Ok(w & 1 << c as u8 != 0);
+    }
+    wanted_first(c)
+}
+
+#[cold]
+#[inline(never)]
+fn wanted_first(c: Coll) -> Result<bool> {
+    let mut w = RESOLVED;
+    for (i, name) in SETTINGS.iter().enumerate() {
+        if matches!(super::forced_any(name)?, None | Some("shm")) {
+            w |= 1 << i;
+        }
+    }
+    WANTED.store(w, Ordering::Relaxed);
+    Ok(w & 1 << c as u8 != 0)
+}
+
+/// Forget the area of a communicator being destroyed: its mapping goes now, and its cell
+/// becomes a spare. (If a thread is using the area at this very moment, which only an
+/// erroneous program does — a collective on a communicator being freed — the cell is left to
+/// it, and never reused.) Runs under the engine lock: it never waits for the area's user.
 pub(crate) fn forget(c: CommId) {
-    if AREAS.lock().remove(&c.0).is_some() {
-        GEN.fetch_add(1, Ordering::AcqRel);
+    let Some(Entry::Ready(cell)) = AREAS.lock().remove(&c.0) else {
+        return;
+    };
+    let _ = HOT[hot_slot(c)].compare_exchange(
+        cell as *const AreaCell as *mut AreaCell,
+        std::ptr::null_mut(),
+        Ordering::AcqRel,
+        Ordering::Relaxed,
+    );
+    if cell.busy.swap(true, Ordering::Acquire) {
+        return;
+    }
+    cell.owner.store(NOBODY, Ordering::Relaxed);
+    // SAFETY: `busy` is ours.
+    let area = unsafe { (*cell.inner.get()).take() };
+    cell.busy.store(false, Ordering::Release);
+    drop(area);
+    SPARE.lock().push(cell);
+}
+
+/// Cells of forgotten areas, to reuse.
+static SPARE: Mutex<Vec<&'static AreaCell>> = parking_lot::const_mutex(Vec::new());
+
+/// The cell of the area of communicator `c` is `HOT[hot_slot(c)]`, if any (a communicator
+/// whose slot another one's area took finds its own through [`AREAS`], and takes the slot
+/// back).
+const HOT_SLOTS: usize = 64;
+static HOT: [AtomicPtr<AreaCell>; HOT_SLOTS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; HOT_SLOTS];
+
+fn hot_slot(c: CommId) -> usize {
+    c.0 as usize % HOT_SLOTS
+}
+
+/// The area of `comm`, held by this thread until the guard goes, if it has (or now gets) one.
+/// Collective (see [`area`]). An area is found without the engine lock, another lock or a
+/// reference count change: the call costs no atomic read-modify-write but its cell's flag. An
+/// area exists only for a valid intracommunicator (it goes with it), so finding one is all the
+/// checking the communicator needs.
+#[inline]
+fn held(comm: CommId) -> Result<Option<Held>> {
+    if crate::api::finalized() {
+        return err(ErrorClass::Other, "MPI has already been finalized");
+    }
+    // SAFETY: cells are never freed.
+    if let Some(cell) = unsafe { HOT[hot_slot(comm)].load(Ordering::Acquire).as_ref() } {
+        if let Some(a) = cell.get(comm) {
+            return Ok(Some(a));
+        }
+    }
+    held_slow(comm)
+}
+
+/// [`held`] when the area is not in [`HOT`].
+#[inline(never)]
+fn held_slow(comm: CommId) -> Result<Option<Held>> {
+    let Some(cell) = area(comm)? else {
+        return Ok(None);
+    };
+    HOT[hot_slot(comm)].store(cell as *const AreaCell as *mut AreaCell, Ordering::Release);
+    // None: forgotten meanwhile, the communicator was freed during the call (erroneous).
+    Ok(cell.get(comm))
+}
+
+/// Run `f` on the area of `comm` (see [`held`]): `Ok(None)` if it has none.
+fn with_area<T>(comm: CommId, f: impl FnOnce(&mut Area) -> Result<T>) -> Result<Option<T>> {
+    match held(comm)? {
+        Some(mut a) => f(&mut a).map(Some),
+        None => Ok(None),
     }
 }
 
-/// Bumped whenever an area is forgotten: the per-thread cache of the last area used is only
-/// valid while this has not changed.
-static GEN: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// The area this thread used last: (communicator, `GEN` then, area). Taken out while in
-    /// use, so a re-entrant call takes the slow path.
-    static LAST: std::cell::Cell<Option<(u32, u64, Arc<AreaCell>)>> =
-        const { std::cell::Cell::new(None) };
-}
-
-/// Run `f` on the area of `comm` if it has (or now gets) one: `Ok(None)` if not. Collective
-/// (see [`area`]). The last area a thread used is found without a lock or a reference count
-/// change: the call costs no atomic read-modify-write but the area's own lock.
-fn with_area<T>(comm: CommId, f: impl FnOnce(&mut Area) -> Result<T>) -> Result<Option<T>> {
-    let g = GEN.load(Ordering::Acquire);
-    let cached = LAST.with(|c| c.take());
-    let a = match cached {
-        Some((id, at, a)) if id == comm.0 && at == g => a,
-        _ => match area(comm)? {
-            Some(a) => a,
-            None => return Ok(None),
-        },
-    };
-    let r = a.with(f);
-    LAST.with(|c| c.set(Some((comm.0, g, a))));
-    r.map(Some)
-}
-
-/// An area and the flag that keeps two threads from using it at once (which MPI forbids
-/// anyway: collectives on one communicator are ordered). Released with a plain store, so that
-/// no locked instruction waits behind the last cross-core store of a collective.
+/// The place of an area, and the flag that keeps two threads from using it at once (which
+/// MPI forbids anyway: collectives on one communicator are ordered). Allocated once and never
+/// freed (forgotten areas leave their cells to [`SPARE`]), so that a pointer to one found
+/// without a lock is always valid memory; whether it holds the area wanted is checked before
+/// taking the flag (a thread never waits for the flag of another communicator's area), and
+/// again under it. Released with a plain store, so that no locked instruction waits behind
+/// the last cross-core store of a collective.
 struct AreaCell {
-    busy: std::sync::atomic::AtomicBool,
-    area: std::cell::UnsafeCell<Area>,
+    busy: AtomicBool,
+    /// The communicator whose area this is (`NOBODY`: none); changed under `busy`.
+    owner: AtomicU32,
+    /// The area (None when `owner` is `NOBODY`).
+    inner: UnsafeCell<Option<Area>>,
 }
 
-// SAFETY: the area is only reached through `with`, which `busy` makes exclusive.
+const NOBODY: u32 = u32::MAX;
+
+// SAFETY: the area is only reached under `busy`, which makes access exclusive.
 unsafe impl Sync for AreaCell {}
 // SAFETY: `Area` is `Send`.
 unsafe impl Send for AreaCell {}
 
 impl AreaCell {
-    fn new(a: Area) -> AreaCell {
-        AreaCell {
-            busy: std::sync::atomic::AtomicBool::new(false),
-            area: std::cell::UnsafeCell::new(a),
+    /// A cell holding `a`, the area of `comm` (a spare one if there is one).
+    fn hold(comm: CommId, a: Area) -> &'static AreaCell {
+        let spare = SPARE.lock().pop();
+        match spare {
+            Some(cell) => {
+                cell.lock();
+                // SAFETY: `busy` is ours.
+                unsafe { *cell.inner.get() = Some(a) };
+                cell.owner.store(comm.0, Ordering::Relaxed);
+                cell.busy.store(false, Ordering::Release);
+                cell
+            }
+            None => Box::leak(Box::new(AreaCell {
+                busy: AtomicBool::new(false),
+                owner: AtomicU32::new(comm.0),
+                inner: UnsafeCell::new(Some(a)),
+            })),
         }
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut Area) -> T) -> T {
+    fn lock(&self) {
         while self.busy.swap(true, Ordering::Acquire) {
             std::thread::yield_now();
         }
-        struct Release<'a>(&'a std::sync::atomic::AtomicBool);
-        impl Drop for Release<'_> {
-            fn drop(&mut self) {
-                self.0.store(false, Ordering::Release);
-            }
+    }
+
+    /// The area, held until the guard goes, if it is `comm`'s.
+    #[inline]
+    fn get(&'static self, comm: CommId) -> Option<Held> {
+        if self.owner.load(Ordering::Relaxed) != comm.0 {
+            return None;
         }
-        let _r = Release(&self.busy);
-        // SAFETY: `busy` was false and is now ours: nobody else holds a reference.
-        f(unsafe { &mut *self.area.get() })
+        self.lock();
+        let held = Held(self);
+        // Under the flag, `owner` (and so `inner`) cannot change.
+        (self.owner.load(Ordering::Relaxed) == comm.0).then_some(held)
+    }
+}
+
+/// An area whose cell's flag this thread holds (see [`AreaCell::get`]).
+struct Held(&'static AreaCell);
+
+impl Drop for Held {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.busy.store(false, Ordering::Release);
+    }
+}
+
+impl std::ops::Deref for Held {
+    type Target = Area;
+    #[inline]
+    fn deref(&self) -> &Area {
+        // SAFETY: the flag is held, and the area is there (`owner` checked by `get`).
+        unsafe { (*self.0.inner.get()).as_ref().unwrap_unchecked() }
+    }
+}
+
+impl std::ops::DerefMut for Held {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Area {
+        // SAFETY: as in `deref`; the flag makes the reference exclusive.
+        unsafe { (*self.0.inner.get()).as_mut().unwrap_unchecked() }
     }
 }
 
@@ -266,11 +405,11 @@ fn eligible(comm: CommId) -> Result<Option<Info>> {
 
 /// The area of `comm`, if it has (or now gets) one. Collective: every member calls it at the
 /// same collective, and all get the same answer.
-fn area(comm: CommId) -> Result<Option<Arc<AreaCell>>> {
+fn area(comm: CommId) -> Result<Option<&'static AreaCell>> {
     let seen = {
         let mut s = AREAS.lock();
         match s.get_mut(&comm.0) {
-            Some(Entry::Ready(a)) => return Ok(Some(a.clone())),
+            Some(Entry::Ready(a)) => return Ok(Some(*a)),
             Some(Entry::Off) => return Ok(None),
             Some(Entry::Count(c)) if *c < AFTER => {
                 *c += 1;
@@ -293,8 +432,8 @@ fn area(comm: CommId) -> Result<Option<Arc<AreaCell>>> {
     let mut s = AREAS.lock();
     match made {
         Some(a) => {
-            let a = Arc::new(AreaCell::new(a));
-            s.insert(comm.0, Entry::Ready(a.clone()));
+            let a = AreaCell::hold(comm, a);
+            s.insert(comm.0, Entry::Ready(a));
             Ok(Some(a))
         }
         None => {
@@ -416,7 +555,7 @@ impl<'a> Typed<'a> {
             return;
         }
         match self.flat {
-            Some(o) => std::ptr::copy_nonoverlapping(self.ptr.offset(o).add(off), dst, len),
+            Some(o) => copy(self.ptr.offset(o).add(off), dst, len),
             None => {
                 self.dt.pack(
                     self.ptr,
@@ -437,7 +576,7 @@ impl<'a> Typed<'a> {
             return;
         }
         match self.flat {
-            Some(o) => std::ptr::copy_nonoverlapping(src, self.ptr.offset(o).add(off), len),
+            Some(o) => copy(src, self.ptr.offset(o).add(off), len),
             None => {
                 self.dt.unpack(
                     self.ptr,
@@ -447,6 +586,30 @@ impl<'a> Typed<'a> {
                 );
             }
         }
+    }
+}
+
+/// `copy_nonoverlapping` of `len` bytes, with the sizes of a word or two done in place rather
+/// than by a call to `memcpy` (which costs more than the copy there).
+///
+/// # Safety
+/// As `copy_nonoverlapping`.
+#[inline(always)]
+unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
+    use std::ptr::{read_unaligned as rd, write_unaligned as wr};
+    match len {
+        8..=16 => {
+            // Two words, overlapping when fewer than 16 bytes.
+            let (a, b) = (rd(src.cast::<u64>()), rd(src.add(len - 8).cast::<u64>()));
+            wr(dst.cast::<u64>(), a);
+            wr(dst.add(len - 8).cast::<u64>(), b);
+        }
+        4..=7 => {
+            let (a, b) = (rd(src.cast::<u32>()), rd(src.add(len - 4).cast::<u32>()));
+            wr(dst.cast::<u32>(), a);
+            wr(dst.add(len - 4).cast::<u32>(), b);
+        }
+        _ => std::ptr::copy_nonoverlapping(src, dst, len),
     }
 }
 
@@ -511,6 +674,12 @@ struct Area {
     seg: CollSegment,
     me: usize,
     n: usize,
+    /// Start of every member's data area, and this member's `ready` and `done` (all inside
+    /// `seg`, so valid as long as it is): what every step uses, without the segment's
+    /// bounds checks.
+    bases: Vec<*mut u8>,
+    ready_own: *const AtomicU64,
+    done_own: *const AtomicU64,
     /// World rank of every member (to notice a dead one).
     world: Arc<[u32]>,
     /// Last step number used.
@@ -546,8 +715,8 @@ struct Area {
     scratch: [Option<AlignedBuf>; 2],
 }
 
-// SAFETY: the scratch buffer and the segment's raw pointers belong to this value; it is only
-// used under its mutex.
+// SAFETY: the scratch buffer and the segment's raw pointers (also those into it kept here)
+// belong to this value; it is only used under its `AreaCell` flag.
 unsafe impl Send for Area {}
 
 impl Area {
@@ -556,6 +725,9 @@ impl Area {
         Area {
             cell,
             chunk: cell * CELLS / 2,
+            bases: (0..info.size).map(|j| seg.data(j).as_ptr()).collect(),
+            ready_own: seg.ready(info.rank),
+            done_own: seg.done(info.rank),
             seg,
             me: info.rank,
             n: info.size,
@@ -672,7 +844,7 @@ impl Area {
         } else {
             SLOTS * SLOT + self.at[j] * self.cell
         };
-        self.seg.data(j).as_ptr().wrapping_add(at + off)
+        self.bases[j].wrapping_add(at + off)
     }
 
     /// The flag of member `j`'s slot in the current (small) step: the step whose data it
@@ -681,7 +853,7 @@ impl Area {
         if !self.small {
             return self.seg.ready(j);
         }
-        let p = self.seg.data(j).as_ptr().wrapping_add(self.at[j] * SLOT);
+        let p = self.bases[j].wrapping_add(self.at[j] * SLOT);
         // SAFETY: the first word of a slot, inside member j's data area and aligned (slots are
         // 1024-byte multiples from a page); it is only ever accessed atomically (data starts
         // `HDR` bytes further), and the area lives as long as `self`.
@@ -719,15 +891,41 @@ impl Area {
         if self.min_done >= need {
             return Ok(());
         }
-        let mut low = u64::MAX;
-        for j in 0..self.n {
-            if j != self.me {
+        self.await_done(need)
+    }
+
+    /// Wait until every other member's `done` has reached `need`, and note the smallest.
+    ///
+    /// A member that has to wait here runs a ring ahead of some other (a broadcast root
+    /// faster than its readers, typically): it then waits until that one is at most half a
+    /// ring behind, so as not to come back at every step (every look at a `done` takes the
+    /// line from its writer, whose next store, and the locked instruction after it, then
+    /// wait for the line to come back).
+    #[cold]
+    #[inline(never)]
+    fn await_done(&mut self, need: u64) -> Result<()> {
+        let others = || (0..self.n).filter(|&j| j != self.me);
+        let low = |a: &Area| {
+            others()
+                .map(|j| a.seg.done(j).load(Ordering::Acquire))
+                .min()
+                .unwrap_or(u64::MAX)
+        };
+        let mut seen = low(self);
+        if seen < need {
+            // The others can reach this member's own `done` (the last step with data before
+            // the current one: barriers publish none) without it: it has published
+            // everything before the current step.
+            // SAFETY: points into `self.seg` (see `done_own`).
+            let mine = unsafe { &*self.done_own }.load(Ordering::Relaxed);
+            let want = need.max(mine.saturating_sub(SLOTS as u64 / 2));
+            for j in others() {
                 let d = self.seg.done(j);
-                self.wait(j, || d.load(Ordering::Acquire) >= need)?;
-                low = low.min(d.load(Ordering::Acquire));
+                self.wait(j, || d.load(Ordering::Acquire) >= want)?;
             }
+            seen = low(self);
         }
-        self.min_done = low;
+        self.min_done = seen;
         Ok(())
     }
 
@@ -744,11 +942,13 @@ impl Area {
     }
 
     fn publish(&self, k: u64) {
-        self.seg.ready(self.me).store(k, Ordering::Release);
+        // SAFETY: points into `self.seg` (see `ready_own`).
+        unsafe { &*self.ready_own }.store(k, Ordering::Release);
     }
 
     fn finish_step(&self, k: u64) {
-        self.seg.done(self.me).store(k, Ordering::Release);
+        // SAFETY: points into `self.seg` (see `done_own`).
+        unsafe { &*self.done_own }.store(k, Ordering::Release);
     }
 
     /// Wait for member `j`'s `ready` to reach `k`.
@@ -766,10 +966,18 @@ impl Area {
     /// Spinning only helps if member `j` runs meanwhile on another CPU: when it was last seen
     /// on this process's CPU (each member notes its CPU in its info line when it starts
     /// waiting), the wait yields after `MIN_SPIN` polls, so that it can run.
-    fn wait(&self, j: usize, mut cond: impl FnMut() -> bool) -> Result<()> {
+    #[inline]
+    fn wait(&self, j: usize, cond: impl FnMut() -> bool) -> Result<()> {
+        let mut cond = cond;
         if cond() {
             return Ok(());
         }
+        self.wait_long(j, cond)
+    }
+
+    /// [`Area::wait`] once the first poll failed.
+    #[inline(never)]
+    fn wait_long(&self, j: usize, mut cond: impl FnMut() -> bool) -> Result<()> {
         // SAFETY: no arguments; returns the CPU this thread runs on, or -1.
         let cpu = unsafe { libc::sched_getcpu() } as u64 + 1;
         let mine = self.seg.info(self.me, INFO_CPU);
@@ -842,6 +1050,12 @@ impl Area {
     /// # Safety
     /// `buf` holds its elements (significant everywhere).
     unsafe fn bcast(&mut self, buf: &Typed<'_>, nb: usize, root: usize) -> Result<()> {
+        if nb <= SMALL_MAX {
+            if nb > 0 {
+                self.bcast_small(buf, nb, root)?;
+            }
+            return Ok(());
+        }
         if self.cma && self.n == 2 && nb >= CMA_BCAST_MIN {
             return self.bcast_cma(buf, nb, root);
         }
@@ -863,6 +1077,40 @@ impl Area {
             self.finish_step(k);
             off += len;
         }
+        Ok(())
+    }
+
+    /// Broadcast of 1 to `SMALL_MAX` bytes: one step, through the root's next slot (what
+    /// [`Area::bcast`]'s loop does for one chunk, without the general case's branches). The
+    /// root reads the others' `done` only when it reuses a slot they may still be reading,
+    /// which its last look at them does not cover; the others read the slot's line, which
+    /// holds its flag and data.
+    ///
+    /// # Safety
+    /// As [`Area::bcast`].
+    #[inline]
+    unsafe fn bcast_small(&mut self, buf: &Typed<'_>, nb: usize, root: usize) -> Result<()> {
+        let k = self.step();
+        let a = self.slot_cursor[root];
+        self.slot_cursor[root] = (a + 1) % SLOTS;
+        self.at[root] = a;
+        self.small = true;
+        let slot = self.bases[root].add(a * SLOT);
+        // SAFETY: as in `flag`.
+        let flag = AtomicU64::from_ptr(slot.cast());
+        if self.me == root {
+            let need = self.slot_free_after[a];
+            if self.min_done < need {
+                self.await_done(need)?;
+            }
+            buf.pack(0, nb, slot.add(HDR));
+            flag.store(k, Ordering::Release);
+            self.slot_free_after[a] = k;
+        } else {
+            self.wait(root, || flag.load(Ordering::Acquire) >= k)?;
+            buf.unpack(0, nb, slot.add(HDR));
+        }
+        self.finish_step(k);
         Ok(())
     }
 
@@ -1178,33 +1426,49 @@ struct Red<'a> {
 
 /// MPI_Barrier through shared memory: `Ok(false)` if this communicator does not use it.
 pub(crate) fn barrier(comm: CommId) -> Result<bool> {
-    if !wanted("BARRIER")? {
+    if !wanted(Coll::Barrier)? {
         return Ok(false);
     }
-    Ok(with_area(comm, |a| a.barrier())?.is_some())
+    let Some(mut a) = held(comm)? else {
+        return Ok(false);
+    };
+    a.barrier()?;
+    Ok(true)
 }
 
+#[inline]
 fn check_root(root: i32, n: usize) -> Result<usize> {
     if root < 0 || root as usize >= n {
-        return err(ErrorClass::Root, format!("invalid root {root}"));
+        return bad_root(root);
     }
     Ok(root as usize)
 }
 
-/// MPI_Bcast through shared memory.
+#[cold]
+fn bad_root(root: i32) -> Result<usize> {
+    err(ErrorClass::Root, format!("invalid root {root}"))
+}
+
+/// MPI_Bcast through shared memory of `count` elements of `dt` at `ptr`.
 ///
 /// # Safety
-/// `d` holds its elements until the call returns.
-pub(crate) unsafe fn bcast(d: &Data, root: i32, comm: CommId) -> Result<bool> {
-    if !wanted("BCAST")? {
+/// The buffer holds its elements until the call returns.
+pub(crate) unsafe fn bcast(
+    ptr: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    root: i32,
+    comm: CommId,
+) -> Result<bool> {
+    if !wanted(Coll::Bcast)? {
         return Ok(false);
     }
-    let done = with_area(comm, |a| {
-        let root = check_root(root, a.n)?;
-        let nb = d.count * d.dt.size();
-        a.bcast(&Typed::new(d.ptr, d.count, &d.dt), nb, root)
-    })?;
-    Ok(done.is_some())
+    let Some(mut a) = held(comm)? else {
+        return Ok(false);
+    };
+    let root = check_root(root, a.n)?;
+    a.bcast(&Typed::new(ptr, count, dt), count * dt.size(), root)?;
+    Ok(true)
 }
 
 /// MPI_Reduce (`root` Some) or MPI_Allreduce through shared memory.
@@ -1222,9 +1486,9 @@ pub(crate) unsafe fn reduce(
     comm: CommId,
 ) -> Result<bool> {
     if !wanted(if root.is_some() {
-        "REDUCE"
+        Coll::Reduce
     } else {
-        "ALLREDUCE"
+        Coll::Allreduce
     })? {
         return Ok(false);
     }
@@ -1263,7 +1527,7 @@ pub(crate) unsafe fn reduce(
 /// # Safety
 /// The buffers hold one block per process.
 pub(crate) unsafe fn alltoall(send: Option<&Data>, recv: &Data, comm: CommId) -> Result<bool> {
-    if !wanted("ALLTOALL")? {
+    if !wanted(Coll::Alltoall)? {
         return Ok(false);
     }
     let b = recv.count * recv.dt.size();

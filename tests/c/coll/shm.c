@@ -12,7 +12,10 @@
  *   datatypes (a strided int on one side only), a non-commutative operation
  *   (composition of affine maps) in rank order;
  * - many communicators made, used and freed (more than the areas a process
- *   keeps, so some stay on point-to-point).
+ *   keeps, so some stay on point-to-point);
+ * - argument errors (root, count, datatype, buffer, communicator, operation)
+ *   on MPI_COMM_WORLD once it has its area, each with its class, and the
+ *   collectives after them still agreeing.
  *
  * Rank 0 prints "shm-areas N": how many collective segments (named
  * /dev/shm/madmpi-<job>-<n>-c<r>-<id>) it has mapped before freeing its
@@ -377,6 +380,44 @@ static void noncommutative(MPI_Comm comm, int count)
     free(e);
 }
 
+static void bad_arguments(MPI_Comm comm)
+{
+    /* Argument errors of the blocking collectives on a communicator that has
+     * an area (the short paths check them too): the class each names, and no
+     * step consumed (every rank makes the same error, then the next
+     * collectives still agree). */
+    int n, b[4] = {0, 0, 0, 0};
+    MPI_OK(MPI_Comm_size(comm, &n));
+    MPI_OK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    for (int rep = 0; rep < 3; rep++) {
+        EXPECT_CLASS(MPI_Bcast(b, 1, MPI_INT, n, comm), MPI_ERR_ROOT);
+        EXPECT_CLASS(MPI_Bcast(b, 1, MPI_INT, -1, comm), MPI_ERR_ROOT);
+        EXPECT_CLASS(MPI_Bcast(b, 1, MPI_INT, MPI_PROC_NULL, comm), MPI_ERR_ROOT);
+        EXPECT_CLASS(MPI_Bcast(b, 1, MPI_INT, MPI_ROOT, comm), MPI_ERR_ROOT);
+        EXPECT_CLASS(MPI_Bcast(b, -1, MPI_INT, 0, comm), MPI_ERR_COUNT);
+        EXPECT_CLASS(MPI_Bcast(b, 1, MPI_DATATYPE_NULL, 0, comm), MPI_ERR_TYPE);
+        EXPECT_CLASS(MPI_Bcast(NULL, 1, MPI_INT, 0, comm), MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Bcast(b, 1, MPI_INT, 0, MPI_COMM_NULL), MPI_ERR_COMM);
+        EXPECT_CLASS(MPI_Barrier(MPI_COMM_NULL), MPI_ERR_COMM);
+        EXPECT_CLASS(MPI_Reduce(b, b + 1, 1, MPI_INT, MPI_SUM, n, comm), MPI_ERR_ROOT);
+        EXPECT_CLASS(MPI_Allreduce(b, b + 1, 1, MPI_INT, MPI_OP_NULL, comm), MPI_ERR_OP);
+        /* Then the same collectives, right. */
+        int root = rep % n;
+        for (int i = 0; i < 4; i++)
+            b[i] = t_rank == root ? val(root, i, rep) : -1;
+        MPI_OK(MPI_Bcast(b, 4, MPI_INT, root, comm));
+        for (int i = 0; i < 4; i++)
+            CHECKF(b[i] == val(root, i, rep), "bcast after errors: b[%d] = %d", i, b[i]);
+        MPI_OK(MPI_Barrier(comm));
+        int one = 1, sum = 0;
+        MPI_OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm));
+        CHECKF(sum == n, "allreduce after errors: %d", sum);
+    }
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
+    MPI_OK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL));
+}
+
 static void many_comms(void)
 {
     /* More live communicators than areas a process keeps, each used enough
@@ -408,6 +449,7 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Op_create(compose_fn, 0, &compose));
 
     barriers(iters);
+    bad_arguments(MPI_COMM_WORLD);
     interleaved(iters / 4);
 
     MPI_Comm half;
