@@ -728,7 +728,7 @@ pub unsafe fn send(
     let r = with(|e| {
         if matches!(mode, SendMode::Standard | SendMode::Ready)
             // SAFETY: forwarded caller contract.
-            && unsafe { e.try_send_now(buf, count, dt, dest, tag, comm, 0)? }.is_some()
+            && unsafe { e.try_send_now(buf, count, dt, dest, tag, comm, 0, false)? }.is_some()
         {
             return Ok(Err(Completion {
                 status: EMPTY_STATUS,

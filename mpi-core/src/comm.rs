@@ -60,8 +60,10 @@ static EXTRA: Lazy<Mutex<HashMap<u32, Extra>>> = Lazy::new(|| Mutex::new(HashMap
 /// The base tag of the next collective on `c`: 20 bits of sequence number, 10 bits left for
 /// the algorithm's sub-tags; bit 30 is for MPI_Comm_create_group.
 pub(crate) fn next_tag(c: CommId) -> i32 {
-    let t = peek_tag(c);
-    commit_tag(c);
+    let mut m = EXTRA.lock();
+    let e = m.entry(c.0).or_default();
+    let t = ((e.seq & 0xF_FFFF) << 10) as i32;
+    e.seq = e.seq.wrapping_add(1);
     t
 }
 

@@ -1729,6 +1729,7 @@ impl Engine {
     /// strategy would do with it anyway: a lone chunk on an idle gate leaves as it is). Returns
     /// `false`, having done nothing, when the message needs the general path: arguments to
     /// check and report, a non-contiguous or large message, a busy gate or driver, a dead peer.
+    /// `coll`: on the communicator's collective context (a collective's message).
     ///
     /// # Safety
     /// `buf` holds `count` elements of `dt` for the duration of the call.
@@ -1743,6 +1744,7 @@ impl Engine {
         tag: i32,
         comm: CommId,
         sreq: u64,
+        coll: bool,
     ) -> Result<Option<u32>> {
         let st = &mut self.st;
         let Some(Some(c)) = st.comms.get(comm.0 as usize) else {
@@ -1756,7 +1758,7 @@ impl Engine {
             return Ok(None);
         };
         let peer = c.peers()[dest as usize];
-        let (ctx, src) = (c.ctx, c.rank);
+        let (ctx, src) = (c.ctx + coll as u32, c.rank);
         let g = &st.gates[peer as usize];
         if !g.out.is_empty() || g.dead || bytes > g.eager_max {
             return Ok(None);
@@ -1816,7 +1818,7 @@ impl Engine {
         r.complete = true;
         let rid = self.st.reqs.insert(r);
         // SAFETY: forwarded caller contract.
-        match unsafe { self.try_send_now(buf, count, dt, dest, tag, comm, rid.0) } {
+        match unsafe { self.try_send_now(buf, count, dt, dest, tag, comm, rid.0, false) } {
             Ok(Some(peer)) => {
                 if let Some(r) = self.st.reqs.get_mut(rid) {
                     r.op = Op::Send(SendOp::new(peer, buf, 0));

@@ -122,6 +122,14 @@ unsafe fn start(
             None => None,
         };
         let s = match send {
+            // A small message to an idle peer leaves at once, with no request to wait for
+            // (exactly the packet the general path would send).
+            // SAFETY: forwarded caller contract.
+            Some((p, c, dt))
+                if unsafe { e.try_send_now(p, c, dt, 1 - me, tag, comm, 0, true)? }.is_some() =>
+            {
+                None
+            }
             // SAFETY: forwarded caller contract.
             Some(b) => Some(unsafe { post(&mut e.st, comm, me, tag, true, b)? }),
             None => None,
