@@ -1956,7 +1956,9 @@ impl Engine {
                 .poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
         }
         if let Some(shm) = self.drv.shm.as_mut() {
-            n += shm.poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
+            if shm.has_pending() {
+                n += shm.poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
+            }
         }
         if let Some(tcp) = self.drv.tcp.as_mut() {
             let split = SplitParams {

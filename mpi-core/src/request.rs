@@ -112,7 +112,7 @@ impl RecvTarget {
         }
         let n = data.len().min(self.cap - off);
         match &self.layout {
-            None => std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(off), n),
+            None => madmpi_transports::copy_bytes(data.as_ptr(), self.ptr.add(off), n),
             Some((buf, dt, count)) => {
                 dt.unpack(*buf, *count, off, &data[..n]);
             }

@@ -641,7 +641,7 @@ impl Producer {
         unsafe {
             let mut dst = base.add(at + REC_HDR);
             for s in iov {
-                ptr::copy_nonoverlapping(s.as_ptr(), dst, s.len());
+                crate::copy_bytes(s.as_ptr(), dst, s.len());
                 dst = dst.add(s.len());
             }
             header(base, next).store(0, Ordering::Relaxed);
@@ -1042,6 +1042,25 @@ impl Drop for ShmTransport {
         // SAFETY: the slot lies in the mapping, still alive (`seg` is dropped after this).
         let ident = unsafe { &self.my_slot.as_ref().ident.0 };
         ident.state.store(STATE_CLOSED, Ordering::Release);
+    }
+}
+
+impl ShmTransport {
+    /// Whether [`Transport::poll_recv`] would find anything: a few loads, no call (the idle
+    /// poll of a waiting rank). With the doorbell, whether it rang since the last complete scan
+    /// (a ring left non-empty keeps that scan incomplete); without, whether a record waits at
+    /// the head of some ring.
+    #[inline]
+    pub fn has_pending(&self) -> bool {
+        if self.doorbell {
+            // SAFETY: the slot lies in the mapping owned by `self.seg`.
+            let bell = unsafe { self.my_slot.as_ref() }
+                .doorbell
+                .0
+                .load(Ordering::Acquire);
+            return bell != self.seen;
+        }
+        self.rx.iter().any(|r| r.cons.pending())
     }
 }
 
