@@ -71,6 +71,20 @@ pub struct Options {
     pub wdir: Option<PathBuf>,
     /// Trace PMI traffic on stderr.
     pub verbose: bool,
+    /// Binding of the local ranks to CPUs (`--bind-to`).
+    pub bind: Bind,
+}
+
+/// How local ranks are bound to CPUs (`--bind-to`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bind {
+    /// One CPU each when a host runs no more ranks than mpirun may use CPUs (Open MPI's
+    /// default for small jobs), else none.
+    Auto,
+    /// One CPU each, round robin over mpirun's CPUs (shared when there are more ranks).
+    Core,
+    /// Not bound: every rank may run on all of mpirun's CPUs.
+    None,
 }
 
 /// The help text (`name` is `mpirun` or `mpiexec`).
@@ -108,6 +122,9 @@ Options:
   --timeout SECONDS         kill the job after SECONDS (default: $MPIEXEC_TIMEOUT); exit code 124
   --pmi-port                serve PMI over TCP (PMI_PORT) to the local ranks too, instead
                             of PMI_FD (remote ranks always use it)
+  --bind-to core|none|auto  bind each local rank to one CPU (core), or not (none); auto
+                            (the default) binds when a host runs no more ranks than
+                            mpirun may use CPUs
   -v, --verbose             trace PMI traffic on stderr
   -h, --help                this text
   -V, --version             version
@@ -152,6 +169,7 @@ pub fn parse(
         pmi_port: false,
         wdir: None,
         verbose: false,
+        bind: Bind::Auto,
     };
     if let Some(t) = getenv("MPIEXEC_TIMEOUT") {
         opts.timeout =
@@ -325,7 +343,20 @@ pub fn parse(
             "oversubscribe" | "allow-run-as-root" => flag(&inline)?,
             "h" | "help" | "?" => return Ok(Parsed::Help),
             "V" | "version" => return Ok(Parsed::Version),
-            "N" | "map-by" | "bind-to" | "rmk" => {
+            "bind-to" | "bind" => {
+                let v = take(inline, &mut i, text)?.to_string_lossy().into_owned();
+                opts.bind = match v.as_str() {
+                    "core" | "cpu" | "hwthread" => Bind::Core,
+                    "none" | "no" => Bind::None,
+                    "auto" => Bind::Auto,
+                    _ => {
+                        return Err(format!(
+                            "'{text} {v}' is not supported (core, none or auto)"
+                        ))
+                    }
+                };
+            }
+            "N" | "map-by" | "rmk" => {
                 return Err(format!("option '{text}' is not supported yet"));
             }
             _ => return Err(format!("unknown option '{text}'")),
@@ -473,7 +504,7 @@ mod tests {
         assert!(run(&["--bogus", "p"])
             .unwrap_err()
             .contains("unknown option '--bogus'"));
-        for o in ["-N", "--map-by", "--bind-to"] {
+        for o in ["-N", "--map-by"] {
             assert!(
                 run(&[o, "x", "p"])
                     .unwrap_err()

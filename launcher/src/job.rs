@@ -79,6 +79,8 @@ pub struct JobSpec {
     pub wdir: Option<PathBuf>,
     /// Trace PMI traffic.
     pub verbose: bool,
+    /// Binding of the local ranks to CPUs.
+    pub bind: crate::cli::Bind,
 }
 
 struct Rank {
@@ -164,6 +166,8 @@ struct Job {
     /// Our stdout / stderr went away (EPIPE): output is dropped from then on.
     dead: [bool; 3],
     scratch: Vec<u8>,
+    /// The CPUs mpirun may use, which local ranks are bound to.
+    cpus: Vec<usize>,
 }
 
 /// Runs a job to completion; returns the exit code for mpirun.
@@ -250,6 +254,7 @@ pub fn run(spec: JobSpec) -> i32 {
         drain_until: None,
         dead: [false; 3],
         scratch: vec![0; CHUNK],
+        cpus: sys::allowed_cpus(),
         spec,
     };
     for r in 0..np {
@@ -297,7 +302,31 @@ impl Job {
         set("MADMPI_JOBID", self.kvsname.clone());
         set("MPI_LOCALNRANKS", local_n.to_string());
         set("MPI_LOCALRANKID", local_id.to_string());
+        if let Some(cpu) = self.cpu_of(rank) {
+            set("MADMPI_BOUND_CPU", cpu.to_string());
+        }
+        if self.spec.placement.host(rank).local && !self.cpus.is_empty() {
+            // The CPUs the host's ranks share (a bound rank itself may use only one).
+            set("MADMPI_HOST_CPUS", self.cpus.len().to_string());
+        }
         Ok(env)
+    }
+
+    /// The CPU local rank `rank` is bound to, if any (see [`crate::cli::Bind`]): the
+    /// `local_id`-th of the CPUs mpirun may use.
+    fn cpu_of(&self, rank: u32) -> Option<usize> {
+        let host = self.spec.placement.host(rank);
+        if !host.local {
+            return None;
+        }
+        let (local_id, local_n) = self.spec.placement.local_index(rank);
+        let cpus = &self.cpus;
+        let bind = match self.spec.bind {
+            crate::cli::Bind::None => false,
+            crate::cli::Bind::Core => true,
+            crate::cli::Bind::Auto => local_n as usize <= cpus.len(),
+        };
+        (bind && !cpus.is_empty()).then(|| cpus[local_id as usize % cpus.len()])
     }
 
     fn spawn(&mut self, rank: u32) -> io::Result<()> {
@@ -364,6 +393,7 @@ impl Job {
             parent: sys::getpid(),
             pgid: self.pgid,
             keep_fd: pmi.as_ref().map(|(_, c)| c.as_raw_fd()),
+            cpu: self.cpu_of(rank),
         };
         sys::set_child_setup(&mut cmd, setup);
         let spawned = cmd.spawn();

@@ -78,6 +78,7 @@ pub fn run(argv0: &std::ffi::OsStr, args: &[OsString]) -> i32 {
         pmi_port: opts.pmi_port,
         wdir: opts.wdir,
         verbose: opts.verbose,
+        bind: opts.bind,
     })
 }
 

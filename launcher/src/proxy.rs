@@ -338,6 +338,8 @@ impl Running {
                 parent: sys::getpid(),
                 pgid: 0,
                 keep_fd: None,
+                // (Remote ranks are not bound: the proxy does not know the host's other ranks.)
+                cpu: None,
             },
         );
         let child = cmd.spawn()?;

@@ -324,13 +324,29 @@ pub struct ChildSetup {
     pub pgid: i32,
     /// The PMI socket end to keep open across exec.
     pub keep_fd: Option<RawFd>,
+    /// The CPU to bind the child to.
+    pub cpu: Option<usize>,
+}
+
+/// The CPUs this process may run on, in increasing order (empty if the OS does not say).
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
 }
 
 impl ChildSetup {
     /// Runs in the child after fork.
     pub fn apply(&self) -> io::Result<()> {
-        // SAFETY: prctl, getppid, setpgid, fcntl, sigemptyset and sigprocmask are
-        // async-signal-safe and get valid arguments; nothing here allocates.
+        // SAFETY: prctl, getppid, setpgid, fcntl, sched_setaffinity, sigemptyset and
+        // sigprocmask are async-signal-safe and get valid arguments; nothing here allocates.
         unsafe {
             // A launcher killed with SIGKILL cannot clean up: the kernel kills its ranks for it.
             syscall!(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0))?;
@@ -343,6 +359,15 @@ impl ChildSetup {
             if let Some(fd) = self.keep_fd {
                 let fl = syscall!(libc::fcntl(fd, libc::F_GETFD))?;
                 syscall!(libc::fcntl(fd, libc::F_SETFD, fl & !libc::FD_CLOEXEC))?;
+            }
+            if let Some(cpu) = self.cpu {
+                let mut cpus = std::mem::zeroed::<libc::cpu_set_t>();
+                libc::CPU_SET(cpu, &mut cpus);
+                syscall!(libc::sched_setaffinity(
+                    0,
+                    std::mem::size_of::<libc::cpu_set_t>(),
+                    &cpus
+                ))?;
             }
             let mut set = std::mem::zeroed::<libc::sigset_t>();
             libc::sigemptyset(&mut set);

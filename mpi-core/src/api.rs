@@ -65,13 +65,12 @@ fn cpus_available() -> usize {
         .unwrap_or(1)
 }
 
-/// Choose the spin budget for `local_ranks` ranks on this host.
+/// Choose the spin budget for `local_ranks` ranks on this host. The CPUs they share are the
+/// launcher's (`MADMPI_HOST_CPUS`: a rank it bound to one CPU sees only that one), else this
+/// process's.
 fn set_spin(local_ranks: usize) {
-    let spin = env_parse("MADMPI_SPIN").unwrap_or(if local_ranks > cpus_available() {
-        16
-    } else {
-        2000
-    });
+    let cpus = env_parse("MADMPI_HOST_CPUS").unwrap_or_else(cpus_available);
+    let spin = env_parse("MADMPI_SPIN").unwrap_or(if local_ranks > cpus { 16 } else { 2000 });
     SPIN.store(spin, Ordering::Relaxed);
 }
 

@@ -1047,3 +1047,82 @@ fn mpicc_compiles_against_mpi_h() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The CPUs this test process may use (mpirun inherits them).
+fn own_cpus() -> String {
+    let s = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list")
+        .trim()
+        .to_string()
+}
+
+/// `rank cpus bound host_cpus` of every rank of `mpirun ARGS sh -c …`, sorted by rank.
+fn affinities(args: &[&str]) -> Vec<(u32, String, String, String)> {
+    let script = "echo \"$PMI_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2) \
+                  ${MADMPI_BOUND_CPU:-none} ${MADMPI_HOST_CPUS:-none}\"";
+    let mut a: Vec<&str> = args.to_vec();
+    a.extend(["sh", "-c", script]);
+    let o = mpirun_with(&a, None);
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    let mut v: Vec<(u32, String, String, String)> = o
+        .stdout
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(f.len(), 4, "{l:?}\n{}", o.dump());
+            (
+                f[0].parse().expect("rank"),
+                f[1].into(),
+                f[2].into(),
+                f[3].into(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn ranks_are_bound_to_cpus_when_there_are_enough() {
+    let cpus = own_cpu_list();
+    let n = cpus.len();
+    // As many ranks as CPUs: one CPU each, all different, the k-th allowed CPU for rank k.
+    let v = affinities(&["-n", &n.to_string()]);
+    assert_eq!(v.len(), n);
+    for (k, (rank, list, bound, host)) in v.iter().enumerate() {
+        assert_eq!(*rank as usize, k);
+        assert_eq!(list, &cpus[k].to_string(), "rank {k} allowed {list}");
+        assert_eq!(bound, &cpus[k].to_string());
+        assert_eq!(host, &n.to_string());
+    }
+    // More ranks than CPUs: nobody is bound (by default), everybody may use them all.
+    let all = own_cpus();
+    for (_, list, bound, _) in affinities(&["-n", &(n + 1).to_string()]) {
+        assert_eq!(list, all);
+        assert_eq!(bound, "none");
+    }
+    // --bind-to none, and --bind-to core with more ranks than CPUs (round robin).
+    for (_, list, bound, _) in affinities(&["--bind-to", "none", "-n", &n.to_string()]) {
+        assert_eq!((list.as_str(), bound.as_str()), (all.as_str(), "none"));
+    }
+    for (rank, list, _, _) in affinities(&["--bind-to", "core", "-n", &(n + 1).to_string()]) {
+        assert_eq!(list, cpus[rank as usize % n].to_string());
+    }
+    // A bad value is a command-line error.
+    let o = mpirun_with(&["--bind-to", "socket", "-n", "1", "true"], None);
+    assert_eq!(o.code, Some(2), "{}", o.dump());
+    assert!(o.stderr.contains("--bind-to socket"), "{}", o.dump());
+}
+
+/// The CPUs of `Cpus_allowed_list` (ranges expanded).
+fn own_cpu_list() -> Vec<usize> {
+    own_cpus()
+        .split(',')
+        .flat_map(|r| match r.split_once('-') {
+            Some((a, b)) => (a.parse::<usize>().unwrap()..=b.parse().unwrap()).collect(),
+            None => vec![r.parse().unwrap()],
+        })
+        .collect()
+}
