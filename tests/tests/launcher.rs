@@ -747,7 +747,7 @@ fn command_line_errors_are_clear() {
         "{}",
         o.dump()
     );
-    for opt in ["-N", "--map-by", "--bind-to"] {
+    for opt in ["-N", "--map-by"] {
         let o = mpirun_with(&[opt, "x", "-n", "2", "true"], None);
         assert_eq!(o.code, Some(2), "{}", o.dump());
         assert!(o.stderr.contains("not supported yet"), "{}", o.dump());
