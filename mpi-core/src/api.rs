@@ -1,5 +1,6 @@
-//! The raw API: one function per operation, each taking the engine lock for as short a time as
-//! it can. Blocking functions poll with [`Backoff`] between attempts, with the lock released.
+//! The raw API: one function per operation, each reaching the engine for as short a time as it
+//! can (under the engine lock, or as the thread that owns it: see `EngineCell`). Blocking
+//! functions poll with [`Backoff`] between attempts, with the engine released.
 
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
