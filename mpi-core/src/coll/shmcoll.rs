@@ -555,7 +555,7 @@ impl<'a> Typed<'a> {
             return;
         }
         match self.flat {
-            Some(o) => copy(self.ptr.offset(o).add(off), dst, len),
+            Some(o) => madmpi_transports::copy_bytes(self.ptr.offset(o).add(off), dst, len),
             None => {
                 self.dt.pack(
                     self.ptr,
@@ -576,7 +576,7 @@ impl<'a> Typed<'a> {
             return;
         }
         match self.flat {
-            Some(o) => copy(src, self.ptr.offset(o).add(off), len),
+            Some(o) => madmpi_transports::copy_bytes(src, self.ptr.offset(o).add(off), len),
             None => {
                 self.dt.unpack(
                     self.ptr,
@@ -586,30 +586,6 @@ impl<'a> Typed<'a> {
                 );
             }
         }
-    }
-}
-
-/// `copy_nonoverlapping` of `len` bytes, with the sizes of a word or two done in place rather
-/// than by a call to `memcpy` (which costs more than the copy there).
-///
-/// # Safety
-/// As `copy_nonoverlapping`.
-#[inline(always)]
-unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
-    use std::ptr::{read_unaligned as rd, write_unaligned as wr};
-    match len {
-        8..=16 => {
-            // Two words, overlapping when fewer than 16 bytes.
-            let (a, b) = (rd(src.cast::<u64>()), rd(src.add(len - 8).cast::<u64>()));
-            wr(dst.cast::<u64>(), a);
-            wr(dst.add(len - 8).cast::<u64>(), b);
-        }
-        4..=7 => {
-            let (a, b) = (rd(src.cast::<u32>()), rd(src.add(len - 4).cast::<u32>()));
-            wr(dst.cast::<u32>(), a);
-            wr(dst.add(len - 4).cast::<u32>(), b);
-        }
-        _ => std::ptr::copy_nonoverlapping(src, dst, len),
     }
 }
 
