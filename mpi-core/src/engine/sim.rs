@@ -677,7 +677,9 @@ fn derived_datatypes_zero_copy_and_fallback() {
     }
 }
 
-/// A forged piece table is rejected without touching memory outside the receive buffer.
+/// A sparse send whose blocks are large: without `get` its fragments are gathered straight
+/// from the user buffer (never packed), with `get` the receiver pulls them; the bytes arrive in
+/// order either way, under both strategies.
 #[test]
 fn sparse_sends_without_get_gather_their_blocks() {
     for strategy in [Strategy::Default, Strategy::Aggreg] {
@@ -734,6 +736,7 @@ fn sparse_sends_without_get_gather_their_blocks() {
     }
 }
 
+/// A forged piece table is rejected without touching memory outside the receive buffer.
 #[test]
 fn forged_piece_tables_are_rejected() {
     let mut rb = vec![0u8; 64];
