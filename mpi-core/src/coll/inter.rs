@@ -144,12 +144,7 @@ pub(super) fn reduce(
         }
         return Ok(());
     }
-    let Input::Buf(s) = send else {
-        return err(
-            ErrorClass::Buffer,
-            "MPI_IN_PLACE is not allowed on an intercommunicator",
-        );
-    };
+    let s = send_buf(send)?;
     let sp = packed_in(b, s, count, dt);
     let mine = if v.rank == 0 {
         b.tmp(nb)
@@ -176,12 +171,7 @@ pub(super) fn allreduce(
     dt: &Datatype,
     commutative: bool,
 ) -> Result<()> {
-    let Input::Buf(s) = send else {
-        return err(
-            ErrorClass::Buffer,
-            "MPI_IN_PLACE is not allowed on an intercommunicator",
-        );
-    };
+    let s = send_buf(send)?;
     let nb = count * dt.size();
     let lt = v.team();
     let rt = v.remote();
@@ -219,12 +209,7 @@ pub(super) fn reduce_scatter(
     dt: &Datatype,
     commutative: bool,
 ) -> Result<()> {
-    let Input::Buf(s) = send else {
-        return err(
-            ErrorClass::Buffer,
-            "MPI_IN_PLACE is not allowed on an intercommunicator",
-        );
-    };
+    let s = send_buf(send)?;
     let n = v.size as usize;
     let counts = &counts[..n];
     let esz = dt.size();
@@ -281,4 +266,15 @@ pub(super) fn reduce_scatter(
         b.unpack(rp, recv, counts[me], dt);
     }
     Ok(())
+}
+
+/// The send buffer of a reduction on an intercommunicator, where MPI_IN_PLACE is not allowed.
+fn send_buf(send: Input) -> Result<*const u8> {
+    match send {
+        Input::Buf(s) => Ok(s),
+        Input::InPlace => err(
+            ErrorClass::Buffer,
+            "MPI_IN_PLACE is not allowed on an intercommunicator",
+        ),
+    }
 }

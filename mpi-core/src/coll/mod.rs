@@ -1178,7 +1178,7 @@ fn ialltoallw_inner(
             None => {
                 if v.inter.is_some() {
                     return err(
-                        ErrorClass::Arg,
+                        ErrorClass::Buffer,
                         "MPI_IN_PLACE is not allowed on an intercommunicator",
                     );
                 }
@@ -1401,12 +1401,6 @@ unsafe fn allreduce_at(
         b.op = Some((op.clone(), dt.clone()));
         let esz = dt.size();
         if v.inter.is_some() {
-            if matches!(send, Input::InPlace) {
-                return err(
-                    ErrorClass::Arg,
-                    "MPI_IN_PLACE is not allowed on an intercommunicator",
-                );
-            }
             return inter::allreduce(b, v, send, recv, count, dt, op.is_commutative());
         }
         let t = v.team();

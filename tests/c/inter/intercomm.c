@@ -455,6 +455,9 @@ static void error_tests(MPI_Comm ic)
     /* MPI_IN_PLACE is not allowed on intercommunicators (every process passes it, so
      * nobody is left waiting) */
     EXPECT_CLASS(MPI_Reduce_scatter_block(MPI_IN_PLACE, r, 1, MPI_INT, MPI_SUM, ic), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Allreduce(MPI_IN_PLACE, r, 1, MPI_INT, MPI_SUM, ic), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Reduce(MPI_IN_PLACE, r, 1, MPI_INT, MPI_SUM, 0, ic), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_INT, r, 1, MPI_INT, ic), MPI_ERR_BUFFER);
     int *counts = xmalloc(sizeof(int) * (size_t)lsize);
     for (int i = 0; i < lsize; i++)
         counts[i] = 1;
