@@ -1956,9 +1956,7 @@ impl Engine {
                 .poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
         }
         if let Some(shm) = self.drv.shm.as_mut() {
-            if shm.has_pending() {
-                n += shm.poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
-            }
+            n += shm.poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
         }
         if let Some(tcp) = self.drv.tcp.as_mut() {
             let split = SplitParams {

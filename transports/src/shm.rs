@@ -1046,21 +1046,38 @@ impl Drop for ShmTransport {
 }
 
 impl ShmTransport {
-    /// Whether [`Transport::poll_recv`] would find anything: a few loads, no call (the idle
-    /// poll of a waiting rank). With the doorbell, whether it rang since the last complete scan
-    /// (a ring left non-empty keeps that scan incomplete); without, whether a record waits at
-    /// the head of some ring.
-    #[inline]
-    pub fn has_pending(&self) -> bool {
-        if self.doorbell {
-            // SAFETY: the slot lies in the mapping owned by `self.seg`.
-            let bell = unsafe { self.my_slot.as_ref() }
-                .doorbell
-                .0
-                .load(Ordering::Acquire);
-            return bell != self.seen;
+    /// The rest of [`Transport::poll_recv`]: deliver what every ring holds (one lap each),
+    /// starting with a different ring each time; `bell` is the doorbell count read first.
+    #[inline(never)]
+    fn scan(&mut self, bell: u64, deliver: &mut dyn FnMut(PeerId, &[u8])) -> Result<usize> {
+        let n = self.rx.len();
+        if n == 0 {
+            return Ok(0);
         }
-        self.rx.iter().any(|r| r.cons.pending())
+        let start = self.rr;
+        self.rr = if start + 1 == n { 0 } else { start + 1 };
+        let mut total = 0;
+        let mut more = false;
+        let mut i = start;
+        for _ in 0..n {
+            let r = &mut self.rx[i];
+            let peer = r.peer;
+            let got = r.cons.pop_all(&mut |p| deliver(peer, p))?;
+            // A ring left non-empty (one lap per call) must be visited again even if the
+            // doorbell stays quiet.
+            more |= got > 0 && r.cons.pending();
+            total += got;
+            i += 1;
+            if i == n {
+                i = 0;
+            }
+        }
+        // Every ring was scanned after reading `bell`: unless one was left non-empty,
+        // everything it announced is in.
+        if !more {
+            self.seen = bell;
+        }
+        Ok(total)
     }
 }
 
@@ -1102,6 +1119,9 @@ impl Transport for ShmTransport {
         self.blocked(j)
     }
 
+    /// An idle poll (nothing in any ring) is a few loads and no call: with the doorbell,
+    /// whether it rang since the last complete scan (a ring left non-empty keeps that scan
+    /// incomplete); without, whether a record waits at the head of some ring.
     #[inline]
     fn poll_recv(&mut self, deliver: &mut dyn FnMut(PeerId, &[u8])) -> Result<usize> {
         let mut bell = 0;
@@ -1114,35 +1134,10 @@ impl Transport for ShmTransport {
             if bell == self.seen {
                 return Ok(0);
             }
-        }
-        let n = self.rx.len();
-        if n == 0 {
+        } else if !self.rx.iter().any(|r| r.cons.pending()) {
             return Ok(0);
         }
-        let start = self.rr;
-        self.rr = if start + 1 == n { 0 } else { start + 1 };
-        let mut total = 0;
-        let mut more = false;
-        let mut i = start;
-        for _ in 0..n {
-            let r = &mut self.rx[i];
-            let peer = r.peer;
-            let got = r.cons.pop_all(&mut |p| deliver(peer, p))?;
-            // A ring left non-empty (one lap per call) must be visited again even if the
-            // doorbell stays quiet.
-            more |= got > 0 && r.cons.pending();
-            total += got;
-            i += 1;
-            if i == n {
-                i = 0;
-            }
-        }
-        // Every ring was scanned after reading `bell`: unless one was left non-empty,
-        // everything it announced is in.
-        if !more {
-            self.seen = bell;
-        }
-        Ok(total)
+        self.scan(bell, deliver)
     }
 
     fn get(
