@@ -90,6 +90,22 @@ struct OutChunk {
     gather: Option<(Datatype, usize)>,
 }
 
+impl OutChunk {
+    /// The pieces of the user buffer a gathered fragment (`gather`) is made of, in order
+    /// (none for another chunk).
+    ///
+    /// # Safety
+    /// The send buffer is valid: the chunk's request has not completed.
+    unsafe fn gathered(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let off = self.hdr.msg_len as usize;
+        self.gather.iter().flat_map(move |(dt, count)| {
+            dt.segments(*count, off..off + self.len)
+                // SAFETY: the segment lies in the send buffer (caller).
+                .map(move |(mem, len)| unsafe { raw_slice(self.ptr.wrapping_offset(mem), len) })
+        })
+    }
+}
+
 /// The per-peer gate: outgoing chunks waiting for the strategy, and protocol parameters.
 pub(crate) struct Gate {
     driver: DriverKind,
@@ -1877,23 +1893,19 @@ impl Engine {
                 let c = g.out.front().expect("picked");
                 let hb = c.hdr.encode();
                 let (dt, count) = c.gather.as_ref().expect("checked");
-                let off = c.hdr.msg_len as usize;
                 let mut iov = Vec::with_capacity(8);
                 iov.push(IoSlice::new(&hb));
                 let mut packed = Vec::new();
-                for (mem, len) in dt.segments(*count, off..off + c.len) {
+                // SAFETY: the send buffer is valid until the request completes.
+                for seg in unsafe { c.gathered() } {
                     if iov.len() == g.max_iov {
                         // Too many blocks for one gathering write: pack this fragment.
                         packed = vec![0u8; c.len];
-                        // SAFETY: the send buffer is valid until the request completes.
-                        unsafe { dt.pack(c.ptr, *count, off, &mut packed) };
+                        // SAFETY: as above.
+                        unsafe { dt.pack(c.ptr, *count, c.hdr.msg_len as usize, &mut packed) };
                         break;
                     }
-                    // SAFETY: the segment lies in the user's send buffer, valid until the
-                    // request completes.
-                    iov.push(IoSlice::new(unsafe {
-                        raw_slice(c.ptr.wrapping_offset(mem), len)
-                    }));
+                    iov.push(IoSlice::new(seg));
                 }
                 if !packed.is_empty() {
                     iov.truncate(1);

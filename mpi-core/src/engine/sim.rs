@@ -77,12 +77,10 @@ impl Net {
         let mut pkt = Vec::new();
         for c in st.gates[j as usize].out.iter().take(n) {
             pkt.extend_from_slice(&c.hdr.encode());
-            if let Some((dt, count)) = &c.gather {
-                // A fragment gathered from the segments of a sparse buffer.
-                let off = c.hdr.msg_len as usize;
-                for (mem, len) in dt.segments(*count, off..off + c.len) {
-                    // SAFETY: the segment lies in the live send buffer of this test.
-                    pkt.extend_from_slice(unsafe { raw_slice(c.ptr.wrapping_offset(mem), len) });
+            if c.gather.is_some() {
+                // SAFETY: the send buffer of this test is live.
+                for seg in unsafe { c.gathered() } {
+                    pkt.extend_from_slice(seg);
                 }
             } else {
                 // SAFETY: the payload belongs to a live request of this test.
