@@ -996,6 +996,13 @@ impl State {
     /// A matched message goes into receive request `rid`.
     fn deliver(&mut self, rid: RequestId, u: Unexpected) {
         let peer = u.peer;
+        if let UBody::Eager(data) = &u.body {
+            self.deliver_eager(rid, u.src, u.tag, peer, data);
+            if u.sync {
+                self.queue_ctrl(peer, Kind::SyncAck, 0, u.sreq, 0);
+            }
+            return;
+        }
         let can_get = self.gates[peer as usize].can_get;
         let Some(r) = self.reqs.get_mut(rid) else {
             return;
@@ -1013,14 +1020,7 @@ impl State {
             r.status.error = Some(ErrorClass::Truncate);
         }
         match u.body {
-            UBody::Eager(data) => {
-                // SAFETY: the receive buffer is valid until completion.
-                unsafe { rv.target.write_at(0, &data) };
-                if u.sync {
-                    self.queue_ctrl(peer, Kind::SyncAck, 0, u.sreq, 0);
-                }
-                self.complete(rid);
-            }
+            UBody::Eager(_) => unreachable!("delivered above"),
             UBody::Rts {
                 addr,
                 table,
