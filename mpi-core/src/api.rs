@@ -692,13 +692,16 @@ pub unsafe fn isend(
     mode: SendMode,
 ) -> Result<RequestId> {
     with(|e| {
-        // An eager message on an idle gate leaves at once and the request is born complete
-        // (`aggreg` keeps non-blocking sends queued until the next progress, to pack them).
-        if e.st.strategy == Strategy::Default
-            && matches!(mode, SendMode::Standard | SendMode::Ready)
-        {
-            // SAFETY: forwarded caller contract.
-            if let Some(r) = unsafe { e.try_isend_now(buf, count, dt, dest, tag, comm)? } {
+        // An eager message on an idle gate leaves at once and the request is born complete;
+        // `aggreg` copies a small one into the packet it is building instead.
+        if matches!(mode, SendMode::Standard | SendMode::Ready) {
+            let r = match e.st.strategy {
+                // SAFETY: forwarded caller contract.
+                Strategy::Default => unsafe { e.try_isend_now(buf, count, dt, dest, tag, comm)? },
+                // SAFETY: forwarded caller contract.
+                Strategy::Aggreg => unsafe { e.st.isend_packed(buf, count, dt, dest, tag, comm) },
+            };
+            if let Some(r) = r {
                 return Ok(r);
             }
         }
@@ -885,6 +888,7 @@ pub struct Completion {
 
 /// Take the completion of `r` if it is complete (inactive persistent requests complete at once
 /// with the empty status).
+#[inline]
 fn take_if_complete(e: &mut Engine, r: RequestId) -> Result<Option<Completion>> {
     let req =
         e.st.reqs
@@ -1074,12 +1078,7 @@ pub fn test_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Comple
 fn complete_from(e: &Engine, reqs: &[Option<RequestId>], from: &mut usize) -> Result<bool> {
     while let Some(r) = reqs.get(*from) {
         if let Some(r) = *r {
-            let req = e.st.reqs.get(r).ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Request,
-                    format!("invalid request handle at index {}", *from),
-                )
-            })?;
+            let req = e.st.reqs.get(r).ok_or_else(|| bad_request_at(*from))?;
             if req.active && !req.complete {
                 return Ok(false);
             }
@@ -1147,6 +1146,47 @@ pub fn wait_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
         take_all(e, reqs, out)?;
         Ok(Some(()))
     })
+}
+
+/// MPI_Waitall without a completion array: `rid(&items[i])` names the request of entry `i`
+/// (`None`: a null one); once all are complete, each is taken in order and handed to
+/// `each(i, completion)` (nothing for null entries). `each` runs with the engine held: it
+/// must not call MPI.
+pub fn wait_all_with<T>(
+    items: &[T],
+    rid: impl Fn(&T) -> Option<RequestId>,
+    mut each: impl FnMut(usize, &Completion),
+) -> Result<()> {
+    let mut from = 0;
+    wait_until(|e| {
+        while let Some(it) = items.get(from) {
+            if let Some(r) = rid(it) {
+                match e.st.reqs.get(r) {
+                    Some(req) if req.active && !req.complete => return Ok(None),
+                    Some(_) => {}
+                    None => return Err(bad_request_at(from)),
+                }
+            }
+            from += 1;
+        }
+        for (i, it) in items.iter().enumerate() {
+            if let Some(r) = rid(it) {
+                match take_if_complete(e, r)? {
+                    Some(c) => each(i, &c),
+                    None => return err(ErrorClass::Intern, "request not complete"),
+                }
+            }
+        }
+        Ok(Some(()))
+    })
+}
+
+#[cold]
+fn bad_request_at(i: usize) -> Error {
+    Error::new(
+        ErrorClass::Request,
+        format!("invalid request handle at index {i}"),
+    )
 }
 
 /// MPI_Request_free: the request is freed now if complete, else when it completes.

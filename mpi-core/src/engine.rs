@@ -80,6 +80,13 @@ enum OnSent {
     Frag(RequestId),
 }
 
+/// The `kind` of the marker chunk that stands, in a gate's queue, for the records already
+/// encoded into the gate's `packed` bytes (never on the wire as such: its records are).
+const KIND_PACKED: u8 = 0;
+
+/// Largest message `aggreg` copies into the packet being built when it is posted.
+const PACK_COPY_MAX: usize = 4096;
+
 struct OutChunk {
     hdr: Header,
     ptr: *const u8,
@@ -123,6 +130,9 @@ pub(crate) struct Gate {
     queued: bool,
     /// The peer has died: every operation involving it fails with MPI_ERR_PROC_ABORTED.
     dead: bool,
+    /// Complete chunks (header, payload, padding) of small sends `aggreg` copied when they
+    /// were posted; a `KIND_PACKED` marker holds their place in `out` (at most one, last).
+    packed: Vec<u8>,
 }
 
 /// A message that arrived before its receive was posted (or taken by MPI_Mprobe).
@@ -309,7 +319,22 @@ fn gate_for(kind: DriverKind, t: Option<&dyn Transport>) -> Gate {
         can_get: get,
         queued: false,
         dead: false,
+        packed: Vec::new(),
     }
+}
+
+/// The headers of the chunks of the packet made of the first `n` queued chunks of `g` (for
+/// the trace: the records of the packed bytes are read back).
+fn packet_headers(g: &Gate, n: usize) -> Vec<Header> {
+    let mut v = Vec::with_capacity(n);
+    for c in g.out.iter().take(n) {
+        if c.hdr.kind == KIND_PACKED {
+            v.extend(Chunks::new(&g.packed).map_while(|c| c.ok()).map(|(h, _)| h));
+        } else {
+            v.push(c.hdr);
+        }
+    }
+    v
 }
 
 fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
@@ -617,6 +642,103 @@ impl State {
             Some(u) => self.reqs.insert(u),
             None => rid,
         })
+    }
+
+    /// `aggreg`'s way with a small standard-mode send: the chunk (header, payload, padding) is
+    /// written at once into the packet the gate is building, and the request is born complete
+    /// (the bytes are ours now, as on the eager fast path; it stays cancellable until the
+    /// receiver matches the message). What the strategy would have done at the next progress
+    /// call, without a queued chunk and a completion per message. Returns `None`, having done
+    /// nothing, when the message needs the general path: arguments to check and report, a
+    /// non-contiguous or large message, other chunks queued behind the packed ones, a full
+    /// packet, a dead peer.
+    ///
+    /// # Safety
+    /// `buf` holds `count` elements of `dt` for the duration of the call.
+    pub unsafe fn isend_packed(
+        &mut self,
+        buf: *const u8,
+        count: usize,
+        dt: &Datatype,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Option<RequestId> {
+        let Some(Some(c)) = self.comms.get(comm.0 as usize) else {
+            return None;
+        };
+        if dest < 0 || dest >= c.peer_count() || !(0..=TAG_UB).contains(&tag) || !dt.is_committed()
+        {
+            return None;
+        }
+        let (off, bytes) = dt.contiguous_span(count)?;
+        let peer = c.peers()[dest as usize];
+        let (ctx, src) = (c.ctx, c.rank);
+        let g = &self.gates[peer as usize];
+        let rec = wire::EAGER_HDR_LEN + wire::pad8(bytes);
+        let open = match g.out.back() {
+            None => true,
+            Some(c) => c.hdr.kind == KIND_PACKED,
+        };
+        if !open
+            || g.dead
+            || g.driver == DriverKind::Unreachable
+            || bytes > g.eager_max.min(PACK_COPY_MAX)
+            || g.packed.len() + rec > g.packet_max
+        {
+            return None;
+        }
+        let mut r = Request::new(Op::Send(SendOp::new(peer, buf, 0)));
+        r.complete = true;
+        let rid = self.reqs.insert(r);
+        let g = &mut self.gates[peer as usize];
+        g.seq = g.seq.wrapping_add(1);
+        let hdr = Header {
+            kind: Kind::Eager as u8,
+            flags: 0,
+            ctx,
+            src,
+            tag,
+            seq: g.seq,
+            len: bytes as u32,
+            msg_len: bytes as u64,
+            sreq: rid.0,
+            aux: 0,
+        };
+        crate::trace::queued(peer, &hdr);
+        let at = g.packed.len();
+        g.packed.reserve(rec);
+        let spare = &mut g.packed.spare_capacity_mut()[..rec];
+        // SAFETY: `spare` has `rec` bytes: the header, the payload, then up to 7 of padding,
+        // all written here (the padding zeroed) before they are counted in the length; the
+        // caller's buffer holds the payload.
+        unsafe {
+            let dst = spare.as_mut_ptr() as *mut u8;
+            hdr.encode_eager(&mut *(dst as *mut [u8; wire::EAGER_HDR_LEN]));
+            let body = dst.add(wire::EAGER_HDR_LEN);
+            let padded = rec - wire::EAGER_HDR_LEN;
+            if padded > 0 {
+                std::ptr::write_bytes(body.add(padded - 8), 0, 8);
+            }
+            madmpi_transports::copy_bytes(buf.wrapping_offset(off), body, bytes);
+            g.packed.set_len(at + rec);
+        }
+        if at == 0 {
+            self.queue(
+                peer,
+                OutChunk {
+                    hdr: Header {
+                        kind: KIND_PACKED,
+                        ..Header::default()
+                    },
+                    ptr: std::ptr::null(),
+                    len: 0,
+                    sent: OnSent::Nothing,
+                    gather: None,
+                },
+            );
+        }
+        Some(rid)
     }
 
     /// Start a receive. `buf` must stay valid until the request completes.
@@ -1329,7 +1451,11 @@ impl State {
                         // A gathered fragment travels alone.
                         return n.max(1);
                     }
-                    let sz = wire::pad8(c.hdr.wire_len() + c.len);
+                    let sz = if c.hdr.kind == KIND_PACKED {
+                        g.packed.len()
+                    } else {
+                        wire::pad8(c.hdr.wire_len() + c.len)
+                    };
                     if n > 0 && (total + sz > g.packet_max || (n + 1) * 3 > g.max_iov) {
                         break;
                     }
@@ -1344,10 +1470,11 @@ impl State {
     /// The first `n` chunks of `peer`'s gate were handed to the driver.
     fn sent(&mut self, peer: u32, n: usize) {
         for _ in 0..n {
-            let c = self.gates[peer as usize]
-                .out
-                .pop_front()
-                .expect("n chunks queued");
+            let g = &mut self.gates[peer as usize];
+            let c = g.out.pop_front().expect("n chunks queued");
+            if c.hdr.kind == KIND_PACKED {
+                g.packed.clear();
+            }
             self.on_sent(c.sent, c.len);
         }
     }
@@ -1440,6 +1567,7 @@ impl State {
         g.dead = true;
         crate::trace::peer_lost(peer);
         g.out.clear();
+        g.packed.clear();
         self.gets.retain(|x| x.peer != peer);
         if !self.lost.contains(&peer) {
             self.lost.push(peer);
@@ -1912,6 +2040,8 @@ impl Engine {
                     iov.push(IoSlice::new(&packed));
                 }
                 t.try_send(PeerId(peer), &iov)
+            } else if n == 1 && g.out.front().is_some_and(|c| c.hdr.kind == KIND_PACKED) {
+                t.try_send(PeerId(peer), &[IoSlice::new(&g.packed)])
             } else if n == 1 {
                 let c = g.out.front().expect("picked");
                 let hb = c.hdr.encode();
@@ -1923,6 +2053,11 @@ impl Engine {
                     g.out.iter().take(n).map(|c| c.hdr.encode()).collect();
                 let mut iov = Vec::with_capacity(n * 3);
                 for (c, hb) in g.out.iter().take(n).zip(hdrs.iter()) {
+                    if c.hdr.kind == KIND_PACKED {
+                        // Records complete with their headers and padding.
+                        iov.push(IoSlice::new(&g.packed));
+                        continue;
+                    }
                     iov.push(IoSlice::new(hb));
                     // SAFETY: as above.
                     iov.push(IoSlice::new(unsafe { raw_slice(c.ptr, c.len) }));
@@ -1933,13 +2068,7 @@ impl Engine {
                 }
                 t.try_send(PeerId(peer), &iov)
             };
-            crate::trace::sent(
-                peer,
-                g.driver,
-                g.out.iter().take(n).map(|c| &c.hdr),
-                &outcome,
-                t0,
-            );
+            crate::trace::sent(peer, g.driver, || packet_headers(g, n), &outcome, t0);
             match outcome {
                 Ok(SendOutcome::WouldBlock) => return Ok(false),
                 Ok(SendOutcome::Done) => st.sent(peer, n),

@@ -276,6 +276,7 @@ pub(crate) struct Slab {
 }
 
 impl Slab {
+    #[inline(always)]
     pub fn insert(&mut self, r: Request) -> RequestId {
         self.live += 1;
         if let Some(i) = self.free.pop() {
@@ -307,7 +308,7 @@ impl Slab {
     }
 
     /// Free the request `id` (dropped in place), if it exists.
-    #[inline]
+    #[inline(always)]
     pub fn free(&mut self, id: RequestId) {
         if let Some((g, r @ Some(_))) = self.slots.get_mut(id.index()) {
             if *g == id.gen() {

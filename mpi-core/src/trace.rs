@@ -446,18 +446,18 @@ fn queued_slow(peer: u32, h: &Header) {
 /// Result of a driver's `try_send`.
 pub(crate) type SendResult = std::result::Result<SendOutcome, madmpi_transports::Error>;
 
-/// The strategy offered a packet made of the chunks `hdrs` to `peer`'s driver, starting at `t0`
-/// (from [`now`]).
+/// The strategy offered a packet made of the chunks whose headers `hdrs` gives (called only
+/// when tracing) to `peer`'s driver, starting at `t0` (from [`now`]).
 #[inline(always)]
-pub(crate) fn sent<'a>(
+pub(crate) fn sent(
     peer: u32,
     driver: DriverKind,
-    hdrs: impl Iterator<Item = &'a Header>,
+    hdrs: impl FnOnce() -> Vec<Header>,
     res: &SendResult,
     t0: u64,
 ) {
     if on() {
-        let chunks: Box<[ChunkInfo]> = hdrs.map(ChunkInfo::from).collect();
+        let chunks: Box<[ChunkInfo]> = hdrs().iter().map(ChunkInfo::from).collect();
         sent_slow(peer, driver, "strategy", chunks, res, t0);
     }
 }

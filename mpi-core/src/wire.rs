@@ -121,21 +121,17 @@ impl Header {
     #[inline]
     pub fn encode(&self) -> Encoded {
         let mut b = [0u8; HDR_LEN];
-        b[0] = self.kind;
-        b[1] = self.flags;
-        b[4..8].copy_from_slice(&self.ctx.to_le_bytes());
-        b[8..12].copy_from_slice(&self.src.to_le_bytes());
-        b[12..16].copy_from_slice(&self.tag.to_le_bytes());
-        b[16..20].copy_from_slice(&self.seq.to_le_bytes());
-        b[20..24].copy_from_slice(&self.len.to_le_bytes());
         if self.kind == Kind::Eager as u8 {
-            debug_assert_eq!(self.msg_len, self.len as u64);
-            b[24..32].copy_from_slice(&self.sreq.to_le_bytes());
+            let (e, _) = b
+                .split_first_chunk_mut::<EAGER_HDR_LEN>()
+                .expect("long enough");
+            self.encode_eager(e);
             return Encoded {
                 buf: b,
                 len: EAGER_HDR_LEN,
             };
         }
+        self.encode_common(&mut b);
         b[24..32].copy_from_slice(&self.msg_len.to_le_bytes());
         b[32..40].copy_from_slice(&self.sreq.to_le_bytes());
         b[40..48].copy_from_slice(&self.aux.to_le_bytes());
@@ -143,6 +139,28 @@ impl Header {
             buf: b,
             len: HDR_LEN,
         }
+    }
+
+    /// Encode an `Eager` header (its `msg_len` must equal `len`) into `b`, in place.
+    #[inline]
+    pub fn encode_eager(&self, b: &mut [u8; EAGER_HDR_LEN]) {
+        debug_assert_eq!(self.kind, Kind::Eager as u8);
+        debug_assert_eq!(self.msg_len, self.len as u64);
+        self.encode_common(b);
+        b[24..32].copy_from_slice(&self.sreq.to_le_bytes());
+    }
+
+    /// Bytes 0..24, the same in both header lengths.
+    #[inline(always)]
+    fn encode_common<const N: usize>(&self, b: &mut [u8; N]) {
+        b[0] = self.kind;
+        b[1] = self.flags;
+        b[2..4].fill(0);
+        b[4..8].copy_from_slice(&self.ctx.to_le_bytes());
+        b[8..12].copy_from_slice(&self.src.to_le_bytes());
+        b[12..16].copy_from_slice(&self.tag.to_le_bytes());
+        b[16..20].copy_from_slice(&self.seq.to_le_bytes());
+        b[20..24].copy_from_slice(&self.len.to_le_bytes());
     }
 
     /// Decode a header from the start of `b` (at least [`header_len`] bytes of its kind).

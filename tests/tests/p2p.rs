@@ -55,6 +55,18 @@ fn sendmodes_aggreg_strategy() {
         .assert_ok("sendmodes");
 }
 
+/// `aggreg` packs small non-blocking sends as they are posted: cancellation, completion
+/// calls, ordering and truncation behave as with `default`.
+#[test]
+fn requests_aggreg_strategy() {
+    for name in ["cancel", "completion", "ordering", "truncate", "persistent"] {
+        Job::new(&prog(name), 2)
+            .env("MADMPI_STRATEGY", "aggreg")
+            .run()
+            .assert_ok(name);
+    }
+}
+
 #[test]
 fn sendmodes_without_cma() {
     // Rendezvous data in fragments instead of cross-memory attach.

@@ -250,12 +250,17 @@ impl<'a> Many<'a> {
         })
     }
 
-    /// Look every handle up; the core ids go to `rids`, the entries to `ents`.
-    fn lookup(&self, ents: &mut [Option<ReqEntry>], rids: &mut [Option<RequestId>]) -> R<()> {
+    /// Look every handle up into `ents`.
+    fn lookup_entries(&self, ents: &mut [Option<ReqEntry>]) -> R<()> {
         handles::requests(self.handles, ents).map_err(|(i, mut e)| {
             e.msg = format!("{} (at index {i})", e.msg);
             e
-        })?;
+        })
+    }
+
+    /// Look every handle up; the core ids go to `rids`, the entries to `ents`.
+    fn lookup(&self, ents: &mut [Option<ReqEntry>], rids: &mut [Option<RequestId>]) -> R<()> {
+        self.lookup_entries(ents)?;
         for (r, e) in rids.iter_mut().zip(ents.iter()) {
             *r = e.map(|e| e.rid);
         }
@@ -344,23 +349,54 @@ pub unsafe fn MPI_Waitall(
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
     let call = || format!("MPI_Waitall(count={count})");
-    let mut m = match Many::new(count, array_of_requests) {
+    let m = match Many::new(count, array_of_requests) {
         Ok(m) => m,
         Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
     };
     let n = m.handles.len();
     with_scratch(n, None, |ents| {
-        with_scratch(n, None, |rids| {
-            if let Err(e) = m.lookup(ents, rids) {
-                return errors::raise(MPI_COMM_SELF, &call, e);
-            }
-            with_scratch(n, None, |done| {
-                if let Err(e) = madmpi::wait_all(rids, done) {
-                    return errors::raise(first_comm(ents), &call, e);
+        if let Err(e) = m.lookup_entries(ents) {
+            return errors::raise(MPI_COMM_SELF, &call, e);
+        }
+        let mut st = super::common::statuses(array_of_statuses, n);
+        // (index, error code) of the operations that failed: MPI_ERR_IN_STATUS.
+        let mut failed: Vec<(usize, c_int)> = Vec::new();
+        let handles = &mut *m.handles;
+        let r = madmpi::wait_all_with(
+            ents,
+            |e| e.map(|e| e.rid),
+            |i, c| {
+                settle(&mut handles[i], c);
+                if let Some(st) = st.as_deref_mut() {
+                    fill_status(&mut st[i], &c.status);
                 }
-                finish_all(&mut m, ents, done, array_of_statuses, &call)
-            })
-        })
+                if let Some(code) = status_code(&c.status) {
+                    failed.push((i, code));
+                }
+            },
+        );
+        if let Err(e) = r {
+            return errors::raise(first_comm(ents), &call, e);
+        }
+        if let Some(st) = st {
+            for (s, e) in st.iter_mut().zip(ents.iter()) {
+                if e.is_none() {
+                    empty_status(s);
+                }
+            }
+            if !failed.is_empty() {
+                for s in st.iter_mut() {
+                    s.MPI_ERROR = MPI_SUCCESS;
+                }
+                for &(i, code) in &failed {
+                    st[i].MPI_ERROR = code;
+                }
+            }
+        }
+        match failed.first() {
+            None => MPI_SUCCESS,
+            Some(&(i, _)) => in_status(comm_of(ents, i), failed.len(), &call),
+        }
     })
 }
 

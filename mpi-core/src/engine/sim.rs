@@ -45,6 +45,7 @@ fn sim_gate(can_get: bool) -> Gate {
         can_get,
         queued: false,
         dead: false,
+        packed: Vec::new(),
     }
 }
 
@@ -75,7 +76,12 @@ impl Net {
             return false;
         }
         let mut pkt = Vec::new();
-        for c in st.gates[j as usize].out.iter().take(n) {
+        let g = &st.gates[j as usize];
+        for c in g.out.iter().take(n) {
+            if c.hdr.kind == KIND_PACKED {
+                pkt.extend_from_slice(&g.packed);
+                continue;
+            }
             pkt.extend_from_slice(&c.hdr.encode());
             if c.gather.is_some() {
                 // SAFETY: the send buffer of this test is live.
@@ -206,21 +212,31 @@ fn matching_order_and_rendezvous() {
                 for k in 0..per {
                     let len = [0usize, 8, 40, 64, 65, 300, 1000][rng.below(7)];
                     let data = payload(src, k, len);
-                    // SAFETY: `data` is kept in `sends` until the end of the test.
-                    let r = unsafe {
-                        net.ranks[src as usize]
-                            .isend(
-                                data.as_ptr(),
-                                len,
-                                &dt,
-                                0,
-                                (k % 3) as i32,
-                                COMM_WORLD,
-                                SendMode::Standard,
-                                false,
-                            )
-                            .unwrap()
+                    let st = &mut net.ranks[src as usize];
+                    // `aggreg` packs small non-blocking sends when they are posted (as
+                    // `api::isend` does), mixed here with queued chunks.
+                    let packed = if strategy == Strategy::Aggreg && rng.below(2) == 0 {
+                        // SAFETY: `data` is kept in `sends` until the end of the test.
+                        unsafe {
+                            st.isend_packed(data.as_ptr(), len, &dt, 0, (k % 3) as i32, COMM_WORLD)
+                        }
+                    } else {
+                        None
                     };
+                    // SAFETY: as above.
+                    let r = packed.unwrap_or_else(|| unsafe {
+                        st.isend(
+                            data.as_ptr(),
+                            len,
+                            &dt,
+                            0,
+                            (k % 3) as i32,
+                            COMM_WORLD,
+                            SendMode::Standard,
+                            false,
+                        )
+                        .unwrap()
+                    });
                     sends.push((src as usize, r, data));
                 }
             }
@@ -479,6 +495,87 @@ fn aggreg_packs_chunks_together() {
             .expect("message arrived");
         assert_eq!(st.bytes, 8);
     }
+}
+
+/// `aggreg`'s packed sends: small sends are written into the packet being built when posted
+/// (born complete); a full packet, or a queued chunk behind them, sends the next ones the
+/// general way; everything arrives in order and intact, and a packed send that is cancelled
+/// before the receiver matched it is taken back.
+#[test]
+fn packed_sends() {
+    let mut net = Net::new(2, Strategy::Aggreg, true, 3);
+    let dt = byte();
+    let lens = [0usize, 1, 7, 8, 9, 31, 64, 65, 300, 5, 16];
+    let data: Vec<Vec<u8>> = (0..lens.len() * 3)
+        .map(|k| payload(0, k as u64, lens[k % lens.len()]))
+        .collect();
+    let mut packed = 0;
+    let mut cancel_me = None;
+    for (k, d) in data.iter().enumerate() {
+        // SAFETY: `data` outlives the requests.
+        let r = match unsafe {
+            net.ranks[0].isend_packed(d.as_ptr(), d.len(), &dt, 1, 7, COMM_WORLD)
+        } {
+            Some(r) => {
+                packed += 1;
+                assert!(net.ranks[0].reqs.get(r).unwrap().complete, "born complete");
+                if k == 20 {
+                    cancel_me = Some(r);
+                }
+                r
+            }
+            // SAFETY: as above.
+            None => unsafe {
+                net.ranks[0]
+                    .isend(
+                        d.as_ptr(),
+                        d.len(),
+                        &dt,
+                        1,
+                        7,
+                        COMM_WORLD,
+                        SendMode::Standard,
+                        false,
+                    )
+                    .unwrap()
+            },
+        };
+        assert!(d.len() <= 64 || net.ranks[0].reqs.get(r).is_some());
+        if k % 5 == 4 {
+            // Some packets leave between posts.
+            net.transmit(0, 1);
+        }
+        if k == 19 {
+            // The gate empties: message 20 starts a new packet.
+            while net.transmit(0, 1) {}
+        }
+    }
+    assert!(
+        packed >= 5 && packed < data.len(),
+        "{packed} of {} sends were packed",
+        data.len()
+    );
+    let cancelled = cancel_me.expect("message 20 was packed");
+    net.ranks[0].cancel(cancelled).unwrap();
+    net.run();
+    assert!(net.status(0, cancelled).cancelled);
+    let mut bufs: Vec<Vec<u8>> = data.iter().map(|d| vec![0xeeu8; d.len()]).collect();
+    for (k, b) in bufs.iter_mut().enumerate() {
+        if k == 20 {
+            continue;
+        }
+        // SAFETY: `bufs` outlives the requests.
+        let r = unsafe {
+            net.ranks[1]
+                .irecv(b.as_mut_ptr(), b.len(), &dt, 0, 7, COMM_WORLD, false)
+                .unwrap()
+        };
+        net.run();
+        let st = net.status(1, r);
+        assert_eq!(st.bytes as usize, data[k].len(), "message {k}");
+        assert_eq!(*b, data[k], "message {k}");
+    }
+    assert_eq!(net.ranks[1].iprobe(0, 7, COMM_WORLD).unwrap(), None);
 }
 
 /// A peer's garbage is dropped without panicking and without disturbing the matching state.
