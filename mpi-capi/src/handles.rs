@@ -306,6 +306,19 @@ pub fn comm(comm: MPI_Comm) -> Result<CommId, Error> {
     }
 }
 
+/// The core id of a live communicator handle, without the error of a bad one (the fast paths
+/// of the point-to-point calls; `None` sends them down the checked path).
+#[inline]
+pub fn comm_live(comm: MPI_Comm) -> Option<CommId> {
+    match comm as usize {
+        0x101 => Some(madmpi::COMM_WORLD),
+        0x102 => Some(madmpi::COMM_SELF),
+        h => COMM_SIDE
+            .get(Kind::Comm, h)
+            .map(|(_, id)| CommId(id as u32)),
+    }
+}
+
 /// Register a communicator created by the core; it starts with `errh` (the standard: the
 /// handler of the communicator it was created from).
 pub fn register_comm(id: CommId, errh: usize) -> Result<MPI_Comm, Error> {
@@ -509,6 +522,14 @@ pub fn datatype(dt: MPI_Datatype) -> Result<DtRef, Error> {
         };
     }
     TYPES.read().get(h).map(|d| DtRef::Derived(d.clone()))
+}
+
+/// The datatype of a predefined datatype handle (`None` for any other handle).
+#[inline]
+pub fn predefined_type(dt: MPI_Datatype) -> Option<&'static Datatype> {
+    PREDEF_TYPES
+        .get((dt as usize).wrapping_sub(PREDEF_TYPE_BASE))?
+        .as_ref()
 }
 
 /// Register a datatype created by the library and return its handle.

@@ -228,6 +228,21 @@ fn reentrant<T>() -> Result<T> {
     )
 }
 
+/// Run `f` on the engine when the calling thread owns it (MPI_THREAD_SINGLE/FUNNELED) and is
+/// not already inside it; `None` otherwise (the caller then takes the path through [`with`]).
+#[inline(always)]
+fn with_owned<T>(f: impl FnOnce(&mut Engine) -> Option<T>) -> Option<T> {
+    let c = &ENGINE;
+    if !c.owned.load(Ordering::Relaxed) || c.held.load(Ordering::Relaxed) || !OWNER.with(Cell::get)
+    {
+        return None;
+    }
+    c.held.store(true, Ordering::Relaxed);
+    let _c = Clear(&c.held);
+    // SAFETY: owner mode, on the owner thread, not re-entered: as in `with_slot`.
+    unsafe { &mut *c.engine.get() }.as_mut().and_then(f)
+}
+
 /// Run `f` on the engine, alone (see [`EngineCell`]).
 #[inline]
 pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
@@ -712,6 +727,51 @@ pub unsafe fn isend(
         }
         Ok(r)
     })
+}
+
+/// The fast path of a standard-mode MPI_Isend, for the thread that owns the engine
+/// (MPI_THREAD_SINGLE/FUNNELED): the eager fast path (`default`) or the packet being built
+/// (`aggreg`). `None`, having done nothing, when the send needs [`isend`] (which also reports
+/// every error).
+///
+/// # Safety
+/// As [`isend`].
+#[inline]
+pub unsafe fn isend_now(
+    buf: *const u8,
+    count: usize,
+    dt: &Datatype,
+    dest: i32,
+    tag: i32,
+    comm: CommId,
+) -> Option<RequestId> {
+    with_owned(|e| match e.st.strategy {
+        // SAFETY: forwarded caller contract.
+        Strategy::Default => unsafe { e.try_isend_now(buf, count, dt, dest, tag, comm) }
+            .ok()
+            .flatten(),
+        // SAFETY: forwarded caller contract.
+        Strategy::Aggreg => unsafe { e.st.isend_packed(buf, count, dt, dest, tag, comm) },
+    })
+}
+
+/// The fast path of MPI_Irecv, for the thread that owns the engine: a receive of a contiguous
+/// type with valid arguments and nothing unexpected on its communicator is posted. `None`,
+/// having done nothing, when the receive needs [`irecv`].
+///
+/// # Safety
+/// As [`irecv`].
+#[inline]
+pub unsafe fn irecv_now(
+    buf: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    src: i32,
+    tag: i32,
+    comm: CommId,
+) -> Option<RequestId> {
+    // SAFETY: forwarded caller contract.
+    with_owned(|e| unsafe { e.st.irecv_posted(buf, count, dt, src, tag, comm) })
 }
 
 /// MPI_Send and its blocking modes.

@@ -800,6 +800,53 @@ impl State {
         Ok(rid)
     }
 
+    /// [`State::irecv`] of a receive that can only be posted: a contiguous type, valid
+    /// arguments, nothing unexpected on the communicator to match. `None`, having done nothing,
+    /// otherwise.
+    ///
+    /// # Safety
+    /// As [`State::irecv`].
+    #[inline]
+    pub unsafe fn irecv_posted(
+        &mut self,
+        buf: *mut u8,
+        count: usize,
+        dt: &Datatype,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Option<RequestId> {
+        let Some(Some(c)) = self.comms.get(comm.0 as usize) else {
+            return None;
+        };
+        if (src != ANY_SOURCE && (src < 0 || src >= c.peer_count()))
+            || (tag != ANY_TAG && !(0..=TAG_UB).contains(&tag))
+            || !dt.is_committed()
+        {
+            return None;
+        }
+        let ctx = c.ctx;
+        let (off, cap) = dt.contiguous_span(count)?;
+        let q = self.mq.get(ctx as usize)?;
+        if !q.unexpected.is_empty() {
+            return None;
+        }
+        let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
+            ctx,
+            target: RecvTarget {
+                ptr: buf.wrapping_offset(off),
+                cap,
+                layout: None,
+            },
+            peer: None,
+            msg_len: 0,
+            got: 0,
+            posted: true,
+        })));
+        self.mq[ctx as usize].posted.push_back((src, tag, rid));
+        Some(rid)
+    }
+
     /// A persistent request, inactive until started.
     pub fn persistent(&mut self, p: Persistent) -> Result<RequestId> {
         match &p {
@@ -1081,6 +1128,7 @@ impl State {
     // ---------------------------------------------------------------- completion
 
     /// Mark a request complete (and free it if detached).
+    #[inline]
     fn complete(&mut self, id: RequestId) {
         let Some(r) = self.reqs.get_mut(id) else {
             return;
@@ -1388,6 +1436,7 @@ impl State {
     /// An eager message (`payload`, from `src` with `tag`, arrived from world rank `peer`)
     /// matched by the posted receive `rid`. (A synchronous sender's acknowledgement is the
     /// caller's.)
+    #[inline]
     fn deliver_eager(&mut self, rid: RequestId, src: i32, tag: i32, peer: u32, payload: &[u8]) {
         let Some(r) = self.reqs.get_mut(rid) else {
             return;

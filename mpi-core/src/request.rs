@@ -282,7 +282,10 @@ impl Slab {
         if let Some(i) = self.free.pop() {
             let slot = &mut self.slots[i as usize];
             slot.0 = (slot.0 + 1) % RequestId::GENERATIONS;
-            slot.1 = Some(r);
+            debug_assert!(slot.1.is_none(), "a free slot is empty");
+            // SAFETY: a slot on the free list holds `None`: nothing to drop, so the request is
+            // written in place without the drop check of an assignment.
+            unsafe { std::ptr::write(&mut slot.1, Some(r)) };
             RequestId::new(i, slot.0)
         } else {
             let i = self.slots.len() as u32;

@@ -163,6 +163,31 @@ impl Header {
         b[20..24].copy_from_slice(&self.len.to_le_bytes());
     }
 
+    /// [`Header::decode`] without the error: `None` for a malformed header.
+    #[inline(always)]
+    fn decode_ok(b: &[u8]) -> Option<Header> {
+        let h = if b.first() == Some(&(Kind::Eager as u8)) {
+            let a = b.first_chunk::<EAGER_HDR_LEN>()?;
+            let len = le32(a, 20);
+            Header {
+                msg_len: len as u64,
+                sreq: le64(a, 24),
+                aux: 0,
+                ..common(a)
+            }
+        } else {
+            let a = b.first_chunk::<HDR_LEN>()?;
+            Header {
+                msg_len: le64(a, 24),
+                sreq: le64(a, 32),
+                aux: le64(a, 40),
+                ..common(a)
+            }
+        };
+        h.kind()?;
+        Some(h)
+    }
+
     /// Decode a header from the start of `b` (at least [`header_len`] bytes of its kind).
     #[inline]
     pub fn decode(b: &[u8]) -> Result<Header> {
@@ -271,32 +296,39 @@ impl<'a> Chunks<'a> {
 impl<'a> Iterator for Chunks<'a> {
     type Item = Result<(Header, &'a [u8])>;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         if self.rest.is_empty() || self.failed {
             return None;
         }
-        let h = match Header::decode(self.rest) {
-            Ok(h) => h,
-            Err(e) => {
-                self.failed = true;
-                return Some(Err(e));
+        if let Some(h) = Header::decode_ok(self.rest) {
+            let end = h.wire_len() + h.len as usize;
+            if end <= self.rest.len() {
+                let payload = &self.rest[h.wire_len()..end];
+                self.rest = &self.rest[pad8(end).min(self.rest.len())..];
+                return Some(Ok((h, payload)));
             }
-        };
-        let len = h.len as usize;
-        let hlen = h.wire_len();
-        let end = hlen + len;
-        if end > self.rest.len() {
-            self.failed = true;
-            return Some(Err(Error::new(
-                ErrorClass::Intern,
-                format!("malformed packet: chunk of {len} bytes overruns the packet"),
-            )));
         }
-        let payload = &self.rest[hlen..end];
-        let next = pad8(end).min(self.rest.len());
-        self.rest = &self.rest[next..];
-        Some(Ok((h, payload)))
+        self.failed = true;
+        Some(Err(self.malformed()))
+    }
+}
+
+impl Chunks<'_> {
+    /// Why the chunk at the front is malformed.
+    #[cold]
+    #[inline(never)]
+    fn malformed(&self) -> Error {
+        match Header::decode(self.rest) {
+            Err(e) => e,
+            Ok(h) => Error::new(
+                ErrorClass::Intern,
+                format!(
+                    "malformed packet: chunk of {} bytes overruns the packet",
+                    h.len
+                ),
+            ),
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
 
-use madmpi::{ErrorClass, SendMode};
+use madmpi::{Datatype, ErrorClass, SendMode};
 
 use super::common::*;
 use crate::abi::*;
@@ -45,6 +45,24 @@ unsafe fn send(
     }
 }
 
+/// The arguments of a point-to-point call that can take the fast path: a non-negative count of
+/// a predefined datatype, a buffer that is not NULL when it holds data, a live communicator and
+/// somewhere to put the request. Anything else (including every error) takes the checked path.
+#[inline(always)]
+fn fast_args<T>(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut T,
+) -> Option<(usize, &'static Datatype, madmpi::CommId)> {
+    if count < 0 || request.is_null() || (buf.is_null() && count > 0) {
+        return None;
+    }
+    let dt = handles::predefined_type(datatype)?;
+    Some((count as usize, dt, handles::comm_live(comm)?))
+}
+
 #[allow(clippy::too_many_arguments)]
 unsafe fn isend(
     name: &'static str,
@@ -75,6 +93,24 @@ unsafe fn isend(
             &|| p2p_call(name, count, datatype, "dest", dest, tag, comm),
             e,
         ),
+    }
+}
+
+/// Give the request of a fast path its handle, at `request` (not NULL).
+#[inline(always)]
+fn new_request_at(
+    request: *mut MPI_Request,
+    rid: madmpi::RequestId,
+    comm: MPI_Comm,
+    call: &dyn Fn() -> String,
+) -> c_int {
+    match handles::new_request(rid, comm) {
+        Ok(h) => {
+            // SAFETY: checked non-null by `fast_args`; the caller's storage for a handle.
+            unsafe { *request = h };
+            MPI_SUCCESS
+        }
+        Err(e) => errors::raise(comm, call, e),
     }
 }
 
@@ -129,6 +165,14 @@ pub unsafe fn MPI_Isend(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    if let Some((n, dt, c)) = fast_args(buf, count, datatype, comm, request) {
+        // SAFETY: the user keeps the buffer valid until the request completes (MPI's rule).
+        if let Some(rid) = unsafe { madmpi::isend_now(buf as *const u8, n, dt, dest, tag, c) } {
+            return new_request_at(request, rid, comm, &|| {
+                p2p_call("MPI_Isend", count as i64, datatype, "dest", dest, tag, comm)
+            });
+        }
+    }
     isend(
         "MPI_Isend",
         buf,
@@ -522,6 +566,22 @@ pub unsafe fn MPI_Irecv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    if let Some((n, dt, c)) = fast_args(buf, count, datatype, comm, request) {
+        // SAFETY: the user keeps the buffer valid until the request completes (MPI's rule).
+        if let Some(rid) = unsafe { madmpi::irecv_now(buf as *mut u8, n, dt, source, tag, c) } {
+            return new_request_at(request, rid, comm, &|| {
+                p2p_call(
+                    "MPI_Irecv",
+                    count as i64,
+                    datatype,
+                    "source",
+                    source,
+                    tag,
+                    comm,
+                )
+            });
+        }
+    }
     irecv(
         "MPI_Irecv",
         buf,
