@@ -950,33 +950,49 @@ pub struct Completion {
 /// with the empty status).
 #[inline]
 fn take_if_complete(e: &mut Engine, r: RequestId) -> Result<Option<Completion>> {
-    let req =
-        e.st.reqs
-            .get_mut(r)
-            .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+    match take_done(e, r) {
+        Taken::Done(c) => Ok(Some(c)),
+        Taken::Pending => Ok(None),
+        Taken::Invalid => err(ErrorClass::Request, "invalid request handle"),
+    }
+}
+
+/// What [`take_done`] found.
+enum Taken {
+    Done(Completion),
+    Pending,
+    Invalid,
+}
+
+/// [`take_if_complete`] without the error value (for loops that checked the handles).
+#[inline(always)]
+fn take_done(e: &mut Engine, r: RequestId) -> Taken {
+    let Some(req) = e.st.reqs.get_mut(r) else {
+        return Taken::Invalid;
+    };
     if !req.active {
-        return Ok(Some(Completion {
+        return Taken::Done(Completion {
             status: EMPTY_STATUS,
             freed: false,
-        }));
+        });
     }
     if !req.complete {
-        return Ok(None);
+        return Taken::Pending;
     }
     let status = req.status;
     if req.persistent.is_some() {
         req.active = false;
         req.op = Op::None;
-        Ok(Some(Completion {
+        Taken::Done(Completion {
             status,
             freed: false,
-        }))
+        })
     } else {
         e.st.reqs.free(r);
-        Ok(Some(Completion {
+        Taken::Done(Completion {
             status,
             freed: true,
-        }))
+        })
     }
 }
 
@@ -1231,9 +1247,9 @@ pub fn wait_all_with<T>(
         }
         for (i, it) in items.iter().enumerate() {
             if let Some(r) = rid(it) {
-                match take_if_complete(e, r)? {
-                    Some(c) => each(i, &c),
-                    None => return err(ErrorClass::Intern, "request not complete"),
+                // Checked above, under the same hold of the engine: complete and valid.
+                if let Taken::Done(c) = take_done(e, r) {
+                    each(i, &c);
                 }
             }
         }

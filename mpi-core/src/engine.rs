@@ -23,8 +23,8 @@ use madmpi_transports::{
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{
-    Op, Persistent, RecvOp, RecvTarget, Request, RequestId, SendMode, SendOp, Slab, Status,
-    PROC_NULL_STATUS,
+    Op, Persistent, RecvOp, RecvTarget, Request, RequestId, SendExtra, SendMode, SendOp, Slab,
+    Status, PROC_NULL_STATUS,
 };
 use crate::wire::{self, Chunks, Header, Kind, HDR_LEN};
 use crate::{CommId, MessageId, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
@@ -578,11 +578,22 @@ impl State {
         }
         let sync = mode == SendMode::Synchronous;
         let seq = self.next_seq(peer);
+        let table_len = if pieces.is_some() {
+            staging.as_ref().map_or(0, |t| t.len())
+        } else {
+            0
+        };
+        let extra = (staging.is_some() || bsend.is_some() || pieces.is_some()).then(|| {
+            Box::new(SendExtra {
+                staging,
+                layout: pieces,
+                bsend,
+            })
+        });
         let mut r = Request::new(Op::Send(SendOp {
-            staging,
-            bsend,
             queued: true,
             await_ack: sync || !eager,
+            extra,
             ..SendOp::new(peer, ptr, bytes)
         }));
         // A buffered send completes for the user at once; the transfer goes on detached.
@@ -594,13 +605,6 @@ impl State {
         } else {
             None
         };
-        let table_len = match (&pieces, &r.op) {
-            (Some(_), Op::Send(s)) => s.staging.as_ref().map_or(0, |t| t.len()),
-            _ => 0,
-        };
-        if let Op::Send(s) = &mut r.op {
-            s.layout = pieces;
-        }
         let rid = self.reqs.insert(r);
         let hdr = Header {
             kind: if eager { Kind::Eager } else { Kind::Rts } as u8,
@@ -991,7 +995,7 @@ impl State {
                 self.mq(ctx).posted.retain(|e| e.2 != id);
                 self.complete(id);
             }
-            Op::Send(s) if !s.cancel_wait && s.bsend.is_none() => {
+            Op::Send(s) if !s.cancel_wait && s.bsend().is_none() => {
                 let peer = s.peer;
                 if s.queued {
                     // Not yet handed to the driver: take it back.
@@ -1139,10 +1143,11 @@ impl State {
                 rv.posted = false;
             }
             Op::Send(s) => {
-                if let Some((off, _)) = s.bsend.take() {
-                    self.bsend.release(off);
+                if let Some(x) = s.extra.take() {
+                    if let Some((off, _)) = x.bsend {
+                        self.bsend.release(off);
+                    }
                 }
-                s.staging = None;
             }
             _ => {}
         }
@@ -1337,7 +1342,7 @@ impl State {
                 s.await_ack = false;
                 s.fragmenting = true;
                 let mut gather = None;
-                if let Some((buf, dt, count)) = s.layout.take() {
+                if let Some((buf, dt, count)) = s.extra.as_mut().and_then(|x| x.layout.take()) {
                     if gather_worthy(&dt, count) {
                         // Fragments gathered straight from the user buffer.
                         self.gather_sends += 1;
@@ -1349,7 +1354,7 @@ impl State {
                         // SAFETY: the send buffer is valid until the request completes.
                         unsafe { dt.pack(buf, count, 0, &mut v) };
                         s.ptr = v.as_ptr();
-                        s.staging = Some(v);
+                        s.extra_mut().staging = Some(v);
                     }
                 }
                 let (ptr, len) = (s.ptr, s.len);
@@ -1776,7 +1781,7 @@ fn recv_target(buf: *mut u8, count: usize, dt: &Datatype) -> Result<RecvTarget> 
         None => RecvTarget {
             ptr: buf,
             cap,
-            layout: Some((buf, dt.clone(), count)),
+            layout: Some(Box::new((buf, dt.clone(), count))),
         },
     })
 }
@@ -1956,9 +1961,7 @@ impl Engine {
         if !g.out.is_empty() || g.dead || bytes > g.eager_max {
             return Ok(None);
         }
-        let Some(t) = self.drv.get(g.driver) else {
-            return Ok(None);
-        };
+        let driver = g.driver;
         let seq = g.seq.wrapping_add(1);
         let hb = Header {
             kind: Kind::Eager as u8,
@@ -1976,8 +1979,14 @@ impl Engine {
         // SAFETY: the caller's buffer holds the message for the whole call.
         let payload = unsafe { raw_slice(buf.wrapping_offset(off), bytes) };
         let t0 = crate::trace::now();
-        let res = t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)]);
-        crate::trace::sent_now(peer, g.driver, &hb, &res, t0);
+        let res = match (driver, self.drv.shm.as_mut()) {
+            (DriverKind::Shm, Some(shm)) => shm.try_send2(PeerId(peer), &hb, payload),
+            _ => match self.drv.get(driver) {
+                Some(t) => t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)]),
+                None => return Ok(None),
+            },
+        };
+        crate::trace::sent_now(peer, driver, &hb, &res, t0);
         match res {
             Ok(SendOutcome::Done) => {
                 st.gates[peer as usize].seq = seq;
@@ -2007,14 +2016,18 @@ impl Engine {
         tag: i32,
         comm: CommId,
     ) -> Result<Option<RequestId>> {
-        let mut r = Request::new(Op::None);
+        // The peer is filled in once the message has left.
+        let mut r = Request::new(Op::Send(SendOp::new(u32::MAX, buf, 0)));
         r.complete = true;
         let rid = self.st.reqs.insert(r);
         // SAFETY: forwarded caller contract.
         match unsafe { self.try_send_now(buf, count, dt, dest, tag, comm, rid.0, false) } {
             Ok(Some(peer)) => {
-                if let Some(r) = self.st.reqs.get_mut(rid) {
-                    r.op = Op::Send(SendOp::new(peer, buf, 0));
+                if let Some(Request {
+                    op: Op::Send(s), ..
+                }) = self.st.reqs.get_mut(rid)
+                {
+                    s.peer = peer;
                 }
                 Ok(Some(rid))
             }
@@ -2206,7 +2219,7 @@ impl State {
             let small_blocks = rv
                 .target
                 .layout
-                .as_ref()
+                .as_deref()
                 .is_some_and(|(_, dt, count)| !gather_worthy(dt, *count));
             let t0 = crate::trace::now();
             let mut res = Ok(());

@@ -96,8 +96,9 @@ pub(crate) struct RecvTarget {
     pub ptr: *mut u8,
     /// Bytes the receive can hold (`count * size`).
     pub cap: usize,
-    /// For a non-contiguous layout: user buffer, datatype and count.
-    pub layout: Option<(*mut u8, Datatype, usize)>,
+    /// For a non-contiguous layout: user buffer, datatype and count (boxed: rare, and it keeps
+    /// every request small).
+    pub layout: Option<Box<(*mut u8, Datatype, usize)>>,
 }
 
 impl RecvTarget {
@@ -111,7 +112,7 @@ impl RecvTarget {
             return 0;
         }
         let n = data.len().min(self.cap - off);
-        match &self.layout {
+        match self.layout.as_deref() {
             None => madmpi_transports::copy_bytes(data.as_ptr(), self.ptr.add(off), n),
             Some((buf, dt, count)) => {
                 dt.unpack(*buf, *count, off, &data[..n]);
@@ -126,7 +127,7 @@ impl RecvTarget {
     /// As [`RecvTarget::write_at`]; the slices alias the user buffer and must not outlive the
     /// request.
     pub unsafe fn iovecs<'a>(&self, off: usize, len: usize) -> Vec<std::io::IoSliceMut<'a>> {
-        match &self.layout {
+        match self.layout.as_deref() {
             None => vec![std::io::IoSliceMut::new(std::slice::from_raw_parts_mut(
                 self.ptr.add(off),
                 len,
@@ -145,10 +146,27 @@ impl RecvTarget {
 pub(crate) struct SendOp {
     /// Destination world rank.
     pub peer: u32,
+    /// The header chunk (Eager or Rts) is still queued on the gate (cancellable locally).
+    pub queued: bool,
+    /// Completion waits for a receiver answer (SyncAck or Fin).
+    pub await_ack: bool,
+    /// Whether fragments have been scheduled (after a Cts).
+    pub fragmenting: bool,
+    /// A CancelReq was sent; waiting for the CancelAck.
+    pub cancel_wait: bool,
     /// Contiguous bytes to send (user buffer, `staging`, or the attached bsend buffer).
     pub ptr: *const u8,
     /// Bytes to send.
     pub len: usize,
+    /// Bytes of Data fragments handed to the transport (rendezvous without `get`).
+    pub frag_sent: usize,
+    /// What only some sends have (boxed: a plain send's request stays small).
+    pub extra: Option<Box<SendExtra>>,
+}
+
+/// The parts of a send that only packed, zero-copy or buffered sends have.
+#[derive(Default)]
+pub(crate) struct SendExtra {
     /// Packed copy for non-contiguous datatypes, or the piece table of a zero-copy rendezvous.
     pub staging: Option<Vec<u8>>,
     /// Zero-copy rendezvous of a non-contiguous datatype: buffer, type, count (packed only if
@@ -156,35 +174,34 @@ pub(crate) struct SendOp {
     pub layout: Option<(*const u8, Datatype, usize)>,
     /// Offset and reserved length in the attached buffer (buffered sends).
     pub bsend: Option<(usize, usize)>,
-    /// The header chunk (Eager or Rts) is still queued on the gate (cancellable locally).
-    pub queued: bool,
-    /// Completion waits for a receiver answer (SyncAck or Fin).
-    pub await_ack: bool,
-    /// Bytes of Data fragments handed to the transport (rendezvous without `get`).
-    pub frag_sent: usize,
-    /// Whether fragments have been scheduled (after a Cts).
-    pub fragmenting: bool,
-    /// A CancelReq was sent; waiting for the CancelAck.
-    pub cancel_wait: bool,
 }
 
 impl SendOp {
     /// A send of `len` contiguous bytes at `ptr` to world rank `peer`, nothing queued or
     /// awaited yet.
+    #[inline]
     pub fn new(peer: u32, ptr: *const u8, len: usize) -> SendOp {
         SendOp {
             peer,
-            ptr,
-            len,
-            staging: None,
-            layout: None,
-            bsend: None,
             queued: false,
             await_ack: false,
-            frag_sent: 0,
             fragmenting: false,
             cancel_wait: false,
+            ptr,
+            len,
+            frag_sent: 0,
+            extra: None,
         }
+    }
+
+    /// The extra parts, made when first needed.
+    pub fn extra_mut(&mut self) -> &mut SendExtra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
+    /// The attached-buffer reservation of a buffered send.
+    pub fn bsend(&self) -> Option<(usize, usize)> {
+        self.extra.as_ref().and_then(|x| x.bsend)
     }
 }
 
@@ -364,6 +381,15 @@ impl Slab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every request is created, moved into the slab and dropped on the per-message path: the
+    /// rare parts of sends and receives are boxed so that a request stays small.
+    #[test]
+    fn requests_stay_small() {
+        assert!(std::mem::size_of::<SendOp>() <= 40);
+        assert!(std::mem::size_of::<RecvOp>() <= 56);
+        assert!(std::mem::size_of::<Request>() <= 104);
+    }
 
     #[test]
     fn stale_handles_are_rejected() {

@@ -614,6 +614,19 @@ impl Producer {
     /// quarter of the ring), or return `false` and take nothing when it does not fit now.
     #[inline]
     fn try_push(&mut self, iov: &[IoSlice<'_>], len: usize) -> bool {
+        // SAFETY: `fill` writes the `len` bytes of the slices, which cannot overlap the ring.
+        self.try_push_with(len, |mut dst| unsafe {
+            for s in iov {
+                crate::copy_bytes(s.as_ptr(), dst, s.len());
+                dst = dst.add(s.len());
+            }
+        })
+    }
+
+    /// [`Producer::try_push`] of a record whose `len` bytes `fill` writes at the pointer it is
+    /// given (room for exactly `len` bytes).
+    #[inline(always)]
+    fn try_push_with(&mut self, len: usize, fill: impl FnOnce(*mut u8)) -> bool {
         let cap = self.mask + 1;
         let rec = REC_HDR + align8(len);
         let pos = self.tail as usize & self.mask;
@@ -639,11 +652,7 @@ impl Producer {
         // it sees the header stores below. The iovec slices are valid for reads and cannot
         // overlap the ring, which no Rust reference covers.
         unsafe {
-            let mut dst = base.add(at + REC_HDR);
-            for s in iov {
-                crate::copy_bytes(s.as_ptr(), dst, s.len());
-                dst = dst.add(s.len());
-            }
+            fill(base.add(at + REC_HDR));
             header(base, next).store(0, Ordering::Relaxed);
             header(base, at).store(READY | len as u64, Ordering::Release);
             if wraps {
@@ -1046,6 +1055,61 @@ impl Drop for ShmTransport {
 }
 
 impl ShmTransport {
+    /// [`Transport::try_send`] of a packet made of two pieces (a chunk header and its payload:
+    /// the eager fast path), without the iovec array and without a virtual call.
+    #[inline]
+    pub fn try_send2(&mut self, peer: PeerId, head: &[u8], body: &[u8]) -> Result<SendOutcome> {
+        let len = head.len() + body.len();
+        self.push_record(peer, len, |p| {
+            // SAFETY: the record has room for `len` bytes; the slices cannot overlap the ring.
+            p.try_push_with(len, |dst| unsafe {
+                crate::copy_bytes(head.as_ptr(), dst, head.len());
+                crate::copy_bytes(body.as_ptr(), dst.add(head.len()), body.len());
+            })
+        })
+    }
+
+    /// Push a record of `len` bytes to `peer` with `push` (false: the ring is full), ring its
+    /// doorbell, keep the blocking state.
+    #[inline(always)]
+    fn push_record(
+        &mut self,
+        peer: PeerId,
+        len: usize,
+        push: impl FnOnce(&mut Producer) -> bool,
+    ) -> Result<SendOutcome> {
+        let Some(j) = self.local_index(peer).filter(|&j| j != self.me) else {
+            return Err(self.unreachable(peer));
+        };
+        if len > self.caps.max_packet {
+            return Err(self.too_long(len));
+        }
+        let doorbell = self.doorbell;
+        let Some(t) = self.tx[j].as_mut() else {
+            return Err(self.unreachable(peer));
+        };
+        if push(&mut t.prod) {
+            if doorbell {
+                // SAFETY: the slot lies in the mapping owned by `self.seg`.
+                let slot = unsafe { t.slot.as_ref() };
+                // Release: a receiver that sees the new count also sees the record.
+                slot.doorbell.0.fetch_add(1, Ordering::Release);
+            }
+            t.blocked = 0;
+            t.blocked_since = None;
+            return Ok(SendOutcome::Done);
+        }
+        self.blocked(j)
+    }
+
+    #[cold]
+    fn too_long(&self, len: usize) -> Error {
+        Error::Invalid(format!(
+            "shm: packet of {len} bytes exceeds max_packet {}",
+            self.caps.max_packet
+        ))
+    }
+
     /// The rest of [`Transport::poll_recv`]: deliver what every ring holds (one lap each),
     /// starting with a different ring each time; `bell` is the doorbell count read first.
     #[inline(never)]
@@ -1088,37 +1152,12 @@ impl Transport for ShmTransport {
 
     #[inline]
     fn try_send(&mut self, peer: PeerId, iov: &[IoSlice<'_>]) -> Result<SendOutcome> {
-        let Some(j) = self.local_index(peer).filter(|&j| j != self.me) else {
-            return Err(self.unreachable(peer));
-        };
         let mut len = 0usize;
         for s in iov {
             len += s.len();
         }
-        if len > self.caps.max_packet {
-            return Err(Error::Invalid(format!(
-                "shm: packet of {len} bytes exceeds max_packet {}",
-                self.caps.max_packet
-            )));
-        }
-        let doorbell = self.doorbell;
-        let Some(t) = self.tx[j].as_mut() else {
-            return Err(self.unreachable(peer));
-        };
-        if t.prod.try_push(iov, len) {
-            if doorbell {
-                // SAFETY: the slot lies in the mapping owned by `self.seg`.
-                let slot = unsafe { t.slot.as_ref() };
-                // Release: a receiver that sees the new count also sees the record.
-                slot.doorbell.0.fetch_add(1, Ordering::Release);
-            }
-            t.blocked = 0;
-            t.blocked_since = None;
-            return Ok(SendOutcome::Done);
-        }
-        self.blocked(j)
+        self.push_record(peer, len, |p| p.try_push(iov, len))
     }
-
     /// An idle poll (nothing in any ring) is a few loads and no call: with the doorbell,
     /// whether it rang since the last complete scan (a ring left non-empty keeps that scan
     /// incomplete); without, whether a record waits at the head of some ring.
