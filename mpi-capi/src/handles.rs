@@ -564,8 +564,6 @@ pub fn type_name(dt: MPI_Datatype) -> String {
 // ------------------------------------------------------------------------------------ side words
 
 /// Words per chunk of a [`Side`] (chunks are made on first use).
-const SIDE_CHUNK: usize = 4096;
-
 /// One word per slot of a handle table, read without a lock: `handle << 32 | value` for the
 /// live handle of the slot, 0 for none. Every library handle value fits in 31 bits, and so
 /// does every value stored (a communicator handle, a core id). What a handle stands for never
@@ -573,30 +571,22 @@ const SIDE_CHUNK: usize = 4096;
 /// handle while another thread frees it is erroneous), so relaxed accesses suffice: the hot
 /// lookups (a request, a library communicator) cost two loads and no atomic read-modify-write.
 struct Side {
-    chunks: [std::sync::OnceLock<Box<[AtomicU64]>>; MAX_SLOTS / SIDE_CHUNK],
+    /// One word per slot, zero until used: a static array in zero-filled memory, whose pages
+    /// the system provides only when first written (no lazy chunks to check on every lookup).
+    words: [AtomicU64; MAX_SLOTS],
 }
 
 impl Side {
     const fn new() -> Side {
         Side {
-            chunks: [const { std::sync::OnceLock::new() }; MAX_SLOTS / SIDE_CHUNK],
+            words: [const { AtomicU64::new(0) }; MAX_SLOTS],
         }
     }
 
-    /// The word of slot `i` (< MAX_SLOTS), its chunk made if needed.
-    #[inline]
+    /// The word of slot `i` (< MAX_SLOTS).
+    #[inline(always)]
     fn word(&self, i: usize) -> &AtomicU64 {
-        let chunk = self.chunks[i / SIDE_CHUNK]
-            .get_or_init(|| (0..SIDE_CHUNK).map(|_| AtomicU64::new(0)).collect());
-        &chunk[i % SIDE_CHUNK]
-    }
-
-    /// The word of slot `i`, if its chunk exists.
-    #[inline]
-    fn word_if(&self, i: usize) -> Option<&AtomicU64> {
-        self.chunks[i / SIDE_CHUNK]
-            .get()
-            .map(|c| &c[i % SIDE_CHUNK])
+        &self.words[i & (MAX_SLOTS - 1)]
     }
 
     /// Handle `h` (of slot `i`) now stands for `v`.
@@ -613,7 +603,7 @@ impl Side {
         if k != kind {
             return None;
         }
-        let w = self.word_if(i as usize)?.load(Relaxed);
+        let w = self.word(i as usize).load(Relaxed);
         (w >> 32 == h as u64).then_some((g, (w & 0xffff_ffff) as usize))
     }
 
@@ -621,10 +611,9 @@ impl Side {
     #[inline]
     fn clear(&self, h: usize) {
         if let Some((_, i, _)) = decode(h) {
-            if let Some(w) = self.word_if(i as usize) {
-                if w.load(Relaxed) >> 32 == h as u64 {
-                    w.store(0, Relaxed);
-                }
+            let w = self.word(i as usize);
+            if w.load(Relaxed) >> 32 == h as u64 {
+                w.store(0, Relaxed);
             }
         }
     }

@@ -1268,10 +1268,14 @@ impl State {
                 // (An eager header carries no length of its own: the chunk's is the message's.)
                 let eager = kind == Kind::Eager;
                 let q = self.mq(h.ctx);
-                let pos = q
-                    .posted
-                    .iter()
-                    .position(|&(s, t, _)| matches(s, t, h.src, h.tag));
+                // Usually the oldest posted receive matches: look at it before searching.
+                let pos = match q.posted.front() {
+                    Some(&(s, t, _)) if matches(s, t, h.src, h.tag) => Some(0),
+                    _ => q
+                        .posted
+                        .iter()
+                        .position(|&(s, t, _)| matches(s, t, h.src, h.tag)),
+                };
                 if eager {
                     if let Some(pos) = pos {
                         // The usual case, matched to the oldest posted receive: no copy kept.
@@ -1459,7 +1463,11 @@ impl State {
         }
         // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
         unsafe { rv.target.write_at(0, payload) };
-        self.complete(rid);
+        // What `complete` does for a receive, on the request at hand.
+        r.complete = true;
+        if r.detached {
+            self.reqs.free(rid);
+        }
     }
 
     fn on_sent(&mut self, s: OnSent, len: usize) {

@@ -829,7 +829,7 @@ impl RankMap {
         Ok(RankMap::Dense { base: lo, table })
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&self, peer: PeerId) -> Option<usize> {
         match self {
             RankMap::Dense { base, table } => {
@@ -969,7 +969,7 @@ impl ShmTransport {
     }
 
     /// Local index of `peer`, if it is on this node.
-    #[inline]
+    #[inline(always)]
     fn local_index(&self, peer: PeerId) -> Option<usize> {
         self.ranks.get(peer)
     }
