@@ -755,6 +755,57 @@ pub unsafe fn isend_now(
     })
 }
 
+/// The fast path of a standard-mode MPI_Send, for the thread that owns the engine: a small
+/// contiguous message to an idle gate leaves at once (see [`Engine::try_send_now`]). False,
+/// having done nothing, when the send needs [`send`].
+///
+/// # Safety
+/// As [`send`].
+#[inline]
+pub unsafe fn send_now(
+    buf: *const u8,
+    count: usize,
+    dt: &Datatype,
+    dest: i32,
+    tag: i32,
+    comm: CommId,
+) -> bool {
+    // SAFETY: forwarded caller contract.
+    with_owned(|e| unsafe { e.try_send_now(buf, count, dt, dest, tag, comm, 0, false) }.ok()?)
+        .is_some()
+}
+
+/// The fast path of MPI_Recv, for the thread that owns the engine: a receive that can be posted
+/// at once (see [`irecv_now`]), then waited for. `None`, having done nothing, when the receive
+/// needs [`recv`].
+///
+/// # Safety
+/// As [`recv`].
+#[inline]
+pub unsafe fn recv_now(
+    buf: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    src: i32,
+    tag: i32,
+    comm: CommId,
+) -> Option<Result<Status>> {
+    // Post, then poll once, in one visit: the message is often already there.
+    let first = with_owned(|e| {
+        // SAFETY: forwarded caller contract.
+        let r = unsafe { e.st.irecv_posted(buf, count, dt, src, tag, comm) }?;
+        Some(e.progress().map(|_| match take_done(e, r) {
+            Taken::Done(c) => Err(c.status),
+            _ => Ok(r),
+        }))
+    })?;
+    Some(match first {
+        Err(e) => Err(e),
+        Ok(Err(status)) => Ok(status),
+        Ok(Ok(r)) => wait(r),
+    })
+}
+
 /// The fast path of MPI_Irecv, for the thread that owns the engine: a receive of a contiguous
 /// type with valid arguments and nothing unexpected on its communicator is posted. `None`,
 /// having done nothing, when the receive needs [`irecv`].

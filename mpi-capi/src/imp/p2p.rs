@@ -46,17 +46,16 @@ unsafe fn send(
 }
 
 /// The arguments of a point-to-point call that can take the fast path: a non-negative count of
-/// a predefined datatype, a buffer that is not NULL when it holds data, a live communicator and
-/// somewhere to put the request. Anything else (including every error) takes the checked path.
+/// a predefined datatype, a buffer that is not NULL when it holds data, a live communicator.
+/// Anything else (including every error) takes the checked path.
 #[inline(always)]
-fn fast_args<T>(
+fn fast_args(
     buf: *const c_void,
     count: c_int,
     datatype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut T,
 ) -> Option<(usize, &'static Datatype, madmpi::CommId)> {
-    if count < 0 || request.is_null() || (buf.is_null() && count > 0) {
+    if count < 0 || (buf.is_null() && count > 0) {
         return None;
     }
     let dt = handles::predefined_type(datatype)?;
@@ -124,6 +123,12 @@ pub unsafe fn MPI_Send(
     tag: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some((n, dt, c)) = fast_args(buf, count, datatype, comm) {
+        // SAFETY: the user's buffer holds `count` elements of `datatype` for the whole call.
+        if unsafe { madmpi::send_now(buf as *const u8, n, dt, dest, tag, c) } {
+            return MPI_SUCCESS;
+        }
+    }
     send(
         "MPI_Send",
         buf,
@@ -165,7 +170,7 @@ pub unsafe fn MPI_Isend(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    if let Some((n, dt, c)) = fast_args(buf, count, datatype, comm, request) {
+    if let Some((n, dt, c)) = fast_args(buf, count, datatype, comm).filter(|_| !request.is_null()) {
         // SAFETY: the user keeps the buffer valid until the request completes (MPI's rule).
         if let Some(rid) = unsafe { madmpi::isend_now(buf as *const u8, n, dt, dest, tag, c) } {
             return new_request_at(request, rid, comm, &|| {
@@ -524,6 +529,26 @@ pub unsafe fn MPI_Recv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
+    if let Some((n, dt, c)) = fast_args(buf, count, datatype, comm) {
+        // SAFETY: the user's buffer has room for `count` elements of `datatype`.
+        if let Some(r) = unsafe { madmpi::recv_now(buf as *mut u8, n, dt, source, tag, c) } {
+            let call = || {
+                p2p_call(
+                    "MPI_Recv",
+                    count as i64,
+                    datatype,
+                    "source",
+                    source,
+                    tag,
+                    comm,
+                )
+            };
+            return match r {
+                Ok(s) => complete_one(comm, status, &s, &call),
+                Err(e) => errors::raise(comm, &call, e),
+            };
+        }
+    }
     recv(
         "MPI_Recv",
         buf,
@@ -566,7 +591,7 @@ pub unsafe fn MPI_Irecv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    if let Some((n, dt, c)) = fast_args(buf, count, datatype, comm, request) {
+    if let Some((n, dt, c)) = fast_args(buf, count, datatype, comm).filter(|_| !request.is_null()) {
         // SAFETY: the user keeps the buffer valid until the request completes (MPI's rule).
         if let Some(rid) = unsafe { madmpi::irecv_now(buf as *mut u8, n, dt, source, tag, c) } {
             return new_request_at(request, rid, comm, &|| {
