@@ -710,13 +710,8 @@ pub unsafe fn isend(
         // An eager message on an idle gate leaves at once and the request is born complete;
         // `aggreg` copies a small one into the packet it is building instead.
         if matches!(mode, SendMode::Standard | SendMode::Ready) {
-            let r = match e.st.strategy {
-                // SAFETY: forwarded caller contract.
-                Strategy::Default => unsafe { e.try_isend_now(buf, count, dt, dest, tag, comm)? },
-                // SAFETY: forwarded caller contract.
-                Strategy::Aggreg => unsafe { e.st.isend_packed(buf, count, dt, dest, tag, comm) },
-            };
-            if let Some(r) = r {
+            // SAFETY: forwarded caller contract.
+            if let Some(r) = unsafe { e.isend_fast(buf, count, dt, dest, tag, comm)? } {
                 return Ok(r);
             }
         }
@@ -745,14 +740,8 @@ pub unsafe fn isend_now(
     tag: i32,
     comm: CommId,
 ) -> Option<RequestId> {
-    with_owned(|e| match e.st.strategy {
-        // SAFETY: forwarded caller contract.
-        Strategy::Default => unsafe { e.try_isend_now(buf, count, dt, dest, tag, comm) }
-            .ok()
-            .flatten(),
-        // SAFETY: forwarded caller contract.
-        Strategy::Aggreg => unsafe { e.st.isend_packed(buf, count, dt, dest, tag, comm) },
-    })
+    // SAFETY: forwarded caller contract.
+    with_owned(|e| unsafe { e.isend_fast(buf, count, dt, dest, tag, comm) }.ok()?)
 }
 
 /// The fast path of a standard-mode MPI_Send, for the thread that owns the engine: a small

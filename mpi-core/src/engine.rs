@@ -2009,6 +2009,32 @@ impl Engine {
         }
     }
 
+    /// A standard-mode non-blocking send that needs no queueing: the eager fast path
+    /// (`default`, [`Engine::try_isend_now`]) or the packet being built (`aggreg`,
+    /// [`State::isend_packed`]). `None`, having done nothing, when it needs [`State::isend`].
+    ///
+    /// # Safety
+    /// As [`State::isend`].
+    #[inline]
+    pub unsafe fn isend_fast(
+        &mut self,
+        buf: *const u8,
+        count: usize,
+        dt: &Datatype,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<Option<RequestId>> {
+        match self.st.strategy {
+            // SAFETY: forwarded caller contract.
+            Strategy::Default => unsafe { self.try_isend_now(buf, count, dt, dest, tag, comm) },
+            // SAFETY: forwarded caller contract.
+            Strategy::Aggreg => {
+                Ok(unsafe { self.st.isend_packed(buf, count, dt, dest, tag, comm) })
+            }
+        }
+    }
+
     /// [`Engine::try_send_now`] for a non-blocking send: the request is born complete, and
     /// stays cancellable while the receiver has not matched the message.
     ///

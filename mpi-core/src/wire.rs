@@ -191,39 +191,24 @@ impl Header {
     /// Decode a header from the start of `b` (at least [`header_len`] bytes of its kind).
     #[inline]
     pub fn decode(b: &[u8]) -> Result<Header> {
-        let truncated = || {
-            Error::new(
-                ErrorClass::Intern,
-                "malformed packet: truncated chunk header",
-            )
-        };
-        let h = if b.first() == Some(&(Kind::Eager as u8)) {
-            // The short header implies its message length and has no `aux`.
-            let a = b.first_chunk::<EAGER_HDR_LEN>().ok_or_else(truncated)?;
-            let len = le32(a, 20);
-            Header {
-                msg_len: len as u64,
-                sreq: le64(a, 24),
-                aux: 0,
-                ..common(a)
-            }
-        } else {
-            let a = b.first_chunk::<HDR_LEN>().ok_or_else(truncated)?;
-            Header {
-                msg_len: le64(a, 24),
-                sreq: le64(a, 32),
-                aux: le64(a, 40),
-                ..common(a)
-            }
-        };
-        if h.kind().is_none() {
-            return Err(Error::new(
-                ErrorClass::Intern,
-                format!("malformed packet: unknown chunk kind {}", h.kind),
-            ));
-        }
-        Ok(h)
+        Header::decode_ok(b).ok_or_else(|| malformed_header(b))
     }
+}
+
+/// Why the header at the start of `b` does not decode.
+#[cold]
+fn malformed_header(b: &[u8]) -> Error {
+    let need = header_len(b.first().copied().unwrap_or(0));
+    if b.len() < need {
+        return Error::new(
+            ErrorClass::Intern,
+            "malformed packet: truncated chunk header",
+        );
+    }
+    Error::new(
+        ErrorClass::Intern,
+        format!("malformed packet: unknown chunk kind {}", b[0]),
+    )
 }
 
 /// The fields of bytes 0..24, the same in both header lengths.

@@ -95,6 +95,18 @@ unsafe fn isend(
     }
 }
 
+/// How a receive of the fast path is named in an error message.
+fn recv_call(
+    name: &str,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> String {
+    p2p_call(name, count.into(), datatype, "source", source, tag, comm)
+}
+
 /// Give the request of a fast path its handle, at `request` (not NULL).
 #[inline(always)]
 fn new_request_at(
@@ -170,13 +182,13 @@ pub unsafe fn MPI_Isend(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    if let Some((n, dt, c)) = fast_args(buf, count, datatype, comm).filter(|_| !request.is_null()) {
-        // SAFETY: the user keeps the buffer valid until the request completes (MPI's rule).
-        if let Some(rid) = unsafe { madmpi::isend_now(buf as *const u8, n, dt, dest, tag, c) } {
-            return new_request_at(request, rid, comm, &|| {
-                p2p_call("MPI_Isend", count as i64, datatype, "dest", dest, tag, comm)
-            });
-        }
+    let args = fast_args(buf, count, datatype, comm).filter(|_| !request.is_null());
+    // SAFETY: the user keeps the buffer valid until the request completes (MPI's rule).
+    let fast = args
+        .and_then(|(n, dt, c)| unsafe { madmpi::isend_now(buf as *const u8, n, dt, dest, tag, c) });
+    if let Some(rid) = fast {
+        let call = || p2p_call("MPI_Isend", count.into(), datatype, "dest", dest, tag, comm);
+        return new_request_at(request, rid, comm, &call);
     }
     isend(
         "MPI_Isend",
@@ -529,25 +541,15 @@ pub unsafe fn MPI_Recv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    if let Some((n, dt, c)) = fast_args(buf, count, datatype, comm) {
-        // SAFETY: the user's buffer has room for `count` elements of `datatype`.
-        if let Some(r) = unsafe { madmpi::recv_now(buf as *mut u8, n, dt, source, tag, c) } {
-            let call = || {
-                p2p_call(
-                    "MPI_Recv",
-                    count as i64,
-                    datatype,
-                    "source",
-                    source,
-                    tag,
-                    comm,
-                )
-            };
-            return match r {
-                Ok(s) => complete_one(comm, status, &s, &call),
-                Err(e) => errors::raise(comm, &call, e),
-            };
-        }
+    // SAFETY: the user's buffer has room for `count` elements of `datatype`.
+    let fast = fast_args(buf, count, datatype, comm)
+        .and_then(|(n, dt, c)| unsafe { madmpi::recv_now(buf as *mut u8, n, dt, source, tag, c) });
+    if let Some(r) = fast {
+        let call = || recv_call("MPI_Recv", count, datatype, source, tag, comm);
+        return match r {
+            Ok(s) => complete_one(comm, status, &s, &call),
+            Err(e) => errors::raise(comm, &call, e),
+        };
     }
     recv(
         "MPI_Recv",
@@ -591,21 +593,13 @@ pub unsafe fn MPI_Irecv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    if let Some((n, dt, c)) = fast_args(buf, count, datatype, comm).filter(|_| !request.is_null()) {
-        // SAFETY: the user keeps the buffer valid until the request completes (MPI's rule).
-        if let Some(rid) = unsafe { madmpi::irecv_now(buf as *mut u8, n, dt, source, tag, c) } {
-            return new_request_at(request, rid, comm, &|| {
-                p2p_call(
-                    "MPI_Irecv",
-                    count as i64,
-                    datatype,
-                    "source",
-                    source,
-                    tag,
-                    comm,
-                )
-            });
-        }
+    let args = fast_args(buf, count, datatype, comm).filter(|_| !request.is_null());
+    // SAFETY: the user keeps the buffer valid until the request completes (MPI's rule).
+    let fast = args
+        .and_then(|(n, dt, c)| unsafe { madmpi::irecv_now(buf as *mut u8, n, dt, source, tag, c) });
+    if let Some(rid) = fast {
+        let call = || recv_call("MPI_Irecv", count, datatype, source, tag, comm);
+        return new_request_at(request, rid, comm, &call);
     }
     irecv(
         "MPI_Irecv",
