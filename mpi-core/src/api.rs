@@ -2,8 +2,8 @@
 //! can (under the engine lock, or as the thread that owns it: see `EngineCell`). Blocking
 //! functions poll with [`Backoff`] between attempts, with the engine released.
 
-use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use madmpi_datatypes::Datatype;
@@ -156,9 +156,16 @@ static ENGINE: EngineCell = EngineCell {
     engine: UnsafeCell::new(None),
 };
 
-thread_local! {
-    /// This thread initialized MPI at MPI_THREAD_SINGLE or FUNNELED.
-    static OWNER: Cell<bool> = const { Cell::new(false) };
+/// The thread that initialized MPI at MPI_THREAD_SINGLE or FUNNELED (its `pthread_self`, 0
+/// for none). A thread id rather than a thread-local flag: in a shared library a thread-local
+/// costs a call to `__tls_get_addr` on every MPI call, `pthread_self` one load.
+static OWNER_THREAD: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether the calling thread owns the engine.
+#[inline(always)]
+fn is_owner() -> bool {
+    // SAFETY: pthread_self has no preconditions.
+    OWNER_THREAD.load(Ordering::Relaxed) == unsafe { libc::pthread_self() } as usize
 }
 
 /// Clears a flag when dropped (also when `f` panics).
@@ -176,7 +183,7 @@ impl Drop for Clear<'_> {
 fn with_slot<T>(f: impl FnOnce(&mut Option<Engine>) -> Result<T>) -> Result<T> {
     let c = &ENGINE;
     if c.owned.load(Ordering::Relaxed) {
-        if !OWNER.with(Cell::get) {
+        if !is_owner() {
             return not_owner();
         }
         if c.held.load(Ordering::Relaxed) {
@@ -200,11 +207,7 @@ fn with_slot<T>(f: impl FnOnce(&mut Option<Engine>) -> Result<T>) -> Result<T> {
     let _c = Clear(&c.held);
     if c.owned.load(Ordering::Relaxed) {
         // Owner mode began while we waited.
-        return if OWNER.with(Cell::get) {
-            reentrant()
-        } else {
-            not_owner()
-        };
+        return if is_owner() { reentrant() } else { not_owner() };
     }
     // SAFETY: we hold the lock.
     f(unsafe { &mut *c.engine.get() })
@@ -233,8 +236,7 @@ fn reentrant<T>() -> Result<T> {
 #[inline(always)]
 fn with_owned<T>(f: impl FnOnce(&mut Engine) -> Option<T>) -> Option<T> {
     let c = &ENGINE;
-    if !c.owned.load(Ordering::Relaxed) || c.held.load(Ordering::Relaxed) || !OWNER.with(Cell::get)
-    {
+    if !c.owned.load(Ordering::Relaxed) || c.held.load(Ordering::Relaxed) || !is_owner() {
         return None;
     }
     c.held.store(true, Ordering::Relaxed);
@@ -347,7 +349,8 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
     with_slot(|slot| {
         *slot = Some(engine);
         if owner {
-            OWNER.with(|o| o.set(true));
+            // SAFETY: pthread_self has no preconditions.
+            OWNER_THREAD.store(unsafe { libc::pthread_self() } as usize, Ordering::Relaxed);
             ENGINE.owned.store(true, Ordering::Relaxed);
         }
         Ok(())
@@ -591,7 +594,8 @@ pub fn finalize() -> Result<()> {
         *slot = None;
         Ok(())
     })?;
-    if OWNER.with(|o| o.replace(false)) {
+    if is_owner() {
+        OWNER_THREAD.store(0, Ordering::Relaxed);
         ENGINE.owned.store(false, Ordering::Release);
     }
     PHASE.store(FINALIZED, Ordering::Release);
