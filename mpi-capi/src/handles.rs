@@ -298,7 +298,7 @@ pub fn comm(comm: MPI_Comm) -> Result<CommId, Error> {
         0x101 => Ok(madmpi::COMM_WORLD),
         0x102 => Ok(madmpi::COMM_SELF),
         0x100 => Err(bad_handle(Kind::Comm, 0x100, Some("MPI_COMM_NULL"))),
-        h => match COMM_SIDE.get(Kind::Comm, h) {
+        h => match COMM_SIDE.get(h) {
             Some((_, id)) => Ok(CommId(id as u32)),
             // Not live: the table says why.
             None => COMMS.read().get(h).map(|e| e.id),
@@ -313,9 +313,7 @@ pub fn comm_live(comm: MPI_Comm) -> Option<CommId> {
     match comm as usize {
         0x101 => Some(madmpi::COMM_WORLD),
         0x102 => Some(madmpi::COMM_SELF),
-        h => COMM_SIDE
-            .get(Kind::Comm, h)
-            .map(|(_, id)| CommId(id as u32)),
+        h => COMM_SIDE.get(h).map(|(_, id)| CommId(id as u32)),
     }
 }
 
@@ -596,25 +594,24 @@ impl Side {
             .store((h as u64) << 32 | (v as u64 & 0xffff_ffff), Relaxed);
     }
 
-    /// The value of `h` (of `kind`), if it is the live handle of its slot.
-    #[inline]
-    fn get(&self, kind: Kind, h: usize) -> Option<(u32, usize)> {
-        let (k, i, g) = decode(h)?;
-        if k != kind {
-            return None;
-        }
-        let w = self.word(i as usize).load(Relaxed);
-        (w >> 32 == h as u64).then_some((g, (w & 0xffff_ffff) as usize))
+    /// The generation and value of `h`, if it is the live handle of its slot. A table's words
+    /// only ever hold handles of its own kind, so finding `h` itself in the word of its index
+    /// is the whole check (kind, generation and liveness at once); 0 is never a handle.
+    #[inline(always)]
+    fn get(&self, h: usize) -> Option<(u32, usize)> {
+        let w = self.word(h).load(Relaxed);
+        (w != 0 && w >> 32 == h as u64).then_some((
+            ((h >> GEN_SHIFT) as u32) & GEN_MASK,
+            (w & 0xffff_ffff) as usize,
+        ))
     }
 
     /// Handle `h` no longer stands for anything (a stale `h` leaves the slot's new handle alone).
-    #[inline]
+    #[inline(always)]
     fn clear(&self, h: usize) {
-        if let Some((_, i, _)) = decode(h) {
-            let w = self.word(i as usize);
-            if w.load(Relaxed) >> 32 == h as u64 {
-                w.store(0, Relaxed);
-            }
+        let w = self.word(h);
+        if w.load(Relaxed) >> 32 == h as u64 {
+            w.store(0, Relaxed);
         }
     }
 }
@@ -657,7 +654,7 @@ pub fn new_request(rid: RequestId, comm: MPI_Comm) -> Result<MPI_Request, Error>
 /// The entry of a request handle value that is live, or why it is not.
 #[inline]
 fn request_of(h: usize) -> Result<ReqEntry, Error> {
-    match REQ_SIDE.get(Kind::Request, h) {
+    match REQ_SIDE.get(h) {
         Some((g, comm)) => Ok(ReqEntry {
             rid: RequestId::new((h & (MAX_SLOTS - 1)) as u32, g),
             comm,
