@@ -805,7 +805,7 @@ pub unsafe fn recv_now(
 ///
 /// # Safety
 /// As [`irecv`].
-#[inline]
+#[inline(always)]
 pub unsafe fn irecv_now(
     buf: *mut u8,
     count: usize,

@@ -810,7 +810,7 @@ impl State {
     ///
     /// # Safety
     /// As [`State::irecv`].
-    #[inline]
+    #[inline(always)]
     pub unsafe fn irecv_posted(
         &mut self,
         buf: *mut u8,
