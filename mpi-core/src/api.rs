@@ -264,12 +264,24 @@ fn not_running<T>() -> Result<T> {
     }
 }
 
+/// Hand the packets being built to the drivers, before a completion call returns without
+/// having polled (its requests were complete already): `aggreg`'s small sends are complete when
+/// posted, and their packet must not wait for some later call.
+#[inline(always)]
+fn send_pending(e: &mut Engine) -> Result<()> {
+    if e.st.nothing_queued() {
+        return Ok(());
+    }
+    e.flush()
+}
+
 /// Poll the engine until `f` yields a value.
 pub(crate) fn wait_until<T>(mut f: impl FnMut(&mut Engine) -> Result<Option<T>>) -> Result<T> {
     let mut b = Backoff::new();
     loop {
         let r = with(|e| {
             if let Some(v) = f(e)? {
+                send_pending(e)?;
                 return Ok(Some(v));
             }
             if e.progress()? {
@@ -1044,6 +1056,7 @@ fn take_done(e: &mut Engine, r: RequestId) -> Taken {
 pub fn test(r: RequestId) -> Result<Option<Completion>> {
     with(|e| {
         if let Some(c) = take_if_complete(e, r)? {
+            send_pending(e)?;
             return Ok(Some(c));
         }
         e.progress()?;
@@ -1232,6 +1245,7 @@ pub fn all_complete(reqs: &[Option<RequestId>]) -> Result<bool> {
     with(|e| {
         let mut from = 0;
         if complete_from(e, reqs, &mut from)? {
+            send_pending(e)?;
             return Ok(true);
         }
         e.progress()?;
@@ -1249,6 +1263,8 @@ pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
             if !complete_from(e, reqs, &mut from)? {
                 return Ok(false);
             }
+        } else {
+            send_pending(e)?;
         }
         take_all(e, reqs, out)?;
         Ok(true)

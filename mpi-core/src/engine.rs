@@ -403,6 +403,12 @@ impl State {
         }
     }
 
+    /// No gate has chunks waiting for the strategy.
+    #[inline(always)]
+    pub fn nothing_queued(&self) -> bool {
+        self.dirty.is_empty()
+    }
+
     fn queue(&mut self, peer: u32, c: OutChunk) {
         crate::trace::queued(peer, &c.hdr);
         let g = &mut self.gates[peer as usize];

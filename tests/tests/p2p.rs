@@ -67,6 +67,18 @@ fn requests_aggreg_strategy() {
     }
 }
 
+/// A send complete when posted (`aggreg` copies it into the packet being built) still leaves
+/// when MPI_Wait, MPI_Test or MPI_Waitall returns, not at the sender's next MPI call.
+#[test]
+fn complete_sends_leave_at_completion() {
+    for strategy in ["aggreg", "default"] {
+        Job::new(&prog("leave"), 2)
+            .env("MADMPI_STRATEGY", strategy)
+            .run()
+            .assert_ok("leave");
+    }
+}
+
 #[test]
 fn sendmodes_without_cma() {
     // Rendezvous data in fragments instead of cross-memory attach.
