@@ -698,9 +698,9 @@ impl State {
         {
             return None;
         }
-        let mut r = Request::new(Op::Send(SendOp::new(peer, buf, 0)));
-        r.complete = true;
-        let rid = self.reqs.insert(r);
+        let rid = self
+            .reqs
+            .insert_with(|| Request::done(Op::Send(SendOp::new(peer, buf, 0))));
         let g = &mut self.gates[peer as usize];
         g.seq = g.seq.wrapping_add(1);
         let hdr = Header {
@@ -841,18 +841,20 @@ impl State {
         if !q.unexpected.is_empty() {
             return None;
         }
-        let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
-            ctx,
-            target: RecvTarget {
-                ptr: buf.wrapping_offset(off),
-                cap,
-                layout: None,
-            },
-            peer: None,
-            msg_len: 0,
-            got: 0,
-            posted: true,
-        })));
+        let rid = self.reqs.insert_with(|| {
+            Request::new(Op::Recv(RecvOp {
+                ctx,
+                target: RecvTarget {
+                    ptr: buf.wrapping_offset(off),
+                    cap,
+                    layout: None,
+                },
+                peer: None,
+                msg_len: 0,
+                got: 0,
+                posted: true,
+            }))
+        });
         self.mq[ctx as usize].posted.push_back((src, tag, rid));
         Some(rid)
     }
@@ -2057,9 +2059,8 @@ impl Engine {
         comm: CommId,
     ) -> Result<Option<RequestId>> {
         // The peer is filled in once the message has left.
-        let mut r = Request::new(Op::Send(SendOp::new(u32::MAX, buf, 0)));
-        r.complete = true;
-        let rid = self.st.reqs.insert(r);
+        let rid =
+            (self.st.reqs).insert_with(|| Request::done(Op::Send(SendOp::new(u32::MAX, buf, 0))));
         // SAFETY: forwarded caller contract.
         match unsafe { self.try_send_now(buf, count, dt, dest, tag, comm, rid.0, false) } {
             Ok(Some(peer)) => {

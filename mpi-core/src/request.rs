@@ -284,6 +284,16 @@ impl Request {
             }
     }
 
+    /// A request complete from the start (its operation needs nothing more).
+    #[inline(always)]
+    pub fn done(op: Op) -> Request {
+        Request {
+            complete: true,
+            ..Request::new(op)
+        }
+    }
+
+    #[inline(always)]
     pub fn new(op: Op) -> Request {
         Request {
             op,
@@ -305,6 +315,23 @@ pub(crate) struct Slab {
 }
 
 impl Slab {
+    /// [`Slab::insert`] of the request `f` makes, built straight in its slot when one is free.
+    #[inline(always)]
+    pub fn insert_with(&mut self, f: impl FnOnce() -> Request) -> RequestId {
+        match self.free.pop() {
+            Some(i) => {
+                self.live += 1;
+                let slot = &mut self.slots[i as usize];
+                slot.0 = (slot.0 + 1) % RequestId::GENERATIONS;
+                debug_assert!(slot.1.is_none(), "a free slot is empty");
+                // SAFETY: as in `insert`: a free slot holds `None`.
+                unsafe { std::ptr::write(&mut slot.1, Some(f())) };
+                RequestId::new(i, slot.0)
+            }
+            None => self.insert(f()),
+        }
+    }
+
     #[inline(always)]
     pub fn insert(&mut self, r: Request) -> RequestId {
         self.live += 1;
