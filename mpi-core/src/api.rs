@@ -264,9 +264,10 @@ fn not_running<T>() -> Result<T> {
     }
 }
 
-/// Hand the packets being built to the drivers, before a completion call returns without
-/// having polled (its requests were complete already): `aggreg`'s small sends are complete when
-/// posted, and their packet must not wait for some later call.
+/// Hand the packets being built to the drivers at the start of a completion call, which may
+/// return without polling (its requests complete already): `aggreg`'s small sends are complete
+/// when posted, and their packet must neither wait for some later call nor for this call to
+/// take its completions first.
 #[inline(always)]
 fn send_pending(e: &mut Engine) -> Result<()> {
     if e.st.nothing_queued() {
@@ -280,8 +281,8 @@ pub(crate) fn wait_until<T>(mut f: impl FnMut(&mut Engine) -> Result<Option<T>>)
     let mut b = Backoff::new();
     loop {
         let r = with(|e| {
+            send_pending(e)?;
             if let Some(v) = f(e)? {
-                send_pending(e)?;
                 return Ok(Some(v));
             }
             if e.progress()? {
@@ -1055,8 +1056,8 @@ fn take_done(e: &mut Engine, r: RequestId) -> Taken {
 /// MPI_Test.
 pub fn test(r: RequestId) -> Result<Option<Completion>> {
     with(|e| {
+        send_pending(e)?;
         if let Some(c) = take_if_complete(e, r)? {
-            send_pending(e)?;
             return Ok(Some(c));
         }
         e.progress()?;
@@ -1243,9 +1244,9 @@ fn take_all(
 /// without taking any.
 pub fn all_complete(reqs: &[Option<RequestId>]) -> Result<bool> {
     with(|e| {
+        send_pending(e)?;
         let mut from = 0;
         if complete_from(e, reqs, &mut from)? {
-            send_pending(e)?;
             return Ok(true);
         }
         e.progress()?;
@@ -1257,14 +1258,13 @@ pub fn all_complete(reqs: &[Option<RequestId>]) -> Result<bool> {
 /// for `None` entries) and the result is true; else nothing is taken.
 pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> Result<bool> {
     with(|e| {
+        send_pending(e)?;
         let mut from = 0;
         if !complete_from(e, reqs, &mut from)? {
             e.progress()?;
             if !complete_from(e, reqs, &mut from)? {
                 return Ok(false);
             }
-        } else {
-            send_pending(e)?;
         }
         take_all(e, reqs, out)?;
         Ok(true)
