@@ -62,10 +62,7 @@
 //! With at most two connections and nothing else in progress, a poll reads the sockets
 //! directly instead of asking epoll first (epoll is still consulted every 64 polls, and
 //! whenever a handshake, a timer or a full socket needs it): a packet then costs the same
-//! system calls as a hand-written busy-polling loop. Not while nothing was sent since packets
-//! last arrived, though (a one-way stream, such as the receiving end of a broadcast): then
-//! polls ask epoll, which takes no socket lock when idle, instead of reading, whose lock the
-//! sender's kernel path needs for every packet. Large receive buffers (for packets bigger
+//! system calls as a hand-written busy-polling loop. Large receive buffers (for packets bigger
 //! than the 64 KiB a connection normally keeps) come from a small pool and go back to it once
 //! empty.
 //!
@@ -492,9 +489,6 @@ pub struct TcpTransport {
     established: Vec<usize>,
     /// Polls since epoll was last consulted.
     polls: u32,
-    /// `stats.packets_sent` when packets last arrived: while it has not moved, nothing was
-    /// sent since, no reply of ours is awaited, and direct polling is off (see `direct_poll`).
-    sent_at_arrival: u64,
     pool: RxPool,
     lost: VecDeque<PeerId>,
     log: VecDeque<String>,
@@ -603,7 +597,6 @@ impl TcpTransport {
             waiting: 0,
             established: Vec::new(),
             polls: 0,
-            sent_at_arrival: 0,
             pool: RxPool {
                 size: FRAME_HDR + cfg.max_packet + RX_MIN_FREE,
                 spare: Vec::new(),
@@ -1483,9 +1476,6 @@ impl TcpTransport {
             work.clear();
             self.work_spare = work;
         }
-        if count > 0 {
-            self.sent_at_arrival = self.stats.packets_sent;
-        }
         if self.handshaking > 0 || self.waiting > 0 {
             self.check_deadlines();
         }
@@ -1494,21 +1484,10 @@ impl TcpTransport {
 
     /// The fast path of a poll with few connections and nothing else to do: read each
     /// connection directly. `None` when the full path is needed (then epoll is consulted:
-    /// new connections, handshakes, timers, sockets that were full), and when nothing was
-    /// sent since packets last arrived.
-    ///
-    /// That last case is a one-way stream (the receiving end of a broadcast): nobody waits
-    /// for a reply of ours, so the latency of one more system call per arrival (epoll, then
-    /// the read) matters less than what direct reads cost the sender. An empty read takes
-    /// the socket's lock, which the sender's kernel path needs to queue each packet (on one
-    /// host it runs on the sender's CPU): polling the socket back to back slows the sender
-    /// down. An idle `epoll_wait` takes no lock, and a read then comes when data is there,
-    /// taking all the frames that piled up. Once we send (a ping-pong, an exchange), polls
-    /// read directly again.
+    /// new connections, handshakes, timers, sockets that were full).
     fn direct_poll(&mut self, split: SplitParams, sink: &mut dyn RecvSink) -> Option<usize> {
         self.polls += 1;
-        if self.sent_at_arrival == self.stats.packets_sent
-            || self.polls >= DIRECT_POLL_EPOLL_EVERY
+        if self.polls >= DIRECT_POLL_EPOLL_EVERY
             || self.established.len() > DIRECT_POLL_MAX
             || self.handshaking > 0
             || self.waiting > 0
@@ -1536,9 +1515,6 @@ impl TcpTransport {
             if self.conns[idx].as_ref().is_some_and(|c| c.readable) {
                 self.enqueue(idx);
             }
-        }
-        if count > 0 {
-            self.sent_at_arrival = self.stats.packets_sent;
         }
         Some(count)
     }
