@@ -84,8 +84,15 @@ enum OnSent {
 /// encoded into the gate's `packed` bytes (never on the wire as such: its records are).
 const KIND_PACKED: u8 = 0;
 
-/// Largest message `aggreg` copies into the packet being built when it is posted.
-const PACK_COPY_MAX: usize = 4096;
+/// Largest message `aggreg` copies into the packet being built when it is posted (beyond,
+/// copying costs more than the queued chunk it saves).
+const PACK_COPY_MAX: usize = 1024;
+
+/// Largest packet `aggreg` builds over shared memory (or the driver's limit, if smaller): a
+/// bigger one gains nothing per chunk and makes the receiver wait for all of it, where packets
+/// of this size keep both sides busy at once. (Over TCP every packet is a system call: there
+/// the driver's limit applies.)
+const SHM_AGGREG_MAX: usize = 16 << 10;
 
 struct OutChunk {
     hdr: Header,
@@ -122,8 +129,8 @@ pub(crate) struct Gate {
     eager_max: usize,
     /// Largest chunk payload (packet minus header).
     frag_max: usize,
-    /// Largest packet.
-    packet_max: usize,
+    /// Largest packet `aggreg` builds (at most the driver's largest packet).
+    aggreg_max: usize,
     max_iov: usize,
     /// Rendezvous data may be pulled with `get`.
     can_get: bool,
@@ -314,7 +321,11 @@ fn gate_for(kind: DriverKind, t: Option<&dyn Transport>) -> Gate {
         seq: 0,
         eager_max: eager.min(frag_max),
         frag_max,
-        packet_max: packet,
+        aggreg_max: if kind == DriverKind::Shm {
+            packet.min(SHM_AGGREG_MAX)
+        } else {
+            packet
+        },
         max_iov: iov.max(2),
         can_get: get,
         queued: false,
@@ -694,7 +705,7 @@ impl State {
             || g.dead
             || g.driver == DriverKind::Unreachable
             || bytes > g.eager_max.min(PACK_COPY_MAX)
-            || g.packed.len() + rec > g.packet_max
+            || g.packed.len() + rec > g.aggreg_max
         {
             return None;
         }
@@ -1526,7 +1537,7 @@ impl State {
                     } else {
                         wire::pad8(c.hdr.wire_len() + c.len)
                     };
-                    if n > 0 && (total + sz > g.packet_max || (n + 1) * 3 > g.max_iov) {
+                    if n > 0 && (total + sz > g.aggreg_max || (n + 1) * 3 > g.max_iov) {
                         break;
                     }
                     total += sz;

@@ -40,7 +40,7 @@ fn sim_gate(can_get: bool) -> Gate {
         seq: 0,
         eager_max: 64,
         frag_max: 200,
-        packet_max: HDR_LEN + 200,
+        aggreg_max: HDR_LEN + 200,
         max_iov: 64,
         can_get,
         queued: false,
