@@ -776,9 +776,15 @@ pub unsafe fn send_now(
     tag: i32,
     comm: CommId,
 ) -> bool {
-    // SAFETY: forwarded caller contract.
-    with_owned(|e| unsafe { e.try_send_now(buf, count, dt, dest, tag, comm, 0, false) }.ok()?)
-        .is_some()
+    with_owned(|e| {
+        // Packets being built leave at this call: the checked path sends them.
+        if !e.st.nothing_queued() {
+            return None;
+        }
+        // SAFETY: forwarded caller contract.
+        unsafe { e.try_send_now(buf, count, dt, dest, tag, comm, 0, false) }.ok()?
+    })
+    .is_some()
 }
 
 /// The fast path of MPI_Recv, for the thread that owns the engine: a receive that can be posted
@@ -827,8 +833,14 @@ pub unsafe fn irecv_now(
     tag: i32,
     comm: CommId,
 ) -> Option<RequestId> {
-    // SAFETY: forwarded caller contract.
-    with_owned(|e| unsafe { e.st.irecv_posted(buf, count, dt, src, tag, comm) })
+    with_owned(|e| {
+        // Packets being built leave at this call: the checked path sends them.
+        if !e.st.nothing_queued() {
+            return None;
+        }
+        // SAFETY: forwarded caller contract.
+        unsafe { e.st.irecv_posted(buf, count, dt, src, tag, comm) }
+    })
 }
 
 /// MPI_Send and its blocking modes.

@@ -1,14 +1,15 @@
 /* leave.c - a small non-blocking send whose request is complete at once
  * (madmpi's aggreg strategy copies it into the packet being built) must still
- * leave when the completion call returns: MPI_Wait, MPI_Test and MPI_Waitall
- * that find the request complete hand the packet to the transport, even if
- * the sender then makes no MPI call for a long time.
+ * leave at the sender's next MPI call: MPI_Wait, MPI_Test and MPI_Waitall that
+ * find the request complete, or an MPI_Irecv posted after it, hand the packet
+ * to the transport, even if the sender then makes no MPI call for a long time.
  *
- * Rank 0 sends message k (k = 0, 1, 2), completes it with MPI_Wait, MPI_Test
- * or MPI_Waitall, then sleeps PAUSE seconds without calling MPI.  Rank 1
- * notes when each message arrives: message k must arrive about k * PAUSE
- * seconds after the start, not when rank 0 next calls MPI.  The margins are
- * seconds where the event takes microseconds.  Exactly 2 ranks. */
+ * Rank 0 sends message k (k = 0..3), completes it with MPI_Wait, MPI_Test or
+ * MPI_Waitall (k = 3: posts an MPI_Irecv first, and completes both after the
+ * pause), then sleeps PAUSE seconds without calling MPI.  Rank 1 notes when
+ * each message arrives: message k must arrive about k * PAUSE seconds after
+ * the start, not when rank 0 next calls MPI.  The margins are seconds where
+ * the event takes microseconds.  Exactly 2 ranks. */
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
 #include <time.h>
@@ -32,10 +33,20 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     double t0 = MPI_Wtime();
     if (t_rank == 0) {
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             int v = 100 + k;
             MPI_Request r;
             MPI_OK(MPI_Isend(&v, 1, MPI_INT, 1, k, MPI_COMM_WORLD, &r));
+            if (k == 3) {
+                int reply = -1;
+                MPI_Request rs[2] = {r, MPI_REQUEST_NULL};
+                MPI_OK(MPI_Irecv(&reply, 1, MPI_INT, 1, 99, MPI_COMM_WORLD,
+                                 &rs[1]));
+                pause_without_mpi(PAUSE);
+                MPI_OK(MPI_Waitall(2, rs, MPI_STATUSES_IGNORE));
+                CHECKF(reply == 7, "reply %d", reply);
+                continue;
+            }
             if (k == 0) {
                 MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
             } else if (k == 1) {
@@ -48,7 +59,7 @@ int main(int argc, char **argv)
             pause_without_mpi(PAUSE);
         }
     } else {
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             int v = -1;
             MPI_OK(MPI_Recv(&v, 1, MPI_INT, 0, k, MPI_COMM_WORLD,
                             MPI_STATUS_IGNORE));
@@ -59,6 +70,8 @@ int main(int argc, char **argv)
                    "%.2f s: it waited for the sender's next MPI call",
                    k, at, k * PAUSE);
         }
+        int reply = 7;
+        MPI_OK(MPI_Send(&reply, 1, MPI_INT, 0, 99, MPI_COMM_WORLD));
     }
     t_done("leave");
     return 0;
