@@ -348,6 +348,16 @@ fn packet_headers(g: &Gate, n: usize) -> Vec<Header> {
     v
 }
 
+/// A message of the send fast paths: world rank of the destination, context and source rank
+/// of its header, and its contiguous bytes (`off` from the buffer, `bytes` long).
+struct Route {
+    peer: u32,
+    ctx: u32,
+    src: i32,
+    off: isize,
+    bytes: usize,
+}
+
 fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
     (want_src == ANY_SOURCE || want_src == src) && (want_tag == ANY_TAG || want_tag == tag)
 }
@@ -412,6 +422,36 @@ impl State {
                 format!("invalid communicator (id {})", c.0),
             ),
         }
+    }
+
+    /// Where a contiguous message of the send fast paths goes: `None` when the arguments need
+    /// the checked path (a bad communicator, rank, tag or datatype, or a non-contiguous layout).
+    /// `coll`: on the communicator's collective context.
+    #[inline(always)]
+    fn fast_route(
+        &self,
+        count: usize,
+        dt: &Datatype,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+        coll: bool,
+    ) -> Option<Route> {
+        let Some(Some(c)) = self.comms.get(comm.0 as usize) else {
+            return None;
+        };
+        if dest < 0 || dest >= c.peer_count() || !(0..=TAG_UB).contains(&tag) || !dt.is_committed()
+        {
+            return None;
+        }
+        let (off, bytes) = dt.contiguous_span(count)?;
+        Some(Route {
+            peer: c.peers()[dest as usize],
+            ctx: c.ctx + coll as u32,
+            src: c.rank,
+            off,
+            bytes,
+        })
     }
 
     /// No gate has chunks waiting for the strategy.
@@ -685,16 +725,13 @@ impl State {
         tag: i32,
         comm: CommId,
     ) -> Option<RequestId> {
-        let Some(Some(c)) = self.comms.get(comm.0 as usize) else {
-            return None;
-        };
-        if dest < 0 || dest >= c.peer_count() || !(0..=TAG_UB).contains(&tag) || !dt.is_committed()
-        {
-            return None;
-        }
-        let (off, bytes) = dt.contiguous_span(count)?;
-        let peer = c.peers()[dest as usize];
-        let (ctx, src) = (c.ctx, c.rank);
+        let Route {
+            peer,
+            ctx,
+            src,
+            off,
+            bytes,
+        } = self.fast_route(count, dt, dest, tag, comm, false)?;
         let g = &self.gates[peer as usize];
         let rec = wire::EAGER_HDR_LEN + wire::pad8(bytes);
         let open = match g.out.back() {
@@ -1972,18 +2009,16 @@ impl Engine {
         coll: bool,
     ) -> Result<Option<u32>> {
         let st = &mut self.st;
-        let Some(Some(c)) = st.comms.get(comm.0 as usize) else {
+        let Some(Route {
+            peer,
+            ctx,
+            src,
+            off,
+            bytes,
+        }) = st.fast_route(count, dt, dest, tag, comm, coll)
+        else {
             return Ok(None);
         };
-        if dest < 0 || dest >= c.peer_count() || !(0..=TAG_UB).contains(&tag) || !dt.is_committed()
-        {
-            return Ok(None);
-        }
-        let Some((off, bytes)) = dt.contiguous_span(count) else {
-            return Ok(None);
-        };
-        let peer = c.peers()[dest as usize];
-        let (ctx, src) = (c.ctx + coll as u32, c.rank);
         let g = &st.gates[peer as usize];
         if !g.out.is_empty() || g.dead || bytes > g.eager_max {
             return Ok(None);
