@@ -1221,9 +1221,16 @@ pub fn test_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Comple
 /// Whether every request of `reqs` from `*from` on is complete (inactive ones count as
 /// complete). `*from` moves past the ones found complete: they stay complete, so a wait loop
 /// never looks at them again.
-fn complete_from(e: &Engine, reqs: &[Option<RequestId>], from: &mut usize) -> Result<bool> {
+/// `rid` names the request of an entry (`None`: a null one).
+#[inline]
+fn complete_from<T>(
+    e: &Engine,
+    reqs: &[T],
+    rid: impl Fn(&T) -> Option<RequestId>,
+    from: &mut usize,
+) -> Result<bool> {
     while let Some(r) = reqs.get(*from) {
-        if let Some(r) = *r {
+        if let Some(r) = rid(r) {
             let req = e.st.reqs.get(r).ok_or_else(|| bad_request_at(*from))?;
             if req.active && !req.complete {
                 return Ok(false);
@@ -1258,11 +1265,11 @@ pub fn all_complete(reqs: &[Option<RequestId>]) -> Result<bool> {
     with(|e| {
         send_pending(e)?;
         let mut from = 0;
-        if complete_from(e, reqs, &mut from)? {
+        if complete_from(e, reqs, |r| *r, &mut from)? {
             return Ok(true);
         }
         e.progress()?;
-        complete_from(e, reqs, &mut from)
+        complete_from(e, reqs, |r| *r, &mut from)
     })
 }
 
@@ -1272,9 +1279,9 @@ pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
     with(|e| {
         send_pending(e)?;
         let mut from = 0;
-        if !complete_from(e, reqs, &mut from)? {
+        if !complete_from(e, reqs, |r| *r, &mut from)? {
             e.progress()?;
-            if !complete_from(e, reqs, &mut from)? {
+            if !complete_from(e, reqs, |r| *r, &mut from)? {
                 return Ok(false);
             }
         }
@@ -1286,14 +1293,8 @@ pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
 /// MPI_Waitall: wait until every request of `reqs` is complete, and take their completions
 /// under the lock that saw the last one complete.
 pub fn wait_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> Result<()> {
-    let mut from = 0;
-    wait_until(|e| {
-        if !complete_from(e, reqs, &mut from)? {
-            return Ok(None);
-        }
-        take_all(e, reqs, out)?;
-        Ok(Some(()))
-    })
+    out.fill(None);
+    wait_all_with(reqs, |r| *r, |i, c| out[i] = Some(*c))
 }
 
 /// MPI_Waitall without a completion array: `rid(&items[i])` names the request of entry `i`
@@ -1307,15 +1308,8 @@ pub fn wait_all_with<T>(
 ) -> Result<()> {
     let mut from = 0;
     wait_until(|e| {
-        while let Some(it) = items.get(from) {
-            if let Some(r) = rid(it) {
-                match e.st.reqs.get(r) {
-                    Some(req) if req.active && !req.complete => return Ok(None),
-                    Some(_) => {}
-                    None => return Err(bad_request_at(from)),
-                }
-            }
-            from += 1;
+        if !complete_from(e, items, &rid, &mut from)? {
+            return Ok(None);
         }
         for (i, it) in items.iter().enumerate() {
             if let Some(r) = rid(it) {

@@ -318,22 +318,6 @@ impl Slab {
     /// [`Slab::insert`] of the request `f` makes, built straight in its slot when one is free.
     #[inline(always)]
     pub fn insert_with(&mut self, f: impl FnOnce() -> Request) -> RequestId {
-        match self.free.pop() {
-            Some(i) => {
-                self.live += 1;
-                let slot = &mut self.slots[i as usize];
-                slot.0 = (slot.0 + 1) % RequestId::GENERATIONS;
-                debug_assert!(slot.1.is_none(), "a free slot is empty");
-                // SAFETY: as in `insert`: a free slot holds `None`.
-                unsafe { std::ptr::write(&mut slot.1, Some(f())) };
-                RequestId::new(i, slot.0)
-            }
-            None => self.insert(f()),
-        }
-    }
-
-    #[inline(always)]
-    pub fn insert(&mut self, r: Request) -> RequestId {
         self.live += 1;
         if let Some(i) = self.free.pop() {
             let slot = &mut self.slots[i as usize];
@@ -341,13 +325,18 @@ impl Slab {
             debug_assert!(slot.1.is_none(), "a free slot is empty");
             // SAFETY: a slot on the free list holds `None`: nothing to drop, so the request is
             // written in place without the drop check of an assignment.
-            unsafe { std::ptr::write(&mut slot.1, Some(r)) };
+            unsafe { std::ptr::write(&mut slot.1, Some(f())) };
             RequestId::new(i, slot.0)
         } else {
             let i = self.slots.len() as u32;
-            self.slots.push((1, Some(r)));
+            self.slots.push((1, Some(f())));
             RequestId::new(i, 1)
         }
+    }
+
+    #[inline(always)]
+    pub fn insert(&mut self, r: Request) -> RequestId {
+        self.insert_with(|| r)
     }
 
     #[inline]
