@@ -68,7 +68,9 @@ fn requests_aggreg_strategy() {
 }
 
 /// A send complete when posted (`aggreg` copies it into the packet being built) still leaves
-/// when MPI_Wait, MPI_Test or MPI_Waitall returns, not at the sender's next MPI call.
+/// when MPI_Wait, MPI_Test or MPI_Waitall returns or an MPI_Irecv is posted, not at the
+/// sender's next MPI call (the receiver tells the sender, which makes no MPI call meanwhile,
+/// through a file).
 #[test]
 fn complete_sends_leave_at_completion() {
     for strategy in ["aggreg", "default"] {
