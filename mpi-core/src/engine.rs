@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use madmpi_datatypes::Datatype;
 use madmpi_transports::loopback::LoopbackTransport;
-use madmpi_transports::shm::ShmTransport;
+use madmpi_transports::shm::{ShmTransport, SplitJob};
 use madmpi_transports::tcp::TcpTransport;
 use madmpi_transports::{
     PeerId, Placement, RecvSink, RemoteRegion, SendOutcome, SplitParams, Transport,
@@ -134,6 +134,9 @@ pub(crate) struct Gate {
     max_iov: usize,
     /// Rendezvous data may be pulled with `get`.
     can_get: bool,
+    /// This process may write into the peer's memory (to help a split copy): false once
+    /// refused.
+    can_put: bool,
     queued: bool,
     /// The peer has died: every operation involving it fails with MPI_ERR_PROC_ABORTED.
     dead: bool,
@@ -206,6 +209,20 @@ struct PendingGet {
     sreq: u64,
 }
 
+/// A receiver's request for help with the split copy of our rendezvous send `sreq`
+/// (`Kind::Help`): write chunks of it to `remote` in its memory.
+struct HelpReq {
+    peer: u32,
+    sreq: u64,
+    job: SplitJob,
+    remote: u64,
+}
+
+/// Split copies of at least [`SPLIT_QUARTERS_FROM`] bytes go in four chunks, smaller ones in
+/// two (measured on the development machine: halves are best up to 1 MiB, and quarters at
+/// 4 MiB as good, with less to wait for when the other process is slow to start).
+const SPLIT_QUARTERS_FROM: usize = 2 << 20;
+
 /// The attached buffer of MPI_Buffer_attach and its first-fit allocator.
 #[derive(Default)]
 pub(crate) struct BsendBuffer {
@@ -259,6 +276,7 @@ pub(crate) struct State {
     next_msg: u64,
     pub strategy: Strategy,
     gets: Vec<PendingGet>,
+    helps: Vec<HelpReq>,
     dirty: Vec<u32>,
     pub bsend: BsendBuffer,
     /// Blocks of sparse datatypes at least this large travel zero-copy (`MADMPI_ZCOPY_MIN`).
@@ -267,6 +285,9 @@ pub(crate) struct State {
     pub zcopy_sends: u64,
     /// Rendezvous whose fragments are gathered from a sparse user buffer (no packing).
     pub gather_sends: u64,
+    /// Rendezvous received by split copy, and the chunks of them the senders copied.
+    pub split_gets: u64,
+    pub split_chunks_helped: u64,
     /// Peers found dead, in the order they were found.
     pub lost: Vec<u32>,
     /// Requests running a [`Schedule`].
@@ -328,6 +349,7 @@ fn gate_for(kind: DriverKind, t: Option<&dyn Transport>) -> Gate {
         },
         max_iov: iov.max(2),
         can_get: get,
+        can_put: get,
         queued: false,
         dead: false,
         packed: Vec::new(),
@@ -392,6 +414,7 @@ impl State {
             next_msg: 0,
             strategy,
             gets: Vec::new(),
+            helps: Vec::new(),
             dirty: Vec::new(),
             bsend: BsendBuffer::default(),
             zcopy_min: std::env::var("MADMPI_ZCOPY_MIN")
@@ -400,6 +423,8 @@ impl State {
                 .unwrap_or(8192),
             zcopy_sends: 0,
             gather_sends: 0,
+            split_gets: 0,
+            split_chunks_helped: 0,
             lost: Vec::new(),
             scheds: Vec::new(),
             peer_errors: Vec::new(),
@@ -1480,6 +1505,22 @@ impl State {
                 let flags = if found { wire::FLAG_CANCELLED } else { 0 };
                 self.queue_ctrl(peer, Kind::CancelAck, flags, h.sreq, 0);
             }
+            Kind::Help => {
+                let Some(job) = SplitJob::new(h.ctx, h.msg_len as usize, h.seq) else {
+                    return self.peer_error(format!(
+                        "from rank {peer}: a split copy in {} chunks",
+                        h.seq
+                    ));
+                };
+                if self.gates[peer as usize].can_put {
+                    self.helps.push(HelpReq {
+                        peer,
+                        sreq: h.sreq,
+                        job,
+                        remote: h.aux,
+                    });
+                }
+            }
             Kind::CancelAck => {
                 let id = RequestId(h.sreq);
                 let Some(r) = self.reqs.get_mut(id) else {
@@ -1687,6 +1728,7 @@ impl State {
         g.out.clear();
         g.packed.clear();
         self.gets.retain(|x| x.peer != peer);
+        self.helps.retain(|x| x.peer != peer);
         if !self.lost.contains(&peer) {
             self.lost.push(peer);
         }
@@ -2258,6 +2300,9 @@ impl Engine {
                 st.peer_lost(p.0);
             }
         }
+        if !self.st.helps.is_empty() {
+            self.run_helps();
+        }
         if !self.st.gets.is_empty() {
             self.run_gets()?;
         }
@@ -2271,12 +2316,131 @@ impl Engine {
     }
 
     fn run_gets(&mut self) -> Result<()> {
+        if let Some(min) = self.drv.shm.as_ref().and_then(|s| s.split_min()) {
+            let mut rest = Vec::new();
+            for g in std::mem::take(&mut self.st.gets) {
+                if !self.split_get(&g, min)? {
+                    rest.push(g);
+                }
+            }
+            self.st.gets = rest;
+        }
         let drv = &mut self.drv;
         self.st
             .run_gets(&mut |kind, peer, remote, local| match drv.get(kind) {
                 Some(t) => t.get(PeerId(peer), remote, local),
                 None => Err(madmpi_transports::Error::Unsupported("get")),
             })
+    }
+}
+
+impl Engine {
+    /// Receive the matched rendezvous `g` by a split copy of the `shm` driver, if it is one
+    /// worth splitting (one contiguous block of at least `min` bytes into a contiguous
+    /// buffer): ask the sender to help (`Kind::Help`, sent at once), copy, complete, tell the
+    /// sender (`Fin`). False, having done nothing, when it is not; also when the copy was
+    /// refused, for the plain `get` to find out and fall back.
+    fn split_get(&mut self, g: &PendingGet, min: usize) -> Result<bool> {
+        let peer = g.peer;
+        let gate = &self.st.gates[peer as usize];
+        let &[(0, addr, len)] = g.ranges.as_slice() else {
+            return Ok(false);
+        };
+        if gate.driver != DriverKind::Shm || !gate.can_get {
+            return Ok(false);
+        }
+        let Some(Request {
+            op: Op::Recv(rv), ..
+        }) = self.st.reqs.get(g.rid)
+        else {
+            return Ok(false);
+        };
+        // Truncation: only what fits.
+        let n = len.min(rv.target.cap as u64) as usize;
+        if rv.target.layout.is_some() || n < min.max(1) {
+            return Ok(false);
+        }
+        let local = rv.target.ptr;
+        let Some(shm) = self.drv.shm.as_mut() else {
+            return Ok(false);
+        };
+        let Ok(gen) = shm.split_open(PeerId(peer)) else {
+            return Ok(false);
+        };
+        let chunks = if n < SPLIT_QUARTERS_FROM { 2 } else { 4 };
+        let job = SplitJob::new(gen, n, chunks).expect("2 or 4 chunks");
+        let hb = Header {
+            kind: Kind::Help as u8,
+            ctx: gen,
+            seq: chunks,
+            msg_len: n as u64,
+            sreq: g.sreq,
+            aux: local as u64,
+            ..Default::default()
+        }
+        .encode();
+        let t0 = crate::trace::now();
+        // The sender may not hear (a full ring): the copy is ours to finish all the same.
+        let told = shm.try_send2(PeerId(peer), &hb, &[]);
+        crate::trace::sent_now(peer, DriverKind::Shm, &hb, &told, t0);
+        let t0 = crate::trace::now();
+        // SAFETY: the receive buffer holds `cap >= n` bytes and is ours until completion.
+        let res = unsafe { shm.split_get(PeerId(peer), job, addr, local) };
+        crate::trace::split_get(peer, g.sreq, n, &res, t0);
+        match res {
+            Ok(c) => {
+                self.st.split_gets += 1;
+                self.st.split_chunks_helped += u64::from(c.theirs);
+                self.st.complete(g.rid);
+                self.st.queue_ctrl(peer, Kind::Fin, 0, g.sreq, 0);
+                Ok(true)
+            }
+            Err(
+                madmpi_transports::Error::PermissionDenied(_)
+                | madmpi_transports::Error::Unsupported(_),
+            ) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Help the receivers that asked (`Kind::Help`) with the split copies of our rendezvous
+    /// sends that are still waiting for them.
+    fn run_helps(&mut self) {
+        let mut helps = std::mem::take(&mut self.st.helps);
+        for h in helps.drain(..) {
+            let Some(shm) = self.drv.shm.as_mut() else {
+                break;
+            };
+            // Only a send still waiting for its Fin: its data is where the RTS said.
+            let Some(Request {
+                op: Op::Send(s), ..
+            }) = self.st.reqs.get(RequestId(h.sreq))
+            else {
+                continue;
+            };
+            let plain = s.extra.as_ref().is_none_or(|x| x.layout.is_none());
+            if s.peer != h.peer || !s.await_ack || s.fragmenting || !plain || h.job.len() > s.len {
+                continue;
+            }
+            let t0 = crate::trace::now();
+            // SAFETY: the send buffer holds `s.len >= job.len()` bytes until the request
+            // completes, which it cannot do before this returns.
+            let res = unsafe { shm.split_put(PeerId(h.peer), h.job, s.ptr, h.remote) };
+            crate::trace::split_put(h.peer, h.sreq, h.job.len(), &res, t0);
+            match res {
+                Ok(_) => {}
+                Err(madmpi_transports::Error::PeerLost(p)) => self.st.peer_lost(p.0),
+                Err(madmpi_transports::Error::PermissionDenied(why)) => {
+                    tracing::info!(peer = h.peer, %why, "cannot help split copies of this peer");
+                    self.st.gates[h.peer as usize].can_put = false;
+                }
+                Err(e) => self
+                    .st
+                    .peer_error(format!("from rank {}: a split copy: {e}", h.peer)),
+            }
+        }
+        // The list keeps its buffer.
+        self.st.helps = helps;
     }
 }
 

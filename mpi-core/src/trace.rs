@@ -173,6 +173,14 @@ enum Args {
         blocks: usize,
         result: String,
     },
+    Split {
+        peer: u32,
+        sreq: u64,
+        bytes: u64,
+        mine: u32,
+        theirs: Option<u32>,
+        result: String,
+    },
     Peer {
         peer: u32,
     },
@@ -280,6 +288,7 @@ fn kind_name(k: u8) -> &'static str {
         Some(Kind::SyncAck) => "sync_ack",
         Some(Kind::CancelReq) => "cancel_req",
         Some(Kind::CancelAck) => "cancel_ack",
+        Some(Kind::Help) => "help",
         None => "unknown",
     }
 }
@@ -293,6 +302,8 @@ fn ctrl_name(kind: u8, sent: bool) -> Option<&'static str> {
         (k, false) if k == Kind::Cts as u8 => "CTS received",
         (k, true) if k == Kind::Fin as u8 => "FIN sent",
         (k, false) if k == Kind::Fin as u8 => "FIN received",
+        (k, true) if k == Kind::Help as u8 => "HELP sent",
+        (k, false) if k == Kind::Help as u8 => "HELP received",
         _ => return None,
     })
 }
@@ -653,6 +664,76 @@ fn get_slow(
     });
 }
 
+/// The receiver copied the `bytes` of rendezvous `sreq` from `peer` with the sender's help
+/// (a split copy), from `t0` to now; `res` says how the chunks were shared out.
+#[inline(always)]
+pub(crate) fn split_get(
+    peer: u32,
+    sreq: u64,
+    bytes: usize,
+    res: &std::result::Result<madmpi_transports::shm::SplitCopy, madmpi_transports::Error>,
+    t0: u64,
+) {
+    if on() {
+        let r = res.as_ref().map(|c| (c.mine, Some(c.theirs)));
+        split_slow("split get", peer, sreq, bytes, r, t0)
+    }
+}
+
+/// The sender helped `peer` copy the `bytes` of its rendezvous `sreq`, from `t0` to now; `res`
+/// is the number of chunks it wrote.
+#[inline(always)]
+pub(crate) fn split_put(
+    peer: u32,
+    sreq: u64,
+    bytes: usize,
+    res: &std::result::Result<u32, madmpi_transports::Error>,
+    t0: u64,
+) {
+    if on() {
+        split_slow(
+            "split put",
+            peer,
+            sreq,
+            bytes,
+            res.as_ref().map(|&n| (n, None)),
+            t0,
+        )
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn split_slow(
+    name: &'static str,
+    peer: u32,
+    sreq: u64,
+    bytes: usize,
+    res: std::result::Result<(u32, Option<u32>), &madmpi_transports::Error>,
+    t0: u64,
+) {
+    let end = mono();
+    let t0 = if t0 == 0 { end } else { t0 };
+    let ((mine, theirs), result) = match res {
+        Ok(c) => (c, "done".to_string()),
+        Err(e) => ((0, None), format!("error: {e}")),
+    };
+    record(Ev {
+        ts: t0,
+        dur: end - t0,
+        tid: TID_RDV,
+        name,
+        args: Args::Split {
+            peer,
+            sreq,
+            bytes: bytes as u64,
+            mine,
+            theirs,
+            result,
+        },
+    });
+}
+
 /// `peer` was found dead (also logged).
 pub(crate) fn peer_lost(peer: u32) {
     tracing::warn!(peer, "peer lost: failing every operation that involves it");
@@ -939,6 +1020,24 @@ fn args_json(out: &mut String, a: &Args) {
                 ",\"args\":{{\"peer\":{peer},\"sreq\":{sreq},\"bytes\":{bytes},\"blocks\":{blocks},\
                  \"result\":"
             );
+            json_str(out, result);
+        }
+        Args::Split {
+            peer,
+            sreq,
+            bytes,
+            mine,
+            theirs,
+            result,
+        } => {
+            let _ = write!(
+                out,
+                ",\"args\":{{\"peer\":{peer},\"sreq\":{sreq},\"bytes\":{bytes},\"chunks_mine\":{mine}"
+            );
+            if let Some(t) = theirs {
+                let _ = write!(out, ",\"chunks_theirs\":{t}");
+            }
+            out.push_str(",\"result\":");
             json_str(out, result);
         }
         Args::Peer { peer } => {

@@ -53,6 +53,10 @@ pub enum Kind {
     CancelReq = 7,
     /// Answer to `CancelReq`: `flags & FLAG_CANCELLED` says whether it was cancelled.
     CancelAck = 8,
+    /// The receiver of the RTS `sreq` is copying it and asks the sender to copy part of it
+    /// too (a split copy of the `shm` driver): `ctx` = board generation, `seq` = chunks,
+    /// `msg_len` = bytes, `aux` = receiver buffer address.
+    Help = 9,
 }
 
 impl Kind {
@@ -66,6 +70,7 @@ impl Kind {
             6 => Kind::SyncAck,
             7 => Kind::CancelReq,
             8 => Kind::CancelAck,
+            9 => Kind::Help,
             _ => return None,
         })
     }

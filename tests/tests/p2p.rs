@@ -90,6 +90,69 @@ fn sendmodes_without_cma() {
         .assert_ok("sendmodes");
 }
 
+/// Sums of the `chunks_mine` of the `name` events ("split get", "split put") in a rank's
+/// trace file, and how many there were.
+fn split_events(dir: &std::path::Path, rank: u32, name: &str) -> (u64, u64, u64) {
+    let path = dir.join(format!("madmpi-trace-rank{rank}.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("no trace at {}: {e}", path.display()));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("trace is JSON");
+    let (mut n, mut mine, mut theirs) = (0, 0, 0);
+    for e in v["traceEvents"].as_array().expect("events") {
+        if e["name"] == name {
+            assert_eq!(e["args"]["result"], "done", "a failed split copy: {e}");
+            n += 1;
+            mine += e["args"]["chunks_mine"].as_u64().expect("chunks_mine");
+            theirs += e["args"]["chunks_theirs"].as_u64().unwrap_or(0);
+        }
+    }
+    (n, mine, theirs)
+}
+
+/// Large messages over shared memory are copied by both processes at once (a split copy):
+/// `split.c` checks the data in every situation (both directions, several in flight,
+/// truncation, unaligned, a busy sender); the trace shows the receiver splitting and the
+/// sender writing some chunks. Without cross-memory attach, or with splitting off, nothing is
+/// split and the data is the same.
+#[test]
+fn split_copies() {
+    let dir = madmpi_tests::harness::scratch().join(format!("split-trace-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut job = Job::new(&prog("split"), 2);
+    if toolchain().ours {
+        job = job.env("MADMPI_TRACE", &dir.display().to_string());
+    }
+    job.run().assert_ok("split");
+    if !toolchain().ours {
+        return;
+    }
+    // Rank 1 receives one way, both ranks in the exchange.
+    let (gets, _, helped) = split_events(&dir, 1, "split get");
+    let (puts, written, _) = split_events(&dir, 0, "split put");
+    assert!(gets >= 50, "rank 1 split only {gets} receives");
+    assert!(
+        helped > 0 && written > 0,
+        "the sender never copied a chunk: rank 1 saw {helped} helped chunks, rank 0 wrote \
+         {written} in {puts} helps"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    for (k, v) in [("MADMPI_SHM_SPLIT_MIN", "0"), ("MADMPI_SHM_CMA", "0")] {
+        let dir =
+            madmpi_tests::harness::scratch().join(format!("split-{v}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Job::new(&prog("split"), 2)
+            .env(k, v)
+            .env("MADMPI_TRACE", &dir.display().to_string())
+            .run()
+            .assert_ok("split");
+        for rank in [0, 1] {
+            let (n, _, _) = split_events(&dir, rank, "split get");
+            assert_eq!(n, 0, "{k}={v}: rank {rank} split {n} receives");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 #[test]
 fn ordering_2() {
     ok("ordering", 2);

@@ -534,3 +534,153 @@ fn shm_segment_is_reclaimed_after_unlink() {
     assert!(!std::path::Path::new(&path).exists());
     drop(s);
 }
+
+/// Split copies between the two ends of an in-process pair (cross-memory attach to our own
+/// pid): `b` receives from `a`.
+mod split {
+    use super::*;
+    use crate::shm::{SplitCopy, SplitJob};
+
+    fn data(n: usize, seed: u8) -> Vec<u8> {
+        (0..n)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    /// The sender writes while the receiver reads, from two threads: every byte lands, every
+    /// chunk is copied once by one of them, at several sizes and chunk counts.
+    #[test]
+    fn both_copy_at_once() {
+        let mut p = shm_pair(&cfg(4096, false, true), false);
+        let (a_id, b_id) = (p.a_id(), p.b_id());
+        assert_eq!(p.b.split_min(), Some(128 << 10));
+        for (n, chunks) in [(1, 1), (4096 * 3 + 5, 3), (1 << 20, 2), ((4 << 20) + 7, 4)] {
+            for round in 0..4u8 {
+                let src = data(n, round);
+                let mut dst = vec![0u8; n];
+                let gen = p.b.split_open(a_id).expect("open");
+                let job = SplitJob::new(gen, n, chunks).expect("job");
+                let (a, b) = (&mut p.a, &mut p.b);
+                let (src_addr, dst_addr) = (src.as_ptr() as u64, dst.as_mut_ptr() as u64);
+                let (got, put) = std::thread::scope(|s| {
+                    let helper = s.spawn(move || {
+                        // SAFETY: `src` outlives the scope and is only read.
+                        unsafe { a.split_put(b_id, job, src_addr as *const u8, dst_addr) }
+                    });
+                    // SAFETY: `dst` is only written by the copy until it returns.
+                    let got = unsafe { b.split_get(a_id, job, src_addr, dst_addr as *mut u8) };
+                    (
+                        got.expect("split_get"),
+                        helper.join().expect("helper").expect("put"),
+                    )
+                });
+                assert_eq!(got.mine + got.theirs, chunks, "n={n}");
+                assert_eq!(got.theirs, put, "n={n}: the sender's count");
+                assert!(dst == src, "n={n} chunks={chunks}: data differs");
+            }
+        }
+    }
+
+    /// A helper that comes first does everything; one that comes after the receiver is done
+    /// (or for an older transfer) takes nothing and writes nothing.
+    #[test]
+    fn early_and_late_helpers() {
+        let mut p = shm_pair(&cfg(4096, false, true), true);
+        let (a_id, b_id) = (p.a_id(), p.b_id());
+        let n = 300_000;
+        let src = data(n, 9);
+        let mut dst = vec![0u8; n];
+        let gen = p.b.split_open(a_id).expect("open");
+        let job = SplitJob::new(gen, n, 4).expect("job");
+        // SAFETY: both buffers live through the calls; nothing else touches them.
+        let put = unsafe {
+            p.a.split_put(b_id, job, src.as_ptr(), dst.as_mut_ptr() as u64)
+        };
+        assert_eq!(put.expect("put"), 4);
+        // SAFETY: as above.
+        let got = unsafe {
+            p.b.split_get(a_id, job, src.as_ptr() as u64, dst.as_mut_ptr())
+        };
+        assert_eq!(got.expect("get"), SplitCopy { mine: 0, theirs: 4 });
+        assert!(dst == src);
+
+        // Late: the transfer is over; a new one is open (another generation).
+        dst.fill(0);
+        let gen2 = p.b.split_open(a_id).expect("open");
+        assert_ne!(gen2, gen);
+        // SAFETY: as above.
+        let stale = unsafe {
+            p.a.split_put(b_id, job, src.as_ptr(), dst.as_mut_ptr() as u64)
+        };
+        assert_eq!(
+            stale.expect("stale put"),
+            0,
+            "an old generation takes nothing"
+        );
+        let job2 = SplitJob::new(gen2, n, 2).expect("job");
+        // SAFETY: as above.
+        let got = unsafe {
+            p.b.split_get(a_id, job2, src.as_ptr() as u64, dst.as_mut_ptr())
+        };
+        assert_eq!(got.expect("get"), SplitCopy { mine: 2, theirs: 0 });
+        // SAFETY: as above.
+        let late = unsafe {
+            p.a.split_put(b_id, job2, src.as_ptr(), dst.as_mut_ptr() as u64)
+        };
+        assert_eq!(
+            late.expect("late put"),
+            0,
+            "nothing left after the receiver"
+        );
+        assert!(dst == src);
+    }
+
+    /// A chunk the helper cannot write goes back to the receiver, which copies it; a receiver
+    /// whose read fails takes what is left, so no helper writes after it returned.
+    #[test]
+    fn failures_hand_chunks_back() {
+        let mut p = shm_pair(&cfg(4096, false, true), false);
+        let (a_id, b_id) = (p.a_id(), p.b_id());
+        let n = 200_000;
+        let src = data(n, 3);
+        let mut dst = vec![0u8; n];
+        let gen = p.b.split_open(a_id).expect("open");
+        let job = SplitJob::new(gen, n, 2).expect("job");
+        // A bad destination: the helper's first chunk fails and is handed back.
+        // SAFETY: the remote address is invalid, so nothing is written; `src` is only read.
+        let put = unsafe { p.a.split_put(b_id, job, src.as_ptr(), 8) };
+        assert!(matches!(put, Err(Error::Invalid(_))), "{put:?}");
+        // SAFETY: as above.
+        let got = unsafe {
+            p.b.split_get(a_id, job, src.as_ptr() as u64, dst.as_mut_ptr())
+        };
+        assert_eq!(got.expect("get"), SplitCopy { mine: 2, theirs: 0 });
+        assert!(dst == src, "the handed-back chunk was copied");
+
+        // A bad source: the receiver fails, and leaves nothing for a helper.
+        dst.fill(0);
+        let gen = p.b.split_open(a_id).expect("open");
+        let job = SplitJob::new(gen, n, 4).expect("job");
+        // SAFETY: the source address is invalid, so nothing is read; `dst` is ours.
+        let got = unsafe { p.b.split_get(a_id, job, 8, dst.as_mut_ptr()) };
+        assert!(matches!(got, Err(Error::Invalid(_))), "{got:?}");
+        // SAFETY: as above.
+        let put = unsafe {
+            p.a.split_put(b_id, job, src.as_ptr(), dst.as_mut_ptr() as u64)
+        };
+        assert_eq!(put.expect("put"), 0);
+        assert!(
+            dst.iter().all(|&x| x == 0),
+            "nothing written after the failure"
+        );
+
+        assert!(SplitJob::new(1, 10, 0).is_none());
+        assert!(SplitJob::new(1, 10, crate::shm::MAX_SPLIT_CHUNKS + 1).is_none());
+        let off = shm_pair(&cfg(4096, false, false), false);
+        assert_eq!(
+            off.b.split_min(),
+            None,
+            "no split without cross-memory attach"
+        );
+    }
+}

@@ -19,9 +19,10 @@
 //!                   line 0: doorbell (u64, bumped by every producer writing to this process,
 //!                           when the header's doorbell flag is set)
 //!                   line 1: pid (i32), state (u32: 0 free, 1 attached, 2 closed)
-//! ...             nlocal*(nlocal-1) ring controls (256 B each):
+//! ...             nlocal*(nlocal-1) ring controls (384 B each):
 //!                   line 0: head (u64, written by the consumer only)
 //!                   line 1: tail (u64, written by the producer only)
+//!                   line 2: split board of the ring's direction (see "Split copies")
 //! page aligned    nlocal*(nlocal-1) ring data areas of `ring_bytes` (a power of two)
 //! ```
 //!
@@ -49,6 +50,28 @@
 //!
 //! Every header a peer wrote is validated before use, so a corrupt ring is an
 //! [`Error::Malformed`], never an access outside the ring.
+//!
+//! # Split copies
+//!
+//! A large transfer from `src` to `dst` can be copied by both processes at once: `dst` reads
+//! chunks of it with `process_vm_readv` while `src` writes others with `process_vm_writev`.
+//! One core's copy does not saturate the memory system, so two copying halves finish in about
+//! half the time (measured here: 1 MiB in ~23 µs instead of ~55 µs). Line 2 of the control
+//! block of ring `(src → dst)` is the board of these transfers, one at a time; only `dst` opens
+//! it ([`ShmTransport::split_open`]), tells `src` by a packet of its own, then both claim
+//! chunks ([`ShmTransport::split_get`], [`ShmTransport::split_put`]):
+//!
+//! - `claim` = `generation << 32 | next chunk`. Opening bumps the generation; a chunk is taken
+//!   by a compare-and-swap that also checks the generation, so a helper that arrives after the
+//!   transfer is over (or for an older one) takes nothing.
+//! - `done` counts the chunks the helper has finished (Release after its copy: the owner that
+//!   reads the count with Acquire sees the bytes). The owner returns only when every chunk it
+//!   did not copy itself is counted, so the board is never reopened under a helper's copy.
+//! - `orphan` = `generation << 32 | chunk + 1` when the helper could not write a chunk it
+//!   claimed (its writes refused): it still counts it as done, and the owner copies it.
+//!
+//! The helper never waits for anything, and the owner waits only for chunks already claimed:
+//! two processes each owning a transfer from the other cannot deadlock.
 //!
 //! # For the engine
 //!
@@ -86,10 +109,13 @@ use std::time::{Duration, Instant};
 use crate::sys::{self, Mmap, IOV_MAX};
 use crate::{Caps, Error, PeerId, RemoteRegion, Result, SendOutcome, Transport};
 
+mod split;
+pub use split::{SplitCopy, SplitJob, MAX_SPLIT_CHUNKS};
+
 /// "MADMPISH" read as a little-endian `u64`.
 const MAGIC: u64 = u64::from_le_bytes(*b"MADMPISH");
 /// Bumped whenever the layout changes.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Alignment of everything shared by two writers' caches (two x86 cache lines).
 const LINE: usize = 128;
 const PAGE: usize = 4096;
@@ -119,6 +145,7 @@ const PEER_CHECK_AFTER: Duration = Duration::from_secs(1);
 /// Defaults of [`ShmConfig`].
 const DEFAULT_RING_BYTES: usize = 256 << 10;
 const DEFAULT_EAGER: usize = 16 << 10;
+const DEFAULT_SPLIT_MIN: usize = 128 << 10;
 
 /// One value padded to its own pair of cache lines.
 #[repr(C, align(128))]
@@ -151,12 +178,21 @@ struct ProcIdent {
 struct RingCtrl {
     head: Padded<AtomicU64>,
     tail: Padded<AtomicU64>,
+    split: Padded<SplitBoard>,
+}
+
+/// The board of split copies in one direction (see "Split copies" in the module docs).
+#[repr(C)]
+struct SplitBoard {
+    claim: AtomicU64,
+    done: AtomicU64,
+    orphan: AtomicU64,
 }
 
 const _: () = {
     assert!(size_of::<SegHeader>() == LINE);
     assert!(size_of::<ProcSlot>() == 2 * LINE);
-    assert!(size_of::<RingCtrl>() == 2 * LINE);
+    assert!(size_of::<RingCtrl>() == 3 * LINE);
 };
 
 /// Configuration of the `shm` driver. Every process of a node must use the same sizes.
@@ -171,6 +207,9 @@ pub struct ShmConfig {
     pub eager_threshold: usize,
     /// Offer single-copy `get` through `process_vm_readv` (`MADMPI_SHM_CMA`, default on).
     pub cma: bool,
+    /// Transfers of at least this many bytes are copied by both processes at once (see
+    /// "Split copies"; `MADMPI_SHM_SPLIT_MIN`, default 128 KiB, `0` never). Needs `cma`.
+    pub split_min: usize,
     /// Whether producers ring a per-receiver doorbell so that an idle poll costs one load
     /// whatever the number of peers (`MADMPI_SHM_DOORBELL` = `0`/`1`/`auto`; default `None`,
     /// i.e. auto: on from [`ShmConfig::DOORBELL_AUTO_MIN_LOCAL`] local processes). Decided by
@@ -184,6 +223,7 @@ impl Default for ShmConfig {
             ring_bytes: DEFAULT_RING_BYTES,
             eager_threshold: DEFAULT_EAGER,
             cma: true,
+            split_min: DEFAULT_SPLIT_MIN,
             doorbell: None,
         }
     }
@@ -212,6 +252,9 @@ impl ShmConfig {
         }
         if let Some(v) = get("MADMPI_SHM_CMA") {
             cfg.cma = parse_bool("MADMPI_SHM_CMA", &v)?;
+        }
+        if let Some(v) = get("MADMPI_SHM_SPLIT_MIN") {
+            cfg.split_min = parse_size("MADMPI_SHM_SPLIT_MIN", &v)?;
         }
         if let Some(v) = get("MADMPI_SHM_DOORBELL") {
             cfg.doorbell = match v.trim() {
@@ -1260,28 +1303,17 @@ impl Transport for ShmTransport {
                     addr += got as u64;
                     left -= got;
                 }
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EINTR) => {}
-                    Some(libc::EPERM | libc::ENOSYS) => {
-                        break Err(Error::PermissionDenied(format!(
-                            "process_vm_readv from rank {} (pid {pid}): {e}",
-                            peer.0
-                        )))
-                    }
-                    Some(libc::ESRCH) => break Err(Error::PeerLost(peer)),
-                    Some(libc::EFAULT) => {
-                        break Err(Error::Invalid(format!(
-                            "get: bad address {:#x}+{left} in rank {}: {e}",
-                            addr, peer.0
-                        )))
-                    }
-                    _ => {
-                        break Err(Error::Io {
-                            what: format!("process_vm_readv from rank {}", peer.0),
-                            source: e,
-                        })
-                    }
-                },
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) => {
+                    break Err(split::cma_error(
+                        e,
+                        "process_vm_readv",
+                        peer,
+                        pid,
+                        addr,
+                        left,
+                    ))
+                }
             }
         };
         scratch.clear();
@@ -1310,6 +1342,11 @@ mod tests {
         let mut ctrl = Box::new(RingCtrl {
             head: Padded(AtomicU64::new(0)),
             tail: Padded(AtomicU64::new(0)),
+            split: Padded(SplitBoard {
+                claim: AtomicU64::new(0),
+                done: AtomicU64::new(0),
+                orphan: AtomicU64::new(0),
+            }),
         });
         let mut data = vec![0u64; cap / 8];
         let c = NonNull::from(&mut *ctrl);
@@ -1473,11 +1510,18 @@ mod tests {
             ("MADMPI_SHM_EAGER", "4096"),
             ("MADMPI_SHM_CMA", "0"),
             ("MADMPI_SHM_DOORBELL", "1"),
+            ("MADMPI_SHM_SPLIT_MIN", "1M"),
         ]))
         .unwrap();
         assert_eq!(
-            (c.ring_bytes, c.eager_threshold, c.cma, c.doorbell),
-            (65536, 4096, false, Some(true))
+            (
+                c.ring_bytes,
+                c.eager_threshold,
+                c.cma,
+                c.doorbell,
+                c.split_min
+            ),
+            (65536, 4096, false, Some(true), 1 << 20)
         );
         assert_eq!(
             ShmConfig::from_lookup(env(&[])).unwrap(),
@@ -1485,6 +1529,7 @@ mod tests {
         );
         assert!(ShmConfig::from_lookup(env(&[("MADMPI_SHM_RING_BYTES", "100000")])).is_err());
         assert!(ShmConfig::from_lookup(env(&[("MADMPI_SHM_CMA", "maybe")])).is_err());
+        assert!(ShmConfig::from_lookup(env(&[("MADMPI_SHM_SPLIT_MIN", "big")])).is_err());
     }
 
     #[test]

@@ -176,3 +176,29 @@ pub(crate) unsafe fn process_vm_readv(
     })?;
     Ok(n as usize)
 }
+
+/// `process_vm_writev(pid, local, remote, 0)`: one call, possibly partial.
+///
+/// # Safety
+///
+/// Every entry of `local` must describe memory that is valid for reads for the duration of
+/// the call.
+pub(crate) unsafe fn process_vm_writev(
+    pid: i32,
+    local: &[libc::iovec],
+    remote: &[libc::iovec],
+) -> io::Result<usize> {
+    // SAFETY: the iovec arrays are valid for the call; the caller vouches for the memory the
+    // local entries describe; the kernel validates the remote entries against the peer's map.
+    let n = cvt(unsafe {
+        libc::process_vm_writev(
+            pid,
+            local.as_ptr(),
+            local.len() as libc::c_ulong,
+            remote.as_ptr(),
+            remote.len() as libc::c_ulong,
+            0,
+        )
+    })?;
+    Ok(n as usize)
+}

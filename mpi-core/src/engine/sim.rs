@@ -43,6 +43,7 @@ fn sim_gate(can_get: bool) -> Gate {
         aggreg_max: HDR_LEN + 200,
         max_iov: 64,
         can_get,
+        can_put: false,
         queued: false,
         dead: false,
         packed: Vec::new(),

@@ -1,0 +1,364 @@
+//! Split copies: a large transfer copied by both processes at once. The protocol is in the
+//! [module documentation](super) ("Split copies"); this file is its code.
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::{ShmTransport, SplitBoard, PEER_CHECK_AFTER, STATE_CLOSED};
+use crate::sys;
+use crate::{Error, PeerId, Result};
+
+/// The most chunks one split copy may have.
+pub const MAX_SPLIT_CHUNKS: u32 = 1 << 16;
+
+/// One split transfer, as both processes describe it: the receiver chooses it, opens the board
+/// with [`ShmTransport::split_open`] (which gives the generation) and sends it to the sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SplitJob {
+    gen: u32,
+    len: usize,
+    chunks: u32,
+}
+
+impl SplitJob {
+    /// `len` bytes in `chunks` chunks (of `len.div_ceil(chunks)` bytes, the last one shorter),
+    /// on board generation `gen`. `None` unless `1 <= chunks <=` [`MAX_SPLIT_CHUNKS`].
+    pub fn new(gen: u32, len: usize, chunks: u32) -> Option<SplitJob> {
+        (1..=MAX_SPLIT_CHUNKS)
+            .contains(&chunks)
+            .then_some(SplitJob { gen, len, chunks })
+    }
+
+    /// Board generation.
+    pub fn gen(&self) -> u32 {
+        self.gen
+    }
+
+    /// Bytes of the transfer.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the transfer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of chunks.
+    pub fn chunks(&self) -> u32 {
+        self.chunks
+    }
+
+    /// (offset, length) of chunk `k`.
+    fn span(&self, k: u32) -> (usize, usize) {
+        let size = self.len.div_ceil(self.chunks as usize);
+        let off = (k as usize).saturating_mul(size).min(self.len);
+        (off, size.min(self.len - off))
+    }
+}
+
+/// How the chunks of a split copy were shared out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SplitCopy {
+    /// Chunks this process copied.
+    pub mine: u32,
+    /// Chunks the other process copied.
+    pub theirs: u32,
+}
+
+/// Take the next chunk of generation `gen`, if any is left.
+fn claim(b: &SplitBoard, gen: u32, chunks: u32) -> Option<u32> {
+    let mut cur = b.claim.load(Ordering::Acquire);
+    loop {
+        let k = cur as u32;
+        if (cur >> 32) as u32 != gen || k >= chunks {
+            return None;
+        }
+        match b
+            .claim
+            .compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => return Some(k),
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// Take every chunk left of generation `gen` (so that the helper starts no more); returns how
+/// many that was.
+fn claim_rest(b: &SplitBoard, gen: u32, chunks: u32) -> u32 {
+    let mut cur = b.claim.load(Ordering::Acquire);
+    loop {
+        let k = cur as u32;
+        if (cur >> 32) as u32 != gen || k >= chunks {
+            return 0;
+        }
+        let all = u64::from(gen) << 32 | u64::from(chunks);
+        match b
+            .claim
+            .compare_exchange_weak(cur, all, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => return chunks - k,
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// Copy `len` bytes between `local` and address `remote` of process `pid`: into `local` with
+/// `process_vm_readv`, or out of it with `process_vm_writev` when `write`.
+///
+/// # Safety
+///
+/// `local` is valid for `len` bytes (for writes unless `write`), and nothing else touches that
+/// memory during the call.
+unsafe fn cma(pid: i32, write: bool, local: *mut u8, remote: u64, len: usize) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < len {
+        let l = [libc::iovec {
+            // SAFETY: `done < len`: inside the caller's memory.
+            iov_base: unsafe { local.add(done) }.cast(),
+            iov_len: len - done,
+        }];
+        let r = [libc::iovec {
+            iov_base: remote.wrapping_add(done as u64) as usize as *mut libc::c_void,
+            iov_len: len - done,
+        }];
+        // SAFETY: the local entry describes the caller's memory (see the contract).
+        let res = unsafe {
+            if write {
+                sys::process_vm_writev(pid, &l, &r)
+            } else {
+                sys::process_vm_readv(pid, &l, &r)
+            }
+        };
+        match res {
+            Ok(0) => return Err(io::Error::from_raw_os_error(libc::EFAULT)),
+            Ok(n) => done += n,
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The driver's error for a failed cross-memory copy of `len` bytes at `addr` with rank
+/// `peer` (process `pid`); `what` names the call.
+pub(super) fn cma_error(
+    e: io::Error,
+    what: &str,
+    peer: PeerId,
+    pid: i32,
+    addr: u64,
+    len: usize,
+) -> Error {
+    match e.raw_os_error() {
+        Some(libc::EPERM | libc::ENOSYS) => {
+            Error::PermissionDenied(format!("{what} with rank {} (pid {pid}): {e}", peer.0))
+        }
+        Some(libc::ESRCH) => Error::PeerLost(peer),
+        Some(libc::EFAULT) => Error::Invalid(format!(
+            "{what}: bad address {addr:#x}+{len} in rank {}: {e}",
+            peer.0
+        )),
+        _ => Error::Io {
+            what: format!("{what} with rank {}", peer.0),
+            source: e,
+        },
+    }
+}
+
+impl ShmTransport {
+    /// Local index and pid of `peer`, which must be another attached process of the node.
+    fn cma_peer(&self, peer: PeerId) -> Result<(usize, i32)> {
+        let Some(j) = self.local_index(peer).filter(|&j| j != self.me) else {
+            return Err(self.unreachable(peer));
+        };
+        let pid = self.ident(j).pid.load(Ordering::Acquire);
+        if pid <= 0 {
+            return Err(Error::Invalid(format!(
+                "rank {} has not attached to the shm segment yet",
+                peer.0
+            )));
+        }
+        Ok((j, pid))
+    }
+
+    /// The board of transfers from local `j` to this process.
+    fn inbound_board(&self, j: usize) -> &SplitBoard {
+        let r = &self.rx[if j < self.me { j } else { j - 1 }];
+        &r.cons.ctrl().split.0
+    }
+
+    /// Transfers of at least this many bytes are worth splitting (`None`: never, or no
+    /// cross-memory attach).
+    pub fn split_min(&self) -> Option<usize> {
+        let min = self.seg.cfg.split_min;
+        (self.caps.can_get && min > 0).then_some(min)
+    }
+
+    /// Open the board of transfers from `peer` to this process for a new one, and return its
+    /// generation: build the [`SplitJob`] with it, tell `peer` (so that it may call
+    /// [`split_put`](Self::split_put)), then call [`split_get`](Self::split_get). One transfer
+    /// per peer at a time: `split_get` must have returned before the next open.
+    pub fn split_open(&mut self, peer: PeerId) -> Result<u32> {
+        let (j, _) = self.cma_peer(peer)?;
+        let b = self.inbound_board(j);
+        let gen = ((b.claim.load(Ordering::Relaxed) >> 32) as u32).wrapping_add(1);
+        b.done.store(0, Ordering::Relaxed);
+        b.orphan.store(0, Ordering::Relaxed);
+        // Release: a helper that claims in this generation sees the counters reset.
+        b.claim.store(u64::from(gen) << 32, Ordering::Release);
+        Ok(gen)
+    }
+
+    /// The receiving side of split transfer `job` from `peer`: copy chunks of the sender's
+    /// memory at `remote` into `local` until none is left, then wait until the chunks the
+    /// sender took have landed (or copy the one it could not write). On return nothing writes
+    /// to `local` any more, whatever the result.
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](crate::Transport::get): [`Error::PermissionDenied`] when reading the peer's
+    /// memory is refused, [`Error::PeerLost`] when it died, [`Error::Invalid`] for a bad
+    /// address; the content of `local` is then unspecified.
+    ///
+    /// # Safety
+    ///
+    /// `local` is valid for writes of `job.len()` bytes, and nothing else reads or writes that
+    /// memory until this returns.
+    pub unsafe fn split_get(
+        &mut self,
+        peer: PeerId,
+        job: SplitJob,
+        remote: u64,
+        local: *mut u8,
+    ) -> Result<SplitCopy> {
+        let (j, pid) = self.cma_peer(peer)?;
+        let b = self.inbound_board(j);
+        let mut mine = 0u32;
+        let mut res = Ok(());
+        while let Some(k) = claim(b, job.gen, job.chunks) {
+            mine += 1;
+            let (off, n) = job.span(k);
+            // SAFETY: chunk `k` lies inside `local` (caller's contract).
+            if let Err(e) = unsafe {
+                cma(
+                    pid,
+                    false,
+                    local.add(off),
+                    remote.wrapping_add(off as u64),
+                    n,
+                )
+            } {
+                res = Err(cma_error(e, "process_vm_readv", peer, pid, remote, n));
+                // No helper may start on what is left: it is ours, abandoned.
+                mine += claim_rest(b, job.gen, job.chunks);
+                break;
+            }
+        }
+        let mut theirs = job.chunks - mine;
+        self.wait_helper(j, peer, b, theirs)?;
+        let orphan = b.orphan.load(Ordering::Acquire);
+        if res.is_ok() && (orphan >> 32) as u32 == job.gen && orphan as u32 != 0 {
+            // The sender took this chunk but could not write it.
+            let (off, n) = job.span(orphan as u32 - 1);
+            // SAFETY: as above.
+            if let Err(e) = unsafe {
+                cma(
+                    pid,
+                    false,
+                    local.add(off),
+                    remote.wrapping_add(off as u64),
+                    n,
+                )
+            } {
+                res = Err(cma_error(e, "process_vm_readv", peer, pid, remote, n));
+            }
+            mine += 1;
+            theirs -= 1;
+        }
+        res.map(|()| SplitCopy { mine, theirs })
+    }
+
+    /// Wait until the helper (local `j`) has counted `want` chunks done: it took them and is
+    /// copying, which takes no longer than copying them here. Spins briefly, then yields; a
+    /// helper that dies meanwhile is [`Error::PeerLost`].
+    fn wait_helper(&self, j: usize, peer: PeerId, b: &SplitBoard, want: u32) -> Result<()> {
+        let mut spins = 0u32;
+        let mut since: Option<Instant> = None;
+        while b.done.load(Ordering::Acquire) < u64::from(want) {
+            spins = spins.wrapping_add(1);
+            if spins < 128 {
+                std::hint::spin_loop();
+                continue;
+            }
+            std::thread::yield_now();
+            if spins & 0xff != 0 {
+                continue;
+            }
+            let now = Instant::now();
+            let start = *since.get_or_insert(now);
+            if now.duration_since(start) >= PEER_CHECK_AFTER {
+                since = Some(now);
+                let id = self.ident(j);
+                let pid = id.pid.load(Ordering::Acquire);
+                let gone = id.state.load(Ordering::Acquire) == STATE_CLOSED
+                    || sys::probe_pid(pid).is_err_and(|e| e.raw_os_error() == Some(libc::ESRCH));
+                if gone {
+                    return Err(Error::PeerLost(peer));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The sending side of split transfer `job` to `peer`: copy chunks of `local` (the data
+    /// the receiver reads) to the receiver's memory at `remote` while any is left; returns how
+    /// many. Never waits. A chunk whose write fails is handed back to the receiver (it copies
+    /// it), and the error returned; the caller should stop helping that peer when it is
+    /// [`Error::PermissionDenied`].
+    ///
+    /// # Safety
+    ///
+    /// `local` is valid for reads of `job.len()` bytes during the call.
+    pub unsafe fn split_put(
+        &mut self,
+        peer: PeerId,
+        job: SplitJob,
+        local: *const u8,
+        remote: u64,
+    ) -> Result<u32> {
+        let (j, pid) = self.cma_peer(peer)?;
+        let Some(t) = self.tx[j].as_ref() else {
+            return Err(self.unreachable(peer));
+        };
+        let b = &t.prod.ctrl().split.0;
+        let mut n = 0;
+        while let Some(k) = claim(b, job.gen, job.chunks) {
+            let (off, len) = job.span(k);
+            // SAFETY: chunk `k` lies inside `local` (caller's contract); it is only read.
+            let res = unsafe {
+                cma(
+                    pid,
+                    true,
+                    local.add(off).cast_mut(),
+                    remote.wrapping_add(off as u64),
+                    len,
+                )
+            };
+            if let Err(e) = res {
+                b.orphan.store(
+                    u64::from(job.gen) << 32 | u64::from(k + 1),
+                    Ordering::Relaxed,
+                );
+                b.done.fetch_add(1, Ordering::Release);
+                return Err(cma_error(e, "process_vm_writev", peer, pid, remote, len));
+            }
+            // Release: the owner that sees the count sees the bytes.
+            b.done.fetch_add(1, Ordering::Release);
+            n += 1;
+        }
+        Ok(n)
+    }
+}
