@@ -2301,7 +2301,14 @@ impl Engine {
             }
         }
         if !self.st.helps.is_empty() {
-            self.run_helps();
+            if self.st.gets.is_empty() {
+                self.run_helps();
+            } else {
+                // Our own receives first: a helper that is busy copying its own data only
+                // makes the receiver wait for it (both directions at once lose ~15 %); left
+                // alone, the receiver copies everything.
+                self.st.helps.clear();
+            }
         }
         if !self.st.gets.is_empty() {
             self.run_gets()?;
