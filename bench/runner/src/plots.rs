@@ -513,6 +513,7 @@ mod tests {
                     med: v,
                     min: v * 0.9,
                     max: v * 1.1,
+                    ..Sample::default()
                 });
             }
         }
