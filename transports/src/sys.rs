@@ -162,36 +162,31 @@ pub(crate) unsafe fn process_vm_readv(
     local: &[libc::iovec],
     remote: &[libc::iovec],
 ) -> io::Result<usize> {
-    // SAFETY: the iovec arrays are valid for the call; the caller vouches for the memory the
-    // local entries describe; the kernel validates the remote entries against the peer's map.
-    let n = cvt(unsafe {
-        libc::process_vm_readv(
-            pid,
-            local.as_ptr(),
-            local.len() as libc::c_ulong,
-            remote.as_ptr(),
-            remote.len() as libc::c_ulong,
-            0,
-        )
-    })?;
-    Ok(n as usize)
+    // SAFETY: forwarded contract.
+    unsafe { process_vm(pid, local, remote, false) }
 }
 
-/// `process_vm_writev(pid, local, remote, 0)`: one call, possibly partial.
+/// `process_vm_writev(pid, local, remote, 0)` when `write` (`local` is then only read),
+/// else `process_vm_readv`: one call, possibly partial.
 ///
 /// # Safety
 ///
-/// Every entry of `local` must describe memory that is valid for reads for the duration of
-/// the call.
-pub(crate) unsafe fn process_vm_writev(
+/// As [`process_vm_readv`] (for reads only, when `write`).
+pub(crate) unsafe fn process_vm(
     pid: i32,
     local: &[libc::iovec],
     remote: &[libc::iovec],
+    write: bool,
 ) -> io::Result<usize> {
+    let call = if write {
+        libc::process_vm_writev
+    } else {
+        libc::process_vm_readv
+    };
     // SAFETY: the iovec arrays are valid for the call; the caller vouches for the memory the
     // local entries describe; the kernel validates the remote entries against the peer's map.
     let n = cvt(unsafe {
-        libc::process_vm_writev(
+        call(
             pid,
             local.as_ptr(),
             local.len() as libc::c_ulong,

@@ -125,13 +125,7 @@ unsafe fn cma(pid: i32, write: bool, local: *mut u8, remote: u64, len: usize) ->
             iov_len: len - done,
         }];
         // SAFETY: the local entry describes the caller's memory (see the contract).
-        let res = unsafe {
-            if write {
-                sys::process_vm_writev(pid, &l, &r)
-            } else {
-                sys::process_vm_readv(pid, &l, &r)
-            }
-        };
+        let res = unsafe { sys::process_vm(pid, &l, &r, write) };
         match res {
             Ok(0) => return Err(io::Error::from_raw_os_error(libc::EFAULT)),
             Ok(n) => done += n,
@@ -237,12 +231,11 @@ impl ShmTransport {
         let (j, pid) = self.cma_peer(peer)?;
         let b = self.inbound_board(j);
         let mut mine = 0u32;
-        let mut res = Ok(());
-        while let Some(k) = claim(b, job.gen, job.chunks) {
-            mine += 1;
+        // Chunk `k` into place.
+        let read = |k: u32| {
             let (off, n) = job.span(k);
             // SAFETY: chunk `k` lies inside `local` (caller's contract).
-            if let Err(e) = unsafe {
+            unsafe {
                 cma(
                     pid,
                     false,
@@ -250,8 +243,14 @@ impl ShmTransport {
                     remote.wrapping_add(off as u64),
                     n,
                 )
-            } {
-                res = Err(cma_error(e, "process_vm_readv", peer, pid, remote, n));
+            }
+            .map_err(|e| cma_error(e, "process_vm_readv", peer, pid, remote, n))
+        };
+        let mut res = Ok(());
+        while let Some(k) = claim(b, job.gen, job.chunks) {
+            mine += 1;
+            res = read(k);
+            if res.is_err() {
                 // No helper may start on what is left: it is ours, abandoned.
                 mine += claim_rest(b, job.gen, job.chunks);
                 break;
@@ -262,19 +261,7 @@ impl ShmTransport {
         let orphan = b.orphan.load(Ordering::Acquire);
         if res.is_ok() && (orphan >> 32) as u32 == job.gen && orphan as u32 != 0 {
             // The sender took this chunk but could not write it.
-            let (off, n) = job.span(orphan as u32 - 1);
-            // SAFETY: as above.
-            if let Err(e) = unsafe {
-                cma(
-                    pid,
-                    false,
-                    local.add(off),
-                    remote.wrapping_add(off as u64),
-                    n,
-                )
-            } {
-                res = Err(cma_error(e, "process_vm_readv", peer, pid, remote, n));
-            }
+            res = read(orphan as u32 - 1);
             mine += 1;
             theirs -= 1;
         }
