@@ -1291,16 +1291,18 @@ pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
 }
 
 /// MPI_Waitall: wait until every request of `reqs` is complete, and take their completions
-/// under the lock that saw the last one complete.
+/// (see [`wait_all_with`]).
 pub fn wait_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> Result<()> {
     out.fill(None);
     wait_all_with(reqs, |r| *r, |i, c| out[i] = Some(*c))
 }
 
 /// MPI_Waitall without a completion array: `rid(&items[i])` names the request of entry `i`
-/// (`None`: a null one); once all are complete, each is taken in order and handed to
-/// `each(i, completion)` (nothing for null entries). `each` runs with the engine held: it
-/// must not call MPI.
+/// (`None`: a null one); each is taken, in order, once it and those before it are complete,
+/// and handed to `each(i, completion)` (nothing for null entries): one pass over the requests,
+/// which a Waitall on sends complete at posting needs no more than. `each` runs with the
+/// engine held: it must not call MPI. An invalid request fails the call (those before it are
+/// taken).
 pub fn wait_all_with<T>(
     items: &[T],
     rid: impl Fn(&T) -> Option<RequestId>,
@@ -1308,16 +1310,15 @@ pub fn wait_all_with<T>(
 ) -> Result<()> {
     let mut from = 0;
     wait_until(|e| {
-        if !complete_from(e, items, &rid, &mut from)? {
-            return Ok(None);
-        }
-        for (i, it) in items.iter().enumerate() {
+        while let Some(it) = items.get(from) {
             if let Some(r) = rid(it) {
-                // Checked above, under the same hold of the engine: complete and valid.
-                if let Taken::Done(c) = take_done(e, r) {
-                    each(i, &c);
+                match take_done(e, r) {
+                    Taken::Done(c) => each(from, &c),
+                    Taken::Pending => return Ok(None),
+                    Taken::Invalid => return Err(bad_request_at(from)),
                 }
             }
+            from += 1;
         }
         Ok(Some(()))
     })
