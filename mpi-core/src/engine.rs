@@ -2146,24 +2146,17 @@ impl Engine {
         tag: i32,
         comm: CommId,
     ) -> Result<Option<RequestId>> {
-        // The peer is filled in once the message has left.
-        let rid =
-            (self.st.reqs).insert_with(|| Request::done(Op::Send(SendOp::new(u32::MAX, buf, 0))));
+        // The message names its request (for a cancel), which is made once it has left.
+        let rid = self.st.reqs.next_id();
         // SAFETY: forwarded caller contract.
         match unsafe { self.try_send_now(buf, count, dt, dest, tag, comm, rid.0, false) } {
             Ok(Some(peer)) => {
-                if let Some(Request {
-                    op: Op::Send(s), ..
-                }) = self.st.reqs.get_mut(rid)
-                {
-                    s.peer = peer;
-                }
-                Ok(Some(rid))
+                let made = (self.st.reqs)
+                    .insert_with(|| Request::done(Op::Send(SendOp::new(peer, buf, 0))));
+                debug_assert_eq!(made, rid);
+                Ok(Some(made))
             }
-            other => {
-                self.st.reqs.free(rid);
-                other.map(|_| None)
-            }
+            other => other.map(|_| None),
         }
     }
 

@@ -334,6 +334,16 @@ impl Slab {
         }
     }
 
+    /// The id the next [`Slab::insert_with`] will return (if nothing else is inserted or freed
+    /// meanwhile).
+    #[inline(always)]
+    pub fn next_id(&self) -> RequestId {
+        match self.free.last() {
+            Some(&i) => RequestId::new(i, (self.slots[i as usize].0 + 1) % RequestId::GENERATIONS),
+            None => RequestId::new(self.slots.len() as u32, 1),
+        }
+    }
+
     #[inline(always)]
     pub fn insert(&mut self, r: Request) -> RequestId {
         self.insert_with(|| r)
@@ -440,5 +450,33 @@ mod tests {
         );
         assert!(s.remove(a).is_none());
         assert_eq!(s.live(), 1);
+    }
+
+    /// `next_id` names the request the next insert makes: a new slot, or the last freed one
+    /// at its next generation (wrapping).
+    #[test]
+    fn next_id_is_the_next_insert() {
+        let mut s = Slab::default();
+        for _ in 0..3 {
+            let want = s.next_id();
+            assert_eq!(s.insert(Request::new(Op::None)), want);
+        }
+        let ids: Vec<_> = (0..2 * RequestId::GENERATIONS)
+            .map(|_| {
+                let want = s.next_id();
+                let got = s.insert(Request::new(Op::None));
+                assert_eq!(got, want);
+                s.free(got);
+                got
+            })
+            .collect();
+        assert!(
+            ids.iter().all(|r| r.index() == 3),
+            "the freed slot is reused"
+        );
+        assert!(
+            ids.windows(2).all(|w| w[0] != w[1]),
+            "each use a new generation"
+        );
     }
 }
