@@ -277,6 +277,11 @@ pub(crate) struct State {
     pub strategy: Strategy,
     gets: Vec<PendingGet>,
     helps: Vec<HelpReq>,
+    /// Buffers of unexpected eager messages already delivered, kept for the next ones: a
+    /// fresh allocation of tens of KiB per message is memory the allocator gave back to the
+    /// system and faults in again, page by page (a third of the receiver's time when a sender
+    /// of 64 KiB messages runs ahead over TCP).
+    spare: Vec<Vec<u8>>,
     dirty: Vec<u32>,
     pub bsend: BsendBuffer,
     /// Blocks of sparse datatypes at least this large travel zero-copy (`MADMPI_ZCOPY_MIN`).
@@ -415,6 +420,7 @@ impl State {
             strategy,
             gets: Vec::new(),
             helps: Vec::new(),
+            spare: Vec::new(),
             dirty: Vec::new(),
             bsend: BsendBuffer::default(),
             zcopy_min: std::env::var("MADMPI_ZCOPY_MIN")
@@ -1249,14 +1255,37 @@ impl State {
         }
     }
 
+    /// A copy of `data` for the unexpected-message queue, in a spare buffer if one is big
+    /// enough.
+    fn unexpected_copy(&mut self, data: &[u8]) -> Vec<u8> {
+        let mut v = match self.spare.iter().rposition(|b| b.capacity() >= data.len()) {
+            Some(i) => self.spare.swap_remove(i),
+            None => Vec::with_capacity(data.len()),
+        };
+        v.clear();
+        v.extend_from_slice(data);
+        v
+    }
+
+    /// Keep the buffer of a delivered unexpected message for [`State::unexpected_copy`].
+    fn recycle(&mut self, v: Vec<u8>) {
+        /// Spare buffers kept at most, and the largest kept.
+        const KEEP: usize = 16;
+        const KEEP_MAX: usize = 256 << 10;
+        if self.spare.len() < KEEP && (1..=KEEP_MAX).contains(&v.capacity()) {
+            self.spare.push(v);
+        }
+    }
+
     /// A matched message goes into receive request `rid`.
     fn deliver(&mut self, rid: RequestId, u: Unexpected) {
         let peer = u.peer;
-        if let UBody::Eager(data) = &u.body {
-            self.deliver_eager(rid, u.src, u.tag, peer, data);
+        if let UBody::Eager(data) = u.body {
+            self.deliver_eager(rid, u.src, u.tag, peer, &data);
             if u.sync {
                 self.queue_ctrl(peer, Kind::SyncAck, 0, u.sreq, 0);
             }
+            self.recycle(data);
             return;
         }
         let can_get = self.gates[peer as usize].can_get;
@@ -1375,7 +1404,7 @@ impl State {
                     }
                 }
                 let body = if eager {
-                    UBody::Eager(payload.to_vec())
+                    UBody::Eager(self.unexpected_copy(payload))
                 } else if h.flags & wire::FLAG_PIECES != 0 {
                     UBody::Rts {
                         addr: 0,
@@ -1398,6 +1427,7 @@ impl State {
                     sync: h.flags & wire::FLAG_SYNC != 0,
                     body,
                 };
+                let q = self.mq(h.ctx);
                 match pos {
                     Some(pos) => {
                         let (_, _, rid) = q.posted.remove(pos).expect("in range");

@@ -243,6 +243,10 @@ struct Conn {
     /// In the work list.
     queued: bool,
     rx: Vec<u8>,
+    /// The small receive buffer, kept while `rx` is a large one from the pool (so that going
+    /// back to it allocates nothing: a stream of large packets would otherwise allocate and
+    /// fault in a fresh small buffer after each).
+    rx_small: Vec<u8>,
     rx_start: usize,
     rx_end: usize,
     /// The frame at `rx_start` was offered to `place` and declined.
@@ -274,6 +278,7 @@ impl Conn {
             writable: false,
             queued: false,
             rx: Vec::new(),
+            rx_small: Vec::new(),
             rx_start: 0,
             rx_end: 0,
             offered: false,
@@ -351,7 +356,12 @@ impl Conn {
             pool.take(required)
         };
         new[..self.rx_end].copy_from_slice(&self.rx[..self.rx_end]);
-        pool.give(std::mem::replace(&mut self.rx, new));
+        let old = std::mem::replace(&mut self.rx, new);
+        if old.len() == RX_INITIAL && self.rx_small.is_empty() {
+            self.rx_small = old;
+        } else {
+            pool.give(old);
+        }
     }
 
     /// Hand a large receive buffer back to `pool` once it is empty, so that a connection that
@@ -360,7 +370,11 @@ impl Conn {
         if self.rx_start == self.rx_end && self.rx.len() > RX_INITIAL && self.direct.is_none() {
             self.rx_start = 0;
             self.rx_end = 0;
-            pool.give(std::mem::replace(&mut self.rx, vec![0; RX_INITIAL]));
+            let small = match std::mem::take(&mut self.rx_small) {
+                b if b.len() == RX_INITIAL => b,
+                _ => vec![0; RX_INITIAL],
+            };
+            pool.give(std::mem::replace(&mut self.rx, small));
         }
     }
 
