@@ -290,9 +290,6 @@ pub(crate) struct State {
     pub zcopy_sends: u64,
     /// Rendezvous whose fragments are gathered from a sparse user buffer (no packing).
     pub gather_sends: u64,
-    /// Rendezvous received by split copy, and the chunks of them the senders copied.
-    pub split_gets: u64,
-    pub split_chunks_helped: u64,
     /// Peers found dead, in the order they were found.
     pub lost: Vec<u32>,
     /// Requests running a [`Schedule`].
@@ -429,8 +426,6 @@ impl State {
                 .unwrap_or(8192),
             zcopy_sends: 0,
             gather_sends: 0,
-            split_gets: 0,
-            split_chunks_helped: 0,
             lost: Vec::new(),
             scheds: Vec::new(),
             peer_errors: Vec::new(),
@@ -2418,9 +2413,7 @@ impl Engine {
         let res = unsafe { shm.split_get(PeerId(peer), job, addr, local) };
         crate::trace::split_get(peer, g.sreq, n, &res, t0);
         match res {
-            Ok(c) => {
-                self.st.split_gets += 1;
-                self.st.split_chunks_helped += u64::from(c.theirs);
+            Ok(_) => {
                 self.st.complete(g.rid);
                 self.st.queue_ctrl(peer, Kind::Fin, 0, g.sreq, 0);
                 Ok(true)
