@@ -180,6 +180,27 @@ fn byte() -> Datatype {
     Datatype::basic(Basic::Byte)
 }
 
+/// A standard-mode non-blocking send of the bytes `d` on the world communicator.
+///
+/// # Safety
+/// `d` outlives the request.
+unsafe fn send_bytes(st: &mut State, d: &[u8], dest: i32, tag: i32) -> RequestId {
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        st.isend(
+            d.as_ptr(),
+            d.len(),
+            &byte(),
+            dest,
+            tag,
+            COMM_WORLD,
+            SendMode::Standard,
+            false,
+        )
+    }
+    .unwrap()
+}
+
 /// Payload of message `k` from `src`: its sequence number in the first 8 bytes, then a pattern.
 fn payload(src: u32, k: u64, len: usize) -> Vec<u8> {
     let mut v: Vec<u8> = (0..len)
@@ -526,20 +547,7 @@ fn packed_sends() {
                 r
             }
             // SAFETY: as above.
-            None => unsafe {
-                net.ranks[0]
-                    .isend(
-                        d.as_ptr(),
-                        d.len(),
-                        &dt,
-                        1,
-                        7,
-                        COMM_WORLD,
-                        SendMode::Standard,
-                        false,
-                    )
-                    .unwrap()
-            },
+            None => unsafe { send_bytes(&mut net.ranks[0], d, 1, 7) },
         };
         assert!(d.len() <= 64 || net.ranks[0].reqs.get(r).is_some());
         if k % 5 == 4 {
@@ -1011,20 +1019,7 @@ fn unexpected_buffers_are_reused() {
             .collect();
         for d in &data {
             // SAFETY: `data` outlives the requests (they complete in `run`).
-            unsafe {
-                net.ranks[0]
-                    .isend(
-                        d.as_ptr(),
-                        d.len(),
-                        &dt,
-                        1,
-                        3,
-                        COMM_WORLD,
-                        SendMode::Standard,
-                        false,
-                    )
-                    .unwrap()
-            };
+            unsafe { send_bytes(&mut net.ranks[0], d, 1, 3) };
         }
         // Everything arrives before any receive is posted: all unexpected.
         let kept = net.ranks[1].spare.len();
