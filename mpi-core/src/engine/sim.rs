@@ -1046,3 +1046,49 @@ fn unexpected_buffers_are_reused() {
         assert!(net.ranks[1].spare.len() <= 16);
     }
 }
+
+/// Over shared memory `aggreg` sends a chunk of more than `SHM_SOLO_MIN` bytes alone: small
+/// chunks around it still leave together, in order.
+#[test]
+fn aggreg_sends_large_chunks_alone_over_shm() {
+    let mut net = Net::new(2, Strategy::Aggreg, true, 5);
+    {
+        let g = &mut net.ranks[0].gates[1];
+        g.driver = DriverKind::Shm;
+        g.eager_max = 8192;
+        g.frag_max = 8192;
+        g.aggreg_max = 16 << 10;
+    }
+    let lens = [100usize, 3000, 100, 100, 4096, 100];
+    let data: Vec<Vec<u8>> = lens
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| payload(0, k as u64, n))
+        .collect();
+    for d in &data {
+        // SAFETY: `data` outlives the requests (they complete below).
+        unsafe { send_bytes(&mut net.ranks[0], d, 1, 9) };
+    }
+    let mut packets = Vec::new();
+    while net.transmit(0, 1) {
+        let pkt = net.links[&(0, 1)].back().expect("a packet").len();
+        packets.push(pkt);
+    }
+    // [100] [3000] [100 100] [4096] [100]
+    assert_eq!(packets.len(), 5, "packet sizes {packets:?}");
+    assert!(packets[1] > 3000 && packets[3] > 4096, "{packets:?}");
+    net.run();
+    let dt = byte();
+    for (k, d) in data.iter().enumerate() {
+        let mut b = vec![0u8; d.len()];
+        // SAFETY: `b` outlives the request (it completes in `run`).
+        let r = unsafe {
+            net.ranks[1]
+                .irecv(b.as_mut_ptr(), b.len(), &dt, 0, 9, COMM_WORLD, false)
+                .unwrap()
+        };
+        net.run();
+        assert_eq!(net.status(1, r).bytes as usize, d.len());
+        assert_eq!(&b, d, "message {k}");
+    }
+}
