@@ -762,7 +762,7 @@ pub unsafe fn isend_now(
 }
 
 /// The fast path of a standard-mode MPI_Send, for the thread that owns the engine: a small
-/// contiguous message to an idle gate leaves at once (see [`Engine::try_send_now`]). False,
+/// contiguous message to an idle gate leaves at once (the engine's `try_send_now`). False,
 /// having done nothing, when the send needs [`send`].
 ///
 /// # Safety
@@ -1077,7 +1077,7 @@ pub fn test(r: RequestId) -> Result<Option<Completion>> {
     })
 }
 
-/// MPI_Wait: the status, with `freed` as for [`test`].
+/// MPI_Wait: the status, with `freed` as for [`test()`](fn@test).
 pub fn wait_completion(r: RequestId) -> Result<Completion> {
     wait_until(|e| take_if_complete(e, r))
 }
