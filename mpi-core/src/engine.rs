@@ -378,12 +378,15 @@ fn packet_headers(g: &Gate, n: usize) -> Vec<Header> {
     v
 }
 
-/// A message of the send fast paths: world rank of the destination, context and source rank
-/// of its header, and its contiguous bytes (`off` from the buffer, `bytes` long).
-struct Route {
+/// A message of the send fast paths, its arguments checked: world rank of the destination,
+/// context, source rank and tag of its header, and its contiguous bytes (`off` from the
+/// buffer, `bytes` long).
+#[derive(Clone, Copy)]
+pub(crate) struct Route {
     peer: u32,
     ctx: u32,
     src: i32,
+    tag: i32,
     off: isize,
     bytes: usize,
 }
@@ -481,6 +484,7 @@ impl State {
             peer: c.peers()[dest as usize],
             ctx: c.ctx + coll as u32,
             src: c.rank,
+            tag,
             off,
             bytes,
         })
@@ -737,33 +741,26 @@ impl State {
         })
     }
 
-    /// `aggreg`'s way with a small standard-mode send: the chunk (header, payload, padding) is
-    /// written at once into the packet the gate is building, and the request is born complete
-    /// (the bytes are ours now, as on the eager fast path; it stays cancellable until the
-    /// receiver matches the message). What the strategy would have done at the next progress
-    /// call, without a queued chunk and a completion per message. Returns `None`, having done
-    /// nothing, when the message needs the general path: arguments to check and report, a
-    /// non-contiguous or large message, other chunks queued behind the packed ones, a full
-    /// packet, a dead peer.
+    /// `aggreg`'s way with a small standard-mode send (its arguments checked: `r`): the chunk
+    /// (header, payload, padding) is written at once into the packet the gate is building, and
+    /// the request is born complete (the bytes are ours now, as on the eager fast path; it
+    /// stays cancellable until the receiver matches the message). What the strategy would have
+    /// done at the next progress call, without a queued chunk and a completion per message.
+    /// Returns `None`, having done nothing, when the message needs the general path: a large
+    /// message, other chunks queued behind the packed ones, a full packet, a dead peer.
     ///
     /// # Safety
-    /// `buf` holds `count` elements of `dt` for the duration of the call.
-    pub unsafe fn isend_packed(
-        &mut self,
-        buf: *const u8,
-        count: usize,
-        dt: &Datatype,
-        dest: i32,
-        tag: i32,
-        comm: CommId,
-    ) -> Option<RequestId> {
+    /// `buf` holds the message `r` describes for the duration of the call.
+    #[inline(always)]
+    unsafe fn pack_routed(&mut self, r: Route, buf: *const u8) -> Option<RequestId> {
         let Route {
             peer,
             ctx,
             src,
+            tag,
             off,
             bytes,
-        } = self.fast_route(count, dt, dest, tag, comm, false)?;
+        } = r;
         let g = &self.gates[peer as usize];
         let rec = wire::EAGER_HDR_LEN + wire::pad8(bytes);
         let open = match g.out.back() {
@@ -2088,17 +2085,28 @@ impl Engine {
         sreq: u64,
         coll: bool,
     ) -> Result<Option<u32>> {
-        let st = &mut self.st;
-        let Some(Route {
+        match self.st.fast_route(count, dt, dest, tag, comm, coll) {
+            // SAFETY: forwarded caller contract.
+            Some(r) => unsafe { self.send_routed(r, buf, sreq) },
+            None => Ok(None),
+        }
+    }
+
+    /// [`Engine::try_send_now`] of a message whose arguments are checked (`r`).
+    ///
+    /// # Safety
+    /// `buf` holds the message `r` describes for the duration of the call.
+    #[inline(always)]
+    unsafe fn send_routed(&mut self, r: Route, buf: *const u8, sreq: u64) -> Result<Option<u32>> {
+        let Route {
             peer,
             ctx,
             src,
+            tag,
             off,
             bytes,
-        }) = st.fast_route(count, dt, dest, tag, comm, coll)
-        else {
-            return Ok(None);
-        };
+        } = r;
+        let st = &mut self.st;
         let g = &st.gates[peer as usize];
         if !g.out.is_empty() || g.dead || bytes > g.eager_max {
             return Ok(None);
@@ -2144,9 +2152,10 @@ impl Engine {
     }
 
     /// A standard-mode non-blocking send that needs no queueing: the eager fast path
-    /// (`default`, [`Engine::try_isend_now`]) or the packet being built (`aggreg`,
-    /// [`State::isend_packed`]; over shared memory a message of more than [`SHM_SOLO_MIN`]
-    /// bytes takes the eager fast path). `None`, having done nothing, when it needs [`State::isend`].
+    /// (`default`, [`Engine::isend_routed`]) or the packet being built (`aggreg`,
+    /// [`State::pack_routed`]; over shared memory a message of more than [`SHM_SOLO_MIN`]
+    /// bytes takes the eager fast path). `None`, having done nothing, when it needs
+    /// [`State::isend`].
     ///
     /// # Safety
     /// As [`State::isend`].
@@ -2160,51 +2169,42 @@ impl Engine {
         tag: i32,
         comm: CommId,
     ) -> Result<Option<RequestId>> {
+        let Some(r) = self.st.fast_route(count, dt, dest, tag, comm, false) else {
+            return Ok(None);
+        };
         match self.st.strategy {
             // SAFETY: forwarded caller contract.
-            Strategy::Default => unsafe { self.try_isend_now(buf, count, dt, dest, tag, comm) },
+            Strategy::Default => unsafe { self.isend_routed(r, buf) },
             Strategy::Aggreg => {
                 // SAFETY: forwarded caller contract.
-                if let Some(r) = unsafe { self.st.isend_packed(buf, count, dt, dest, tag, comm) } {
-                    return Ok(Some(r));
+                if let Some(id) = unsafe { self.st.pack_routed(r, buf) } {
+                    return Ok(Some(id));
                 }
                 // Over shared memory a large message travels alone (`SHM_SOLO_MIN`): it
                 // leaves at once, as under `default`, when nothing waits before it.
-                let alone = self
-                    .st
-                    .fast_route(count, dt, dest, tag, comm, false)
-                    .is_some_and(|r| {
-                        r.bytes > SHM_SOLO_MIN
-                            && self.st.gates[r.peer as usize].driver == DriverKind::Shm
-                    });
-                if !alone {
-                    return Ok(None);
+                if r.bytes > SHM_SOLO_MIN
+                    && self.st.gates[r.peer as usize].driver == DriverKind::Shm
+                {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { self.isend_routed(r, buf) }
+                } else {
+                    Ok(None)
                 }
-                // SAFETY: forwarded caller contract.
-                unsafe { self.try_isend_now(buf, count, dt, dest, tag, comm) }
             }
         }
     }
 
-    /// [`Engine::try_send_now`] for a non-blocking send: the request is born complete, and
+    /// [`Engine::send_routed`] for a non-blocking send: the request is born complete, and
     /// stays cancellable while the receiver has not matched the message.
     ///
     /// # Safety
-    /// As [`Engine::try_send_now`].
-    #[inline]
-    pub unsafe fn try_isend_now(
-        &mut self,
-        buf: *const u8,
-        count: usize,
-        dt: &Datatype,
-        dest: i32,
-        tag: i32,
-        comm: CommId,
-    ) -> Result<Option<RequestId>> {
+    /// As [`Engine::send_routed`].
+    #[inline(always)]
+    unsafe fn isend_routed(&mut self, r: Route, buf: *const u8) -> Result<Option<RequestId>> {
         // The message names its request (for a cancel), which is made once it has left.
         let rid = self.st.reqs.next_id();
         // SAFETY: forwarded caller contract.
-        match unsafe { self.try_send_now(buf, count, dt, dest, tag, comm, rid.0, false) } {
+        match unsafe { self.send_routed(r, buf, rid.0) } {
             Ok(Some(peer)) => {
                 let made = (self.st.reqs)
                     .insert_with(|| Request::done(Op::Send(SendOp::new(peer, buf, 0))));

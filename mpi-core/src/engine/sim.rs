@@ -180,6 +180,16 @@ fn byte() -> Datatype {
     Datatype::basic(Basic::Byte)
 }
 
+/// `aggreg`'s packed send of the bytes `d` on the world communicator, if it packs them.
+///
+/// # Safety
+/// `d` outlives the request.
+unsafe fn send_packed(st: &mut State, d: &[u8], dest: i32, tag: i32) -> Option<RequestId> {
+    let r = st.fast_route(d.len(), &byte(), dest, tag, COMM_WORLD, false)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { st.pack_routed(r, d.as_ptr()) }
+}
+
 /// A standard-mode non-blocking send of the bytes `d` on the world communicator.
 ///
 /// # Safety
@@ -239,9 +249,7 @@ fn matching_order_and_rendezvous() {
                     // `api::isend` does), mixed here with queued chunks.
                     let packed = if strategy == Strategy::Aggreg && rng.below(2) == 0 {
                         // SAFETY: `data` is kept in `sends` until the end of the test.
-                        unsafe {
-                            st.isend_packed(data.as_ptr(), len, &dt, 0, (k % 3) as i32, COMM_WORLD)
-                        }
+                        unsafe { send_packed(st, &data[..len], 0, (k % 3) as i32) }
                     } else {
                         None
                     };
@@ -535,9 +543,7 @@ fn packed_sends() {
     let mut cancel_me = None;
     for (k, d) in data.iter().enumerate() {
         // SAFETY: `data` outlives the requests.
-        let r = match unsafe {
-            net.ranks[0].isend_packed(d.as_ptr(), d.len(), &dt, 1, 7, COMM_WORLD)
-        } {
+        let r = match unsafe { send_packed(&mut net.ranks[0], d, 1, 7) } {
             Some(r) => {
                 packed += 1;
                 assert!(net.ranks[0].reqs.get(r).unwrap().complete, "born complete");
