@@ -2372,13 +2372,19 @@ impl Engine {
 
     fn run_gets(&mut self) -> Result<()> {
         if let Some(min) = self.drv.shm.as_ref().and_then(|s| s.split_min()) {
-            let mut rest = Vec::new();
-            for g in std::mem::take(&mut self.st.gets) {
-                if !self.split_get(&g, min)? {
-                    rest.push(g);
+            // Those split here are done; the others go on to a plain `get`.
+            let mut gets = std::mem::take(&mut self.st.gets);
+            let mut res = Ok(());
+            gets.retain(|g| match res.is_ok().then(|| self.split_get(g, min)) {
+                Some(Ok(done)) => !done,
+                Some(Err(e)) => {
+                    res = Err(e);
+                    true
                 }
-            }
-            self.st.gets = rest;
+                None => true,
+            });
+            self.st.gets = gets;
+            res?;
         }
         let drv = &mut self.drv;
         self.st

@@ -30,11 +30,6 @@ impl SplitJob {
             .then_some(SplitJob { gen, len, chunks })
     }
 
-    /// Board generation.
-    pub fn gen(&self) -> u32 {
-        self.gen
-    }
-
     /// Bytes of the transfer.
     pub fn len(&self) -> usize {
         self.len
@@ -43,11 +38,6 @@ impl SplitJob {
     /// Whether the transfer is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-
-    /// Number of chunks.
-    pub fn chunks(&self) -> u32 {
-        self.chunks
     }
 
     /// (offset, length) of chunk `k`.
