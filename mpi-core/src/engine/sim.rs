@@ -169,6 +169,29 @@ impl Net {
         }
     }
 
+    /// Post a receive on `rank` for a message from `src` with `tag`, run to the end, and check
+    /// that `want` arrived whole.
+    fn recv_expect(&mut self, rank: usize, src: i32, tag: i32, want: &[u8], what: &str) {
+        let mut b = vec![0xeeu8; want.len()];
+        // SAFETY: `b` outlives the request, which completes in `run`.
+        let r = unsafe {
+            self.ranks[rank]
+                .irecv(
+                    b.as_mut_ptr(),
+                    b.len(),
+                    &byte(),
+                    src,
+                    tag,
+                    COMM_WORLD,
+                    false,
+                )
+                .unwrap()
+        };
+        self.run();
+        assert_eq!(self.status(rank, r).bytes as usize, want.len(), "{what}");
+        assert_eq!(b, want, "{what}");
+    }
+
     fn status(&mut self, rank: usize, r: RequestId) -> Status {
         let req = self.ranks[rank].reqs.get(r).expect("request alive");
         assert!(req.complete, "request of rank {rank} did not complete");
@@ -534,7 +557,6 @@ fn aggreg_packs_chunks_together() {
 #[test]
 fn packed_sends() {
     let mut net = Net::new(2, Strategy::Aggreg, true, 3);
-    let dt = byte();
     let lens = [0usize, 1, 7, 8, 9, 31, 64, 65, 300, 5, 16];
     let data: Vec<Vec<u8>> = (0..lens.len() * 3)
         .map(|k| payload(0, k as u64, lens[k % lens.len()]))
@@ -574,21 +596,10 @@ fn packed_sends() {
     net.ranks[0].cancel(cancelled).unwrap();
     net.run();
     assert!(net.status(0, cancelled).cancelled);
-    let mut bufs: Vec<Vec<u8>> = data.iter().map(|d| vec![0xeeu8; d.len()]).collect();
-    for (k, b) in bufs.iter_mut().enumerate() {
-        if k == 20 {
-            continue;
+    for (k, d) in data.iter().enumerate() {
+        if k != 20 {
+            net.recv_expect(1, 0, 7, d, &format!("message {k}"));
         }
-        // SAFETY: `bufs` outlives the requests.
-        let r = unsafe {
-            net.ranks[1]
-                .irecv(b.as_mut_ptr(), b.len(), &dt, 0, 7, COMM_WORLD, false)
-                .unwrap()
-        };
-        net.run();
-        let st = net.status(1, r);
-        assert_eq!(st.bytes as usize, data[k].len(), "message {k}");
-        assert_eq!(*b, data[k], "message {k}");
     }
     assert_eq!(net.ranks[1].iprobe(0, 7, COMM_WORLD).unwrap(), None);
 }
@@ -1015,7 +1026,6 @@ fn peer_loss_fails_only_its_operations() {
 #[test]
 fn unexpected_buffers_are_reused() {
     let mut net = Net::new(2, Strategy::Default, true, 11);
-    let dt = byte();
     for round in 0..4u64 {
         let lens = [40usize, 3, 64, 17, 0, 64, 9];
         let data: Vec<Vec<u8>> = lens
@@ -1038,16 +1048,7 @@ fn unexpected_buffers_are_reused() {
             );
         }
         for (k, d) in data.iter().enumerate() {
-            let mut b = vec![0xeeu8; d.len()];
-            // SAFETY: `b` outlives the request (it completes in `run`).
-            let r = unsafe {
-                net.ranks[1]
-                    .irecv(b.as_mut_ptr(), b.len(), &dt, 0, 3, COMM_WORLD, false)
-                    .unwrap()
-            };
-            net.run();
-            assert_eq!(net.status(1, r).bytes as usize, d.len());
-            assert_eq!(&b, d, "round {round}, message {k}");
+            net.recv_expect(1, 0, 3, d, &format!("round {round}, message {k}"));
         }
         assert!(net.ranks[1].spare.len() <= 16);
     }
@@ -1084,17 +1085,7 @@ fn aggreg_sends_large_chunks_alone_over_shm() {
     assert_eq!(packets.len(), 5, "packet sizes {packets:?}");
     assert!(packets[1] > 3000 && packets[3] > 4096, "{packets:?}");
     net.run();
-    let dt = byte();
     for (k, d) in data.iter().enumerate() {
-        let mut b = vec![0u8; d.len()];
-        // SAFETY: `b` outlives the request (it completes in `run`).
-        let r = unsafe {
-            net.ranks[1]
-                .irecv(b.as_mut_ptr(), b.len(), &dt, 0, 9, COMM_WORLD, false)
-                .unwrap()
-        };
-        net.run();
-        assert_eq!(net.status(1, r).bytes as usize, d.len());
-        assert_eq!(&b, d, "message {k}");
+        net.recv_expect(1, 0, 9, d, &format!("message {k}"));
     }
 }
