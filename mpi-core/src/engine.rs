@@ -391,6 +391,25 @@ pub(crate) struct Route {
     bytes: usize,
 }
 
+impl Route {
+    /// The header of the message as an eager chunk.
+    #[inline(always)]
+    fn eager(&self, seq: u32, sreq: u64) -> Header {
+        Header {
+            kind: Kind::Eager as u8,
+            flags: 0,
+            ctx: self.ctx,
+            src: self.src,
+            tag: self.tag,
+            seq,
+            len: self.bytes as u32,
+            msg_len: self.bytes as u64,
+            sreq,
+            aux: 0,
+        }
+    }
+}
+
 fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
     (want_src == ANY_SOURCE || want_src == src) && (want_tag == ANY_TAG || want_tag == tag)
 }
@@ -753,14 +772,7 @@ impl State {
     /// `buf` holds the message `r` describes for the duration of the call.
     #[inline(always)]
     unsafe fn pack_routed(&mut self, r: Route, buf: *const u8) -> Option<RequestId> {
-        let Route {
-            peer,
-            ctx,
-            src,
-            tag,
-            off,
-            bytes,
-        } = r;
+        let (peer, bytes) = (r.peer, r.bytes);
         let g = &self.gates[peer as usize];
         let rec = wire::EAGER_HDR_LEN + wire::pad8(bytes);
         let open = match g.out.back() {
@@ -780,18 +792,7 @@ impl State {
             .insert_with(|| Request::done(Op::Send(SendOp::new(peer, buf, 0))));
         let g = &mut self.gates[peer as usize];
         g.seq = g.seq.wrapping_add(1);
-        let hdr = Header {
-            kind: Kind::Eager as u8,
-            flags: 0,
-            ctx,
-            src,
-            tag,
-            seq: g.seq,
-            len: bytes as u32,
-            msg_len: bytes as u64,
-            sreq: rid.0,
-            aux: 0,
-        };
+        let hdr = r.eager(g.seq, rid.0);
         crate::trace::queued(peer, &hdr);
         let at = g.packed.len();
         g.packed.reserve(rec);
@@ -807,7 +808,7 @@ impl State {
             if padded > 0 {
                 std::ptr::write_bytes(body.add(padded - 8), 0, 8);
             }
-            madmpi_transports::copy_bytes(buf.wrapping_offset(off), body, bytes);
+            madmpi_transports::copy_bytes(buf.wrapping_offset(r.off), body, bytes);
             g.packed.set_len(at + rec);
         }
         if at == 0 {
@@ -2098,14 +2099,7 @@ impl Engine {
     /// `buf` holds the message `r` describes for the duration of the call.
     #[inline(always)]
     unsafe fn send_routed(&mut self, r: Route, buf: *const u8, sreq: u64) -> Result<Option<u32>> {
-        let Route {
-            peer,
-            ctx,
-            src,
-            tag,
-            off,
-            bytes,
-        } = r;
+        let (peer, bytes) = (r.peer, r.bytes);
         let st = &mut self.st;
         let g = &st.gates[peer as usize];
         if !g.out.is_empty() || g.dead || bytes > g.eager_max {
@@ -2113,21 +2107,9 @@ impl Engine {
         }
         let driver = g.driver;
         let seq = g.seq.wrapping_add(1);
-        let hb = Header {
-            kind: Kind::Eager as u8,
-            flags: 0,
-            ctx,
-            src,
-            tag,
-            seq,
-            len: bytes as u32,
-            msg_len: bytes as u64,
-            sreq,
-            aux: 0,
-        }
-        .encode();
+        let hb = r.eager(seq, sreq).encode();
         // SAFETY: the caller's buffer holds the message for the whole call.
-        let payload = unsafe { raw_slice(buf.wrapping_offset(off), bytes) };
+        let payload = unsafe { raw_slice(buf.wrapping_offset(r.off), bytes) };
         let t0 = crate::trace::now();
         let res = match (driver, self.drv.shm.as_mut()) {
             (DriverKind::Shm, Some(shm)) => shm.try_send2(PeerId(peer), &hb, payload),

@@ -581,96 +581,101 @@ mod split {
         }
     }
 
+    /// A transfer of `src` (in `a`) to `dst` (in `b`), both ends in this process.
+    struct Xfer {
+        p: ShmPair,
+        src: Vec<u8>,
+        dst: Vec<u8>,
+    }
+
+    /// An address no process has mapped: a copy to or from it fails with `EFAULT`.
+    const UNMAPPED: u64 = 8;
+
+    impl Xfer {
+        fn new(reversed: bool, n: usize, seed: u8) -> Xfer {
+            Xfer {
+                p: shm_pair(&cfg(4096, false, true), reversed),
+                src: data(n, seed),
+                dst: vec![0; n],
+            }
+        }
+
+        /// `b` opens its board for a transfer in `chunks` chunks.
+        fn open(&mut self, chunks: u32) -> SplitJob {
+            let gen = self.p.b.split_open(self.p.a_id()).expect("open");
+            SplitJob::new(gen, self.src.len(), chunks).expect("job")
+        }
+
+        /// `a` helps with `job`, writing to `dst`, or to [`UNMAPPED`] when `bad`.
+        fn put(&mut self, job: SplitJob, bad: bool) -> crate::Result<u32> {
+            let to = if bad {
+                UNMAPPED
+            } else {
+                self.dst.as_mut_ptr() as u64
+            };
+            let b = self.p.b_id();
+            // SAFETY: `src` is ours and only read; the destination is `dst`, which nothing
+            // else touches during the call, or unmapped.
+            unsafe { self.p.a.split_put(b, job, self.src.as_ptr(), to) }
+        }
+
+        /// `b` copies `job` into `dst`, reading `src`, or [`UNMAPPED`] when `bad`.
+        fn get(&mut self, job: SplitJob, bad: bool) -> crate::Result<SplitCopy> {
+            let from = if bad {
+                UNMAPPED
+            } else {
+                self.src.as_ptr() as u64
+            };
+            let a = self.p.a_id();
+            // SAFETY: `dst` is ours and nothing else touches it during the call.
+            unsafe { self.p.b.split_get(a, job, from, self.dst.as_mut_ptr()) }
+        }
+    }
+
     /// A helper that comes first does everything; one that comes after the receiver is done
     /// (or for an older transfer) takes nothing and writes nothing.
     #[test]
     fn early_and_late_helpers() {
-        let mut p = shm_pair(&cfg(4096, false, true), true);
-        let (a_id, b_id) = (p.a_id(), p.b_id());
-        let n = 300_000;
-        let src = data(n, 9);
-        let mut dst = vec![0u8; n];
-        let gen = p.b.split_open(a_id).expect("open");
-        let job = SplitJob::new(gen, n, 4).expect("job");
-        // SAFETY: both buffers live through the calls; nothing else touches them.
-        let put = unsafe {
-            p.a.split_put(b_id, job, src.as_ptr(), dst.as_mut_ptr() as u64)
-        };
-        assert_eq!(put.expect("put"), 4);
-        // SAFETY: as above.
-        let got = unsafe {
-            p.b.split_get(a_id, job, src.as_ptr() as u64, dst.as_mut_ptr())
-        };
-        assert_eq!(got.expect("get"), SplitCopy { mine: 0, theirs: 4 });
-        assert!(dst == src);
+        let mut x = Xfer::new(true, 300_000, 9);
+        let job = x.open(4);
+        assert_eq!(x.put(job, false).expect("put"), 4);
+        let got = x.get(job, false).expect("get");
+        assert_eq!(got, SplitCopy { mine: 0, theirs: 4 });
+        assert!(x.dst == x.src);
 
         // Late: the transfer is over; a new one is open (another generation).
-        dst.fill(0);
-        let gen2 = p.b.split_open(a_id).expect("open");
-        assert_ne!(gen2, gen);
-        // SAFETY: as above.
-        let stale = unsafe {
-            p.a.split_put(b_id, job, src.as_ptr(), dst.as_mut_ptr() as u64)
-        };
-        assert_eq!(
-            stale.expect("stale put"),
-            0,
-            "an old generation takes nothing"
-        );
-        let job2 = SplitJob::new(gen2, n, 2).expect("job");
-        // SAFETY: as above.
-        let got = unsafe {
-            p.b.split_get(a_id, job2, src.as_ptr() as u64, dst.as_mut_ptr())
-        };
-        assert_eq!(got.expect("get"), SplitCopy { mine: 2, theirs: 0 });
-        // SAFETY: as above.
-        let late = unsafe {
-            p.a.split_put(b_id, job2, src.as_ptr(), dst.as_mut_ptr() as u64)
-        };
-        assert_eq!(
-            late.expect("late put"),
-            0,
-            "nothing left after the receiver"
-        );
-        assert!(dst == src);
+        x.dst.fill(0);
+        let job2 = x.open(2);
+        assert_ne!(job2, job);
+        let stale = x.put(job, false).expect("stale put");
+        assert_eq!(stale, 0, "an old generation takes nothing");
+        let got = x.get(job2, false).expect("get");
+        assert_eq!(got, SplitCopy { mine: 2, theirs: 0 });
+        assert_eq!(x.put(job2, false).expect("late put"), 0, "nothing left");
+        assert!(x.dst == x.src);
     }
 
     /// A chunk the helper cannot write goes back to the receiver, which copies it; a receiver
     /// whose read fails takes what is left, so no helper writes after it returned.
     #[test]
     fn failures_hand_chunks_back() {
-        let mut p = shm_pair(&cfg(4096, false, true), false);
-        let (a_id, b_id) = (p.a_id(), p.b_id());
-        let n = 200_000;
-        let src = data(n, 3);
-        let mut dst = vec![0u8; n];
-        let gen = p.b.split_open(a_id).expect("open");
-        let job = SplitJob::new(gen, n, 2).expect("job");
-        // A bad destination: the helper's first chunk fails and is handed back.
-        // SAFETY: the remote address is invalid, so nothing is written; `src` is only read.
-        let put = unsafe { p.a.split_put(b_id, job, src.as_ptr(), 8) };
+        let mut x = Xfer::new(false, 200_000, 3);
+        let job = x.open(2);
+        // The helper's first chunk fails and is handed back.
+        let put = x.put(job, true);
         assert!(matches!(put, Err(Error::Invalid(_))), "{put:?}");
-        // SAFETY: as above.
-        let got = unsafe {
-            p.b.split_get(a_id, job, src.as_ptr() as u64, dst.as_mut_ptr())
-        };
-        assert_eq!(got.expect("get"), SplitCopy { mine: 2, theirs: 0 });
-        assert!(dst == src, "the handed-back chunk was copied");
+        let got = x.get(job, false).expect("get");
+        assert_eq!(got, SplitCopy { mine: 2, theirs: 0 });
+        assert!(x.dst == x.src, "the handed-back chunk was copied");
 
-        // A bad source: the receiver fails, and leaves nothing for a helper.
-        dst.fill(0);
-        let gen = p.b.split_open(a_id).expect("open");
-        let job = SplitJob::new(gen, n, 4).expect("job");
-        // SAFETY: the source address is invalid, so nothing is read; `dst` is ours.
-        let got = unsafe { p.b.split_get(a_id, job, 8, dst.as_mut_ptr()) };
+        // The receiver fails, and leaves nothing for a helper.
+        x.dst.fill(0);
+        let job = x.open(4);
+        let got = x.get(job, true);
         assert!(matches!(got, Err(Error::Invalid(_))), "{got:?}");
-        // SAFETY: as above.
-        let put = unsafe {
-            p.a.split_put(b_id, job, src.as_ptr(), dst.as_mut_ptr() as u64)
-        };
-        assert_eq!(put.expect("put"), 0);
+        assert_eq!(x.put(job, false).expect("put"), 0);
         assert!(
-            dst.iter().all(|&x| x == 0),
+            x.dst.iter().all(|&b| b == 0),
             "nothing written after the failure"
         );
 
