@@ -561,7 +561,6 @@ pub fn type_name(dt: MPI_Datatype) -> String {
 
 // ------------------------------------------------------------------------------------ side words
 
-/// Words per chunk of a [`Side`] (chunks are made on first use).
 /// One word per slot of a handle table, read without a lock: `handle << 32 | value` for the
 /// live handle of the slot, 0 for none. Every library handle value fits in 31 bits, and so
 /// does every value stored (a communicator handle, a core id). What a handle stands for never

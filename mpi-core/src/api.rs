@@ -1221,16 +1221,10 @@ pub fn test_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Comple
 /// Whether every request of `reqs` from `*from` on is complete (inactive ones count as
 /// complete). `*from` moves past the ones found complete: they stay complete, so a wait loop
 /// never looks at them again.
-/// `rid` names the request of an entry (`None`: a null one).
 #[inline]
-fn complete_from<T>(
-    e: &Engine,
-    reqs: &[T],
-    rid: impl Fn(&T) -> Option<RequestId>,
-    from: &mut usize,
-) -> Result<bool> {
-    while let Some(r) = reqs.get(*from) {
-        if let Some(r) = rid(r) {
+fn complete_from(e: &Engine, reqs: &[Option<RequestId>], from: &mut usize) -> Result<bool> {
+    while let Some(&r) = reqs.get(*from) {
+        if let Some(r) = r {
             let req = e.st.reqs.get(r).ok_or_else(|| bad_request_at(*from))?;
             if req.active && !req.complete {
                 return Ok(false);
@@ -1265,11 +1259,11 @@ pub fn all_complete(reqs: &[Option<RequestId>]) -> Result<bool> {
     with(|e| {
         send_pending(e)?;
         let mut from = 0;
-        if complete_from(e, reqs, |r| *r, &mut from)? {
+        if complete_from(e, reqs, &mut from)? {
             return Ok(true);
         }
         e.progress()?;
-        complete_from(e, reqs, |r| *r, &mut from)
+        complete_from(e, reqs, &mut from)
     })
 }
 
@@ -1279,9 +1273,9 @@ pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
     with(|e| {
         send_pending(e)?;
         let mut from = 0;
-        if !complete_from(e, reqs, |r| *r, &mut from)? {
+        if !complete_from(e, reqs, &mut from)? {
             e.progress()?;
-            if !complete_from(e, reqs, |r| *r, &mut from)? {
+            if !complete_from(e, reqs, &mut from)? {
                 return Ok(false);
             }
         }
