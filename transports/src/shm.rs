@@ -1305,10 +1305,10 @@ impl Transport for ShmTransport {
                 }
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 Err(e) => {
-                    break Err(split::cma_error(
+                    break Err(sys::cma_error(
                         e,
                         "process_vm_readv",
-                        peer,
+                        Some(peer),
                         pid,
                         addr,
                         left,

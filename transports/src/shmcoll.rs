@@ -315,51 +315,10 @@ pub fn my_pid() -> i32 {
 /// `dst` must be valid for writes of `len` bytes and not accessed by anything else during the
 /// call.
 pub unsafe fn read_from(pid: i32, addr: u64, dst: *mut u8, len: usize) -> Result<()> {
-    let (mut at, mut done) = (addr, 0usize);
-    while done < len {
-        let local = [libc::iovec {
-            // SAFETY: `done` < `len`, inside the caller's buffer.
-            iov_base: unsafe { dst.add(done) }.cast(),
-            iov_len: len - done,
-        }];
-        let remote = [libc::iovec {
-            iov_base: at as usize as *mut libc::c_void,
-            iov_len: len - done,
-        }];
-        // SAFETY: the local entry is the caller's buffer (valid, unshared, per the contract);
-        // the kernel checks the remote one against the other process's mappings.
-        match unsafe { sys::process_vm_readv(pid, &local, &remote) } {
-            Ok(0) => {
-                return Err(Error::Invalid(format!(
-                    "read_from: no progress reading {at:#x} from pid {pid}"
-                )))
-            }
-            Ok(n) => {
-                done += n;
-                at += n as u64;
-            }
-            Err(e) => match e.raw_os_error() {
-                Some(libc::EINTR) => {}
-                Some(libc::EPERM | libc::ENOSYS) => {
-                    return Err(Error::PermissionDenied(format!(
-                        "process_vm_readv from pid {pid}: {e}"
-                    )))
-                }
-                Some(libc::EFAULT) => {
-                    return Err(Error::Invalid(format!(
-                        "read_from: bad address {at:#x} in pid {pid}: {e}"
-                    )))
-                }
-                _ => {
-                    return Err(Error::Io {
-                        what: format!("process_vm_readv from pid {pid}"),
-                        source: e,
-                    })
-                }
-            },
-        }
-    }
-    Ok(())
+    // SAFETY: the caller's buffer (valid, unshared, per the contract); the kernel checks the
+    // remote range against the other process's mappings.
+    unsafe { sys::cma_copy(pid, false, dst, addr, len) }
+        .map_err(|e| sys::cma_error(e, "process_vm_readv", None, pid, addr, len))
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 
+use crate::{Error, PeerId};
+
 /// The most iovec entries the kernel takes in one call (`IOV_MAX` on Linux).
 pub(crate) const IOV_MAX: usize = 1024;
 
@@ -196,4 +198,71 @@ pub(crate) unsafe fn process_vm(
         )
     })?;
     Ok(n as usize)
+}
+
+/// Copy `len` bytes between `local` and address `remote` of process `pid`: into `local` with
+/// `process_vm_readv`, or out of it with `process_vm_writev` when `write`; partial transfers
+/// and interruptions are resumed.
+///
+/// # Safety
+///
+/// `local` is valid for `len` bytes (for writes unless `write`), and nothing else touches that
+/// memory during the call.
+pub(crate) unsafe fn cma_copy(
+    pid: i32,
+    write: bool,
+    local: *mut u8,
+    remote: u64,
+    len: usize,
+) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < len {
+        let l = [libc::iovec {
+            // SAFETY: `done < len`: inside the caller's memory.
+            iov_base: unsafe { local.add(done) }.cast(),
+            iov_len: len - done,
+        }];
+        let r = [libc::iovec {
+            iov_base: remote.wrapping_add(done as u64) as usize as *mut libc::c_void,
+            iov_len: len - done,
+        }];
+        // SAFETY: the local entry describes the caller's memory (see the contract).
+        match unsafe { process_vm(pid, &l, &r, write) } {
+            Ok(0) => return Err(io::Error::from_raw_os_error(libc::EFAULT)),
+            Ok(n) => done += n,
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The driver's error for a failed cross-memory copy (`what`: the call) of `len` bytes at
+/// `addr` in process `pid`, which is world rank `peer` when known (a vanished peer is then
+/// [`Error::PeerLost`]).
+pub(crate) fn cma_error(
+    e: io::Error,
+    what: &str,
+    peer: Option<PeerId>,
+    pid: i32,
+    addr: u64,
+    len: usize,
+) -> Error {
+    let whom = match peer {
+        Some(p) => format!("rank {} (pid {pid})", p.0),
+        None => format!("pid {pid}"),
+    };
+    match (e.raw_os_error(), peer) {
+        (Some(libc::EPERM | libc::ENOSYS), _) => {
+            Error::PermissionDenied(format!("{what} with {whom}: {e}"))
+        }
+        (Some(libc::ESRCH), Some(p)) => Error::PeerLost(p),
+        (Some(libc::EFAULT), _) => Error::Invalid(format!(
+            "{what}: bad address {addr:#x}+{len} in {whom}: {e}"
+        )),
+        _ => Error::Io {
+            what: format!("{what} with {whom}"),
+            source: e,
+        },
+    }
 }

@@ -1,7 +1,6 @@
 //! Split copies: a large transfer copied by both processes at once. The protocol is in the
 //! [module documentation](super) ("Split copies"); this file is its code.
 
-use std::io;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -95,63 +94,6 @@ fn claim_rest(b: &SplitBoard, gen: u32, chunks: u32) -> u32 {
     }
 }
 
-/// Copy `len` bytes between `local` and address `remote` of process `pid`: into `local` with
-/// `process_vm_readv`, or out of it with `process_vm_writev` when `write`.
-///
-/// # Safety
-///
-/// `local` is valid for `len` bytes (for writes unless `write`), and nothing else touches that
-/// memory during the call.
-unsafe fn cma(pid: i32, write: bool, local: *mut u8, remote: u64, len: usize) -> io::Result<()> {
-    let mut done = 0usize;
-    while done < len {
-        let l = [libc::iovec {
-            // SAFETY: `done < len`: inside the caller's memory.
-            iov_base: unsafe { local.add(done) }.cast(),
-            iov_len: len - done,
-        }];
-        let r = [libc::iovec {
-            iov_base: remote.wrapping_add(done as u64) as usize as *mut libc::c_void,
-            iov_len: len - done,
-        }];
-        // SAFETY: the local entry describes the caller's memory (see the contract).
-        let res = unsafe { sys::process_vm(pid, &l, &r, write) };
-        match res {
-            Ok(0) => return Err(io::Error::from_raw_os_error(libc::EFAULT)),
-            Ok(n) => done += n,
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// The driver's error for a failed cross-memory copy of `len` bytes at `addr` with rank
-/// `peer` (process `pid`); `what` names the call.
-pub(super) fn cma_error(
-    e: io::Error,
-    what: &str,
-    peer: PeerId,
-    pid: i32,
-    addr: u64,
-    len: usize,
-) -> Error {
-    match e.raw_os_error() {
-        Some(libc::EPERM | libc::ENOSYS) => {
-            Error::PermissionDenied(format!("{what} with rank {} (pid {pid}): {e}", peer.0))
-        }
-        Some(libc::ESRCH) => Error::PeerLost(peer),
-        Some(libc::EFAULT) => Error::Invalid(format!(
-            "{what}: bad address {addr:#x}+{len} in rank {}: {e}",
-            peer.0
-        )),
-        _ => Error::Io {
-            what: format!("{what} with rank {}", peer.0),
-            source: e,
-        },
-    }
-}
-
 impl ShmTransport {
     /// Local index and pid of `peer`, which must be another attached process of the node.
     fn cma_peer(&self, peer: PeerId) -> Result<(usize, i32)> {
@@ -226,7 +168,7 @@ impl ShmTransport {
             let (off, n) = job.span(k);
             // SAFETY: chunk `k` lies inside `local` (caller's contract).
             unsafe {
-                cma(
+                sys::cma_copy(
                     pid,
                     false,
                     local.add(off),
@@ -234,7 +176,7 @@ impl ShmTransport {
                     n,
                 )
             }
-            .map_err(|e| cma_error(e, "process_vm_readv", peer, pid, remote, n))
+            .map_err(|e| sys::cma_error(e, "process_vm_readv", Some(peer), pid, remote, n))
         };
         let mut res = Ok(());
         while let Some(k) = claim(b, job.gen, job.chunks) {
@@ -316,7 +258,7 @@ impl ShmTransport {
             let (off, len) = job.span(k);
             // SAFETY: chunk `k` lies inside `local` (caller's contract); it is only read.
             let res = unsafe {
-                cma(
+                sys::cma_copy(
                     pid,
                     true,
                     local.add(off).cast_mut(),
@@ -330,7 +272,14 @@ impl ShmTransport {
                     Ordering::Relaxed,
                 );
                 b.done.fetch_add(1, Ordering::Release);
-                return Err(cma_error(e, "process_vm_writev", peer, pid, remote, len));
+                return Err(sys::cma_error(
+                    e,
+                    "process_vm_writev",
+                    Some(peer),
+                    pid,
+                    remote,
+                    len,
+                ));
             }
             // Release: the owner that sees the count sees the bytes.
             b.done.fetch_add(1, Ordering::Release);
