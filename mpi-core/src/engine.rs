@@ -1402,38 +1402,7 @@ impl State {
                         return;
                     }
                 }
-                let body = if eager {
-                    UBody::Eager(self.unexpected_copy(payload))
-                } else if h.flags & wire::FLAG_PIECES != 0 {
-                    UBody::Rts {
-                        addr: 0,
-                        table: Some(payload.to_vec()),
-                        stream: false,
-                    }
-                } else {
-                    UBody::Rts {
-                        addr: h.aux,
-                        table: None,
-                        stream: h.flags & wire::FLAG_STREAM != 0,
-                    }
-                };
-                let u = Unexpected {
-                    src: h.src,
-                    tag: h.tag,
-                    peer,
-                    msg_len: h.msg_len,
-                    sreq: h.sreq,
-                    sync: h.flags & wire::FLAG_SYNC != 0,
-                    body,
-                };
-                let q = self.mq(h.ctx);
-                match pos {
-                    Some(pos) => {
-                        let (_, _, rid) = q.posted.remove(pos).expect("in range");
-                        self.deliver(rid, u);
-                    }
-                    None => q.unexpected.push_back(u),
-                }
+                self.not_posted(peer, h, payload, pos);
             }
             Kind::Fin | Kind::SyncAck => {
                 let id = RequestId(h.sreq);
@@ -1564,6 +1533,46 @@ impl State {
                 }
                 self.maybe_complete_send(id);
             }
+        }
+    }
+
+    /// An eager chunk that no posted receive takes, or an RTS: queued as unexpected, or
+    /// delivered to the posted receive at `pos` with what a rendezvous needs. Out of line: the
+    /// usual eager arrival, taken by the oldest posted receive, stays short.
+    #[cold]
+    #[inline(never)]
+    fn not_posted(&mut self, peer: u32, h: Header, payload: &[u8], pos: Option<usize>) {
+        let body = if h.kind == Kind::Eager as u8 {
+            UBody::Eager(self.unexpected_copy(payload))
+        } else if h.flags & wire::FLAG_PIECES != 0 {
+            UBody::Rts {
+                addr: 0,
+                table: Some(payload.to_vec()),
+                stream: false,
+            }
+        } else {
+            UBody::Rts {
+                addr: h.aux,
+                table: None,
+                stream: h.flags & wire::FLAG_STREAM != 0,
+            }
+        };
+        let u = Unexpected {
+            src: h.src,
+            tag: h.tag,
+            peer,
+            msg_len: h.msg_len,
+            sreq: h.sreq,
+            sync: h.flags & wire::FLAG_SYNC != 0,
+            body,
+        };
+        let q = self.mq(h.ctx);
+        match pos {
+            Some(pos) => {
+                let (_, _, rid) = q.posted.remove(pos).expect("in range");
+                self.deliver(rid, u);
+            }
+            None => q.unexpected.push_back(u),
         }
     }
 
