@@ -25,7 +25,7 @@ MPIRUN_LINK := $(if $(CARGO_TARGET_DIR),$(RELEASE)/mpirun,../target/release/mpir
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
 LIB := libmadmpi.so
-LIB_BUILT := $(RELEASE)/libmadmpi_capi.so
+LIB_BUILT := $(RELEASE)/libmadmpi_lib.so
 LIB_ALIASES := libmpi.so libmpi_abi.so.1 libmpi_abi.so
 PC_IN := launcher/madmpi.pc.in
 WRAPPERS := mpicc mpicxx

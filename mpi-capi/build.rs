@@ -111,23 +111,7 @@ fn main() {
             update_workspace_file(&readme_path, &updated);
         }
     }
-
-    let target_os = env("CARGO_CFG_TARGET_OS");
-    if ELF_OSES.contains(&target_os.as_str()) {
-        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmadmpi.so");
-    }
 }
-
-const ELF_OSES: &[&str] = &[
-    "linux",
-    "android",
-    "freebsd",
-    "netbsd",
-    "openbsd",
-    "dragonfly",
-    "solaris",
-    "illumos",
-];
 
 /// Functions computed from their arguments alone, implemented in `src/convert.rs`.
 fn is_conversion(name: &str) -> bool {

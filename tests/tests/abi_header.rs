@@ -295,9 +295,9 @@ fn header_matches_the_abi_tables() {
     assert_eq!(run(&mut Command::new(&exe)), "ok\n");
 }
 
-/// `libmadmpi_capi.so` of this build: next to the test's dependencies, or built on demand.
+/// `libmadmpi_lib.so` (crate `madmpi-lib`) of this build: next to the test's dependencies, or built on demand.
 fn library() -> PathBuf {
-    const NAME: &str = "libmadmpi_capi.so";
+    const NAME: &str = "libmadmpi_lib.so";
     let exe = std::env::current_exe().unwrap();
     let deps = exe.parent().unwrap().to_path_buf();
     let profile_dir = deps.parent().unwrap().to_path_buf();
@@ -314,7 +314,7 @@ fn library() -> PathBuf {
     let mut cargo = Command::new(option_env!("CARGO").unwrap_or("cargo"));
     cargo
         .current_dir(workspace())
-        .args(["build", "-p", "madmpi-capi", "--target-dir"])
+        .args(["build", "-p", "madmpi-lib", "--target-dir"])
         .arg(profile_dir.parent().unwrap());
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         cargo.arg("--release");
@@ -324,7 +324,7 @@ fn library() -> PathBuf {
 }
 
 /// Links a C program against the library as installed: `libmadmpi.so`, its soname, here a link
-/// to the build's `libmadmpi_capi.so` in `dir`.
+/// to the build's `libmadmpi_lib.so` in `dir`.
 fn link_against_library(gcc: &mut Command, dir: &Path) {
     let installed = dir.join("libmadmpi.so");
     let _ = fs::remove_file(&installed);
