@@ -156,16 +156,42 @@ static ENGINE: EngineCell = EngineCell {
     engine: UnsafeCell::new(None),
 };
 
-/// The thread that initialized MPI at MPI_THREAD_SINGLE or FUNNELED (its `pthread_self`, 0
+/// The thread that initialized MPI at MPI_THREAD_SINGLE or FUNNELED (its [`thread_word`], 0
 /// for none). A thread id rather than a thread-local flag: in a shared library a thread-local
-/// costs a call to `__tls_get_addr` on every MPI call, `pthread_self` one load.
+/// costs a call to `__tls_get_addr` on every MPI call, the thread id one load.
 static OWNER_THREAD: AtomicUsize = AtomicUsize::new(0);
+
+/// A word that identifies the calling thread among the live ones, never 0: the address of
+/// its thread control block. On x86-64 Linux that is the first word of the `fs` segment (the
+/// value `pthread_self` returns, read inline instead of through a call into libc on every MPI
+/// call); elsewhere `pthread_self` itself.
+#[inline(always)]
+fn thread_word() -> usize {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let tcb: usize;
+        // SAFETY: on x86-64 Linux (glibc and musl alike) `fs` points at the thread control
+        // block, whose first word is its own address; reading it has no other effect.
+        unsafe {
+            std::arch::asm!(
+                "mov {}, qword ptr fs:[0]",
+                out(reg) tcb,
+                options(nostack, readonly, preserves_flags, pure)
+            )
+        };
+        tcb
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        // SAFETY: pthread_self has no preconditions.
+        unsafe { libc::pthread_self() as usize }
+    }
+}
 
 /// Whether the calling thread owns the engine.
 #[inline(always)]
 fn is_owner() -> bool {
-    // SAFETY: pthread_self has no preconditions.
-    OWNER_THREAD.load(Ordering::Relaxed) == unsafe { libc::pthread_self() } as usize
+    OWNER_THREAD.load(Ordering::Relaxed) == thread_word()
 }
 
 /// Clears a flag when dropped (also when `f` panics).
@@ -362,8 +388,7 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
     with_slot(|slot| {
         *slot = Some(engine);
         if owner {
-            // SAFETY: pthread_self has no preconditions.
-            OWNER_THREAD.store(unsafe { libc::pthread_self() } as usize, Ordering::Relaxed);
+            OWNER_THREAD.store(thread_word(), Ordering::Relaxed);
             ENGINE.owned.store(true, Ordering::Relaxed);
         }
         Ok(())
@@ -1477,4 +1502,22 @@ pub fn comm_info(c: CommId) -> Result<CommInfo> {
 /// This process's rank in MPI_COMM_WORLD.
 pub fn world_rank() -> Result<u32> {
     with(|e| Ok(e.st.comm(crate::COMM_WORLD)?.rank as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thread_word;
+
+    #[test]
+    fn thread_word_names_the_calling_thread() {
+        let here = thread_word();
+        assert_ne!(here, 0);
+        assert_eq!(here, thread_word());
+        // SAFETY: pthread_self has no preconditions.
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+        assert_eq!(here, unsafe { libc::pthread_self() } as usize);
+        let other = std::thread::spawn(thread_word).join().unwrap();
+        assert_ne!(other, 0);
+        assert_ne!(other, here);
+    }
 }
