@@ -321,6 +321,24 @@ pub unsafe fn read_from(pid: i32, addr: u64, dst: *mut u8, len: usize) -> Result
         .map_err(|e| sys::cma_error(e, "process_vm_readv", None, pid, addr, len))
 }
 
+/// Copy `len` bytes from `src` to address `addr` of process `pid` (cross-memory attach,
+/// `process_vm_writev`): what [`read_from`] does, in the other direction.
+///
+/// # Errors
+///
+/// As [`read_from`].
+///
+/// # Safety
+///
+/// `src` must be valid for reads of `len` bytes; the other process must expect the write
+/// (nothing of its own reads or writes that range during the call).
+pub unsafe fn write_to(pid: i32, addr: u64, src: *const u8, len: usize) -> Result<()> {
+    // SAFETY: the caller's buffer, only read; the kernel checks the remote range against the
+    // other process's mappings.
+    unsafe { sys::cma_copy(pid, true, src as *mut u8, addr, len) }
+        .map_err(|e| sys::cma_error(e, "process_vm_writev", None, pid, addr, len))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,6 +398,21 @@ mod tests {
         }
         // SAFETY: as above; the source address is not mapped.
         let bad = unsafe { read_from(my_pid(), 8, dst.as_mut_ptr(), 16) };
+        assert!(bad.is_err());
+    }
+
+    #[test]
+    fn write_to_self() {
+        let src: Vec<u8> = (0..10_000u32).map(|i| (i * 13) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        // SAFETY: `dst` is ours, large enough, and untouched during the call.
+        match unsafe { write_to(my_pid(), dst.as_mut_ptr() as u64, src.as_ptr(), src.len()) } {
+            Ok(()) => assert_eq!(src, dst),
+            Err(Error::PermissionDenied(_)) => {}
+            Err(e) => panic!("{e}"),
+        }
+        // SAFETY: as above; the destination address is not mapped.
+        let bad = unsafe { write_to(my_pid(), 8, src.as_ptr(), 16) };
         assert!(bad.is_err());
     }
 

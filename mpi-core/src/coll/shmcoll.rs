@@ -51,8 +51,10 @@
 //! - bcast: the root packs a chunk into its slot or cells and publishes; the others unpack
 //!   it (chunks of at most `BCAST_CHUNK`, pipelined). Between two members, from
 //!   `CMA_BCAST_MIN` bytes, when they can, the root publishes the address of its (packed)
-//!   data instead, the other copies it straight from its memory, and the root waits for its
-//!   `done`.
+//!   data instead and the other the address it wants it at; both then copy, chunk by chunk
+//!   taken from a claim word: the other reads chunks out of the root's memory, the root
+//!   writes the others into the other's (two copies at once take about half the time of
+//!   one), and the other finishes the step once the root has reported its chunks.
 //! - allreduce / reduce: everyone packs its contribution; small chunks are then combined by
 //!   every member (or the root alone) in rank order, `c0 op (c1 op (… op cn-1))`, so any
 //!   operation works and every member gets bit-identical results; chunks from `SPLIT_MIN`
@@ -80,7 +82,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, O
 use std::sync::Arc;
 
 use madmpi_datatypes::{Basic, Datatype};
-use madmpi_transports::shmcoll::{my_pid, read_from, CollSegment};
+use madmpi_transports::shmcoll::{my_pid, read_from, write_to, CollSegment};
 use madmpi_transports::{PeerId, Transport};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
@@ -138,12 +140,37 @@ const INFO_ADDR: usize = 2;
 const INFO_STRIDE: usize = 3;
 /// 1 + the CPU the member last ran on when it started waiting (0: unknown).
 const INFO_CPU: usize = 4;
+/// A two-member broadcast copied by both ([`Area::bcast_cma`]): where the non-root wants the
+/// data, its claim word (`step << 32 | next chunk`), and the root's report (`step << 32 |`
+/// chunks written, or `HELP_FAILED | chunk` for a chunk it could not write).
+const INFO_DST: usize = 5;
+const INFO_CLAIM: usize = 6;
+const INFO_HELPED: usize = 7;
+const HELP_FAILED: u64 = 1 << 31;
+/// Broadcasts copied by both members go in 2 chunks, from this size in 4.
+const SPLIT_QUARTERS_FROM: usize = 2 << 20;
 /// Largest bcast chunk (pipelining depth matters more than step count beyond this).
 const BCAST_CHUNK: usize = 256 << 10;
 /// While spinning, drive the engine once every this many polls.
 const PROGRESS_EVERY: u32 = 64;
 /// Polls before yielding when the member waited for shares this process's CPU.
 const MIN_SPIN: u32 = 16;
+
+/// Take the next chunk of step `k` from a claim word (`step << 32 | next chunk`), if any is
+/// left: a compare-and-swap, so that each chunk goes to exactly one of the two copiers, and
+/// nothing is taken from a board of another step.
+fn take_chunk(claim: &AtomicU64, k: u64, chunks: u64) -> Option<u64> {
+    let mut w = claim.load(Ordering::Acquire);
+    loop {
+        if w >> 32 != k || w & 0xffff_ffff >= chunks {
+            return None;
+        }
+        match claim.compare_exchange_weak(w, w + 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Some(w & 0xffff_ffff),
+            Err(now) => w = now,
+        }
+    }
+}
 
 enum Entry {
     /// Blocking collectives seen so far, before the area is made.
@@ -1090,34 +1117,123 @@ impl Area {
         Ok(())
     }
 
-    /// Broadcast in one step: the root publishes where its data is, the others copy it
-    /// straight out of the root's memory; the root waits until they all have.
+    /// Broadcast between two members in one step, copied by both: the root publishes where
+    /// its data is, the other where it wants it and a claim word; each then takes chunks by
+    /// compare-and-swap on that word, the other reading them out of the root's memory, the root
+    /// writing them into the other's (one core's copy does not saturate the memory system:
+    /// two halves at once take about half the time). The other finishes the step only when
+    /// the root has reported every chunk it took; the root returns when the other has finished.
     ///
     /// # Safety
     /// As [`Area::bcast`].
     unsafe fn bcast_cma(&mut self, buf: &Typed<'_>, nb: usize, root: usize) -> Result<()> {
         let k = self.step();
+        let other = 1 - self.me;
+        let chunks = if nb >= SPLIT_QUARTERS_FROM { 4 } else { 2 };
+        let chunk = nb.div_ceil(chunks);
+        let span = |c: u64| {
+            let off = c as usize * chunk;
+            (off, chunk.min(nb - off))
+        };
         if self.me == root {
-            let addr = match buf.flat {
-                Some(o) => buf.ptr.offset(o) as u64,
+            let src = match buf.flat {
+                Some(o) => buf.ptr.offset(o).cast_const(),
                 None => {
                     let t = grow(&mut self.pack_buf, nb);
                     buf.pack(0, nb, t);
-                    t as u64
+                    t.cast_const()
                 }
             };
             self.seg
                 .info(self.me, INFO_ADDR)
-                .store(addr, Ordering::Relaxed);
+                .store(src as u64, Ordering::Relaxed);
             self.publish(k);
-            self.wait_done_all(k)?;
-        } else {
-            self.wait_ready(root, k)?;
-            let res = self.read_typed(root, self.info_of(root, INFO_ADDR), buf, nb);
-            self.finish_step(k);
-            res?;
+            let (ready, done) = (self.seg.ready(other), self.seg.done(other));
+            let claim = self.seg.info(other, INFO_CLAIM);
+            let helped = self.seg.info(self.me, INFO_HELPED);
+            let mut count = 0;
+            loop {
+                // Help while the other's board for this step has chunks left.
+                self.wait(other, || {
+                    done.load(Ordering::Acquire) >= k || ready.load(Ordering::Acquire) >= k
+                })?;
+                if done.load(Ordering::Acquire) >= k {
+                    return Ok(());
+                }
+                let Some(c) = take_chunk(claim, k, chunks as u64) else {
+                    return self.wait(other, || done.load(Ordering::Acquire) >= k);
+                };
+                let (off, len) = span(c);
+                let dst = self.info_of(other, INFO_DST) + off as u64;
+                // SAFETY: bytes [off, off + len) of our packed data, which stay until the
+                // other's `done`; the other reads or writes nothing of that range of its
+                // buffer until we report the chunk.
+                match unsafe { write_to(self.pids[other], dst, src.add(off), len) } {
+                    Ok(()) => {
+                        count += 1;
+                        helped.store(k << 32 | count, Ordering::Release);
+                    }
+                    Err(_) => {
+                        // The other copies it itself (and we stop helping).
+                        helped.store(k << 32 | HELP_FAILED | c, Ordering::Release);
+                        return self.wait(other, || done.load(Ordering::Acquire) >= k);
+                    }
+                }
+            }
         }
-        Ok(())
+        let dst = match buf.flat {
+            Some(o) => buf.ptr.offset(o),
+            None => grow(&mut self.recv_buf, nb),
+        };
+        let claim = self.seg.info(self.me, INFO_CLAIM);
+        self.seg
+            .info(self.me, INFO_DST)
+            .store(dst as u64, Ordering::Relaxed);
+        claim.store(k << 32, Ordering::Relaxed);
+        self.publish(k);
+        let res = (|| {
+            self.wait_ready(root, k)?;
+            let src = self.info_of(root, INFO_ADDR);
+            let read = |c: u64| {
+                let (off, len) = span(c);
+                // SAFETY: `dst` holds `nb` bytes; the root keeps its data until our `done`.
+                unsafe { read_from(self.pids[root], src + off as u64, dst.add(off), len) }.map_err(
+                    |e| {
+                        Error::new(
+                            ErrorClass::Other,
+                            format!("collective: copying from the memory of rank {root}: {e}"),
+                        )
+                    },
+                )
+            };
+            // After a failed copy, the chunks left are still taken (not copied), so that the
+            // root takes no more: our buffer is ours again once it has reported its own.
+            let (mut mine, mut failed) = (0, None);
+            while let Some(c) = take_chunk(claim, k, chunks as u64) {
+                mine += 1;
+                if failed.is_none() {
+                    failed = read(c).err();
+                }
+            }
+            let theirs = chunks as u64 - mine;
+            if theirs > 0 {
+                let helped = self.seg.info(root, INFO_HELPED);
+                let mut w = 0;
+                self.wait(root, || {
+                    w = helped.load(Ordering::Acquire);
+                    w >> 32 == k && (w & HELP_FAILED != 0 || w & 0xffff_ffff == theirs)
+                })?;
+                if w & HELP_FAILED != 0 && failed.is_none() {
+                    failed = read(w & 0xffff_ffff & !HELP_FAILED).err();
+                }
+            }
+            failed.map_or(Ok(()), Err)
+        })();
+        if res.is_ok() && buf.flat.is_none() {
+            buf.unpack(0, nb, dst);
+        }
+        self.finish_step(k);
+        res
     }
 
     /// Word `w` of member `j`'s info line (read after its `ready` for the step).

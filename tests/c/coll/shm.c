@@ -229,7 +229,7 @@ static void large(MPI_Comm comm)
     int n, me;
     MPI_OK(MPI_Comm_size(comm, &n));
     MPI_OK(MPI_Comm_rank(comm, &me));
-    static const long sizes[] = {0, 1, 7, 4095, 4096, 4097, 8192, 65535, 65536, 65537, 200003, 1L << 20};
+    static const long sizes[] = {0, 1, 7, 4095, 4096, 4097, 8192, 65535, 65536, 65537, 200003, 1L << 20, (3L << 20) + 5};
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
         long nb = sizes[z];
         /* bcast of bytes, every root */
