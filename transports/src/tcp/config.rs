@@ -60,7 +60,11 @@ impl Default for TcpConfig {
             sndbuf: 4 << 20,
             rcvbuf: 4 << 20,
             eager_threshold: 64 << 10,
-            max_packet: (1 << 20) + 4096,
+            // Large messages go in fragments of about 256 KiB: measured on loopback, windowed
+            // 1 MiB transfers reach about twice the bandwidth they do with 1 MiB fragments (the
+            // receiver starts placing a fragment while the next is still being written), and
+            // the ping-pong is unchanged.
+            max_packet: (256 << 10) + 4096,
             connect: ConnectMode::Lazy,
             handshake_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(30),
