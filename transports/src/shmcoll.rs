@@ -386,34 +386,31 @@ mod tests {
     }
 
     #[test]
-    fn read_from_self() {
+    fn copies_with_self_both_ways() {
         let src: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
-        let mut dst = vec![0u8; src.len()];
-        // SAFETY: `dst` is ours and large enough.
-        match unsafe { read_from(my_pid(), src.as_ptr() as u64, dst.as_mut_ptr(), dst.len()) } {
-            Ok(()) => assert_eq!(src, dst),
-            // Cross-memory attach may be forbidden here; that is an answer too.
-            Err(Error::PermissionDenied(_)) => {}
-            Err(e) => panic!("{e}"),
+        let me = my_pid();
+        // SAFETY: each call's local buffer is ours and large enough, its remote range is ours
+        // too (or not mapped, for the failures), and nothing else touches them meanwhile.
+        unsafe {
+            for write in [false, true] {
+                let mut dst = vec![0u8; src.len()];
+                let (d, n) = (dst.as_mut_ptr(), dst.len());
+                let res = if write {
+                    write_to(me, d as u64, src.as_ptr(), n)
+                } else {
+                    read_from(me, src.as_ptr() as u64, d, n)
+                };
+                match res {
+                    Ok(()) => assert_eq!(src, dst),
+                    // Cross-memory attach may be forbidden here; that is an answer too.
+                    Err(Error::PermissionDenied(_)) => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            let mut dst = [0u8; 16];
+            assert!(read_from(me, 8, dst.as_mut_ptr(), 16).is_err());
+            assert!(write_to(me, 8, src.as_ptr(), 16).is_err());
         }
-        // SAFETY: as above; the source address is not mapped.
-        let bad = unsafe { read_from(my_pid(), 8, dst.as_mut_ptr(), 16) };
-        assert!(bad.is_err());
-    }
-
-    #[test]
-    fn write_to_self() {
-        let src: Vec<u8> = (0..10_000u32).map(|i| (i * 13) as u8).collect();
-        let mut dst = vec![0u8; src.len()];
-        // SAFETY: `dst` is ours, large enough, and untouched during the call.
-        match unsafe { write_to(my_pid(), dst.as_mut_ptr() as u64, src.as_ptr(), src.len()) } {
-            Ok(()) => assert_eq!(src, dst),
-            Err(Error::PermissionDenied(_)) => {}
-            Err(e) => panic!("{e}"),
-        }
-        // SAFETY: as above; the destination address is not mapped.
-        let bad = unsafe { write_to(my_pid(), 8, src.as_ptr(), 16) };
-        assert!(bad.is_err());
     }
 
     #[test]
