@@ -403,7 +403,11 @@ fn killed_peer_is_lost() {
         }
     }
     for mode in ["mid-traffic", "receiver-full"] {
-        let env: Env = vec![("MADMPI_TCP_SNDBUF", "256k".into())];
+        // The child's packets reach 900 KB: above the default largest packet.
+        let env: Env = vec![
+            ("MADMPI_TCP_SNDBUF", "256k".into()),
+            ("MADMPI_TCP_MAX_PACKET", "1m".into()),
+        ];
         let (mut t, mut peer) = parent(TEST, &env);
         let mut recvd = 0u64;
         let mut w = Waiter::new();
