@@ -71,8 +71,19 @@ fn cpus_available() -> usize {
 /// process's.
 fn set_spin(local_ranks: usize) {
     let cpus = env_parse("MADMPI_HOST_CPUS").unwrap_or_else(cpus_available);
-    let spin = env_parse("MADMPI_SPIN").unwrap_or(if local_ranks > cpus { 16 } else { 2000 });
+    let shared = local_ranks > cpus;
+    SHARED_CPUS.store(shared, Ordering::Relaxed);
+    let spin = env_parse("MADMPI_SPIN").unwrap_or(if shared { 16 } else { 2000 });
     SPIN.store(spin, Ordering::Relaxed);
+}
+
+/// This host runs more ranks of the job than it has CPUs (set at MPI_Init).
+static SHARED_CPUS: AtomicBool = AtomicBool::new(false);
+
+/// Whether this host runs more ranks of the job than it has CPUs for them (so that some of
+/// them take turns on a CPU).
+pub(crate) fn cpus_shared() -> bool {
+    SHARED_CPUS.load(Ordering::Relaxed)
 }
 
 /// Polls made without even a `pause` before a waiting rank backs off.
