@@ -163,10 +163,17 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     for &t in &o.transports {
         for round in 0..o.runs {
             for job in &jobs {
-                // Interleaved: ours, ours (aggreg), MPICH, Open MPI
-                // (, raw TCP), ours, ...
-                // so slow drifts of the machine hit every implementation alike.
-                for i in &impls {
+                // Interleaved: ours, ours (aggreg), MPICH, Open MPI (, raw TCP), and the
+                // reverse in odd rounds, so that slow drifts of the machine hit every
+                // implementation alike, and a drift within a round favours none of them (in
+                // particular not whichever of `ours` and `ours (aggreg)`, paired by round,
+                // runs second).
+                let order: Vec<_> = if round % 2 == 0 {
+                    impls.iter().collect()
+                } else {
+                    impls.iter().rev().collect()
+                };
+                for i in order {
                     let Some(exe) = i.exe(job.bench).filter(|_| i.runs_on(t)) else {
                         continue;
                     };

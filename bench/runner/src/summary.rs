@@ -739,7 +739,7 @@ fn scheduler_section(s: &mut String, t: Transport, all: &BTreeMap<TableKey, Tabl
          `ours (aggreg)` with `MADMPI_STRATEGY=aggreg` (NewMadeleine's aggregation: \
          non-blocking sends stay queued until the next progress call, and the chunks queued \
          for one peer, across communicators, leave in one packet); same binaries, interleaved \
-         in the same rounds, back to back. Cells: median over runs (min–max over runs). \
+         in the same rounds, back to back (which runs first alternates from round to round). Cells: median over runs (min–max over runs). \
          `aggreg/default` compares medians, `paired` is the median over rounds of the ratio of \
          the two runs of a round (what the machine did during a round weighs on both), `best` \
          compares the best single repetitions (least disturbed by other load).\n"
