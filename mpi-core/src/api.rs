@@ -1328,23 +1328,39 @@ pub fn wait_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
 }
 
 /// MPI_Waitall without a completion array: `rid(&items[i])` names the request of entry `i`
-/// (`None`: a null one); each is taken, in order, once it and those before it are complete,
-/// and handed to `each(i, completion)` (nothing for null entries): one pass over the requests,
-/// which a Waitall on sends complete at posting needs no more than. `each` runs with the
-/// engine held: it must not call MPI. An invalid request fails the call (those before it are
-/// taken).
+/// (`None`: a null one); each is taken once complete and handed to `each(i, completion)`
+/// (nothing for null entries). Requests are taken in order as they complete; in addition, the
+/// first time a request is found pending, every later one already complete is taken at once
+/// (sends complete at posting, typically, listed after receives): that work is then done while
+/// the receives are awaited rather than after they arrive. So `each` sees indices in order
+/// except for those. `each` runs with the engine held: it must not call MPI. An invalid
+/// request fails the call (some requests may have been taken).
 pub fn wait_all_with<T>(
     items: &[T],
     rid: impl Fn(&T) -> Option<RequestId>,
     mut each: impl FnMut(usize, &Completion),
 ) -> Result<()> {
     let mut from = 0;
+    // Indices taken ahead of the in-order scan (ascending), and the next of them to skip.
+    let mut early: Vec<usize> = Vec::new();
+    let mut skip = 0;
+    let mut looked_ahead = false;
     wait_until(|e| {
         while let Some(it) = items.get(from) {
+            if early.get(skip) == Some(&from) {
+                skip += 1;
+                from += 1;
+                continue;
+            }
             if let Some(r) = rid(it) {
                 match take_done(e, r) {
                     Taken::Done(c) => each(from, &c),
-                    Taken::Pending => return Ok(None),
+                    Taken::Pending => {
+                        if !std::mem::replace(&mut looked_ahead, true) {
+                            take_ahead(e, items, from + 1, &rid, &mut each, &mut early)?;
+                        }
+                        return Ok(None);
+                    }
                     Taken::Invalid => return Err(bad_request_at(from)),
                 }
             }
@@ -1352,6 +1368,32 @@ pub fn wait_all_with<T>(
         }
         Ok(Some(()))
     })
+}
+
+/// The look ahead of [`wait_all_with`]: take every request from `items[start..]` that is
+/// complete now, noting its index in `early`.
+#[inline(never)]
+fn take_ahead<T>(
+    e: &mut Engine,
+    items: &[T],
+    start: usize,
+    rid: &impl Fn(&T) -> Option<RequestId>,
+    each: &mut impl FnMut(usize, &Completion),
+    early: &mut Vec<usize>,
+) -> Result<()> {
+    for (i, it) in items.iter().enumerate().skip(start) {
+        if let Some(r) = rid(it) {
+            match take_done(e, r) {
+                Taken::Done(c) => {
+                    each(i, &c);
+                    early.push(i);
+                }
+                Taken::Pending => {}
+                Taken::Invalid => return Err(bad_request_at(i)),
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cold]

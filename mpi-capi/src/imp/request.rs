@@ -393,7 +393,8 @@ pub unsafe fn MPI_Waitall(
                 }
             }
         }
-        match failed.first() {
+        // The completions come in order, except those taken ahead: report on the first.
+        match failed.iter().min_by_key(|f| f.0) {
             None => MPI_SUCCESS,
             Some(&(i, _)) => in_status(comm_of(ents, i), failed.len(), &call),
         }

@@ -238,6 +238,34 @@ int main(int argc, char **argv)
         }
     }
 
+    /* Waitall whose first request stays pending while later ones are complete at once (a
+     * send, and a receive of a message already there): all are taken, with their statuses,
+     * whichever order they complete in. */
+    if (t_rank <= 1) {
+        int peer = 1 - t_rank;
+        if (t_rank == 0) {
+            int late = -1, go = 7, early = -1;
+            MPI_Request rq[3];
+            MPI_Status sts[3];
+            MPI_OK(MPI_Probe(peer, 301, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MPI_OK(MPI_Irecv(&late, 1, MPI_INT, peer, 300, MPI_COMM_WORLD, &rq[0]));
+            MPI_OK(MPI_Isend(&go, 1, MPI_INT, peer, 302, MPI_COMM_WORLD, &rq[1]));
+            MPI_OK(MPI_Irecv(&early, 1, MPI_INT, peer, 301, MPI_COMM_WORLD, &rq[2]));
+            MPI_OK(MPI_Waitall(3, rq, sts));
+            CHECK(late == 8 && early == 9);
+            CHECK(sts[0].MPI_TAG == 300 && sts[0].MPI_SOURCE == peer);
+            CHECK(sts[2].MPI_TAG == 301 && sts[2].MPI_SOURCE == peer);
+            CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL &&
+                  rq[2] == MPI_REQUEST_NULL);
+        } else {
+            int early = 9, late = 8, go = -1;
+            MPI_OK(MPI_Send(&early, 1, MPI_INT, peer, 301, MPI_COMM_WORLD));
+            MPI_OK(MPI_Recv(&go, 1, MPI_INT, peer, 302, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(go == 7);
+            MPI_OK(MPI_Send(&late, 1, MPI_INT, peer, 300, MPI_COMM_WORLD));
+        }
+    }
+
     t_done("completion");
     return 0;
 }
