@@ -224,11 +224,6 @@ struct HelpReq {
     remote: u64,
 }
 
-/// Split copies of at least [`SPLIT_QUARTERS_FROM`] bytes go in four chunks, smaller ones in
-/// two (measured on the development machine: halves are best up to 1 MiB, and quarters at
-/// 4 MiB as good, with less to wait for when the other process is slow to start).
-const SPLIT_QUARTERS_FROM: usize = 2 << 20;
-
 /// The attached buffer of MPI_Buffer_attach and its first-fit allocator.
 #[derive(Default)]
 pub(crate) struct BsendBuffer {
@@ -2419,8 +2414,8 @@ impl Engine {
         let Ok(gen) = shm.split_open(PeerId(peer)) else {
             return Ok(false);
         };
-        let chunks = if n < SPLIT_QUARTERS_FROM { 2 } else { 4 };
-        let job = SplitJob::new(gen, n, chunks).expect("2 or 4 chunks");
+        let job = SplitJob::sized(gen, n);
+        let chunks = job.chunks();
         let hb = Header {
             kind: Kind::Help as u8,
             ctx: gen,

@@ -600,6 +600,15 @@ mod split {
             }
         }
 
+        /// The address of `p`, or [`UNMAPPED`] when `bad`.
+        fn or_unmapped(bad: bool, p: *const u8) -> u64 {
+            if bad {
+                UNMAPPED
+            } else {
+                p as u64
+            }
+        }
+
         /// `b` opens its board for a transfer in `chunks` chunks.
         fn open(&mut self, chunks: u32) -> SplitJob {
             let gen = self.p.b.split_open(self.p.a_id()).expect("open");
@@ -608,11 +617,7 @@ mod split {
 
         /// `a` helps with `job`, writing to `dst`, or to [`UNMAPPED`] when `bad`.
         fn put(&mut self, job: SplitJob, bad: bool) -> crate::Result<u32> {
-            let to = if bad {
-                UNMAPPED
-            } else {
-                self.dst.as_mut_ptr() as u64
-            };
+            let to = Self::or_unmapped(bad, self.dst.as_ptr());
             let b = self.p.b_id();
             // SAFETY: `src` is ours and only read; the destination is `dst`, which nothing
             // else touches during the call, or unmapped.
@@ -621,11 +626,7 @@ mod split {
 
         /// `b` copies `job` into `dst`, reading `src`, or [`UNMAPPED`] when `bad`.
         fn get(&mut self, job: SplitJob, bad: bool) -> crate::Result<SplitCopy> {
-            let from = if bad {
-                UNMAPPED
-            } else {
-                self.src.as_ptr() as u64
-            };
+            let from = Self::or_unmapped(bad, self.src.as_ptr());
             let a = self.p.a_id();
             // SAFETY: `dst` is ours and nothing else touches it during the call.
             unsafe { self.p.b.split_get(a, job, from, self.dst.as_mut_ptr()) }

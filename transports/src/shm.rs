@@ -110,7 +110,7 @@ use crate::sys::{self, Mmap, IOV_MAX};
 use crate::{Caps, Error, PeerId, RemoteRegion, Result, SendOutcome, Transport};
 
 mod split;
-pub use split::{SplitCopy, SplitJob, MAX_SPLIT_CHUNKS};
+pub use split::{take_chunk, SplitCopy, SplitJob, MAX_SPLIT_CHUNKS};
 
 /// "MADMPISH" read as a little-endian `u64`.
 const MAGIC: u64 = u64::from_le_bytes(*b"MADMPISH");

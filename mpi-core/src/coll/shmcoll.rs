@@ -82,6 +82,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, O
 use std::sync::Arc;
 
 use madmpi_datatypes::{Basic, Datatype};
+use madmpi_transports::shm::{take_chunk, SplitJob};
 use madmpi_transports::shmcoll::{my_pid, read_from, write_to, CollSegment};
 use madmpi_transports::{PeerId, Transport};
 use once_cell::sync::Lazy;
@@ -154,30 +155,12 @@ const INFO_DST: usize = 5;
 const INFO_CLAIM: usize = 6;
 const INFO_HELPED: usize = 7;
 const HELP_FAILED: u64 = 1 << 31;
-/// Broadcasts copied by both members go in 2 chunks, from this size in 4.
-const SPLIT_QUARTERS_FROM: usize = 2 << 20;
 /// Largest bcast chunk (pipelining depth matters more than step count beyond this).
 const BCAST_CHUNK: usize = 256 << 10;
 /// While spinning, drive the engine once every this many polls.
 const PROGRESS_EVERY: u32 = 64;
 /// Polls before yielding when the member waited for shares this process's CPU.
 const MIN_SPIN: u32 = 16;
-
-/// Take the next chunk of step `k` from a claim word (`step << 32 | next chunk`), if any is
-/// left: a compare-and-swap, so that each chunk goes to exactly one of the two copiers, and
-/// nothing is taken from a board of another step.
-fn take_chunk(claim: &AtomicU64, k: u64, chunks: u64) -> Option<u64> {
-    let mut w = claim.load(Ordering::Acquire);
-    loop {
-        if w >> 32 != k || w & 0xffff_ffff >= chunks {
-            return None;
-        }
-        match claim.compare_exchange_weak(w, w + 1, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return Some(w & 0xffff_ffff),
-            Err(now) => w = now,
-        }
-    }
-}
 
 enum Entry {
     /// Blocking collectives seen so far, before the area is made.
@@ -1148,12 +1131,9 @@ impl Area {
     unsafe fn bcast_cma(&mut self, buf: &Typed<'_>, nb: usize, root: usize) -> Result<()> {
         let k = self.step();
         let other = 1 - self.me;
-        let chunks = if nb >= SPLIT_QUARTERS_FROM { 4 } else { 2 };
-        let chunk = nb.div_ceil(chunks);
-        let span = |c: u64| {
-            let off = c as usize * chunk;
-            (off, chunk.min(nb - off))
-        };
+        // The claim and report words carry the step as the board's generation.
+        let job = SplitJob::sized(k as u32, nb);
+        let gen = u64::from(k as u32) << 32;
         if self.me == root {
             let src = match buf.flat {
                 Some(o) => buf.ptr.offset(o).cast_const(),
@@ -1179,10 +1159,10 @@ impl Area {
                 if done.load(Ordering::Acquire) >= k {
                     return Ok(());
                 }
-                let Some(c) = take_chunk(claim, k, chunks as u64) else {
+                let Some(c) = take_chunk(claim, &job) else {
                     return self.wait(other, || done.load(Ordering::Acquire) >= k);
                 };
-                let (off, len) = span(c);
+                let (off, len) = job.span(c);
                 let dst = self.info_of(other, INFO_DST) + off as u64;
                 // SAFETY: bytes [off, off + len) of our packed data, which stay until the
                 // other's `done`; the other reads or writes nothing of that range of its
@@ -1190,11 +1170,11 @@ impl Area {
                 match unsafe { write_to(self.pids[other], dst, src.add(off), len) } {
                     Ok(()) => {
                         count += 1;
-                        helped.store(k << 32 | count, Ordering::Release);
+                        helped.store(gen | count, Ordering::Release);
                     }
                     Err(_) => {
                         // The other copies it itself (and we stop helping).
-                        helped.store(k << 32 | HELP_FAILED | c, Ordering::Release);
+                        helped.store(gen | HELP_FAILED | u64::from(c), Ordering::Release);
                         return self.wait(other, || done.load(Ordering::Acquire) >= k);
                     }
                 }
@@ -1208,13 +1188,13 @@ impl Area {
         self.seg
             .info(self.me, INFO_DST)
             .store(dst as u64, Ordering::Relaxed);
-        claim.store(k << 32, Ordering::Relaxed);
+        claim.store(gen, Ordering::Relaxed);
         self.publish(k);
         let res = (|| {
             self.wait_ready(root, k)?;
             let src = self.info_of(root, INFO_ADDR);
-            let read = |c: u64| {
-                let (off, len) = span(c);
+            let read = |c: u32| {
+                let (off, len) = job.span(c);
                 // SAFETY: `dst` holds `nb` bytes; the root keeps its data until our `done`.
                 unsafe { read_from(self.pids[root], src + off as u64, dst.add(off), len) }.map_err(
                     |e| {
@@ -1228,22 +1208,22 @@ impl Area {
             // After a failed copy, the chunks left are still taken (not copied), so that the
             // root takes no more: our buffer is ours again once it has reported its own.
             let (mut mine, mut failed) = (0, None);
-            while let Some(c) = take_chunk(claim, k, chunks as u64) {
+            while let Some(c) = take_chunk(claim, &job) {
                 mine += 1;
                 if failed.is_none() {
                     failed = read(c).err();
                 }
             }
-            let theirs = chunks as u64 - mine;
+            let theirs = u64::from(job.chunks() - mine);
             if theirs > 0 {
                 let helped = self.seg.info(root, INFO_HELPED);
                 let mut w = 0;
                 self.wait(root, || {
                     w = helped.load(Ordering::Acquire);
-                    w >> 32 == k && (w & HELP_FAILED != 0 || w & 0xffff_ffff == theirs)
+                    w & !0xffff_ffff == gen && (w & HELP_FAILED != 0 || w & 0xffff_ffff == theirs)
                 })?;
                 if w & HELP_FAILED != 0 && failed.is_none() {
-                    failed = read(w & 0xffff_ffff & !HELP_FAILED).err();
+                    failed = read((w & 0xffff_ffff & !HELP_FAILED) as u32).err();
                 }
             }
             failed.map_or(Ok(()), Err)

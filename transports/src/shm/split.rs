@@ -1,7 +1,7 @@
 //! Split copies: a large transfer copied by both processes at once. The protocol is in the
 //! [module documentation](super) ("Split copies"); this file is its code.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::{ShmTransport, SplitBoard, PEER_CHECK_AFTER, STATE_CLOSED};
@@ -20,7 +20,24 @@ pub struct SplitJob {
     chunks: u32,
 }
 
+/// Split copies of at least this many bytes go in four chunks, smaller ones in two (measured on
+/// the development machine: halves are best up to 1 MiB, and quarters at 4 MiB as good, with
+/// less to wait for when the other process is slow to start).
+const QUARTERS_FROM: usize = 2 << 20;
+
 impl SplitJob {
+    /// `len` bytes in the number of chunks that suits a copy by two processes of that size:
+    /// two, or four from 2 MiB.
+    pub fn sized(gen: u32, len: usize) -> SplitJob {
+        let chunks = if len < QUARTERS_FROM { 2 } else { 4 };
+        SplitJob { gen, len, chunks }
+    }
+
+    /// Chunks of the transfer.
+    pub fn chunks(&self) -> u32 {
+        self.chunks
+    }
+
     /// `len` bytes in `chunks` chunks (of `len.div_ceil(chunks)` bytes, the last one shorter),
     /// on board generation `gen`. `None` unless `1 <= chunks <=` [`MAX_SPLIT_CHUNKS`].
     pub fn new(gen: u32, len: usize, chunks: u32) -> Option<SplitJob> {
@@ -40,7 +57,7 @@ impl SplitJob {
     }
 
     /// (offset, length) of chunk `k`.
-    fn span(&self, k: u32) -> (usize, usize) {
+    pub fn span(&self, k: u32) -> (usize, usize) {
         let size = self.len.div_ceil(self.chunks as usize);
         let off = (k as usize).saturating_mul(size).min(self.len);
         (off, size.min(self.len - off))
@@ -56,18 +73,19 @@ pub struct SplitCopy {
     pub theirs: u32,
 }
 
-/// Take the next chunk of generation `gen`, if any is left.
-fn claim(b: &SplitBoard, gen: u32, chunks: u32) -> Option<u32> {
-    let mut cur = b.claim.load(Ordering::Acquire);
+/// Take the next chunk of `job` from a claim word (`generation << 32 | next chunk`), if any is
+/// left: a compare-and-swap, so that each chunk goes to exactly one of the two copiers, and
+/// nothing is taken from a board of another generation. The word of a `shm` ring's split
+/// board, or any other shared word the two processes agree on (the shared-memory
+/// collectives' two-process broadcast).
+pub fn take_chunk(word: &AtomicU64, job: &SplitJob) -> Option<u32> {
+    let mut cur = word.load(Ordering::Acquire);
     loop {
         let k = cur as u32;
-        if (cur >> 32) as u32 != gen || k >= chunks {
+        if (cur >> 32) as u32 != job.gen || k >= job.chunks {
             return None;
         }
-        match b
-            .claim
-            .compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire)
-        {
+        match word.compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return Some(k),
             Err(now) => cur = now,
         }
@@ -179,7 +197,7 @@ impl ShmTransport {
             .map_err(|e| sys::cma_error(e, "process_vm_readv", Some(peer), pid, remote, n))
         };
         let mut res = Ok(());
-        while let Some(k) = claim(b, job.gen, job.chunks) {
+        while let Some(k) = take_chunk(&b.claim, &job) {
             mine += 1;
             res = read(k);
             if res.is_err() {
@@ -254,7 +272,7 @@ impl ShmTransport {
         };
         let b = &t.prod.ctrl().split.0;
         let mut n = 0;
-        while let Some(k) = claim(b, job.gen, job.chunks) {
+        while let Some(k) = take_chunk(&b.claim, &job) {
             let (off, len) = job.span(k);
             // SAFETY: chunk `k` lies inside `local` (caller's contract); it is only read.
             let res = unsafe {
