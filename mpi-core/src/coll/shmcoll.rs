@@ -1196,14 +1196,7 @@ impl Area {
             let read = |c: u32| {
                 let (off, len) = job.span(c);
                 // SAFETY: `dst` holds `nb` bytes; the root keeps its data until our `done`.
-                unsafe { read_from(self.pids[root], src + off as u64, dst.add(off), len) }.map_err(
-                    |e| {
-                        Error::new(
-                            ErrorClass::Other,
-                            format!("collective: copying from the memory of rank {root}: {e}"),
-                        )
-                    },
-                )
+                unsafe { self.copy_from(root, src + off as u64, dst.add(off), len) }
             };
             // After a failed copy, the chunks left are still taken (not copied), so that the
             // root takes no more: our buffer is ours again once it has reported its own.
@@ -1249,16 +1242,24 @@ impl Area {
             Some(o) => to.ptr.offset(o),
             None => grow(&mut self.recv_buf, nb),
         };
-        read_from(self.pids[j], addr, dst, nb).map_err(|e| {
-            Error::new(
-                ErrorClass::Other,
-                format!("collective: copying from the memory of rank {j}: {e}"),
-            )
-        })?;
+        self.copy_from(j, addr, dst, nb)?;
         if to.flat.is_none() {
             to.unpack(0, nb, dst);
         }
         Ok(())
+    }
+
+    /// Copy `len` bytes at `addr` in member `j`'s memory to `dst`.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes and nothing else touches them during the call.
+    unsafe fn copy_from(&self, j: usize, addr: u64, dst: *mut u8, len: usize) -> Result<()> {
+        read_from(self.pids[j], addr, dst, len).map_err(|e| {
+            Error::new(
+                ErrorClass::Other,
+                format!("collective: copying from the memory of rank {j}: {e}"),
+            )
+        })
     }
 
     /// Wait until every other member has finished step `k`.
