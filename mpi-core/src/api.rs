@@ -1330,25 +1330,23 @@ pub fn wait_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
 /// MPI_Waitall without a completion array: `rid(&items[i])` names the request of entry `i`
 /// (`None`: a null one); each is taken once complete and handed to `each(i, completion)`
 /// (nothing for null entries). Requests are taken in order as they complete; in addition, the
-/// first time a request is found pending, every later one already complete is taken at once
-/// (sends complete at posting, typically, listed after receives): that work is then done while
-/// the receives are awaited rather than after they arrive. So `each` sees indices in order
-/// except for those. `each` runs with the engine held: it must not call MPI. An invalid
-/// request fails the call (some requests may have been taken).
+/// first time a request is found pending, the next [`AHEAD`] ones that are already complete
+/// are taken at once (sends complete at posting, typically, listed after receives): that work
+/// is then done while the receives are awaited rather than after they arrive. So `each` sees
+/// indices in order except for those. `each` runs with the engine held: it must not call MPI.
+/// An invalid request fails the call (some requests may have been taken).
 pub fn wait_all_with<T>(
     items: &[T],
     rid: impl Fn(&T) -> Option<RequestId>,
     mut each: impl FnMut(usize, &Completion),
 ) -> Result<()> {
     let mut from = 0;
-    // Indices taken ahead of the in-order scan (ascending), and the next of them to skip.
-    let mut early: Vec<usize> = Vec::new();
-    let mut skip = 0;
-    let mut looked_ahead = false;
+    // Bit `i` of `early`: entry `base + i` was taken ahead of the in-order scan.
+    let (mut base, mut early) = (usize::MAX, 0u64);
     wait_until(|e| {
         while let Some(it) = items.get(from) {
-            if early.get(skip) == Some(&from) {
-                skip += 1;
+            let ahead = from.wrapping_sub(base);
+            if ahead < AHEAD && early >> ahead & 1 != 0 {
                 from += 1;
                 continue;
             }
@@ -1356,8 +1354,9 @@ pub fn wait_all_with<T>(
                 match take_done(e, r) {
                     Taken::Done(c) => each(from, &c),
                     Taken::Pending => {
-                        if !std::mem::replace(&mut looked_ahead, true) {
-                            take_ahead(e, items, from + 1, &rid, &mut each, &mut early)?;
+                        if base == usize::MAX {
+                            base = from + 1;
+                            early = take_ahead(e, items, base, &rid, &mut each)?;
                         }
                         return Ok(None);
                     }
@@ -1370,30 +1369,33 @@ pub fn wait_all_with<T>(
     })
 }
 
-/// The look ahead of [`wait_all_with`]: take every request from `items[start..]` that is
-/// complete now, noting its index in `early`.
+/// Entries [`wait_all_with`] looks at ahead of the first pending one (the bits of a word).
+const AHEAD: usize = 64;
+
+/// The look ahead of [`wait_all_with`]: take every request of `items[base..base + AHEAD]` that
+/// is complete now; bit `i` of the result says entry `base + i` was taken.
 #[inline(never)]
 fn take_ahead<T>(
     e: &mut Engine,
     items: &[T],
-    start: usize,
+    base: usize,
     rid: &impl Fn(&T) -> Option<RequestId>,
     each: &mut impl FnMut(usize, &Completion),
-    early: &mut Vec<usize>,
-) -> Result<()> {
-    for (i, it) in items.iter().enumerate().skip(start) {
+) -> Result<u64> {
+    let mut taken = 0u64;
+    for (k, it) in items.iter().skip(base).take(AHEAD).enumerate() {
         if let Some(r) = rid(it) {
             match take_done(e, r) {
                 Taken::Done(c) => {
-                    each(i, &c);
-                    early.push(i);
+                    each(base + k, &c);
+                    taken |= 1 << k;
                 }
                 Taken::Pending => {}
-                Taken::Invalid => return Err(bad_request_at(i)),
+                Taken::Invalid => return Err(bad_request_at(base + k)),
             }
         }
     }
-    Ok(())
+    Ok(taken)
 }
 
 #[cold]
