@@ -824,6 +824,16 @@ impl State {
         Some(rid)
     }
 
+    /// Whether the message `r` would go into the packet `aggreg` is building for its peer
+    /// but for the room left: the packet is all the gate has queued, and it is full.
+    fn packet_full(&self, r: &Route) -> bool {
+        let g = &self.gates[r.peer as usize];
+        g.out.len() == 1
+            && g.out[0].hdr.kind == KIND_PACKED
+            && r.bytes <= g.eager_max.min(PACK_COPY_MAX)
+            && g.packed.len() + wire::EAGER_HDR_LEN + wire::pad8(r.bytes) > g.aggreg_max
+    }
+
     /// Start a receive. `buf` must stay valid until the request completes.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn irecv(
@@ -2165,6 +2175,15 @@ impl Engine {
                 // SAFETY: forwarded caller contract.
                 if let Some(id) = unsafe { self.st.pack_routed(r, buf) } {
                     return Ok(Some(id));
+                }
+                // A full packet has nothing left to wait for: it leaves now if the driver
+                // takes it (the receiver works on it while the next one is built), and this
+                // message opens the next one.
+                if self.st.packet_full(&r) && self.schedule(r.peer)? {
+                    // SAFETY: forwarded caller contract.
+                    if let Some(id) = unsafe { self.st.pack_routed(r, buf) } {
+                        return Ok(Some(id));
+                    }
                 }
                 // Over shared memory a large message travels alone (`SHM_SOLO_MIN`): it
                 // leaves at once, as under `default`, when nothing waits before it.

@@ -335,6 +335,34 @@ fn aggreg_strategy_packs_several_chunks_in_one_packet() {
         );
         assert!(t.has("chunk queued"));
     }
+    // Rank 0's burst of 24 sends of 1 KiB (tags 20..43) needs more than one shared-memory
+    // packet: the first leaves as soon as it is full, before the burst's last MPI_Isend.
+    let t0 = Trace::load(&dir, 0);
+    let long_burst = |e: &&Value| {
+        e["args"]["chunks"]
+            .as_array()
+            .expect("chunks")
+            .iter()
+            .any(|c| c["tag"].as_u64().is_some_and(|t| (20..44).contains(&t)))
+    };
+    let packets: Vec<&Value> = t0.named("packet").filter(long_burst).collect();
+    assert!(
+        packets.len() >= 2
+            && packets
+                .iter()
+                .all(|p| p["args"]["nchunks"].as_u64() > Some(1)),
+        "the 1 KiB burst in a few full packets: {packets:?}"
+    );
+    let first = packets[0]["ts"].as_f64().expect("ts");
+    let last_isend = t0
+        .named("MPI_Isend")
+        .filter_map(|e| e["ts"].as_f64())
+        .fold(f64::MIN, f64::max);
+    assert!(
+        first < last_isend,
+        "the first full packet left during the burst ({first} µs), not after its last \
+         MPI_Isend ({last_isend} µs)"
+    );
     let _ = std::fs::remove_dir_all(dir.parent().expect("base"));
 }
 

@@ -1,7 +1,8 @@
 /* traced.c - a small, self-checking 2-rank program for the trace tests (tests/tests/trace.rs):
  * small eager messages, one rendezvous-size message, non-blocking calls with MPI_Waitall and
- * MPI_Test, a burst of small non-blocking sends, and collectives. Optional argument "abort": rank 0 calls MPI_Abort after the
- * traffic (the trace must still be written).
+ * MPI_Test, a burst of small non-blocking sends, a longer one of 1 KiB sends, and collectives.
+ * Optional argument "abort": rank 0 calls MPI_Abort after the traffic (the trace must still be
+ * written).
  * Rank 0 prints "OK traced" at the end. */
 #include <mpi.h>
 #include <stdio.h>
@@ -77,6 +78,28 @@ int main(int argc, char **argv)
     MPI_Waitall(8, breqs, MPI_STATUSES_IGNORE);
     for (int i = 0; i < 4; i++)
         CHECK(burst_in[i] == 100 * peer + i);
+
+    /* A longer burst, tags 20..43 from rank 0: 24 KiB in 1 KiB messages, more than one
+     * shared-memory packet holds; under aggreg the first packet leaves as soon as it is full,
+     * during the burst. */
+    enum { NLONG = 24, LONG_INTS = 256 };
+    int *lb = malloc(sizeof(int) * NLONG * LONG_INTS);
+    MPI_Request lreqs[NLONG];
+    CHECK(lb != NULL);
+    for (int i = 0; i < NLONG * LONG_INTS; i++)
+        lb[i] = rank == 0 ? i * 7 + 3 : -1;
+    for (int i = 0; i < NLONG; i++) {
+        if (rank == 0)
+            MPI_Isend(lb + i * LONG_INTS, LONG_INTS, MPI_INT, peer, 20 + i, MPI_COMM_WORLD,
+                      &lreqs[i]);
+        else
+            MPI_Irecv(lb + i * LONG_INTS, LONG_INTS, MPI_INT, peer, 20 + i, MPI_COMM_WORLD,
+                      &lreqs[i]);
+    }
+    MPI_Waitall(NLONG, lreqs, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < NLONG * LONG_INTS; i++)
+        CHECK(lb[i] == i * 7 + 3);
+    free(lb);
 
     /* Collectives. */
     int one = rank + 1, sum = 0;
