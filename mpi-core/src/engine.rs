@@ -149,6 +149,9 @@ pub(crate) struct Gate {
     /// Complete chunks (header, payload, padding) of small sends `aggreg` copied when they
     /// were posted; a `KIND_PACKED` marker holds their place in `out` (at most one, last).
     packed: Vec<u8>,
+    /// The posted receive an eager message from this peer is being received into, straight
+    /// from the driver (`RecvSink::place`); `placed` completes it.
+    placing: Option<RequestId>,
 }
 
 /// A message that arrived before its receive was posted (or taken by MPI_Mprobe).
@@ -356,6 +359,7 @@ fn gate_for(kind: DriverKind, t: Option<&dyn Transport>) -> Gate {
         queued: false,
         dead: false,
         packed: Vec::new(),
+        placing: None,
     }
 }
 
@@ -1587,27 +1591,46 @@ impl State {
     /// caller's.)
     #[inline]
     fn deliver_eager(&mut self, rid: RequestId, src: i32, tag: i32, peer: u32, payload: &[u8]) {
-        let Some(r) = self.reqs.get_mut(rid) else {
+        let Some(r) = self.eager_matched(rid, src, tag, peer, payload.len()) else {
             return;
         };
-        let Op::Recv(rv) = &mut r.op else { return };
-        rv.posted = false;
-        rv.peer = Some(peer);
-        r.status.source = src;
-        r.status.tag = tag;
-        let n = payload.len().min(rv.target.cap);
-        r.status.bytes = n as u64;
-        r.status.msg_len = payload.len() as u64;
-        if payload.len() > rv.target.cap {
-            r.status.error = Some(ErrorClass::Truncate);
+        if let Op::Recv(rv) = &r.op {
+            // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
+            unsafe { rv.target.write_at(0, payload) };
         }
-        // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
-        unsafe { rv.target.write_at(0, payload) };
         // What `complete` does for a receive, on the request at hand.
         r.complete = true;
         if r.detached {
             self.reqs.free(rid);
         }
+    }
+
+    /// The posted receive `rid` matched an eager message of `len` bytes from `src` with
+    /// `tag`, arrived from world rank `peer`: its status is set (truncation included), its
+    /// data not yet written. `None` if `rid` is not a receive.
+    #[inline(always)]
+    fn eager_matched(
+        &mut self,
+        rid: RequestId,
+        src: i32,
+        tag: i32,
+        peer: u32,
+        len: usize,
+    ) -> Option<&mut Request> {
+        let r = self.reqs.get_mut(rid)?;
+        let Op::Recv(rv) = &mut r.op else {
+            return None;
+        };
+        rv.posted = false;
+        rv.peer = Some(peer);
+        r.status.source = src;
+        r.status.tag = tag;
+        r.status.bytes = len.min(rv.target.cap) as u64;
+        r.status.msg_len = len as u64;
+        if len > rv.target.cap {
+            r.status.error = Some(ErrorClass::Truncate);
+        }
+        Some(r)
     }
 
     fn on_sent(&mut self, s: OnSent, len: usize) {
@@ -1842,10 +1865,14 @@ impl RecvSink for State {
         self.handle_packet(peer.0, packet);
     }
 
-    /// A packet made of exactly one Data chunk for a contiguous receive: the rest of it goes
-    /// straight to its offset in the user buffer.
-    fn place(&mut self, _peer: PeerId, head: &[u8], total_len: usize) -> Option<Placement> {
+    /// A packet made of exactly one Data chunk for a contiguous receive, or of one eager
+    /// message that a contiguous posted receive takes: the rest of it goes straight to its
+    /// place in the user buffer.
+    fn place(&mut self, peer: PeerId, head: &[u8], total_len: usize) -> Option<Placement> {
         let h = Header::decode(head).ok()?;
+        if h.kind() == Some(Kind::Eager) {
+            return self.place_eager(peer.0, &h, head, total_len);
+        }
         if h.kind() != Some(Kind::Data) || HDR_LEN + h.len as usize != total_len {
             return None;
         }
@@ -1868,6 +1895,15 @@ impl RecvSink for State {
     fn placed(&mut self, peer: PeerId, head: &[u8], total_len: usize) {
         crate::trace::received_placed(peer.0, head, total_len);
         let Ok(h) = Header::decode(head) else { return };
+        if h.kind() == Some(Kind::Eager) {
+            if let Some(rid) = self.gates[peer.0 as usize].placing.take() {
+                if h.flags & wire::FLAG_SYNC != 0 {
+                    self.queue_ctrl(peer.0, Kind::SyncAck, 0, h.sreq, 0);
+                }
+                self.complete(rid);
+            }
+            return;
+        }
         let id = RequestId(h.aux);
         let Some(Request {
             op: Op::Recv(rv), ..
@@ -1882,6 +1918,56 @@ impl RecvSink for State {
         if rv.got >= rv.msg_len {
             self.complete(id);
         }
+    }
+}
+
+impl State {
+    /// [`RecvSink::place`] for a packet made of one eager chunk (`h`, whose first bytes are
+    /// `head`): matched now against the posted receives, as `handle_chunk` would match it
+    /// (the driver hands packets over in order, so every earlier message has been matched),
+    /// if the receive that takes it is contiguous. The payload bytes already in `head` are
+    /// copied; the placement is the rest of what fits, and `placed` completes the receive.
+    /// `None`, having matched nothing, for the general path.
+    fn place_eager(
+        &mut self,
+        peer: u32,
+        h: &Header,
+        head: &[u8],
+        total_len: usize,
+    ) -> Option<Placement> {
+        let len = h.len as usize;
+        if wire::EAGER_HDR_LEN + wire::pad8(len) != total_len
+            || self.gates.get(peer as usize)?.placing.is_some()
+        {
+            return None;
+        }
+        let q = self.mq(h.ctx);
+        let pos = q
+            .posted
+            .iter()
+            .position(|&(s, t, _)| matches(s, t, h.src, h.tag))?;
+        let rid = q.posted[pos].2;
+        match self.reqs.get(rid) {
+            Some(Request {
+                op: Op::Recv(rv), ..
+            }) if rv.target.layout.is_none() => {}
+            _ => return None,
+        }
+        self.mq(h.ctx).posted.remove(pos);
+        let r = self.eager_matched(rid, h.src, h.tag, peer, len)?;
+        let Op::Recv(rv) = &r.op else { return None };
+        let inline = &head[wire::EAGER_HDR_LEN.min(head.len())..];
+        let inline = &inline[..inline.len().min(len)];
+        // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
+        unsafe { rv.target.write_at(0, inline) };
+        let done = inline.len().min(rv.target.cap);
+        let rest = len.min(rv.target.cap) - done;
+        // SAFETY: [done, done + rest) lies in the receive buffer, valid and untouched by
+        // anything else until this request completes, which cannot happen before `placed`
+        // (or the loss of the peer).
+        let p = unsafe { Placement::new(rv.target.ptr.add(done), rest) };
+        self.gates[peer as usize].placing = Some(rid);
+        Some(p)
     }
 }
 

@@ -291,11 +291,20 @@ fn trace_over_tcp_shows_cts_and_fragments() {
         .named("try_send")
         .filter(|e| e["args"]["peer"] == 1)
         .all(|e| e["args"]["driver"] == "tcp"));
-    // Large data packets land straight in the receive buffer.
+    // Large data packets land straight in the receive buffer, and so does the 32 KiB eager
+    // message whose receive was posted.
+    let placed = |kind: &str| {
+        t1.named("packet received").any(|e| {
+            e["args"]["placed_in_user_buffer"] == true && e["args"]["chunks"][0]["kind"] == kind
+        })
+    };
     assert!(
-        t1.named("packet received")
-            .any(|e| e["args"]["placed_in_user_buffer"] == true),
-        "rank 1: no packet placed in the user buffer"
+        placed("data"),
+        "rank 1: no data packet placed in the user buffer"
+    );
+    assert!(
+        placed("eager"),
+        "rank 1: the 32 KiB eager message was not placed"
     );
     let _ = std::fs::remove_dir_all(dir.parent().expect("base"));
 }

@@ -47,6 +47,7 @@ fn sim_gate(can_get: bool) -> Gate {
         queued: false,
         dead: false,
         packed: Vec::new(),
+        placing: None,
     }
 }
 

@@ -1,7 +1,8 @@
 /* truncate.c - a message longer than the receive buffer: MPI_ERR_TRUNCATE
  * from Recv, Wait, Waitany and Sendrecv, MPI_ERR_IN_STATUS from Waitall /
  * Testall / Waitsome, the bytes that fit are delivered, and MPI_ERROR is
- * set.  Small (eager) and large (rendezvous) messages.  Exactly 2 ranks. */
+ * set.  Small (eager), larger eager (over TCP received straight into the
+ * receive buffer) and large (rendezvous) messages.  Exactly 2 ranks. */
 #include "common.h"
 
 #define BIG (1 << 20)
@@ -12,12 +13,12 @@ int main(int argc, char **argv)
     CHECK(t_size == 2);
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     unsigned char *buf = xmalloc(BIG);
-    static const size_t sizes[] = {100, BIG};
+    static const size_t sizes[] = {100, 40000, BIG};
     MPI_Status st;
     int cnt;
     int madmpi = is_madmpi();
 
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         size_t n = sizes[k];
         size_t fit = n / 4;
         if (t_rank == 0) {

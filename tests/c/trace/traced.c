@@ -1,5 +1,5 @@
 /* traced.c - a small, self-checking 2-rank program for the trace tests (tests/tests/trace.rs):
- * small eager messages, one rendezvous-size message, non-blocking calls with MPI_Waitall and
+ * small eager messages, one rendezvous-size message, a 32 KiB eager one, non-blocking calls with MPI_Waitall and
  * MPI_Test, a burst of small non-blocking sends, a longer one of 1 KiB sends, and collectives.
  * Optional argument "abort": rank 0 calls MPI_Abort after the traffic (the trace must still be
  * written).
@@ -52,6 +52,22 @@ int main(int argc, char **argv)
         memset(big, 0, BIG);
         MPI_Recv(big, BIG, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         for (int i = 0; i < BIG; i++)
+            CHECK(big[i] == (unsigned char)(i * 13 + 5));
+    }
+
+    /* A 32 KiB eager message from rank 0 to rank 1, tag 5, sent once rank 1 has posted its
+     * receive (over TCP it is read straight into the receive buffer). */
+    enum { MID = 32 << 10 };
+    if (rank == 0) {
+        MPI_Recv(NULL, 0, MPI_BYTE, peer, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(big, MID, MPI_BYTE, peer, 5, MPI_COMM_WORLD);
+    } else {
+        MPI_Request mid;
+        memset(big, 0, MID);
+        MPI_Irecv(big, MID, MPI_BYTE, peer, 5, MPI_COMM_WORLD, &mid);
+        MPI_Send(NULL, 0, MPI_BYTE, peer, 6, MPI_COMM_WORLD);
+        MPI_Wait(&mid, MPI_STATUS_IGNORE);
+        for (int i = 0; i < MID; i++)
             CHECK(big[i] == (unsigned char)(i * 13 + 5));
     }
 

@@ -59,7 +59,12 @@ impl Default for TcpConfig {
             port: 0,
             sndbuf: 4 << 20,
             rcvbuf: 4 << 20,
-            eager_threshold: 64 << 10,
+            // Eager up to 128 KiB (MPICH's TCP default): a message whose receive is posted is
+            // read straight into the receive buffer, so eager saves the rendezvous round trip
+            // at no copy; measured on loopback, ping-pong 128 KiB 32 -> 24 us, windowed
+            // bandwidth unchanged. Larger messages would cost a receiver that has not posted
+            // its receive yet that much memory each.
+            eager_threshold: 128 << 10,
             // Large messages go in fragments of about 256 KiB: measured on loopback, windowed
             // 1 MiB transfers reach about twice the bandwidth they do with 1 MiB fragments (the
             // receiver starts placing a fragment while the next is still being written), and

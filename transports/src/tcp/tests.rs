@@ -154,7 +154,7 @@ fn caps_and_cards() {
     let c = t.caps();
     assert_eq!(
         (c.name, c.can_get, c.eager_threshold, c.max_iov),
-        ("tcp", false, 64 << 10, 1024)
+        ("tcp", false, 128 << 10, 1024)
     );
     assert!(c.max_packet > 256 << 10);
     let card = t.business_card();
