@@ -137,6 +137,9 @@ const WORDS: usize = IDS / 64;
 /// The context of an MPI_Comm_idup communicator until its agreement completes: beyond the
 /// pool, never used by anyone.
 const PLACEHOLDER_CTX: u32 = 2 * IDS as u32;
+/// Every context a message can name is below this (a peer's chunk naming another is
+/// malformed).
+pub(crate) const CTX_LIMIT: u32 = PLACEHOLDER_CTX;
 
 /// The priority of an agreement: (parent context, collective tag) — the same on every member,
 /// so the lowest one in progress anywhere gets every member's free ids.

@@ -1383,6 +1383,13 @@ impl State {
         let Some(kind) = h.kind() else { return };
         match kind {
             Kind::Eager | Kind::Rts => {
+                if h.ctx >= crate::comm::CTX_LIMIT {
+                    // (Matching queues are indexed by context: never grown for a forged one.)
+                    return self.peer_error(format!(
+                        "from rank {peer}: a message in context {}, which no communicator has",
+                        h.ctx
+                    ));
+                }
                 // (An eager header carries no length of its own: the chunk's is the message's.)
                 let eager = kind == Kind::Eager;
                 let q = self.mq(h.ctx);
@@ -1937,6 +1944,7 @@ impl State {
     ) -> Option<Placement> {
         let len = h.len as usize;
         if wire::EAGER_HDR_LEN + wire::pad8(len) != total_len
+            || h.ctx >= crate::comm::CTX_LIMIT
             || self.gates.get(peer as usize)?.placing.is_some()
         {
             return None;

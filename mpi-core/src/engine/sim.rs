@@ -609,6 +609,30 @@ fn packed_sends() {
 #[test]
 fn malformed_packets_are_dropped() {
     let mut net = Net::new(2, Strategy::Default, true, 1);
+    // First, a well-formed message in a context no communicator can have is refused, and the
+    // matching queues (indexed by context) do not grow for it.
+    for (kind, ctx) in [
+        (Kind::Eager, u32::MAX - 1),
+        (Kind::Rts, crate::comm::CTX_LIMIT),
+    ] {
+        let h = Header {
+            kind: kind as u8,
+            ctx,
+            len: 8,
+            msg_len: 8,
+            ..Default::default()
+        };
+        let mut pkt = h.encode().to_vec();
+        pkt.extend_from_slice(&[7u8; 8]);
+        let before = net.ranks[1].peer_errors.len();
+        net.ranks[1].handle_packet(0, &pkt);
+        assert_eq!(
+            net.ranks[1].peer_errors.len(),
+            before + 1,
+            "{kind:?} in context {ctx}"
+        );
+        assert!(net.ranks[1].mq.len() <= crate::comm::CTX_LIMIT as usize);
+    }
     let mut rng = Rng(99);
     for len in 0..400 {
         let pkt: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
