@@ -467,6 +467,24 @@ impl State {
         &mut self.mq[i]
     }
 
+    /// The matching queues of a context a peer's message names; `None` for a context no
+    /// communicator can have (the queues, indexed by context, never grow for a forged one).
+    #[inline(always)]
+    fn peer_mq(&mut self, ctx: u32) -> Option<&mut MatchQ> {
+        if ctx >= crate::comm::CTX_LIMIT {
+            return None;
+        }
+        Some(self.mq(ctx))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn bad_context(&mut self, peer: u32, ctx: u32) {
+        self.peer_error(format!(
+            "from rank {peer}: a message in context {ctx}, which no communicator has"
+        ));
+    }
+
     pub fn comm(&self, c: CommId) -> Result<&Comm> {
         match self.comms.get(c.0 as usize) {
             Some(Some(c)) => Ok(c),
@@ -1383,16 +1401,11 @@ impl State {
         let Some(kind) = h.kind() else { return };
         match kind {
             Kind::Eager | Kind::Rts => {
-                if h.ctx >= crate::comm::CTX_LIMIT {
-                    // (Matching queues are indexed by context: never grown for a forged one.)
-                    return self.peer_error(format!(
-                        "from rank {peer}: a message in context {}, which no communicator has",
-                        h.ctx
-                    ));
-                }
                 // (An eager header carries no length of its own: the chunk's is the message's.)
                 let eager = kind == Kind::Eager;
-                let q = self.mq(h.ctx);
+                let Some(q) = self.peer_mq(h.ctx) else {
+                    return self.bad_context(peer, h.ctx);
+                };
                 // Usually the oldest posted receive matches: look at it before searching.
                 let pos = match q.posted.front() {
                     Some(&(s, t, _)) if matches(s, t, h.src, h.tag) => Some(0),
@@ -1944,12 +1957,11 @@ impl State {
     ) -> Option<Placement> {
         let len = h.len as usize;
         if wire::EAGER_HDR_LEN + wire::pad8(len) != total_len
-            || h.ctx >= crate::comm::CTX_LIMIT
             || self.gates.get(peer as usize)?.placing.is_some()
         {
             return None;
         }
-        let q = self.mq(h.ctx);
+        let q = self.peer_mq(h.ctx)?;
         let pos = q
             .posted
             .iter()
