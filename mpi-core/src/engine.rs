@@ -152,6 +152,9 @@ pub(crate) struct Gate {
     /// The posted receive an eager message from this peer is being received into, straight
     /// from the driver (`RecvSink::place`); `placed` completes it.
     placing: Option<RequestId>,
+    /// Sends to this peer whose RTS carried the start of the message and that wait for their
+    /// Cts.
+    prefixed: u32,
 }
 
 /// A message that arrived before its receive was posted (or taken by MPI_Mprobe).
@@ -174,6 +177,8 @@ enum UBody {
         table: Option<Vec<u8>>,
         /// The sender streams the data (`FLAG_STREAM`): there is nothing to pull.
         stream: bool,
+        /// The start of the message, sent with the RTS (`FLAG_PREFIX`; else empty).
+        prefix: Vec<u8>,
     },
 }
 
@@ -360,6 +365,7 @@ fn gate_for(kind: DriverKind, t: Option<&dyn Transport>) -> Gate {
         dead: false,
         packed: Vec::new(),
         placing: None,
+        prefixed: 0,
     }
 }
 
@@ -696,6 +702,17 @@ impl State {
             );
         }
         let eager = bytes <= g.eager_max;
+        // A rendezvous that the receiver answers with a Cts (it cannot pull the data) carries
+        // the start of the message, as much as an eager message could: the receiver has it,
+        // and answers, while the rest waits for the answer. Only when nothing else is on its
+        // way to the peer (a latency-bound message): in a stream of large messages the round
+        // trips overlap anyway, and the starts only add packets.
+        let prefix =
+            if !eager && !g.can_get && pieces.is_none() && g.out.is_empty() && g.prefixed == 0 {
+                bytes.min(g.eager_max)
+            } else {
+                0
+            };
         if !eager {
             tracing::debug!(
                 peer,
@@ -704,6 +721,9 @@ impl State {
                 zero_copy = pieces.is_some(),
                 "rendezvous"
             );
+        }
+        if prefix > 0 {
+            self.gates[peer as usize].prefixed += 1;
         }
         let sync = mode == SendMode::Synchronous;
         let seq = self.next_seq(peer);
@@ -722,6 +742,7 @@ impl State {
         let mut r = Request::new(Op::Send(SendOp {
             queued: true,
             await_ack: sync || !eager,
+            frag_sent: prefix,
             extra,
             ..SendOp::new(peer, ptr, bytes)
         }));
@@ -743,7 +764,8 @@ impl State {
                     wire::FLAG_STREAM
                 } else {
                     0
-                },
+                }
+                | if prefix > 0 { wire::FLAG_PREFIX } else { 0 },
             ctx,
             src,
             tag,
@@ -751,7 +773,7 @@ impl State {
             len: if eager {
                 bytes as u32
             } else {
-                table_len as u32
+                (table_len + prefix) as u32
             },
             msg_len: bytes as u64,
             sreq: rid.0,
@@ -766,7 +788,7 @@ impl State {
             OutChunk {
                 hdr,
                 ptr,
-                len: if eager { bytes } else { table_len },
+                len: if eager { bytes } else { table_len + prefix },
                 sent: OnSent::Send(rid),
                 gather: None,
             },
@@ -1336,6 +1358,7 @@ impl State {
                 addr,
                 table,
                 stream,
+                prefix,
             } => {
                 tracing::debug!(
                     peer,
@@ -1370,7 +1393,24 @@ impl State {
                 } else {
                     self.queue_ctrl(peer, Kind::Cts, 0, u.sreq, rid.0);
                 }
+                if !prefix.is_empty() {
+                    self.write_prefix(rid, &prefix);
+                    self.recycle(prefix);
+                }
             }
+        }
+    }
+
+    /// The start of a rendezvous message, sent with its RTS, into the receive `rid` that
+    /// matched it.
+    fn write_prefix(&mut self, rid: RequestId, data: &[u8]) {
+        if let Some(Request {
+            op: Op::Recv(rv), ..
+        }) = self.reqs.get_mut(rid)
+        {
+            // SAFETY: the receive buffer is valid until completion; write_at clips.
+            unsafe { rv.target.write_at(0, data) };
+            rv.got += data.len() as u64;
         }
     }
 
@@ -1451,6 +1491,15 @@ impl State {
                 else {
                     return;
                 };
+                if s.fragmenting {
+                    // (A second Cts for the same send: the peer is confused.)
+                    return self.peer_error(format!("from rank {peer}: a second Cts"));
+                }
+                if s.frag_sent > 0 {
+                    // Its RTS carried the start of the message.
+                    let g = &mut self.gates[peer as usize];
+                    g.prefixed = g.prefixed.saturating_sub(1);
+                }
                 s.await_ack = false;
                 s.fragmenting = true;
                 let mut gather = None;
@@ -1469,9 +1518,10 @@ impl State {
                         s.extra_mut().staging = Some(v);
                     }
                 }
+                // The fragments start after what the RTS carried (`frag_sent` counts it).
                 let (ptr, len) = (s.ptr, s.len);
                 let frag = self.gates[peer as usize].frag_max;
-                let mut off = 0;
+                let mut off = s.frag_sent;
                 while off < len {
                     let n = frag.min(len - off);
                     let hdr = Header {
@@ -1556,6 +1606,11 @@ impl State {
                 let Op::Send(s) = &mut r.op else { return };
                 s.cancel_wait = false;
                 if h.flags & wire::FLAG_CANCELLED != 0 {
+                    if !s.fragmenting && s.frag_sent > 0 {
+                        // Its RTS carried the start of the message; no Cts will come.
+                        let g = &mut self.gates[peer as usize];
+                        g.prefixed = g.prefixed.saturating_sub(1);
+                    }
                     r.status.cancelled = true;
                     s.await_ack = false;
                     s.fragmenting = false;
@@ -1578,12 +1633,20 @@ impl State {
                 addr: 0,
                 table: Some(payload.to_vec()),
                 stream: false,
+                prefix: Vec::new(),
             }
         } else {
+            // The start of the message (FLAG_PREFIX) is kept if no receive takes it yet.
+            let prefix = if h.flags & wire::FLAG_PREFIX != 0 && pos.is_none() {
+                self.unexpected_copy(payload)
+            } else {
+                Vec::new()
+            };
             UBody::Rts {
                 addr: h.aux,
                 table: None,
                 stream: h.flags & wire::FLAG_STREAM != 0,
+                prefix,
             }
         };
         let u = Unexpected {
@@ -1600,6 +1663,9 @@ impl State {
             Some(pos) => {
                 let (_, _, rid) = q.posted.remove(pos).expect("in range");
                 self.deliver(rid, u);
+                if h.kind == Kind::Rts as u8 && h.flags & wire::FLAG_PREFIX != 0 {
+                    self.write_prefix(rid, payload);
+                }
             }
             None => q.unexpected.push_back(u),
         }
@@ -1890,8 +1956,10 @@ impl RecvSink for State {
     /// place in the user buffer.
     fn place(&mut self, peer: PeerId, head: &[u8], total_len: usize) -> Option<Placement> {
         let h = Header::decode(head).ok()?;
-        if h.kind() == Some(Kind::Eager) {
-            return self.place_eager(peer.0, &h, head, total_len);
+        match h.kind() {
+            Some(Kind::Eager) => return self.place_eager(peer.0, &h, head, total_len),
+            Some(Kind::Rts) => return self.place_rts(peer.0, &h, head, total_len),
+            _ => {}
         }
         if h.kind() != Some(Kind::Data) || HDR_LEN + h.len as usize != total_len {
             return None;
@@ -1924,7 +1992,15 @@ impl RecvSink for State {
             }
             return;
         }
-        let id = RequestId(h.aux);
+        // The start of a rendezvous message, sent with its RTS, or a fragment.
+        let id = if h.kind() == Some(Kind::Rts) {
+            match self.gates[peer.0 as usize].placing.take() {
+                Some(rid) => rid,
+                None => return,
+            }
+        } else {
+            RequestId(h.aux)
+        };
         let Some(Request {
             op: Op::Recv(rv), ..
         }) = self.reqs.get_mut(id)
@@ -1956,9 +2032,81 @@ impl State {
         total_len: usize,
     ) -> Option<Placement> {
         let len = h.len as usize;
-        if wire::EAGER_HDR_LEN + wire::pad8(len) != total_len
-            || self.gates.get(peer as usize)?.placing.is_some()
+        if wire::EAGER_HDR_LEN + wire::pad8(len) != total_len {
+            return None;
+        }
+        let rid = self.take_posted_contiguous(peer, h)?;
+        let r = self.eager_matched(rid, h.src, h.tag, peer, len)?;
+        let Op::Recv(rv) = &r.op else { return None };
+        let inline = &head[wire::EAGER_HDR_LEN.min(head.len())..];
+        let inline = &inline[..inline.len().min(len)];
+        // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
+        unsafe { rv.target.write_at(0, inline) };
+        let done = inline.len().min(rv.target.cap);
+        let rest = len.min(rv.target.cap) - done;
+        // SAFETY: [done, done + rest) lies in the receive buffer, valid and untouched by
+        // anything else until this request completes, which cannot happen before `placed`
+        // (or the loss of the peer).
+        let p = unsafe { Placement::new(rv.target.ptr.add(done), rest) };
+        self.gates[peer as usize].placing = Some(rid);
+        Some(p)
+    }
+
+    /// [`RecvSink::place`] for a packet made of one RTS carrying the start of its message
+    /// (`FLAG_PREFIX`): matched now as [`State::place_eager`] does, the Cts queued at once,
+    /// and the start read straight into the receive buffer; the driver lets the Cts leave
+    /// before it reads (`Placement::reply_first`), so that the sender streams the rest while
+    /// the start is still arriving.
+    fn place_rts(
+        &mut self,
+        peer: u32,
+        h: &Header,
+        head: &[u8],
+        total_len: usize,
+    ) -> Option<Placement> {
+        let len = h.len as usize;
+        if h.flags & wire::FLAG_PREFIX == 0
+            || h.flags & wire::FLAG_PIECES != 0
+            || HDR_LEN + wire::pad8(len) != total_len
         {
+            return None;
+        }
+        let rid = self.take_posted_contiguous(peer, h)?;
+        crate::trace::placing(peer, head);
+        let u = Unexpected {
+            src: h.src,
+            tag: h.tag,
+            peer,
+            msg_len: h.msg_len,
+            sreq: h.sreq,
+            sync: h.flags & wire::FLAG_SYNC != 0,
+            body: UBody::Rts {
+                addr: h.aux,
+                table: None,
+                stream: h.flags & wire::FLAG_STREAM != 0,
+                prefix: Vec::new(),
+            },
+        };
+        self.deliver(rid, u);
+        let Some(Request {
+            op: Op::Recv(rv), ..
+        }) = self.reqs.get(rid)
+        else {
+            return None;
+        };
+        // SAFETY: [0, n) lies in the receive buffer, valid and untouched by anything else
+        // until this request completes, which cannot happen before `placed` (the fragments
+        // after the Cts come behind the start on the same connection) or the loss of the peer.
+        let p = unsafe { Placement::new(rv.target.ptr, len.min(rv.target.cap)) };
+        self.gates[peer as usize].placing = Some(rid);
+        Some(p.reply_first())
+    }
+
+    /// The oldest posted receive that matches the message of `h`, from world rank `peer`,
+    /// taken out of the posted queue if it is contiguous (a placement needs one span); `None`,
+    /// leaving everything as it was, if there is none or a placement from `peer` is under way.
+    fn take_posted_contiguous(&mut self, peer: u32, h: &Header) -> Option<RequestId> {
+        if self.gates.get(peer as usize)?.placing.is_some() {
             return None;
         }
         let q = self.peer_mq(h.ctx)?;
@@ -1974,20 +2122,7 @@ impl State {
             _ => return None,
         }
         self.mq(h.ctx).posted.remove(pos);
-        let r = self.eager_matched(rid, h.src, h.tag, peer, len)?;
-        let Op::Recv(rv) = &r.op else { return None };
-        let inline = &head[wire::EAGER_HDR_LEN.min(head.len())..];
-        let inline = &inline[..inline.len().min(len)];
-        // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
-        unsafe { rv.target.write_at(0, inline) };
-        let done = inline.len().min(rv.target.cap);
-        let rest = len.min(rv.target.cap) - done;
-        // SAFETY: [done, done + rest) lies in the receive buffer, valid and untouched by
-        // anything else until this request completes, which cannot happen before `placed`
-        // (or the loss of the peer).
-        let p = unsafe { Placement::new(rv.target.ptr.add(done), rest) };
-        self.gates[peer as usize].placing = Some(rid);
-        Some(p)
+        Some(rid)
     }
 }
 

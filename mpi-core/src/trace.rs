@@ -586,6 +586,26 @@ pub(crate) fn received_placed(peer: u32, head: &[u8], total_len: usize) {
     }
 }
 
+/// The engine took the head of a packet from `peer` whose rest it receives in place: the
+/// handshake the head carries (an RTS with the start of its message) is recorded now, when the
+/// engine answers it, not when the rest has landed.
+#[inline(always)]
+pub(crate) fn placing(peer: u32, head: &[u8]) {
+    if on() {
+        placing_slow(peer, head)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn placing_slow(peer: u32, head: &[u8]) {
+    let ts = mono();
+    let chunks: Box<[ChunkInfo]> = Header::decode(head).iter().map(ChunkInfo::from).collect();
+    let mut g = lock();
+    let Some(b) = g.as_mut() else { return };
+    push_handshakes(b, ts, peer, &chunks, false);
+}
+
 #[cold]
 #[inline(never)]
 fn received_slow(peer: u32, pkt: &[u8], total: usize, placed: bool) {
@@ -600,7 +620,10 @@ fn received_slow(peer: u32, pkt: &[u8], total: usize, placed: bool) {
     };
     let mut g = lock();
     let Some(b) = g.as_mut() else { return };
-    push_handshakes(b, ts, peer, &chunks, false);
+    if !placed {
+        // (Those of a placed packet were recorded when its head was taken: `placing`.)
+        push_handshakes(b, ts, peer, &chunks, false);
+    }
     push(
         b,
         instant(

@@ -84,6 +84,9 @@ pub const FLAG_CANCELLED: u8 = 2;
 pub const FLAG_PIECES: u8 = 4;
 /// In an `Rts`: the sender streams the data (no address to pull from): answer with `Cts`.
 pub const FLAG_STREAM: u8 = 8;
+/// In an `Rts` without `FLAG_PIECES`: the payload is the start of the message (its first `len`
+/// bytes); the `Data` fragments after the `Cts` carry the rest, from that offset.
+pub const FLAG_PREFIX: u8 = 16;
 
 /// A decoded chunk header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

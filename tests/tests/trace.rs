@@ -276,16 +276,20 @@ fn trace_over_tcp_shows_cts_and_fragments() {
     assert!(t1.has("CTS sent") && t0.has("CTS received"));
     assert!(t1.first_ts("CTS sent") >= t1.first_ts("RTS received"));
     assert!(t0.first_ts("CTS received") >= t1.first_ts("CTS sent"));
-    let data: u64 = t0
-        .named("packet")
-        .flat_map(|e| e["args"]["chunks"].as_array().expect("chunks").iter())
-        .filter(|c| c["kind"] == "data")
-        .map(|c| c["len"].as_u64().expect("len"))
-        .sum();
+    // The RTS carries the start of the message, the data chunks the rest.
+    let sent = |kind: &str| -> u64 {
+        t0.named("packet")
+            .flat_map(|e| e["args"]["chunks"].as_array().expect("chunks").iter())
+            .filter(|c| c["kind"] == kind)
+            .map(|c| c["len"].as_u64().expect("len"))
+            .sum()
+    };
+    let (start, data) = (sent("rts"), sent("data"));
+    assert!(start > 0, "the RTS carries the start of the message");
     assert_eq!(
-        data,
+        start + data,
         1 << 20,
-        "rank 0 sent the whole message in data chunks"
+        "rank 0 sent the whole message: {start} bytes with the RTS, {data} in data chunks"
     );
     assert!(t0
         .named("try_send")
@@ -305,6 +309,22 @@ fn trace_over_tcp_shows_cts_and_fragments() {
     assert!(
         placed("eager"),
         "rank 1: the 32 KiB eager message was not placed"
+    );
+    // The RTS of the 1 MiB message, whose receive was posted, carries the start of the
+    // message, placed too; its CTS leaves as soon as the RTS's header is in, before the start
+    // has landed.
+    assert!(
+        placed("rts"),
+        "rank 1: the RTS carrying the start was not placed"
+    );
+    let rts_landed = t1
+        .named("packet received")
+        .find(|e| e["args"]["chunks"][0]["kind"] == "rts")
+        .and_then(|e| e["ts"].as_f64())
+        .expect("ts");
+    assert!(
+        t1.first_ts("CTS sent") <= rts_landed,
+        "rank 1: the CTS waited for the start of the message to land"
     );
     let _ = std::fs::remove_dir_all(dir.parent().expect("base"));
 }

@@ -229,6 +229,7 @@ pub struct SplitParams {
 pub struct Placement {
     ptr: *mut u8,
     len: usize,
+    reply_first: bool,
 }
 
 impl Placement {
@@ -241,7 +242,24 @@ impl Placement {
     /// [`RecvSink::placed`] for the packet, reports the peer through
     /// [`Transport::poll_lost`], or is dropped, whichever comes first.
     pub unsafe fn new(ptr: *mut u8, len: usize) -> Placement {
-        Placement { ptr, len }
+        Placement {
+            ptr,
+            len,
+            reply_first: false,
+        }
+    }
+
+    /// The engine has queued an answer the sender waits for (a rendezvous Cts): the driver
+    /// returns from its poll as soon as it has accepted this placement, so that the answer
+    /// leaves before the rest of the packet is read (at the next poll).
+    pub fn reply_first(mut self) -> Placement {
+        self.reply_first = true;
+        self
+    }
+
+    /// Whether [`Placement::reply_first`] was asked.
+    pub fn wants_reply_first(&self) -> bool {
+        self.reply_first
     }
 
     /// Start of the memory.

@@ -260,6 +260,9 @@ struct Conn {
     bye: bool,
     /// The last packet was placed (not delivered whole).
     last_placed: bool,
+    /// The engine accepted a placement asking to answer first (`Placement::reply_first`):
+    /// stop reading this connection for this poll.
+    reply_first: bool,
 }
 
 impl Conn {
@@ -288,6 +291,7 @@ impl Conn {
             out_off: 0,
             bye: false,
             last_placed: false,
+            reply_first: false,
         }
     }
 
@@ -1559,6 +1563,9 @@ impl TcpTransport {
         let r = (|| {
             parse(c, pool)?;
             for _ in 0..READS_PER_POLL {
+                if c.reply_first {
+                    break;
+                }
                 if !c.readable {
                     break;
                 }
@@ -1595,6 +1602,12 @@ impl TcpTransport {
                     Err(e) => return Err(Fail::Bad(format!("read: {e}"))),
                 }
                 parse(c, pool)?;
+            }
+            if c.reply_first {
+                // The engine answers before this connection is read further; the rest
+                // (buffered or not) is taken at the next poll, which `readable` asks for.
+                c.reply_first = false;
+                c.readable = true;
             }
             c.rx_shrink(pool);
             Ok(())
@@ -1806,6 +1819,11 @@ fn parse(
                         total: len,
                     });
                     c.rx_start = body + split.head_len;
+                    if p.wants_reply_first() {
+                        // What is already buffered goes into the placement at the next poll.
+                        c.reply_first = true;
+                        break;
+                    }
                     continue;
                 }
                 None => c.offered = true,

@@ -30,6 +30,8 @@ struct Net {
     ranks: Vec<State>,
     links: HashMap<(u32, u32), VecDeque<Vec<u8>>>,
     rng: Rng,
+    /// Payload bytes of the Data chunks transmitted so far.
+    data_bytes: usize,
 }
 
 fn sim_gate(can_get: bool) -> Gate {
@@ -48,6 +50,7 @@ fn sim_gate(can_get: bool) -> Gate {
         dead: false,
         packed: Vec::new(),
         placing: None,
+        prefixed: 0,
     }
 }
 
@@ -65,6 +68,7 @@ impl Net {
             ranks,
             links: HashMap::new(),
             rng: Rng(seed | 1),
+            data_bytes: 0,
         }
     }
 
@@ -85,6 +89,9 @@ impl Net {
                 continue;
             }
             pkt.extend_from_slice(&c.hdr.encode());
+            if c.hdr.kind == Kind::Data as u8 {
+                self.data_bytes += c.len;
+            }
             if c.gather.is_some() {
                 // SAFETY: the send buffer of this test is live.
                 for seg in unsafe { c.gathered() } {
@@ -1112,5 +1119,74 @@ fn aggreg_sends_large_chunks_alone_over_shm() {
     net.run();
     for (k, d) in data.iter().enumerate() {
         net.recv_expect(1, 0, 9, d, &format!("message {k}"));
+    }
+}
+
+/// Without `get`, a rendezvous RTS carries the start of its message (as much as an eager
+/// message holds) when nothing else is on its way to the peer, and the fragments after the
+/// Cts the rest: delivered whole to a receive posted before, to one posted after (the start
+/// kept with the unexpected RTS), and truncated inside and after the start. A second large
+/// send while the first waits for its Cts carries no start.
+#[test]
+fn rendezvous_start_travels_with_the_rts() {
+    let mut net = Net::new(2, Strategy::Default, false, 23);
+    let a = payload(0, 1, 500);
+    let b = payload(0, 2, 500);
+    // SAFETY: the buffers outlive the requests, which complete in `run`.
+    let (s1, s2) = unsafe {
+        (
+            send_bytes(&mut net.ranks[0], &a, 1, 1),
+            send_bytes(&mut net.ranks[0], &b, 1, 2),
+        )
+    };
+    let rts: Vec<(u8, u32)> = net.ranks[0].gates[1]
+        .out
+        .iter()
+        .map(|c| (c.hdr.flags & wire::FLAG_PREFIX, c.hdr.len))
+        .collect();
+    assert_eq!(
+        rts,
+        [(wire::FLAG_PREFIX, 64), (0, 0)],
+        "only the first RTS carries 64 bytes"
+    );
+    // Both RTSs arrive unexpected; the first keeps its start until its receive is posted.
+    net.run();
+    assert!(!net.ranks[0].reqs.get(s1).unwrap().complete);
+    net.recv_expect(1, 0, 1, &a, "started rendezvous, receive posted after");
+    net.recv_expect(1, 0, 2, &b, "plain rendezvous");
+    assert!(net.ranks[0].reqs.get(s1).unwrap().complete);
+    assert!(net.ranks[0].reqs.get(s2).unwrap().complete);
+    assert_eq!(net.ranks[0].gates[1].prefixed, 0, "every Cts came");
+    assert_eq!(
+        net.data_bytes,
+        500 - 64 + 500,
+        "the fragments carry what the RTS did not"
+    );
+
+    // Posted before, whole; then truncated inside the start (40 of 64) and after it (300).
+    for (cap, k) in [(500, 3u64), (40, 4), (300, 5)] {
+        let d = payload(0, k, 500);
+        let mut rb = vec![0u8; cap];
+        // SAFETY: as above.
+        let r = unsafe {
+            net.ranks[1]
+                .irecv(rb.as_mut_ptr(), cap, &byte(), 0, 7, COMM_WORLD, false)
+                .unwrap()
+        };
+        let s = unsafe { send_bytes(&mut net.ranks[0], &d, 1, 7) };
+        assert_eq!(
+            net.ranks[0].gates[1].out[0].hdr.len, 64,
+            "cap {cap}: a started RTS"
+        );
+        net.run();
+        let st = net.status(1, r);
+        assert_eq!(st.bytes as usize, cap.min(500), "cap {cap}");
+        assert_eq!(
+            st.error.is_some(),
+            cap < 500,
+            "cap {cap}: truncation reported"
+        );
+        assert_eq!(rb, d[..cap], "cap {cap}");
+        assert!(net.ranks[0].reqs.get(s).unwrap().complete, "cap {cap}");
     }
 }

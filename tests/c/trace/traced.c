@@ -1,6 +1,7 @@
 /* traced.c - a small, self-checking 2-rank program for the trace tests (tests/tests/trace.rs):
- * small eager messages, one rendezvous-size message, a 32 KiB eager one, non-blocking calls with MPI_Waitall and
- * MPI_Test, a burst of small non-blocking sends, a longer one of 1 KiB sends, and collectives.
+ * small eager messages, one rendezvous-size message, a 32 KiB eager one, non-blocking calls
+ * with MPI_Waitall and MPI_Test, a burst of small non-blocking sends, a longer one of 1 KiB
+ * sends, and collectives.
  * Optional argument "abort": rank 0 calls MPI_Abort after the traffic (the trace must still be
  * written).
  * Rank 0 prints "OK traced" at the end. */
@@ -41,16 +42,21 @@ int main(int argc, char **argv)
         MPI_Send(small, 4, MPI_INT, peer, 2, MPI_COMM_WORLD);
     }
 
-    /* One rendezvous message from rank 0 to rank 1, tag 3. */
+    /* One rendezvous message from rank 0 to rank 1, tag 3, its receive posted first. */
     unsigned char *big = malloc(BIG);
     CHECK(big != NULL);
     if (rank == 0) {
         for (int i = 0; i < BIG; i++)
             big[i] = (unsigned char)(i * 13 + 5);
+        /* Sent once rank 1 has posted its receive (tag 7 says so). */
+        MPI_Recv(NULL, 0, MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_Send(big, BIG, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
     } else {
+        MPI_Request r;
         memset(big, 0, BIG);
-        MPI_Recv(big, BIG, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Irecv(big, BIG, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &r);
+        MPI_Send(NULL, 0, MPI_BYTE, peer, 7, MPI_COMM_WORLD);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
         for (int i = 0; i < BIG; i++)
             CHECK(big[i] == (unsigned char)(i * 13 + 5));
     }

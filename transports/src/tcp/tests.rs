@@ -277,7 +277,8 @@ enum Ev {
 }
 
 /// Places packets whose head starts with `P` into `dst` (of the length the head's second
-/// byte says, in KiB; 255: all of the rest), declines the others.
+/// byte says, in KiB; 255: all of the rest; 254: all of the rest, answering first), declines
+/// the others.
 struct Sink {
     events: Vec<Ev>,
     dst: Vec<Vec<u8>>,
@@ -296,7 +297,7 @@ impl RecvSink for Sink {
             return None;
         }
         let rest = total - head.len();
-        let len = if head[1] == 255 {
+        let len = if head[1] >= 254 {
             rest
         } else {
             (head[1] as usize) << 10
@@ -305,7 +306,8 @@ impl RecvSink for Sink {
         let d = self.dst.last_mut().expect("pushed");
         // SAFETY: `d`'s heap storage is not touched until `placed` (we only push to the outer
         // vector, which moves the inner `Vec` headers, not their buffers).
-        Some(unsafe { Placement::new(d.as_mut_ptr(), d.len()) })
+        let p = unsafe { Placement::new(d.as_mut_ptr(), d.len()) };
+        Some(if head[1] == 254 { p.reply_first() } else { p })
     }
     fn placed(&mut self, _: PeerId, head: &[u8], total: usize) {
         self.events.push(Ev::Placed {
@@ -426,6 +428,62 @@ fn header_data_split() {
             n == 1
         });
     }
+}
+
+/// A placement that asks to answer first: the poll that accepted it returns before reading
+/// the packet on, although all of it has arrived; the next polls land it, then what follows.
+#[test]
+fn reply_first_placement_returns_at_once() {
+    let cfg = cfg_with(|c| c.max_packet = BIG_PACKET);
+    let (mut a, mut b) = pair_of(0, 1, 2, &cfg);
+    let head_len = 48;
+    let split = SplitParams {
+        head_len,
+        min_rest: 1024,
+    };
+    let mut sink = Sink {
+        events: Vec::new(),
+        dst: Vec::new(),
+        offered: 0,
+        head_len,
+    };
+    let mut big: Vec<u8> = (0..head_len + (64 << 10)).map(|i| i as u8).collect();
+    big[0] = b'P';
+    big[1] = 254;
+    let small = vec![b'N'; 100];
+    for pk in [&big, &small] {
+        let start = Instant::now();
+        // (The first send also waits for the connection.)
+        while a.try_send(PeerId(1), &[IoSlice::new(pk)]).unwrap() == SendOutcome::WouldBlock {
+            a.progress().unwrap();
+            b.poll_recv_split(split, &mut sink).unwrap();
+            assert!(start.elapsed() < Duration::from_secs(20));
+        }
+    }
+    // Both packets wait on b's socket (loopback delivers within the send): the first poll
+    // that sees the head places it and returns.
+    pump_until(&mut a, &mut b, |_, b| {
+        b.poll_recv_split(split, &mut sink).unwrap();
+        sink.offered == 1
+    });
+    assert!(
+        sink.events.is_empty(),
+        "the poll read on: {:?}",
+        sink.events.len()
+    );
+    pump_until(&mut a, &mut b, |_, b| {
+        b.poll_recv_split(split, &mut sink).unwrap();
+        sink.events.len() == 2
+    });
+    assert_eq!(
+        sink.events[0],
+        Ev::Placed {
+            head: big[..head_len].to_vec(),
+            total: big.len()
+        }
+    );
+    assert!(sink.dst[0][..] == big[head_len..]);
+    assert_eq!(sink.events[1], Ev::Whole(small));
 }
 
 #[test]
