@@ -1137,6 +1137,10 @@ impl State {
                     let g = &mut self.gates[peer as usize];
                     g.out
                         .retain(|c| !matches!(c.sent, OnSent::Send(r) if r == id));
+                    if s.frag_sent > 0 {
+                        // An RTS with the start of its message, never sent: no Cts will come.
+                        g.prefixed = g.prefixed.saturating_sub(1);
+                    }
                     s.queued = false;
                     s.await_ack = false;
                     r.status.cancelled = true;

@@ -1126,7 +1126,7 @@ fn aggreg_sends_large_chunks_alone_over_shm() {
 /// message holds) when nothing else is on its way to the peer, and the fragments after the
 /// Cts the rest: delivered whole to a receive posted before, to one posted after (the start
 /// kept with the unexpected RTS), and truncated inside and after the start. A second large
-/// send while the first waits for its Cts carries no start.
+/// send while the first waits for its Cts carries no start; a cancelled one waits for none.
 #[test]
 fn rendezvous_start_travels_with_the_rts() {
     let mut net = Net::new(2, Strategy::Default, false, 23);
@@ -1189,4 +1189,33 @@ fn rendezvous_start_travels_with_the_rts() {
         assert_eq!(rb, d[..cap], "cap {cap}");
         assert!(net.ranks[0].reqs.get(s).unwrap().complete, "cap {cap}");
     }
+
+    // A started send cancelled before it left, and one cancelled while unexpected at the
+    // receiver: neither leaves the gate waiting for a Cts, so the next one starts again.
+    let d = payload(0, 6, 500);
+    for leave_first in [false, true] {
+        // SAFETY: as above.
+        let s = unsafe { send_bytes(&mut net.ranks[0], &d, 1, 8) };
+        if leave_first {
+            net.run();
+        }
+        net.ranks[0].cancel(s).unwrap();
+        net.run();
+        assert!(net.status(0, s).cancelled, "left first: {leave_first}");
+        assert_eq!(
+            net.ranks[0].gates[1].prefixed, 0,
+            "left first: {leave_first}"
+        );
+    }
+    let s = unsafe { send_bytes(&mut net.ranks[0], &d, 1, 9) };
+    assert_eq!(net.ranks[0].gates[1].out[0].hdr.len, 64, "started again");
+    net.recv_expect(1, 0, 9, &d, "after the cancels");
+    assert!(net.ranks[0].reqs.get(s).unwrap().complete);
+    assert_eq!(
+        net.ranks[1]
+            .iprobe(ANY_SOURCE, ANY_TAG, COMM_WORLD)
+            .unwrap(),
+        None,
+        "the cancelled ones are gone"
+    );
 }
