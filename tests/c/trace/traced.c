@@ -20,6 +20,26 @@
         }                                                                      \
     } while (0)
 
+/* `n` bytes of a pattern from rank 0 to rank 1 with `tag`, sent once rank 1 has posted its
+ * receive (a 0-byte message with tag + 100 says so), and checked. */
+static void posted_transfer(int rank, unsigned char *buf, int n, int tag)
+{
+    if (rank == 0) {
+        for (int i = 0; i < n; i++)
+            buf[i] = (unsigned char)(i * 13 + 5);
+        MPI_Recv(NULL, 0, MPI_BYTE, 1, tag + 100, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf, n, MPI_BYTE, 1, tag, MPI_COMM_WORLD);
+    } else {
+        MPI_Request r;
+        memset(buf, 0, (size_t)n);
+        MPI_Irecv(buf, n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &r);
+        MPI_Send(NULL, 0, MPI_BYTE, 0, tag + 100, MPI_COMM_WORLD);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        for (int i = 0; i < n; i++)
+            CHECK(buf[i] == (unsigned char)(i * 13 + 5));
+    }
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -45,37 +65,11 @@ int main(int argc, char **argv)
     /* One rendezvous message from rank 0 to rank 1, tag 3, its receive posted first. */
     unsigned char *big = malloc(BIG);
     CHECK(big != NULL);
-    if (rank == 0) {
-        for (int i = 0; i < BIG; i++)
-            big[i] = (unsigned char)(i * 13 + 5);
-        /* Sent once rank 1 has posted its receive (tag 7 says so). */
-        MPI_Recv(NULL, 0, MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(big, BIG, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
-    } else {
-        MPI_Request r;
-        memset(big, 0, BIG);
-        MPI_Irecv(big, BIG, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &r);
-        MPI_Send(NULL, 0, MPI_BYTE, peer, 7, MPI_COMM_WORLD);
-        MPI_Wait(&r, MPI_STATUS_IGNORE);
-        for (int i = 0; i < BIG; i++)
-            CHECK(big[i] == (unsigned char)(i * 13 + 5));
-    }
+    posted_transfer(rank, big, BIG, 3);
 
     /* A 32 KiB eager message from rank 0 to rank 1, tag 5, sent once rank 1 has posted its
      * receive (over TCP it is read straight into the receive buffer). */
-    enum { MID = 32 << 10 };
-    if (rank == 0) {
-        MPI_Recv(NULL, 0, MPI_BYTE, peer, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(big, MID, MPI_BYTE, peer, 5, MPI_COMM_WORLD);
-    } else {
-        MPI_Request mid;
-        memset(big, 0, MID);
-        MPI_Irecv(big, MID, MPI_BYTE, peer, 5, MPI_COMM_WORLD, &mid);
-        MPI_Send(NULL, 0, MPI_BYTE, peer, 6, MPI_COMM_WORLD);
-        MPI_Wait(&mid, MPI_STATUS_IGNORE);
-        for (int i = 0; i < MID; i++)
-            CHECK(big[i] == (unsigned char)(i * 13 + 5));
-    }
+    posted_transfer(rank, big, 32 << 10, 5);
 
     /* Non-blocking both ways, tag 4. */
     MPI_Request reqs[2];
