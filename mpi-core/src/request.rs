@@ -41,6 +41,10 @@ impl RequestId {
 
 /// The outcome of a receive (or of a send, with fewer fields meaningful).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// Aligned to 16 bytes: a request is built with its status from constants and copied into its
+// slot; with the status at an 8-byte offset the compiler's 16-byte copies each straddled two of
+// its own 16-byte constant stores, which cannot be forwarded (a stall on every MPI_Isend).
+#[repr(align(16))]
 pub struct Status {
     /// Source rank in the communicator (MPI_PROC_NULL for a null operation).
     pub source: i32,
@@ -432,7 +436,8 @@ mod tests {
     fn requests_stay_small() {
         assert!(std::mem::size_of::<SendOp>() <= 40);
         assert!(std::mem::size_of::<RecvOp>() <= 56);
-        assert!(std::mem::size_of::<Request>() <= 104);
+        // (112 since the status is 16-byte aligned: see `Status`.)
+        assert!(std::mem::size_of::<Request>() <= 112);
     }
 
     #[test]
