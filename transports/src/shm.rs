@@ -114,8 +114,9 @@ pub use split::{take_chunk, SplitCopy, SplitJob, MAX_SPLIT_CHUNKS};
 
 /// "MADMPISH" read as a little-endian `u64`.
 const MAGIC: u64 = u64::from_le_bytes(*b"MADMPISH");
-/// Bumped whenever the layout changes.
-const VERSION: u32 = 2;
+/// Bumped whenever the layout changes, or what the packets mean (3: a rendezvous RTS may carry
+/// the start of its message).
+const VERSION: u32 = 3;
 /// Alignment of everything shared by two writers' caches (two x86 cache lines).
 const LINE: usize = 128;
 const PAGE: usize = 4096;

@@ -2082,17 +2082,7 @@ pub mod testing {
 
     /// A frame header for a packet of `len` bytes (any length, for oversize tests).
     pub fn frame_header(len: u32) -> [u8; 8] {
-        let l = len.to_le_bytes();
-        [
-            super::FRAME_MAGIC,
-            1,
-            super::KIND_PACKET,
-            0,
-            l[0],
-            l[1],
-            l[2],
-            l[3],
-        ]
+        super::frame_header(super::KIND_PACKET, len as usize)
     }
 }
 

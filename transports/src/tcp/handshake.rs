@@ -36,8 +36,10 @@ pub(crate) const NONCE_LEN: usize = 32;
 
 /// First bytes of every hello.
 const MAGIC: [u8; 8] = *b"MMPI-TCP";
-/// Handshake and framing version.
-pub(crate) const VERSION: u16 = 1;
+/// Handshake and framing version, bumped too when what the packets mean changes (peers of
+/// different versions refuse each other at the handshake instead of misreading): 2, a
+/// rendezvous RTS may carry the start of its message.
+pub(crate) const VERSION: u16 = 2;
 /// Domain-separation label of the MAC.
 const LABEL: &[u8] = b"madmpi-tcp-v1";
 /// First byte of an [`Auth`].
