@@ -157,6 +157,15 @@ pub(crate) struct Gate {
     prefixed: u32,
 }
 
+/// Why `aggreg` did not copy a send into the packet it is building ([`State::pack_routed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NotPacked {
+    /// The packet has no room left for it.
+    Full,
+    /// The send takes the general path.
+    Other,
+}
+
 /// A message that arrived before its receive was posted (or taken by MPI_Mprobe).
 pub(crate) struct Unexpected {
     src: i32,
@@ -804,13 +813,18 @@ impl State {
     /// the request is born complete (the bytes are ours now, as on the eager fast path; it
     /// stays cancellable until the receiver matches the message). What the strategy would have
     /// done at the next progress call, without a queued chunk and a completion per message.
-    /// Returns `None`, having done nothing, when the message needs the general path: a large
-    /// message, other chunks queued behind the packed ones, a full packet, a dead peer.
+    /// Fails, having done nothing, when the packet has no room left for the message (`Full`:
+    /// the packet should leave) or when the message needs the general path (a large message,
+    /// other chunks queued behind the packed ones, a dead peer).
     ///
     /// # Safety
     /// `buf` holds the message `r` describes for the duration of the call.
     #[inline(always)]
-    unsafe fn pack_routed(&mut self, r: Route, buf: *const u8) -> Option<RequestId> {
+    unsafe fn pack_routed(
+        &mut self,
+        r: Route,
+        buf: *const u8,
+    ) -> std::result::Result<RequestId, NotPacked> {
         let (peer, bytes) = (r.peer, r.bytes);
         let g = &self.gates[peer as usize];
         let rec = wire::EAGER_HDR_LEN + wire::pad8(bytes);
@@ -822,9 +836,15 @@ impl State {
             || g.dead
             || g.driver == DriverKind::Unreachable
             || bytes > g.eager_max.min(PACK_COPY_MAX)
-            || g.packed.len() + rec > g.aggreg_max
         {
-            return None;
+            return Err(NotPacked::Other);
+        }
+        if g.packed.len() + rec > g.aggreg_max {
+            return Err(if g.packed.is_empty() {
+                NotPacked::Other
+            } else {
+                NotPacked::Full
+            });
         }
         let rid = self
             .reqs
@@ -865,17 +885,7 @@ impl State {
                 },
             );
         }
-        Some(rid)
-    }
-
-    /// Whether the message `r` would go into the packet `aggreg` is building for its peer
-    /// but for the room left: the packet is all the gate has queued, and it is full.
-    fn packet_full(&self, r: &Route) -> bool {
-        let g = &self.gates[r.peer as usize];
-        g.out.len() == 1
-            && g.out[0].hdr.kind == KIND_PACKED
-            && r.bytes <= g.eager_max.min(PACK_COPY_MAX)
-            && g.packed.len() + wire::EAGER_HDR_LEN + wire::pad8(r.bytes) > g.aggreg_max
+        Ok(rid)
     }
 
     /// Start a receive. `buf` must stay valid until the request completes.
@@ -1341,21 +1351,10 @@ impl State {
             return;
         }
         let can_get = self.gates[peer as usize].can_get;
-        let Some(r) = self.reqs.get_mut(rid) else {
+        let Some(r) = self.matched(rid, u.src, u.tag, peer, u.msg_len) else {
             return;
         };
         let Op::Recv(rv) = &mut r.op else { return };
-        rv.posted = false;
-        rv.peer = Some(u.peer);
-        r.status.source = u.src;
-        r.status.tag = u.tag;
-        let cap = rv.target.cap as u64;
-        let n = u.msg_len.min(cap);
-        r.status.bytes = n;
-        r.status.msg_len = u.msg_len;
-        if u.msg_len > cap {
-            r.status.error = Some(ErrorClass::Truncate);
-        }
         match u.body {
             UBody::Eager(_) => unreachable!("delivered above"),
             UBody::Rts {
@@ -1681,7 +1680,7 @@ impl State {
     /// caller's.)
     #[inline]
     fn deliver_eager(&mut self, rid: RequestId, src: i32, tag: i32, peer: u32, payload: &[u8]) {
-        let Some(r) = self.eager_matched(rid, src, tag, peer, payload.len()) else {
+        let Some(r) = self.matched(rid, src, tag, peer, payload.len() as u64) else {
             return;
         };
         if let Op::Recv(rv) = &r.op {
@@ -1695,17 +1694,17 @@ impl State {
         }
     }
 
-    /// The posted receive `rid` matched an eager message of `len` bytes from `src` with
-    /// `tag`, arrived from world rank `peer`: its status is set (truncation included), its
-    /// data not yet written. `None` if `rid` is not a receive.
+    /// The receive `rid` matched a message of `len` bytes from `src` with `tag`, arrived from
+    /// world rank `peer` (eager, or a rendezvous of that length): its status is set
+    /// (truncation included), its data not yet written. `None` if `rid` is not a receive.
     #[inline(always)]
-    fn eager_matched(
+    fn matched(
         &mut self,
         rid: RequestId,
         src: i32,
         tag: i32,
         peer: u32,
-        len: usize,
+        len: u64,
     ) -> Option<&mut Request> {
         let r = self.reqs.get_mut(rid)?;
         let Op::Recv(rv) = &mut r.op else {
@@ -1715,9 +1714,10 @@ impl State {
         rv.peer = Some(peer);
         r.status.source = src;
         r.status.tag = tag;
-        r.status.bytes = len.min(rv.target.cap) as u64;
-        r.status.msg_len = len as u64;
-        if len > rv.target.cap {
+        let cap = rv.target.cap as u64;
+        r.status.bytes = len.min(cap);
+        r.status.msg_len = len;
+        if len > cap {
             r.status.error = Some(ErrorClass::Truncate);
         }
         Some(r)
@@ -1960,12 +1960,10 @@ impl RecvSink for State {
     /// place in the user buffer.
     fn place(&mut self, peer: PeerId, head: &[u8], total_len: usize) -> Option<Placement> {
         let h = Header::decode(head).ok()?;
-        match h.kind() {
-            Some(Kind::Eager) => return self.place_eager(peer.0, &h, head, total_len),
-            Some(Kind::Rts) => return self.place_rts(peer.0, &h, head, total_len),
-            _ => {}
+        if h.kind() != Some(Kind::Data) {
+            return self.place_message(peer.0, &h, head, total_len);
         }
-        if h.kind() != Some(Kind::Data) || HDR_LEN + h.len as usize != total_len {
+        if HDR_LEN + h.len as usize != total_len {
             return None;
         }
         let Some(Request {
@@ -2022,88 +2020,75 @@ impl RecvSink for State {
 }
 
 impl State {
-    /// [`RecvSink::place`] for a packet made of one eager chunk (`h`, whose first bytes are
-    /// `head`): matched now against the posted receives, as `handle_chunk` would match it
-    /// (the driver hands packets over in order, so every earlier message has been matched),
-    /// if the receive that takes it is contiguous. The payload bytes already in `head` are
-    /// copied; the placement is the rest of what fits, and `placed` completes the receive.
-    /// `None`, having matched nothing, for the general path.
-    fn place_eager(
+    /// [`RecvSink::place`] for a packet made of one message chunk (`h`, whose first bytes are
+    /// `head`): an eager message, or an RTS carrying the start of its message (`FLAG_PREFIX`).
+    /// Matched now against the posted receives, as `handle_chunk` would match it (the driver
+    /// hands packets over in order, so every earlier message has been matched), if the receive
+    /// that takes it is contiguous; the payload bytes already in `head` are copied, the
+    /// placement is the rest of what fits, and `placed` finishes the receive. An RTS gets its
+    /// Cts queued at once, and the driver lets it leave before reading on
+    /// (`Placement::reply_first`), so that the sender streams the rest while the start is still
+    /// arriving. `None`, having matched nothing, for the general path.
+    fn place_message(
         &mut self,
         peer: u32,
         h: &Header,
         head: &[u8],
         total_len: usize,
     ) -> Option<Placement> {
-        let len = h.len as usize;
-        if wire::EAGER_HDR_LEN + wire::pad8(len) != total_len {
+        let rts = match h.kind() {
+            Some(Kind::Eager) => false,
+            Some(Kind::Rts)
+                if h.flags & wire::FLAG_PREFIX != 0 && h.flags & wire::FLAG_PIECES == 0 =>
+            {
+                true
+            }
+            _ => return None,
+        };
+        let (hdr_len, len) = (h.wire_len(), h.len as usize);
+        if hdr_len + wire::pad8(len) != total_len {
             return None;
         }
         let rid = self.take_posted_contiguous(peer, h)?;
-        let r = self.eager_matched(rid, h.src, h.tag, peer, len)?;
-        let Op::Recv(rv) = &r.op else { return None };
-        let inline = &head[wire::EAGER_HDR_LEN.min(head.len())..];
+        if rts {
+            crate::trace::placing(peer, head);
+            let u = Unexpected {
+                src: h.src,
+                tag: h.tag,
+                peer,
+                msg_len: h.msg_len,
+                sreq: h.sreq,
+                sync: h.flags & wire::FLAG_SYNC != 0,
+                body: UBody::Rts {
+                    addr: h.aux,
+                    table: None,
+                    stream: h.flags & wire::FLAG_STREAM != 0,
+                    prefix: Vec::new(),
+                },
+            };
+            self.deliver(rid, u);
+        } else {
+            self.matched(rid, h.src, h.tag, peer, len as u64);
+        }
+        self.gates[peer as usize].placing = Some(rid);
+        let Some(Request {
+            op: Op::Recv(rv), ..
+        }) = self.reqs.get(rid)
+        else {
+            unreachable!("a posted receive, taken above");
+        };
+        let inline = &head[hdr_len.min(head.len())..];
         let inline = &inline[..inline.len().min(len)];
         // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
         unsafe { rv.target.write_at(0, inline) };
         let done = inline.len().min(rv.target.cap);
         let rest = len.min(rv.target.cap) - done;
         // SAFETY: [done, done + rest) lies in the receive buffer, valid and untouched by
-        // anything else until this request completes, which cannot happen before `placed`
-        // (or the loss of the peer).
+        // anything else until this request completes, which cannot happen before `placed` (for
+        // an RTS, the fragments after the Cts come behind the start on the same connection) or
+        // the loss of the peer.
         let p = unsafe { Placement::new(rv.target.ptr.add(done), rest) };
-        self.gates[peer as usize].placing = Some(rid);
-        Some(p)
-    }
-
-    /// [`RecvSink::place`] for a packet made of one RTS carrying the start of its message
-    /// (`FLAG_PREFIX`): matched now as [`State::place_eager`] does, the Cts queued at once,
-    /// and the start read straight into the receive buffer; the driver lets the Cts leave
-    /// before it reads (`Placement::reply_first`), so that the sender streams the rest while
-    /// the start is still arriving.
-    fn place_rts(
-        &mut self,
-        peer: u32,
-        h: &Header,
-        head: &[u8],
-        total_len: usize,
-    ) -> Option<Placement> {
-        let len = h.len as usize;
-        if h.flags & wire::FLAG_PREFIX == 0
-            || h.flags & wire::FLAG_PIECES != 0
-            || HDR_LEN + wire::pad8(len) != total_len
-        {
-            return None;
-        }
-        let rid = self.take_posted_contiguous(peer, h)?;
-        crate::trace::placing(peer, head);
-        let u = Unexpected {
-            src: h.src,
-            tag: h.tag,
-            peer,
-            msg_len: h.msg_len,
-            sreq: h.sreq,
-            sync: h.flags & wire::FLAG_SYNC != 0,
-            body: UBody::Rts {
-                addr: h.aux,
-                table: None,
-                stream: h.flags & wire::FLAG_STREAM != 0,
-                prefix: Vec::new(),
-            },
-        };
-        self.deliver(rid, u);
-        let Some(Request {
-            op: Op::Recv(rv), ..
-        }) = self.reqs.get(rid)
-        else {
-            return None;
-        };
-        // SAFETY: [0, n) lies in the receive buffer, valid and untouched by anything else
-        // until this request completes, which cannot happen before `placed` (the fragments
-        // after the Cts come behind the start on the same connection) or the loss of the peer.
-        let p = unsafe { Placement::new(rv.target.ptr, len.min(rv.target.cap)) };
-        self.gates[peer as usize].placing = Some(rid);
-        Some(p.reply_first())
+        Some(if rts { p.reply_first() } else { p })
     }
 
     /// The oldest posted receive that matches the message of `h`, from world rank `peer`,
@@ -2418,17 +2403,18 @@ impl Engine {
             Strategy::Default => unsafe { self.isend_routed(r, buf) },
             Strategy::Aggreg => {
                 // SAFETY: forwarded caller contract.
-                if let Some(id) = unsafe { self.st.pack_routed(r, buf) } {
-                    return Ok(Some(id));
-                }
-                // A full packet has nothing left to wait for: it leaves now if the driver
-                // takes it (the receiver works on it while the next one is built), and this
-                // message opens the next one.
-                if self.st.packet_full(&r) && self.schedule(r.peer)? {
-                    // SAFETY: forwarded caller contract.
-                    if let Some(id) = unsafe { self.st.pack_routed(r, buf) } {
-                        return Ok(Some(id));
+                match unsafe { self.st.pack_routed(r, buf) } {
+                    Ok(id) => return Ok(Some(id)),
+                    // A full packet has nothing left to wait for: it leaves now if the driver
+                    // takes it (the receiver works on it while the next one is built), and
+                    // this message opens the next one.
+                    Err(NotPacked::Full) if self.schedule(r.peer)? => {
+                        // SAFETY: forwarded caller contract.
+                        if let Ok(id) = unsafe { self.st.pack_routed(r, buf) } {
+                            return Ok(Some(id));
+                        }
                     }
+                    Err(_) => {}
                 }
                 // Over shared memory a large message travels alone (`SHM_SOLO_MIN`): it
                 // leaves at once, as under `default`, when nothing waits before it.

@@ -218,7 +218,7 @@ fn byte() -> Datatype {
 unsafe fn send_packed(st: &mut State, d: &[u8], dest: i32, tag: i32) -> Option<RequestId> {
     let r = st.fast_route(d.len(), &byte(), dest, tag, COMM_WORLD, false)?;
     // SAFETY: forwarded caller contract.
-    unsafe { st.pack_routed(r, d.as_ptr()) }
+    unsafe { st.pack_routed(r, d.as_ptr()) }.ok()
 }
 
 /// A standard-mode non-blocking send of the bytes `d` on the world communicator.
