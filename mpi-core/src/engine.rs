@@ -177,6 +177,21 @@ pub(crate) struct Unexpected {
     body: UBody,
 }
 
+impl Unexpected {
+    /// The message whose chunk header is `h`, from world rank `peer`, with `body`.
+    fn of(peer: u32, h: &Header, body: UBody) -> Unexpected {
+        Unexpected {
+            src: h.src,
+            tag: h.tag,
+            peer,
+            msg_len: h.msg_len,
+            sreq: h.sreq,
+            sync: h.flags & wire::FLAG_SYNC != 0,
+            body,
+        }
+    }
+}
+
 enum UBody {
     Eager(Vec<u8>),
     /// `table`: the piece table of a zero-copy rendezvous of a sparse type (else the whole
@@ -1629,6 +1644,15 @@ impl State {
     #[cold]
     #[inline(never)]
     fn not_posted(&mut self, peer: u32, h: Header, payload: &[u8], pos: Option<usize>) {
+        // The start of the message an RTS carries (FLAG_PREFIX), else nothing.
+        let start: &[u8] = if h.kind == Kind::Rts as u8
+            && h.flags & wire::FLAG_PREFIX != 0
+            && h.flags & wire::FLAG_PIECES == 0
+        {
+            payload
+        } else {
+            &[]
+        };
         let body = if h.kind == Kind::Eager as u8 {
             UBody::Eager(self.unexpected_copy(payload))
         } else if h.flags & wire::FLAG_PIECES != 0 {
@@ -1639,9 +1663,9 @@ impl State {
                 prefix: Vec::new(),
             }
         } else {
-            // The start of the message (FLAG_PREFIX) is kept if no receive takes it yet.
-            let prefix = if h.flags & wire::FLAG_PREFIX != 0 && pos.is_none() {
-                self.unexpected_copy(payload)
+            // The start is kept with the message if no receive takes it yet.
+            let prefix = if !start.is_empty() && pos.is_none() {
+                self.unexpected_copy(start)
             } else {
                 Vec::new()
             };
@@ -1652,22 +1676,14 @@ impl State {
                 prefix,
             }
         };
-        let u = Unexpected {
-            src: h.src,
-            tag: h.tag,
-            peer,
-            msg_len: h.msg_len,
-            sreq: h.sreq,
-            sync: h.flags & wire::FLAG_SYNC != 0,
-            body,
-        };
+        let u = Unexpected::of(peer, &h, body);
         let q = self.mq(h.ctx);
         match pos {
             Some(pos) => {
                 let (_, _, rid) = q.posted.remove(pos).expect("in range");
                 self.deliver(rid, u);
-                if h.kind == Kind::Rts as u8 && h.flags & wire::FLAG_PREFIX != 0 {
-                    self.write_prefix(rid, payload);
+                if !start.is_empty() {
+                    self.write_prefix(rid, start);
                 }
             }
             None => q.unexpected.push_back(u),
@@ -2052,21 +2068,13 @@ impl State {
         let rid = self.take_posted_contiguous(peer, h)?;
         if rts {
             crate::trace::placing(peer, head);
-            let u = Unexpected {
-                src: h.src,
-                tag: h.tag,
-                peer,
-                msg_len: h.msg_len,
-                sreq: h.sreq,
-                sync: h.flags & wire::FLAG_SYNC != 0,
-                body: UBody::Rts {
-                    addr: h.aux,
-                    table: None,
-                    stream: h.flags & wire::FLAG_STREAM != 0,
-                    prefix: Vec::new(),
-                },
+            let body = UBody::Rts {
+                addr: h.aux,
+                table: None,
+                stream: h.flags & wire::FLAG_STREAM != 0,
+                prefix: Vec::new(),
             };
-            self.deliver(rid, u);
+            self.deliver(rid, Unexpected::of(peer, h, body));
         } else {
             self.matched(rid, h.src, h.tag, peer, len as u64);
         }
