@@ -106,6 +106,9 @@ use crate::{
 
 /// Bytes of a frame header.
 const FRAME_HDR: usize = 8;
+/// Packets up to this size (with their frame header) are gathered into one buffer and
+/// written with `send` instead of `sendmsg`.
+const SMALL_WRITE: usize = 256;
 /// First byte of every frame header.
 const FRAME_MAGIC: u8 = 0xA7;
 /// Frame kind: a packet.
@@ -1631,17 +1634,33 @@ impl TcpTransport {
     /// Write one packet on an established, writable connection with nothing pending.
     fn write_packet(&mut self, idx: usize, iov: &[IoSlice<'_>], len: usize) -> Result<SendOutcome> {
         let hdr = frame_header(KIND_PACKET, len);
+        let total = FRAME_HDR + len;
         let mut list = std::mem::take(&mut self.iov);
         list.clear();
-        list.push(libc::iovec {
-            iov_base: hdr.as_ptr() as *mut libc::c_void,
-            iov_len: FRAME_HDR,
-        });
-        list.extend(iov.iter().filter(|s| !s.is_empty()).map(|s| libc::iovec {
-            iov_base: s.as_ptr() as *mut libc::c_void,
-            iov_len: s.len(),
-        }));
-        let total = FRAME_HDR + len;
+        // A small packet is gathered here and written as one buffer: cheaper for the kernel
+        // than a message header and an iovec array to copy in and walk.
+        let mut small = [0u8; SMALL_WRITE];
+        if total <= SMALL_WRITE {
+            small[..FRAME_HDR].copy_from_slice(&hdr);
+            let mut at = FRAME_HDR;
+            for s in iov {
+                small[at..at + s.len()].copy_from_slice(s);
+                at += s.len();
+            }
+            list.push(libc::iovec {
+                iov_base: small.as_mut_ptr() as *mut libc::c_void,
+                iov_len: total,
+            });
+        } else {
+            list.push(libc::iovec {
+                iov_base: hdr.as_ptr() as *mut libc::c_void,
+                iov_len: FRAME_HDR,
+            });
+            list.extend(iov.iter().filter(|s| !s.is_empty()).map(|s| libc::iovec {
+                iov_base: s.as_ptr() as *mut libc::c_void,
+                iov_len: s.len(),
+            }));
+        }
         let mut sent = 0usize;
         let mut first = 0usize;
         let c = self.conns[idx].as_mut().expect("live connection");
@@ -1649,8 +1668,17 @@ impl TcpTransport {
         while sent < total {
             let window = &list[first..list.len().min(first + crate::sys::IOV_MAX)];
             let want: usize = window.iter().map(|v| v.iov_len).sum();
-            // SAFETY: every entry points into `hdr` or the caller's slices, alive for the call.
-            match unsafe { sys::sendmsg(c.fd.as_fd(), window) } {
+            let wrote = match window {
+                // SAFETY: the entry points into `small`, `hdr` or a caller's slice, alive
+                // for the call.
+                [one] => sys::send(c.fd.as_fd(), unsafe {
+                    std::slice::from_raw_parts(one.iov_base as *const u8, one.iov_len)
+                }),
+                // SAFETY: every entry points into `small`, `hdr` or the caller's slices,
+                // alive for the call.
+                _ => unsafe { sys::sendmsg(c.fd.as_fd(), window) },
+            };
+            match wrote {
                 Ok(n) => {
                     sent += n;
                     // Skip what was written.

@@ -258,6 +258,23 @@ pub(crate) unsafe fn sendmsg(fd: BorrowedFd<'_>, iov: &[libc::iovec]) -> io::Res
     })
 }
 
+/// `send(fd, buf, MSG_NOSIGNAL | MSG_DONTWAIT)`: [`sendmsg`] of one contiguous buffer,
+/// which the kernel takes without copying in a message header and an iovec array.
+pub(crate) fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    retry(|| {
+        // SAFETY: `buf` is valid for reads of its length.
+        cvt(unsafe {
+            libc::send(
+                fd.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+            )
+        })
+        .map(|n| n as usize)
+    })
+}
+
 /// `readv(fd, iov)`: a scattering read.
 ///
 /// # Safety

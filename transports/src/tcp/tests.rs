@@ -562,6 +562,46 @@ fn more_iovecs_than_one_system_call_takes() {
 }
 
 #[test]
+fn small_packets_through_a_full_socket_arrive_whole() {
+    // Packets small enough to be gathered into one buffer and written with `send` (header and
+    // data slices of every length up to that size), streamed without the receiver reading
+    // until the socket is full: every one arrives whole and in order. (Linux refuses such a
+    // write whole rather than cutting it; a cut one would take the path of the large packets.)
+    let cfg = cfg_with(|c| {
+        c.sndbuf = 4096;
+        c.rcvbuf = 4096;
+    });
+    let (mut a, mut b) = pair_of(0, 1, 2, &cfg);
+    let packets: Vec<(Vec<u8>, Vec<u8>)> = (0..2000u32)
+        .map(|i| {
+            let n = (i as usize * 37) % (SMALL_WRITE - FRAME_HDR - 16 + 1);
+            (i.to_le_bytes().repeat(4), vec![(i % 251) as u8; n])
+        })
+        .collect();
+    let mut got = Vec::new();
+    for (h, d) in &packets {
+        let start = Instant::now();
+        while a
+            .try_send(PeerId(1), &[IoSlice::new(h), IoSlice::new(d)])
+            .unwrap()
+            != SendOutcome::Done
+        {
+            a.progress().unwrap();
+            b.poll_recv(&mut |_, p| got.push(p.to_vec())).unwrap();
+            assert!(start.elapsed() < Duration::from_secs(10));
+        }
+    }
+    assert!(a.stats().would_block > 0, "the socket filled up");
+    pump_until(&mut a, &mut b, |_, b| {
+        b.poll_recv(&mut |_, p| got.push(p.to_vec())).unwrap();
+        got.len() == packets.len()
+    });
+    for (g, (h, d)) in got.iter().zip(&packets) {
+        assert_eq!(*g, [&h[..], &d[..]].concat());
+    }
+}
+
+#[test]
 fn large_receive_buffers_are_given_back() {
     let (mut a, mut b) = pair_of(0, 1, 2, &cfg_with(|c| c.max_packet = BIG_PACKET));
     let big = vec![7u8; 1 << 20];
