@@ -108,7 +108,7 @@ use crate::{
 const FRAME_HDR: usize = 8;
 /// Packets up to this size (with their frame header) are gathered into one buffer and
 /// written with `send` instead of `sendmsg`.
-const SMALL_WRITE: usize = 256;
+const SMALL_WRITE: usize = 2048;
 /// First byte of every frame header.
 const FRAME_MAGIC: u8 = 0xA7;
 /// Frame kind: a packet.
@@ -515,6 +515,8 @@ pub struct TcpTransport {
     log: VecDeque<String>,
     printed: usize,
     iov: Vec<libc::iovec>,
+    /// Where a small packet is gathered for one `send` (kept from call to call).
+    small: Vec<u8>,
     stats: TcpStats,
 }
 
@@ -626,6 +628,7 @@ impl TcpTransport {
             log: VecDeque::new(),
             printed: 0,
             iov: Vec::new(),
+            small: Vec::with_capacity(SMALL_WRITE),
             stats: TcpStats::default(),
         })
     }
@@ -1639,13 +1642,12 @@ impl TcpTransport {
         list.clear();
         // A small packet is gathered here and written as one buffer: cheaper for the kernel
         // than a message header and an iovec array to copy in and walk.
-        let mut small = [0u8; SMALL_WRITE];
+        let mut small = std::mem::take(&mut self.small);
+        small.clear();
         if total <= SMALL_WRITE {
-            small[..FRAME_HDR].copy_from_slice(&hdr);
-            let mut at = FRAME_HDR;
+            small.extend_from_slice(&hdr);
             for s in iov {
-                small[at..at + s.len()].copy_from_slice(s);
-                at += s.len();
+                small.extend_from_slice(s);
             }
             list.push(libc::iovec {
                 iov_base: small.as_mut_ptr() as *mut libc::c_void,
@@ -1715,7 +1717,7 @@ impl TcpTransport {
             if sent < total {
                 c.writable = false;
                 for v in &list[first..] {
-                    // SAFETY: the entry describes the unsent part of `hdr` or a caller slice.
+                    // SAFETY: the entry describes the unsent part of `small`, `hdr` or a caller slice.
                     let s =
                         unsafe { std::slice::from_raw_parts(v.iov_base as *const u8, v.iov_len) };
                     c.out.extend_from_slice(s);
@@ -1727,6 +1729,7 @@ impl TcpTransport {
         };
         list.clear();
         self.iov = list;
+        self.small = small;
         match outcome {
             Ok(o) => {
                 if o == SendOutcome::Done {
