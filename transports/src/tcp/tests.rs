@@ -533,25 +533,40 @@ fn dropped_peer_is_gone_not_lost() {
     assert_eq!(got, 0);
 }
 
+/// Ranks 0 and 1 of a job of two, with socket buffers of `bytes` each way.
+fn pair_with_buffers(bytes: usize) -> (TcpTransport, TcpTransport) {
+    let cfg = cfg_with(|c| {
+        c.sndbuf = bytes;
+        c.rcvbuf = bytes;
+    });
+    pair_of(0, 1, 2, &cfg)
+}
+
+/// Send one packet from `a` to rank 1 (`b`), reading `b` into `got` while `a` would block.
+fn send_reading(
+    a: &mut TcpTransport,
+    b: &mut TcpTransport,
+    iov: &[IoSlice<'_>],
+    got: &mut Vec<Vec<u8>>,
+) {
+    let start = Instant::now();
+    while a.try_send(PeerId(1), iov).unwrap() != SendOutcome::Done {
+        a.progress().unwrap();
+        b.poll_recv(&mut |_, d| got.push(d.to_vec())).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+}
+
 #[test]
 fn more_iovecs_than_one_system_call_takes() {
     // 1024 entries plus the frame header: two sendmsg windows, through small buffers so that
     // the cut between windows and partial writes meet.
-    let cfg = cfg_with(|c| {
-        c.sndbuf = 8192;
-        c.rcvbuf = 8192;
-    });
-    let (mut a, mut b) = pair_of(0, 1, 2, &cfg);
+    let (mut a, mut b) = pair_with_buffers(8192);
     let parts: Vec<Vec<u8>> = (0..1024).map(|i| vec![i as u8; 1 + i % 300]).collect();
     let iov: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
     let mut got = Vec::new();
     for _ in 0..5 {
-        let start = Instant::now();
-        while a.try_send(PeerId(1), &iov).unwrap() != SendOutcome::Done {
-            a.progress().unwrap();
-            b.poll_recv(&mut |_, d| got.push(d.to_vec())).unwrap();
-            assert!(start.elapsed() < Duration::from_secs(10));
-        }
+        send_reading(&mut a, &mut b, &iov, &mut got);
     }
     pump_until(&mut a, &mut b, |_, b| {
         b.poll_recv(&mut |_, d| got.push(d.to_vec())).unwrap();
@@ -567,11 +582,7 @@ fn small_packets_through_a_full_socket_arrive_whole() {
     // data slices of every length up to that size), streamed without the receiver reading
     // until the socket is full: every one arrives whole and in order. (Linux refuses such a
     // write whole rather than cutting it; a cut one would take the path of the large packets.)
-    let cfg = cfg_with(|c| {
-        c.sndbuf = 4096;
-        c.rcvbuf = 4096;
-    });
-    let (mut a, mut b) = pair_of(0, 1, 2, &cfg);
+    let (mut a, mut b) = pair_with_buffers(4096);
     let packets: Vec<(Vec<u8>, Vec<u8>)> = (0..2000u32)
         .map(|i| {
             let n = (i as usize * 37) % (SMALL_WRITE - FRAME_HDR - 16 + 1);
@@ -580,16 +591,12 @@ fn small_packets_through_a_full_socket_arrive_whole() {
         .collect();
     let mut got = Vec::new();
     for (h, d) in &packets {
-        let start = Instant::now();
-        while a
-            .try_send(PeerId(1), &[IoSlice::new(h), IoSlice::new(d)])
-            .unwrap()
-            != SendOutcome::Done
-        {
-            a.progress().unwrap();
-            b.poll_recv(&mut |_, p| got.push(p.to_vec())).unwrap();
-            assert!(start.elapsed() < Duration::from_secs(10));
-        }
+        send_reading(
+            &mut a,
+            &mut b,
+            &[IoSlice::new(h), IoSlice::new(d)],
+            &mut got,
+        );
     }
     assert!(a.stats().would_block > 0, "the socket filled up");
     pump_until(&mut a, &mut b, |_, b| {
