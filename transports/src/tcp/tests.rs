@@ -583,9 +583,12 @@ fn small_packets_through_a_full_socket_arrive_whole() {
     // until the socket is full: every one arrives whole and in order. (Linux refuses such a
     // write whole rather than cutting it; a cut one would take the path of the large packets.)
     let (mut a, mut b) = pair_with_buffers(4096);
-    let packets: Vec<(Vec<u8>, Vec<u8>)> = (0..2000u32)
+    // Payload lengths 0 ..= the largest that fits, each once, in a scrambled order (37 is
+    // prime to their count).
+    let lengths = SMALL_WRITE - FRAME_HDR - 16 + 1;
+    let packets: Vec<(Vec<u8>, Vec<u8>)> = (0..lengths as u32)
         .map(|i| {
-            let n = (i as usize * 37) % (SMALL_WRITE - FRAME_HDR - 16 + 1);
+            let n = (i as usize * 37) % lengths;
             (i.to_le_bytes().repeat(4), vec![(i % 251) as u8; n])
         })
         .collect();
