@@ -212,6 +212,21 @@ struct MatchQ {
     unexpected: VecDeque<Unexpected>,
 }
 
+impl MatchQ {
+    /// Where the oldest posted receive that takes a message from `src` with `tag` is.
+    #[inline(always)]
+    fn find_posted(&self, src: i32, tag: i32) -> Option<usize> {
+        // Usually the oldest one: look at it before searching.
+        match self.posted.front() {
+            Some(&(s, t, _)) if matches(s, t, src, tag) => Some(0),
+            _ => self
+                .posted
+                .iter()
+                .position(|&(s, t, _)| matches(s, t, src, tag)),
+        }
+    }
+}
+
 /// A communicator as the engine sees it.
 pub(crate) struct Comm {
     /// Point-to-point context; collectives use `ctx + 1`.
@@ -1464,14 +1479,7 @@ impl State {
                 let Some(q) = self.peer_mq(h.ctx) else {
                     return self.bad_context(peer, h.ctx);
                 };
-                // Usually the oldest posted receive matches: look at it before searching.
-                let pos = match q.posted.front() {
-                    Some(&(s, t, _)) if matches(s, t, h.src, h.tag) => Some(0),
-                    _ => q
-                        .posted
-                        .iter()
-                        .position(|&(s, t, _)| matches(s, t, h.src, h.tag)),
-                };
+                let pos = q.find_posted(h.src, h.tag);
                 if eager {
                     if let Some(pos) = pos {
                         // The usual case, matched to the oldest posted receive: no copy kept.
@@ -2107,10 +2115,7 @@ impl State {
             return None;
         }
         let q = self.peer_mq(h.ctx)?;
-        let pos = q
-            .posted
-            .iter()
-            .position(|&(s, t, _)| matches(s, t, h.src, h.tag))?;
+        let pos = q.find_posted(h.src, h.tag)?;
         let rid = q.posted[pos].2;
         match self.reqs.get(rid) {
             Some(Request {
