@@ -157,6 +157,18 @@ pub(crate) struct Gate {
     prefixed: u32,
 }
 
+impl Gate {
+    /// The send `s` to this peer will get no Cts for a start its RTS carried (the Cts came, or
+    /// the send was cancelled): a rendezvous to this peer may carry a start again once none
+    /// waits ([`Gate::prefixed`]). Nothing for a send whose RTS carried none, or that is
+    /// already past its Cts.
+    fn start_settled(&mut self, s: &SendOp) {
+        if s.frag_sent > 0 && !s.fragmenting {
+            self.prefixed = self.prefixed.saturating_sub(1);
+        }
+    }
+}
+
 /// Why `aggreg` did not copy a send into the packet it is building ([`State::pack_routed`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum NotPacked {
@@ -1177,10 +1189,8 @@ impl State {
                     let g = &mut self.gates[peer as usize];
                     g.out
                         .retain(|c| !matches!(c.sent, OnSent::Send(r) if r == id));
-                    if s.frag_sent > 0 {
-                        // An RTS with the start of its message, never sent: no Cts will come.
-                        g.prefixed = g.prefixed.saturating_sub(1);
-                    }
+                    // Never sent: no Cts will come.
+                    g.start_settled(s);
                     s.queued = false;
                     s.await_ack = false;
                     r.status.cancelled = true;
@@ -1521,11 +1531,7 @@ impl State {
                     // (A second Cts for the same send: the peer is confused.)
                     return self.peer_error(format!("from rank {peer}: a second Cts"));
                 }
-                if s.frag_sent > 0 {
-                    // Its RTS carried the start of the message.
-                    let g = &mut self.gates[peer as usize];
-                    g.prefixed = g.prefixed.saturating_sub(1);
-                }
+                self.gates[peer as usize].start_settled(s);
                 s.await_ack = false;
                 s.fragmenting = true;
                 let mut gather = None;
@@ -1632,11 +1638,8 @@ impl State {
                 let Op::Send(s) = &mut r.op else { return };
                 s.cancel_wait = false;
                 if h.flags & wire::FLAG_CANCELLED != 0 {
-                    if !s.fragmenting && s.frag_sent > 0 {
-                        // Its RTS carried the start of the message; no Cts will come.
-                        let g = &mut self.gates[peer as usize];
-                        g.prefixed = g.prefixed.saturating_sub(1);
-                    }
+                    // No Cts will come.
+                    self.gates[peer as usize].start_settled(s);
                     r.status.cancelled = true;
                     s.await_ack = false;
                     s.fragmenting = false;
