@@ -1656,14 +1656,7 @@ impl State {
     #[inline(never)]
     fn not_posted(&mut self, peer: u32, h: Header, payload: &[u8], pos: Option<usize>) {
         // The start of the message an RTS carries (FLAG_PREFIX), else nothing.
-        let start: &[u8] = if h.kind == Kind::Rts as u8
-            && h.flags & wire::FLAG_PREFIX != 0
-            && h.flags & wire::FLAG_PIECES == 0
-        {
-            payload
-        } else {
-            &[]
-        };
+        let start: &[u8] = if h.carries_start() { payload } else { &[] };
         let body = if h.kind == Kind::Eager as u8 {
             UBody::Eager(self.unexpected_copy(payload))
         } else if h.flags & wire::FLAG_PIECES != 0 {
@@ -2063,15 +2056,10 @@ impl State {
         head: &[u8],
         total_len: usize,
     ) -> Option<Placement> {
-        let rts = match h.kind() {
-            Some(Kind::Eager) => false,
-            Some(Kind::Rts)
-                if h.flags & wire::FLAG_PREFIX != 0 && h.flags & wire::FLAG_PIECES == 0 =>
-            {
-                true
-            }
-            _ => return None,
-        };
+        let rts = h.carries_start();
+        if !rts && h.kind() != Some(Kind::Eager) {
+            return None;
+        }
         let (hdr_len, len) = (h.wire_len(), h.len as usize);
         if hdr_len + wire::pad8(len) != total_len {
             return None;

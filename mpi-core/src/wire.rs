@@ -119,6 +119,13 @@ impl Header {
         Kind::from_u8(self.kind)
     }
 
+    /// An `Rts` whose payload is the start of its message (`FLAG_PREFIX`).
+    pub fn carries_start(&self) -> bool {
+        self.kind == Kind::Rts as u8
+            && self.flags & FLAG_PREFIX != 0
+            && self.flags & FLAG_PIECES == 0
+    }
+
     /// Bytes of this header on the wire.
     #[inline]
     pub fn wire_len(&self) -> usize {
