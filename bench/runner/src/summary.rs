@@ -227,6 +227,18 @@ pub fn paired_ratio(row: &BTreeMap<Kind, Vec<Sample>>, a: Kind, b: Kind) -> Opti
     })
 }
 
+/// ours / best peer paired by round ([`paired_ratio`]), against the peer that is best by
+/// median (not the better of the two in each round, which would favour the peers: the lower
+/// of two noisy figures is lower than either's typical one).
+pub fn paired_to_best_peer(
+    better: Better,
+    row: &BTreeMap<Kind, Vec<Sample>>,
+    cells: &BTreeMap<Kind, Cell>,
+) -> Option<f64> {
+    let (peer, _) = best_peer(better, cells)?;
+    paired_ratio(row, Kind::Ours, peer)
+}
+
 /// Our overhead over the raw TCP baseline, if both exist: ours − raw for
 /// lower-is-better metrics (times: `+12.3`), ours / raw otherwise
 /// (rates: `×0.85`).
@@ -332,8 +344,16 @@ fn cell_text(c: Option<&Cell>, runs: usize, with_best: bool) -> String {
 
 fn better_note(b: Better) -> &'static str {
     match b {
-        Better::Lower => "lower is better; ratio < 1 means ours is faster",
-        Better::Higher => "higher is better; ratio > 1 means ours is better",
+        Better::Lower => {
+            "lower is better; ratio < 1 means ours is faster. `paired` is the median over \
+             rounds of ours / that peer within the round (runs of one round follow each other, \
+             so a slow spell of the machine weighs on both)"
+        }
+        Better::Higher => {
+            "higher is better; ratio > 1 means ours is better. `paired` is the median over \
+             rounds of ours / that peer within the round (runs of one round follow each other, \
+             so a slow spell of the machine weighs on both)"
+        }
     }
 }
 
@@ -658,7 +678,7 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             if raw {
                 let _ = write!(s, " {} |", over_raw_title(key.better, &key.metric));
             }
-            let _ = write!(s, " ours/best peer |");
+            let _ = write!(s, " ours/best peer | paired |");
             if aggreg {
                 let _ = write!(s, " aggreg/best peer |");
             }
@@ -666,7 +686,7 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             let _ = writeln!(
                 s,
                 "|---:|{}---:|",
-                "---:|".repeat(cols.len() + usize::from(raw) + usize::from(aggreg))
+                "---:|".repeat(cols.len() + 1 + usize::from(raw) + usize::from(aggreg))
             );
             for (size, row) in table {
                 let cells = cells_of(row, key.better);
@@ -683,7 +703,9 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
                     let _ = write!(s, " {o} |");
                 }
                 let r = ratio(key.better, &cells).map_or("–".into(), |r| format!("{r:.2}"));
-                let _ = write!(s, " {r} |");
+                let p = paired_to_best_peer(key.better, row, &cells)
+                    .map_or("–".into(), |r| format!("{r:.2}"));
+                let _ = write!(s, " {r} | {p} |");
                 if aggreg {
                     let a = ratio_of(Kind::OursAggreg, key.better, &cells)
                         .map_or("–".into(), |r| format!("{r:.2}"));
@@ -922,6 +944,31 @@ mod tests {
         assert_eq!(paired_ratio(&row, Kind::Ours, Kind::Mpich), None);
     }
 
+    /// The paired column pairs ours with the peer that is best by median, in every round,
+    /// even in rounds where the other peer happened to be faster.
+    #[test]
+    fn paired_against_the_best_peer_by_median() {
+        let s = |round: usize, med: f64| Sample {
+            med,
+            round,
+            ..Sample::default()
+        };
+        let mut row = BTreeMap::new();
+        row.insert(Kind::Ours, vec![s(0, 2.0), s(1, 4.0), s(2, 2.2)]);
+        row.insert(Kind::Mpich, vec![s(0, 2.0), s(1, 2.0), s(2, 2.0)]);
+        row.insert(Kind::OpenMpi, vec![s(0, 1.0), s(1, 4.0), s(2, 4.0)]);
+        let cells = cells_of(&row, Better::Lower);
+        assert_eq!(best_peer(Better::Lower, &cells).unwrap().0, Kind::Mpich);
+        // Against MPICH each round: 1.0, 2.0, 1.1 -> 1.1 (the better of the two peers in
+        // each round would give 2.0, 2.0, 1.1).
+        let p = paired_to_best_peer(Better::Lower, &row, &cells).unwrap();
+        assert!((p - 1.1).abs() < 1e-9, "{p}");
+        row.remove(&Kind::Mpich);
+        row.remove(&Kind::OpenMpi);
+        let cells = cells_of(&row, Better::Lower);
+        assert_eq!(paired_to_best_peer(Better::Lower, &row, &cells), None);
+    }
+
     #[test]
     fn cells_and_ratios() {
         let sample = |med: f64| Sample {
@@ -1048,10 +1095,10 @@ mod tests {
         let md = render(&ctx, &runs);
         // ours/best peer = 30/40, not 30/20; overhead over raw: +10 µs, ×0.90.
         assert!(
-            md.contains("| 8 B | 30.00 (30.00–30.00) | 40.00 (40.00–40.00) | 20.00 (20.00–20.00) | +10.00 | 0.75 |"),
+            md.contains("| 8 B | 30.00 (30.00–30.00) | 40.00 (40.00–40.00) | 20.00 (20.00–20.00) | +10.00 | 0.75 | 0.75 |"),
             "{md}"
         );
-        assert!(md.contains("| 1 MiB | 900.0 (900.0–900.0) | 800.0 (800.0–800.0) | 1000 (1000–1000) | ×0.90 | 1.12 |"), "{md}");
+        assert!(md.contains("| 1 MiB | 900.0 (900.0–900.0) | 800.0 (800.0–800.0) | 1000 (1000–1000) | ×0.90 | 1.12 | 1.12 |"), "{md}");
         assert!(
             md.contains("| ours | MPICH | raw TCP | ours vs raw | ours/best peer |"),
             "{md}"
@@ -1278,7 +1325,7 @@ mod tests {
         // Per-benchmark tables: the aggreg column where it ran only.
         assert!(
             md.contains(
-                "| size | ours | ours (aggreg) | MPICH | Open MPI | ours/best peer | \
+                "| size | ours | ours (aggreg) | MPICH | Open MPI | ours/best peer | paired | \
                  aggreg/best peer |"
             ),
             "{md}"
@@ -1287,7 +1334,7 @@ mod tests {
         let header = barrier.lines().find(|l| l.starts_with("| size |")).unwrap();
         assert_eq!(
             header,
-            "| size | ours | MPICH | Open MPI | ours/best peer |"
+            "| size | ours | MPICH | Open MPI | ours/best peer | paired |"
         );
         // multiseg contig: aggreg ran there too (same program).
         let contig = &md[md.find("### multiseg / contig").unwrap()..];
