@@ -63,7 +63,26 @@ fn info_arg(info: MPI_Info) -> R<Pairs> {
     }
 }
 
-/// Duplicate: handle, attributes (copy callbacks), hints.
+/// Duplicate: handle, attributes (copy callbacks), and the hints given (none for a plain dup).
+/// On failure `*newcomm` is MPI_COMM_NULL, as in MPICH and Open MPI.
+///
+/// # Safety
+/// `newcomm` and `req` are null or point to writable storage.
+unsafe fn dup_into(
+    comm: MPI_Comm,
+    hints: Option<Pairs>,
+    newcomm: *mut MPI_Comm,
+    req: Option<*mut MPI_Request>,
+) -> Result<(), E> {
+    let o = out(newcomm, "newcomm").map_err(code)?;
+    if let Some(r) = req {
+        out(r, "request").map_err(code)?;
+    }
+    let r = dup(comm, hints, req);
+    *o = *r.as_ref().unwrap_or(&MPI_COMM_NULL);
+    r.map(|_| ())
+}
+
 fn dup(comm: MPI_Comm, hints: Option<Pairs>, req: Option<*mut MPI_Request>) -> Result<MPI_Comm, E> {
     let c = handles::comm(comm).map_err(code)?;
     let (id, rid) = match req {
@@ -81,15 +100,9 @@ fn dup(comm: MPI_Comm, hints: Option<Pairs>, req: Option<*mut MPI_Request>) -> R
         }
         return Err(e);
     }
-    let hints = match hints {
-        Some(p) => p,
-        None => META
-            .lock()
-            .infos
-            .get(&(comm as usize))
-            .cloned()
-            .unwrap_or_default(),
-    };
+    // Since MPI-4.0 no hint passes from one communicator to another, not even through
+    // MPI_Comm_dup (MPI-3.1 made dup the exception); only the `_with_info` forms set any.
+    let hints = hints.unwrap_or_default();
     if !hints.is_empty() {
         META.lock().infos.insert(h as usize, hints);
     }
@@ -102,11 +115,7 @@ fn dup(comm: MPI_Comm, hints: Option<Pairs>, req: Option<*mut MPI_Request>) -> R
 }
 
 pub unsafe fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    let r = (|| {
-        let o = out(newcomm, "newcomm").map_err(code)?;
-        *o = dup(comm, None, None)?;
-        Ok(())
-    })();
+    let r = dup_into(comm, None, newcomm, None);
     done(
         comm,
         &|| format!("MPI_Comm_dup(comm={})", handles::comm_name(comm)),
@@ -119,12 +128,9 @@ pub unsafe fn MPI_Comm_dup_with_info(
     info: MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    let r = (|| {
-        let o = out(newcomm, "newcomm").map_err(code)?;
-        let hints = info_arg(info).map_err(code)?;
-        *o = dup(comm, Some(hints), None)?;
-        Ok(())
-    })();
+    let r = info_arg(info)
+        .map_err(code)
+        .and_then(|h| dup_into(comm, Some(h), newcomm, None));
     done(
         comm,
         &|| format!("MPI_Comm_dup_with_info(comm={})", handles::comm_name(comm)),
@@ -137,12 +143,7 @@ pub unsafe fn MPI_Comm_idup(
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let r = (|| {
-        let o = out(newcomm, "newcomm").map_err(code)?;
-        out(request, "request").map_err(code)?;
-        *o = dup(comm, None, Some(request))?;
-        Ok(())
-    })();
+    let r = dup_into(comm, None, newcomm, Some(request));
     done(
         comm,
         &|| format!("MPI_Comm_idup(comm={})", handles::comm_name(comm)),
@@ -156,13 +157,9 @@ pub unsafe fn MPI_Comm_idup_with_info(
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let r = (|| {
-        let o = out(newcomm, "newcomm").map_err(code)?;
-        out(request, "request").map_err(code)?;
-        let hints = info_arg(info).map_err(code)?;
-        *o = dup(comm, Some(hints), Some(request))?;
-        Ok(())
-    })();
+    let r = info_arg(info)
+        .map_err(code)
+        .and_then(|h| dup_into(comm, Some(h), newcomm, Some(request)));
     done(
         comm,
         &|| format!("MPI_Comm_idup_with_info(comm={})", handles::comm_name(comm)),

@@ -32,6 +32,18 @@ static int delete_cb(MPI_Comm c, int key, void *val, void *extra)
     return MPI_SUCCESS;
 }
 
+/* A copy callback that fails: the dup fails with its code. */
+static int copy_fails(MPI_Comm old, int key, void *extra, void *in, void *out, int *flag)
+{
+    (void)old;
+    (void)key;
+    (void)extra;
+    (void)in;
+    (void)out;
+    *flag = 0;
+    return MPI_ERR_OTHER;
+}
+
 static int type_deletes;
 
 static int type_delete_cb(MPI_Datatype t, int key, void *val, void *extra)
@@ -361,6 +373,19 @@ static void test_attrs(void)
     MPI_OK(MPI_Comm_free_keyval(&k2));
     MPI_OK(MPI_Comm_free_keyval(&k3));
 
+    /* a copy callback's error fails the dup, which leaves MPI_COMM_NULL */
+    int kf;
+    MPI_OK(MPI_Comm_create_keyval(copy_fails, MPI_COMM_NULL_DELETE_FN, &kf, NULL));
+    MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &d));
+    MPI_OK(MPI_Comm_set_attr(d, kf, (void *)(intptr_t)1));
+    MPI_OK(MPI_Comm_set_errhandler(d, MPI_ERRORS_RETURN));
+    d2 = MPI_COMM_SELF;
+    int rc = MPI_Comm_dup(d, &d2);
+    CHECKF(err_class(rc) == MPI_ERR_OTHER, "rc %d", rc);
+    CHECK(d2 == MPI_COMM_NULL);
+    MPI_OK(MPI_Comm_free(&d));
+    MPI_OK(MPI_Comm_free_keyval(&kf));
+
     /* predefined attribute */
     MPI_OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &v, &flag));
     CHECK(flag && *(int *)v >= 32767);
@@ -450,8 +475,28 @@ static void test_names_info(void)
     MPI_OK(MPI_Info_get(used, "beta", 63, val, &flag));
     CHECK(!flag || strcmp(val, "twotwo") == 0);
     MPI_OK(MPI_Info_free(&used));
+    /* MPI-4.0: no hint passes to another communicator, not even by a plain dup; the
+     * _with_info forms set the hints given */
     MPI_Comm d2;
+    MPI_OK(MPI_Comm_dup(d, &d2));
+    MPI_OK(MPI_Comm_get_info(d2, &used));
+    MPI_OK(MPI_Info_get(used, "beta", 63, val, &flag));
+    CHECK(!flag);
+    MPI_OK(MPI_Info_free(&used));
+    MPI_OK(MPI_Comm_free(&d2));
+    MPI_Request rq;
+    MPI_OK(MPI_Comm_idup(d, &d2, &rq));
+    MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Comm_get_info(d2, &used));
+    MPI_OK(MPI_Info_get(used, "beta", 63, val, &flag));
+    CHECK(!flag);
+    MPI_OK(MPI_Info_free(&used));
+    MPI_OK(MPI_Comm_free(&d2));
     MPI_OK(MPI_Comm_dup_with_info(d, info, &d2));
+    MPI_OK(MPI_Comm_get_info(d2, &used));
+    MPI_OK(MPI_Info_get(used, "beta", 63, val, &flag));
+    CHECK(!flag || strcmp(val, "twotwo") == 0);
+    MPI_OK(MPI_Info_free(&used));
     MPI_OK(MPI_Comm_free(&d2));
     MPI_OK(MPI_Info_free(&info));
     MPI_OK(MPI_Info_free(&info2));
@@ -516,6 +561,7 @@ static void test_exhaustion(void)
     while (n < MAX && (rc = MPI_Comm_dup(MPI_COMM_SELF, &c[n])) == MPI_SUCCESS)
         n++;
     CHECKF(n < MAX && err_class(rc) == MPI_ERR_OTHER, "%d duplicates, rc %d", n, rc);
+    CHECK(c[n] == MPI_COMM_NULL);
     for (int i = 0; i < n; i++)
         MPI_OK(MPI_Comm_free(&c[i]));
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
