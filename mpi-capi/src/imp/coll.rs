@@ -91,6 +91,20 @@ fn in_place(p: *const c_void) -> bool {
     std::ptr::eq(p, MPI_IN_PLACE)
 }
 
+/// The send buffer passed again as the receive buffer, where MPI_IN_PLACE is the way to say so:
+/// MPI forbids aliased output arguments (MPI_ERR_BUFFER, as in MPICH). `moves` says whether
+/// data would move at all; MPI_BOTTOM (NULL) twice is two sets of absolute addresses.
+fn not_aliased(sbuf: *const c_void, rbuf: *const c_void, moves: bool) -> R<()> {
+    if moves && !sbuf.is_null() && std::ptr::eq(sbuf, rbuf) {
+        return fail(
+            ErrorClass::Buffer,
+            "invalid buffers: the send buffer is also the receive buffer (pass MPI_IN_PLACE as \
+             the send buffer instead)",
+        );
+    }
+    Ok(())
+}
+
 /// A checked buffer argument: its count and its datatype (borrowed when predefined).
 #[inline(always)]
 fn checked(buf: *const c_void, count: i64, dt: MPI_Datatype) -> R<(usize, handles::DtRef)> {
@@ -111,9 +125,7 @@ fn vblocks(buf: *const c_void, c: Cnts, d: Disp, dt: MPI_Datatype, n: usize) -> 
     let dt = handles::datatype(dt)?;
     let counts = counts(c, n, "counts")?;
     let displs = displs(d, n, "displacements")?;
-    if buf.is_null() && counts.iter().any(|&k| k > 0) && dt.size() > 0 && dt.true_lb() == 0 {
-        return fail(ErrorClass::Buffer, "invalid buffer pointer NULL");
-    }
+    check_buf(buf, counts.iter().sum(), &dt)?;
     Ok(Blocks::v(buf as *const u8, counts, &displs, &dt))
 }
 
@@ -122,6 +134,11 @@ fn wblocks(buf: *const c_void, c: Cnts, d: Disp, t: *const MPI_Datatype, n: usiz
     let counts = counts(c, n, "counts")?;
     let displs = displs(d, n, "displacements")?;
     let dts = types(t, n, "datatypes")?;
+    // Byte displacements from MPI_BOTTOM (NULL) are absolute addresses: only MPI_IN_PLACE is
+    // refused here.
+    if in_place(buf) && counts.iter().any(|&k| k > 0) {
+        return fail(ErrorClass::Buffer, IN_PLACE_REFUSED);
+    }
     Ok(Blocks::w(buf as *const u8, counts, displs, dts))
 }
 
@@ -360,6 +377,9 @@ fn gather_impl(
             Role::Root | Role::Other | Role::InterLeaf => Some(data(sbuf, scount, sdt)?),
             _ => None,
         };
+        if ro == Role::Root {
+            not_aliased(sbuf, rbuf, scount > 0)?;
+        }
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -449,6 +469,9 @@ fn scatter_impl(
             Role::Root | Role::Other | Role::InterLeaf => Some(data(rbuf, rcount, rdt)?),
             _ => None,
         };
+        if ro == Role::Root {
+            not_aliased(sbuf, rbuf, rcount > 0)?;
+        }
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -532,6 +555,7 @@ fn allgather_impl(
             Some(data(sbuf, scount, sdt)?)
         };
         let recv = data(rbuf, rcount, rdt)?;
+        not_aliased(sbuf, rbuf, scount > 0)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -609,6 +633,7 @@ fn alltoall_impl(
             Some(data(sbuf, scount, sdt)?)
         };
         let recv = data(rbuf, rcount, rdt)?;
+        not_aliased(sbuf, rbuf, scount > 0)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             match mode {
@@ -739,10 +764,18 @@ fn reduce_impl(
         let o = core_op(op, dt, &d)?;
         let input = match ro {
             Role::InterRoot | Role::InterIdle => Input::Buf(std::ptr::null()),
-            _ => red_input(sbuf, n, &d)?,
+            Role::Root => red_input(sbuf, n, &d)?,
+            // MPI_IN_PLACE is the root's only.
+            Role::Other | Role::InterLeaf => {
+                check_buf(sbuf, n, &d)?;
+                Input::Buf(sbuf as *const u8)
+            }
         };
         if matches!(ro, Role::Root | Role::InterRoot) {
             check_buf(rbuf, n, &d)?;
+        }
+        if ro == Role::Root {
+            not_aliased(sbuf, rbuf, n > 0)?;
         }
         let rb = rbuf as *mut u8;
         // SAFETY: as in bcast_impl.
@@ -774,6 +807,7 @@ fn allreduce_impl(
         let o = core_op(op, dt, &d)?;
         let input = red_input(sbuf, n, &d)?;
         check_buf(rbuf, n, &d)?;
+        not_aliased(sbuf, rbuf, n > 0)?;
         let rb = rbuf as *mut u8;
         // SAFETY: as in bcast_impl.
         unsafe {
@@ -805,6 +839,7 @@ fn scan_impl(
         let o = core_op(op, dt, &d)?;
         let input = red_input(sbuf, n, &d)?;
         check_buf(rbuf, n, &d)?;
+        not_aliased(sbuf, rbuf, n > 0)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -842,6 +877,8 @@ fn reduce_scatter_impl(
         let o = core_op(op, dt, &d)?;
         let total: usize = cs.iter().sum();
         let input = red_input(sbuf, total, &d)?;
+        check_buf(rbuf, cs[madmpi::comm_rank(c)? as usize], &d)?;
+        not_aliased(sbuf, rbuf, total > 0)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {

@@ -46,8 +46,8 @@ unsafe fn send(
 }
 
 /// The arguments of a point-to-point call that can take the fast path: a non-negative count of
-/// a predefined datatype, a buffer that is not NULL when it holds data, a live communicator.
-/// Anything else (including every error) takes the checked path.
+/// a predefined datatype, a buffer that is neither NULL nor MPI_IN_PLACE when it holds data, a
+/// live communicator. Anything else (including every error) takes the checked path.
 #[inline(always)]
 fn fast_args(
     buf: *const c_void,
@@ -55,7 +55,8 @@ fn fast_args(
     datatype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> Option<(usize, &'static Datatype, madmpi::CommId)> {
-    if count < 0 || (buf.is_null() && count > 0) {
+    // MPI_IN_PLACE is address 1: one comparison covers it and NULL.
+    if count < 0 || ((buf as usize) <= MPI_IN_PLACE as usize && count > 0) {
         return None;
     }
     let dt = handles::predefined_type(datatype)?;

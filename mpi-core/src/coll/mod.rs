@@ -1703,6 +1703,9 @@ pub unsafe fn reduce_local(
     dt: &Datatype,
     op: &Op,
 ) -> Result<()> {
+    // MPI_Reduce_local is a reduction like the collective ones: MPI_REPLACE and MPI_NO_OP
+    // belong to one-sided accumulation only.
+    op.check_collective(dt)?;
     crate::op::reduce_layout(op, dt, count, inb, inout)
 }
 

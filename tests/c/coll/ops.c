@@ -310,6 +310,31 @@ int main(int argc, char **argv)
         double_int di[2] = {{1.0, 1}, {2.0, 2}};
         EXPECT_CLASS(MPI_Allreduce(di, di + 1, 1, MPI_DOUBLE_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_OP);
         EXPECT_CLASS(MPI_Reduce_local(&a, &b, 1, MPI_BYTE, MPI_SUM), MPI_ERR_OP);
+        EXPECT_CLASS(MPI_Reduce_local(&a, &b, 1, MPI_INT, MPI_REPLACE), MPI_ERR_OP);
+        EXPECT_CLASS(MPI_Reduce_local(&a, &b, 1, MPI_INT, MPI_NO_OP), MPI_ERR_OP);
+        /* MPI_IN_PLACE where the standard does not allow it (the receive buffer), and the
+         * send buffer passed again as the receive buffer: MPI_ERR_BUFFER, as in MPICH */
+        int v[64] = {0};
+        EXPECT_CLASS(MPI_Allreduce(v, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                     MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Allgather(v, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, MPI_COMM_WORLD),
+                     MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Alltoall(v, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, MPI_COMM_WORLD),
+                     MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Scan(v, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                     MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Exscan(v, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                     MPI_ERR_BUFFER);
+        EXPECT_CLASS(
+            MPI_Reduce_scatter_block(v, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+            MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Send(MPI_IN_PLACE, 1, MPI_INT, 0, 0, MPI_COMM_SELF), MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Allreduce(v, v, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Allgather(v, 1, MPI_INT, v, 1, MPI_INT, MPI_COMM_WORLD),
+                     MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Alltoall(v, 1, MPI_INT, v, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+        /* nothing moves: no error */
+        MPI_OK(MPI_Allreduce(v, v, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
         /* the communicator is still usable */
         MPI_OK(MPI_Allreduce(&a, &b, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
         CHECK(b == t_size);
