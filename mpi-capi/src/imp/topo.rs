@@ -137,8 +137,8 @@ pub unsafe fn MPI_Cart_rank(comm: MPI_Comm, coords: *const c_int, rank: *mut c_i
         let c = handles::comm(comm)?;
         let (d, p) = topo::cart_of(c)?;
         let co = ints(coords, d.len() as c_int, "coords")?;
-        *out(rank, "rank")? =
-            topo::cart_rank(&d, &p, co).map_err(|e| madmpi::Error::new(ErrorClass::Rank, e.msg))?;
+        // A coordinate out of range is MPI_ERR_ARG, as in MPICH and Open MPI.
+        *out(rank, "rank")? = topo::cart_rank(&d, &p, co)?;
         Ok(())
     })();
     finish(comm, r, &|| call("MPI_Cart_rank", comm))

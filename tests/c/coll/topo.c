@@ -138,6 +138,11 @@ static void test_cart(void)
         int co[2] = {-1, 0}, r;
         MPI_OK(MPI_Cart_rank(c, co, &r)); /* periodic dimension wraps */
         CHECK(r == (d[0] - 1) * d[1]);
+        /* out of range in the non-periodic one: MPI_ERR_ARG, as in MPICH and Open MPI */
+        int off[2] = {0, d[1]};
+        MPI_OK(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+        EXPECT_CLASS(MPI_Cart_rank(c, off, &r), MPI_ERR_ARG);
+        MPI_OK(MPI_Comm_set_errhandler(c, MPI_ERRORS_ARE_FATAL));
     }
     int s, t;
     MPI_OK(MPI_Cart_shift(c, 0, 1, &s, &t));
