@@ -261,11 +261,14 @@ struct Conn {
     out_off: usize,
     /// The peer sent its goodbye.
     bye: bool,
-    /// The last packet was placed (not delivered whole).
+    /// The last packet with a payload was placed (not delivered whole).
     last_placed: bool,
-    /// The engine accepted a placement asking to answer first (`Placement::reply_first`):
-    /// stop reading this connection for this poll.
+    /// Stop reading this connection for this poll and let the engine run first: it accepted a
+    /// placement asking to answer first (`Placement::reply_first`), or declined to place a
+    /// packet that came right behind one it had placed (see `parse`).
     reply_first: bool,
+    /// A placement was completed in this poll.
+    just_placed: bool,
 }
 
 impl Conn {
@@ -295,6 +298,7 @@ impl Conn {
             bye: false,
             last_placed: false,
             reply_first: false,
+            just_placed: false,
         }
     }
 
@@ -1566,6 +1570,7 @@ impl TcpTransport {
         let mut parse = |c: &mut Conn, pool: &mut RxPool| {
             parse(c, pool, peer, max_packet, split, &mut *sink, &mut stats)
         };
+        c.just_placed = false;
         let r = (|| {
             parse(c, pool)?;
             for _ in 0..READS_PER_POLL {
@@ -1576,11 +1581,11 @@ impl TcpTransport {
                     break;
                 }
                 c.rx_reserve(0, pool);
-                // After a placed packet, the next is likely large too: read only up to its
-                // head first, so that its payload goes straight to where the engine wants it
-                // instead of through our buffer (one more system call per large packet, one
-                // copy of up to 64 KiB less).
-                let limit = if c.last_placed && c.rx_len() == 0 && c.direct.is_none() {
+                // While placing a packet, and after one, the next is likely large too: read
+                // only up to its head, so that its payload goes straight to where the engine
+                // wants it instead of through our buffer (one more system call per large
+                // packet, one copy of up to 64 KiB less).
+                let limit = if c.direct.is_some() || (c.last_placed && c.rx_len() == 0) {
                     FRAME_HDR + split.head_len
                 } else {
                     usize::MAX
@@ -1787,6 +1792,7 @@ fn parse(
             let total = d.total;
             c.direct = None;
             c.last_placed = true;
+            c.just_placed = true;
             sink.placed(from, &c.head, total);
             stats.1 += 1;
             continue;
@@ -1857,6 +1863,16 @@ fn parse(
                     }
                     continue;
                 }
+                // Right behind a packet placed in this poll (the next RTS or fragment of a
+                // stream), the receive is most likely about to be posted: the engine has not
+                // yet seen the previous one complete. It gets to run before the payload is
+                // read, which would otherwise go through our buffer (and an unexpected
+                // message) instead of straight where it belongs, and delay the reply. If it
+                // declines again at the next poll, the packet is read whole.
+                None if c.just_placed => {
+                    c.reply_first = true;
+                    break;
+                }
                 None => c.offered = true,
             }
         }
@@ -1865,7 +1881,11 @@ fn parse(
             break;
         }
         sink.deliver(from, &c.rx[body..body + len]);
-        c.last_placed = false;
+        // A packet with no payload (a Cts, an acknowledgement) between the fragments of large
+        // messages does not end the run of them.
+        if len > split.head_len {
+            c.last_placed = false;
+        }
         stats.0 += 1;
         c.rx_start = body + len;
         c.offered = false;
