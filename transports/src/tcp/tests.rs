@@ -289,6 +289,30 @@ struct Sink {
     late: bool,
 }
 
+impl Sink {
+    fn new(head_len: usize) -> Sink {
+        Sink {
+            events: Vec::new(),
+            dst: Vec::new(),
+            offered: 0,
+            head_len,
+            late: false,
+        }
+    }
+}
+
+/// A connected pair that allows large packets, and the split of the placement tests (heads of
+/// 48 bytes, placement from 1 KiB of payload on).
+fn split_pair() -> (TcpTransport, TcpTransport, SplitParams) {
+    let cfg = cfg_with(|c| c.max_packet = BIG_PACKET);
+    let (a, b) = pair_of(0, 1, 2, &cfg);
+    let split = SplitParams {
+        head_len: 48,
+        min_rest: 1024,
+    };
+    (a, b, split)
+}
+
 impl RecvSink for Sink {
     fn deliver(&mut self, _: PeerId, packet: &[u8]) {
         self.events.push(Ev::Whole(packet.to_vec()));
@@ -342,13 +366,7 @@ fn header_data_split() {
         let mut rng = Rng::new(9);
         // (packet, expected placement) pairs.
         let mut sent: Vec<(Vec<u8>, Option<usize>)> = Vec::new();
-        let mut sink = Sink {
-            events: Vec::new(),
-            dst: Vec::new(),
-            offered: 0,
-            head_len,
-            late: false,
-        };
+        let mut sink = Sink::new(head_len);
         let mut offers_expected = 0;
         // Declined packets right behind a placed one are offered twice (see
         // declined_behind_a_placement_is_offered_again).
@@ -453,20 +471,9 @@ fn header_data_split() {
 /// the packet on, although all of it has arrived; the next polls land it, then what follows.
 #[test]
 fn reply_first_placement_returns_at_once() {
-    let cfg = cfg_with(|c| c.max_packet = BIG_PACKET);
-    let (mut a, mut b) = pair_of(0, 1, 2, &cfg);
-    let head_len = 48;
-    let split = SplitParams {
-        head_len,
-        min_rest: 1024,
-    };
-    let mut sink = Sink {
-        events: Vec::new(),
-        dst: Vec::new(),
-        offered: 0,
-        head_len,
-        late: false,
-    };
+    let (mut a, mut b, split) = split_pair();
+    let head_len = split.head_len;
+    let mut sink = Sink::new(head_len);
     let mut big: Vec<u8> = (0..head_len + (64 << 10)).map(|i| i as u8).collect();
     big[0] = b'P';
     big[1] = 254;
@@ -512,20 +519,9 @@ fn reply_first_placement_returns_at_once() {
 /// whole.
 #[test]
 fn declined_behind_a_placement_is_offered_again() {
-    let cfg = cfg_with(|c| c.max_packet = BIG_PACKET);
-    let (mut a, mut b) = pair_of(0, 1, 2, &cfg);
-    let head_len = 48;
-    let split = SplitParams {
-        head_len,
-        min_rest: 1024,
-    };
-    let mut sink = Sink {
-        events: Vec::new(),
-        dst: Vec::new(),
-        offered: 0,
-        head_len,
-        late: false,
-    };
+    let (mut a, mut b, split) = split_pair();
+    let head_len = split.head_len;
+    let mut sink = Sink::new(head_len);
     let packet = |mark: u8, n: usize| {
         let mut p: Vec<u8> = (0..head_len + n).map(|i| (i * 7) as u8).collect();
         p[0] = mark;
@@ -587,13 +583,7 @@ fn default_split_delivers_whole() {
     let me = PeerId(0);
     let mut lo = crate::loopback::LoopbackTransport::new(me);
     lo.try_send(me, &[IoSlice::new(&[b'P'; 5000])]).unwrap();
-    let mut sink = Sink {
-        events: Vec::new(),
-        dst: Vec::new(),
-        offered: 0,
-        head_len: 48,
-        late: false,
-    };
+    let mut sink = Sink::new(48);
     let split = SplitParams {
         head_len: 48,
         min_rest: 0,
