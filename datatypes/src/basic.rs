@@ -470,13 +470,16 @@ impl Basic {
             | Character | Logical1 | Integer1 => (Conv::Byte, 1),
             Short | Int16 | Integer2 => int(true, 2),
             UnsignedShort | UInt16 | Logical2 => int(false, 2),
-            Int | Int32 | Integer | Integer4 => int(true, 4),
-            Unsigned | UInt32 | Logical | Logical4 => int(false, 4),
-            Long | LongLong | Int64 | Aint | Offset | Count | Integer8 => int(true, 8),
-            UnsignedLong | UnsignedLongLong | UInt64 | Logical8 => int(false, 8),
+            // The standard's table of external32 sizes gives `long` 4 bytes whatever the
+            // platform's `long` (a value that does not fit is a conversion error), as MPICH.
+            Int | Int32 | Integer | Integer4 | Long => int(true, 4),
+            Unsigned | UInt32 | Logical | Logical4 | UnsignedLong => int(false, 4),
+            LongLong | Int64 | Aint | Offset | Count | Integer8 => int(true, 8),
+            UnsignedLongLong | UInt64 | Logical8 => int(false, 8),
             Integer16 => int(true, 16),
             Logical16 => int(false, 16),
-            WChar => int(false, 4),
+            // 2 bytes in the standard's table (a `wchar_t` above U+FFFF does not fit).
+            WChar => int(false, 2),
             Real2 => (Conv::Float { n: 2 }, 1),
             Float | Real | Real4 => (Conv::Float { n: 4 }, 1),
             Double | DoublePrecision | Real8 => (Conv::Float { n: 8 }, 1),
@@ -494,8 +497,8 @@ impl Basic {
         }
     }
 
-    /// Size of one element in the `external32` representation (e.g. `long` is 8, `long double`
-    /// 16, `wchar_t` 4, `bool` 1).
+    /// Size of one element in the `external32` representation (e.g. `long` is 4, `long double`
+    /// 16, `wchar_t` 2, `bool` 1).
     pub fn external32_size(self) -> usize {
         if let Some([(a, _), (b, _)]) = self.pair() {
             return a.external32_size() + b.external32_size();
@@ -608,8 +611,11 @@ mod tests {
             assert_eq!((b.size(), b.extent()), (size, extent), "{b:?}");
         }
         assert_eq!(LongDouble.external32_size(), 16);
-        assert_eq!(Long.external32_size(), 8);
-        assert_eq!(WChar.external32_size(), 4);
+        assert_eq!(Long.external32_size(), 4);
+        assert_eq!(UnsignedLong.external32_size(), 4);
+        assert_eq!(LongLong.external32_size(), 8);
+        assert_eq!(WChar.external32_size(), 2);
+        assert_eq!(LongInt.external32_size(), 8);
         assert_eq!(CBool.external32_size(), 1);
         assert_eq!(CDoubleComplex.external32_size(), 16);
         assert_eq!(DoubleInt.external32_size(), 12);

@@ -641,13 +641,7 @@ impl State {
         coll: bool,
     ) -> Result<RequestId> {
         let c = self.comm(comm)?;
-        if dest == PROC_NULL {
-            let mut r = Request::new(Op::None);
-            r.complete = true;
-            r.status = PROC_NULL_STATUS;
-            return Ok(self.reqs.insert(r));
-        }
-        if dest < 0 || dest >= c.peer_count() {
+        if dest != PROC_NULL && (dest < 0 || dest >= c.peer_count()) {
             return err(
                 ErrorClass::Rank,
                 format!(
@@ -663,6 +657,13 @@ impl State {
             );
         }
         check_type(dt)?;
+        // A null operation still has valid arguments (as in MPICH and Open MPI).
+        if dest == PROC_NULL {
+            let mut r = Request::new(Op::None);
+            r.complete = true;
+            r.status = PROC_NULL_STATUS;
+            return Ok(self.reqs.insert(r));
+        }
         let bytes = count
             .checked_mul(dt.size())
             .ok_or_else(|| Error::new(ErrorClass::Count, format!("count {count} overflows")))?;
@@ -943,28 +944,14 @@ impl State {
         coll: bool,
     ) -> Result<RequestId> {
         let c = self.comm(comm)?;
+        check_src_tag(c, src, tag)?;
+        check_type(dt)?;
         if src == PROC_NULL {
             let mut r = Request::new(Op::None);
             r.complete = true;
             r.status = PROC_NULL_STATUS;
             return Ok(self.reqs.insert(r));
         }
-        if src != ANY_SOURCE && (src < 0 || src >= c.peer_count()) {
-            return err(
-                ErrorClass::Rank,
-                format!(
-                    "invalid source rank {src} (communicator size {})",
-                    c.peer_count()
-                ),
-            );
-        }
-        if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
-            return err(
-                ErrorClass::Tag,
-                format!("invalid tag {tag} (must be 0..={TAG_UB} or MPI_ANY_TAG)"),
-            );
-        }
-        check_type(dt)?;
         let ctx = c.ctx + coll as u32;
         let target = recv_target(buf, count, dt)?;
         let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
@@ -1060,13 +1047,7 @@ impl State {
             Persistent::Recv {
                 src, tag, comm, dt, ..
             } => {
-                let c = self.comm(*comm)?;
-                if *src != PROC_NULL && *src != ANY_SOURCE && (*src < 0 || *src >= c.peer_count()) {
-                    return err(ErrorClass::Rank, format!("invalid source rank {src}"));
-                }
-                if *tag != ANY_TAG && !(0..=TAG_UB).contains(tag) {
-                    return err(ErrorClass::Tag, format!("invalid tag {tag}"));
-                }
+                check_src_tag(self.comm(*comm)?, *src, *tag)?;
                 check_type(dt)?;
             }
             Persistent::Coll(_) => {}
@@ -1209,10 +1190,10 @@ impl State {
 
     pub fn iprobe(&mut self, src: i32, tag: i32, comm: CommId) -> Result<Option<Status>> {
         let c = self.comm(comm)?;
+        check_src_tag(c, src, tag)?;
         if src == PROC_NULL {
             return Ok(Some(PROC_NULL_STATUS));
         }
-        check_src_tag(c, src, tag)?;
         let ctx = c.ctx;
         Ok(self
             .mq(ctx)
@@ -1236,10 +1217,10 @@ impl State {
         comm: CommId,
     ) -> Result<Option<(MessageId, Status)>> {
         let c = self.comm(comm)?;
+        check_src_tag(c, src, tag)?;
         if src == PROC_NULL {
             return Ok(Some((MessageId::NO_PROC, PROC_NULL_STATUS)));
         }
-        check_src_tag(c, src, tag)?;
         let ctx = c.ctx;
         let q = self.mq(ctx);
         let Some(pos) = q
@@ -2142,8 +2123,10 @@ fn check_type(dt: &Datatype) -> Result<()> {
     Ok(())
 }
 
+/// The source and tag of a receive or probe: a rank of `c`, MPI_ANY_SOURCE or MPI_PROC_NULL; a
+/// tag in 0..=TAG_UB or MPI_ANY_TAG (checked for MPI_PROC_NULL too, as in MPICH and Open MPI).
 fn check_src_tag(c: &Comm, src: i32, tag: i32) -> Result<()> {
-    if src != ANY_SOURCE && (src < 0 || src >= c.peer_count()) {
+    if src != ANY_SOURCE && src != PROC_NULL && (src < 0 || src >= c.peer_count()) {
         return err(
             ErrorClass::Rank,
             format!(
@@ -2153,7 +2136,10 @@ fn check_src_tag(c: &Comm, src: i32, tag: i32) -> Result<()> {
         );
     }
     if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
-        return err(ErrorClass::Tag, format!("invalid tag {tag}"));
+        return err(
+            ErrorClass::Tag,
+            format!("invalid tag {tag} (must be 0..={TAG_UB} or MPI_ANY_TAG)"),
+        );
     }
     Ok(())
 }

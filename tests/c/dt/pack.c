@@ -209,6 +209,16 @@ static void external32(void)
         ext(v, 2, MPI_SHORT, w, sizeof w, b, sizeof v, "MPI_SHORT");
     }
     {
+        /* long and unsigned long are 4 bytes in external32 whatever the platform's long (the
+         * standard's table; MPICH packs them so) */
+        long v[2] = {0x01020304L, -5L}, b[2];
+        const unsigned char w[] = {1, 2, 3, 4, 0xff, 0xff, 0xff, 0xfb};
+        ext(v, 2, MPI_LONG, w, sizeof w, b, sizeof v, "MPI_LONG");
+        unsigned long u = 0xfffffffeUL, ub;
+        const unsigned char wu[] = {0xff, 0xff, 0xff, 0xfe};
+        ext(&u, 1, MPI_UNSIGNED_LONG, wu, sizeof wu, &ub, sizeof u, "MPI_UNSIGNED_LONG");
+    }
+    {
         int64_t v = 0x0102030405060708LL, b;
         const unsigned char w[] = {1, 2, 3, 4, 5, 6, 7, 8};
         ext(&v, 1, MPI_INT64_T, w, sizeof w, &b, sizeof v, "MPI_INT64_T");
@@ -271,6 +281,17 @@ static void external32(void)
         const unsigned char w[] = {0xbf, 0xf0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3};
         ext(&v, 1, MPI_DOUBLE_INT, w, sizeof w, &b, 0, "MPI_DOUBLE_INT");
         CHECK(b.d == -1.0 && b.i == 3);
+        /* a long that does not fit the 4 bytes of external32: a conversion error */
+        if (sizeof(long) > 4) {
+            long big = 1L << 40;
+            unsigned char out[8];
+            MPI_Aint pos = 0;
+            MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+            EXPECT_CLASS(MPI_Pack_external("external32", &big, 1, MPI_LONG, out,
+                                           (MPI_Aint)sizeof out, &pos),
+                         MPI_ERR_CONVERSION);
+            MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
+        }
     }
 }
 

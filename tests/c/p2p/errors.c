@@ -66,6 +66,20 @@ int main(int argc, char **argv)
         if (*ub < 2147483647)
             EXPECT_CLASS(MPI_Send(&v, 1, MPI_INT, 1 - t_rank, *ub + 1, MPI_COMM_WORLD), MPI_ERR_TAG);
     }
+    /* MPI_PROC_NULL makes no operation of invalid arguments (as in MPICH and Open MPI) */
+    EXPECT_CLASS(MPI_Send(&v, 1, MPI_INT, MPI_PROC_NULL, -3, MPI_COMM_WORLD), MPI_ERR_TAG);
+    EXPECT_CLASS(MPI_Isend(&v, 1, MPI_INT, MPI_PROC_NULL, -3, MPI_COMM_WORLD, &r), MPI_ERR_TAG);
+    EXPECT_CLASS(MPI_Recv(&v, 1, MPI_INT, MPI_PROC_NULL, -3, MPI_COMM_WORLD, &st), MPI_ERR_TAG);
+    EXPECT_CLASS(MPI_Iprobe(MPI_PROC_NULL, -3, MPI_COMM_WORLD, &v, &st), MPI_ERR_TAG);
+    {
+        MPI_Datatype unc;
+        MPI_OK(MPI_Type_contiguous(2, MPI_INT, &unc));
+        EXPECT_CLASS(MPI_Send(&v, 1, unc, MPI_PROC_NULL, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+        MPI_OK(MPI_Type_free(&unc));
+    }
+    MPI_OK(MPI_Send(&v, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD));
+    MPI_OK(MPI_Recv(&v, 1, MPI_INT, MPI_PROC_NULL, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG);
     EXPECT_CLASS(MPI_Send(&v, -1, MPI_INT, 1 - t_rank, 0, MPI_COMM_WORLD), MPI_ERR_COUNT);
     EXPECT_CLASS(MPI_Irecv(&v, -3, MPI_INT, 1 - t_rank, 0, MPI_COMM_WORLD, &r), MPI_ERR_COUNT);
     EXPECT_CLASS(MPI_Send(NULL, 4, MPI_INT, 1 - t_rank, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
