@@ -119,7 +119,8 @@ Options:
   -genvnone                 pass none of mpirun's environment (-x/-genv still apply)
   -genvall                  pass all of mpirun's environment (the default)
   -wdir DIR                 working directory of the ranks
-  --timeout SECONDS         kill the job after SECONDS (default: $MPIEXEC_TIMEOUT); exit code 124
+  --timeout SECONDS         kill the job after SECONDS (default: $MPIEXEC_TIMEOUT; 0: no
+                            limit); exit code 124
   --pmi-port                serve PMI over TCP (PMI_PORT) to the local ranks too, instead
                             of PMI_FD (remote ranks always use it)
   --bind-to core|none|auto  bind each local rank to one CPU (core), or not (none); auto
@@ -173,7 +174,7 @@ pub fn parse(
     };
     if let Some(t) = getenv("MPIEXEC_TIMEOUT") {
         opts.timeout =
-            Some(parse_timeout(&t.to_string_lossy()).map_err(|e| format!("MPIEXEC_TIMEOUT: {e}"))?);
+            parse_timeout(&t.to_string_lossy()).map_err(|e| format!("MPIEXEC_TIMEOUT: {e}"))?;
     }
     let mut i = 0;
     // Takes the value of an option: inline (`--opt=value`) or the next argument.
@@ -270,7 +271,7 @@ pub fn parse(
             "timeout" => {
                 let v = take(inline, &mut i, text)?;
                 opts.timeout =
-                    Some(parse_timeout(&v.to_string_lossy()).map_err(|e| format!("{text}: {e}"))?);
+                    parse_timeout(&v.to_string_lossy()).map_err(|e| format!("{text}: {e}"))?;
             }
             "pmi-port" => {
                 flag(&inline)?;
@@ -374,15 +375,22 @@ pub fn parse(
 
 const HOSTS_TWICE: &str = "give the hosts with --host or with --hostfile, not both";
 
-fn parse_timeout(s: &str) -> Result<Duration, String> {
+/// A time limit in seconds; 0 or nothing is no limit (as Hydra's `MPIEXEC_TIMEOUT` and Open
+/// MPI's `--timeout` take it).
+fn parse_timeout(s: &str) -> Result<Option<Duration>, String> {
+    if s.trim().is_empty() {
+        return Ok(None);
+    }
     let secs: f64 = s
         .trim()
         .parse()
         .map_err(|_| format!("'{s}' is not a number of seconds"))?;
-    if !(secs.is_finite() && secs > 0.0 && secs < 1e9) {
-        return Err(format!("'{s}' is not a positive number of seconds"));
+    if !(secs.is_finite() && (0.0..1e9).contains(&secs)) {
+        return Err(format!(
+            "'{s}' is not a number of seconds (0 or more; 0: no limit)"
+        ));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok((secs > 0.0).then(|| Duration::from_secs_f64(secs)))
 }
 
 /// Whether a variable from mpirun's own environment must not reach the ranks: the PMI
@@ -496,6 +504,8 @@ mod tests {
         );
         assert_eq!(o.timeout, Some(Duration::from_millis(1500)));
         assert!(run(&["--timeout", "-1", "p"]).is_err());
+        // 0 is no limit, as in Hydra and Open MPI.
+        assert_eq!(run(&["--timeout", "0", "p"]).unwrap().timeout, None);
         assert!(run(&["--prefix-rank", "-l", "p"]).unwrap().tag_output);
     }
 

@@ -355,6 +355,21 @@ impl Job {
                 cmd.stdin(Stdio::null());
             }
             if let Some(d) = &self.spec.wdir {
+                // The spawn would report a missing directory as a missing program.
+                let why = match std::fs::metadata(d) {
+                    Ok(m) if m.is_dir() => None,
+                    Ok(_) => Some(io::Error::new(io::ErrorKind::Other, "not a directory")),
+                    Err(e) => Some(e),
+                };
+                if let Some(e) = why {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "cannot change to the working directory {}: {e}",
+                            d.display()
+                        ),
+                    ));
+                }
                 cmd.current_dir(d);
             }
             cmd

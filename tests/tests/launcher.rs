@@ -778,6 +778,18 @@ fn command_line_errors_are_clear() {
         "{}",
         o.dump()
     );
+    // A missing working directory is named as such, not as a missing program.
+    let o = mpirun_with(&["-wdir", "/nonexistent/dir", "-n", "1", "true"], None);
+    assert_ne!(o.code, Some(0), "{}", o.dump());
+    assert!(
+        o.stderr
+            .contains("cannot change to the working directory /nonexistent/dir"),
+        "{}",
+        o.dump()
+    );
+    // A time limit of 0 is none (as MPIEXEC_TIMEOUT=0 in Hydra, --timeout 0 in Open MPI).
+    let o = mpirun_with(&["--timeout", "0", "-n", "1", "true"], None);
+    assert_eq!(o.code, Some(0), "{}", o.dump());
     // `--` and the other count spellings.
     let o = mpirun_with(&["-np", "2", "--", "true"], None);
     assert_eq!(o.code, Some(0), "{}", o.dump());

@@ -373,6 +373,11 @@ static void test_attrs(void)
     MPI_OK(MPI_Comm_free_keyval(&k2));
     MPI_OK(MPI_Comm_free_keyval(&k3));
 
+    /* no process of a job mpirun started has a parent */
+    MPI_Comm parent = MPI_COMM_WORLD;
+    MPI_OK(MPI_Comm_get_parent(&parent));
+    CHECK(parent == MPI_COMM_NULL);
+
     /* a copy callback's error fails the dup, which leaves MPI_COMM_NULL */
     int kf;
     MPI_OK(MPI_Comm_create_keyval(copy_fails, MPI_COMM_NULL_DELETE_FN, &kf, NULL));
