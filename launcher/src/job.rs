@@ -358,7 +358,7 @@ impl Job {
                 // The spawn would report a missing directory as a missing program.
                 let why = match std::fs::metadata(d) {
                     Ok(m) if m.is_dir() => None,
-                    Ok(_) => Some(io::Error::new(io::ErrorKind::Other, "not a directory")),
+                    Ok(_) => Some(io::Error::other("not a directory")),
                     Err(e) => Some(e),
                 };
                 if let Some(e) = why {
