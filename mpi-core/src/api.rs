@@ -130,6 +130,45 @@ impl Backoff {
     }
 }
 
+/// The process is leaving on purpose (MPI_Finalize, MPI_Abort): the launcher may close the
+/// connection first.
+static LEAVING: AtomicBool = AtomicBool::new(false);
+
+/// Watch the connection to the process manager from a thread of its own, blocked in `poll`
+/// (no CPU), and end the process when the connection hangs up while the process is not leaving.
+/// A rank whose launcher is gone (killed with SIGKILL, so it could not end the job, and the
+/// rank is not its direct child, so the kernel's parent-death signal did not reach it: a
+/// wrapper script in between) would otherwise go on waiting for, or talking with, peers
+/// forever. Hydra's and Slurm's ranks lose their proxy the same way.
+fn watch_lifeline(fd: std::os::fd::RawFd) {
+    let spawned = std::thread::Builder::new()
+        .name("madmpi-lifeline".into())
+        .spawn(move || loop {
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLRDHUP,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, no timeout.
+            let n = unsafe { libc::poll(&mut p, 1, -1) };
+            if LEAVING.load(Ordering::Acquire) || (n == 1 && p.revents & libc::POLLNVAL != 0) {
+                return;
+            }
+            let gone = libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR;
+            if n == 1 && p.revents & gone != 0 {
+                eprintln!(
+                    "madmpi: the connection to the launcher (PMI) hung up: the job is gone; \
+                     exiting"
+                );
+                // SAFETY: ends the process at once (other threads may hold the engine's lock).
+                unsafe { libc::_exit(1) };
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start the launcher watch: {e}");
+    }
+}
+
 fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
@@ -404,6 +443,9 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
         }
         Ok(())
     })?;
+    if let Some(p) = pmi.as_ref() {
+        watch_lifeline(p.raw_fd());
+    }
     g.pmi = pmi;
     g.thread_level = required;
     g.main_thread = Some(std::thread::current().id());
@@ -635,6 +677,7 @@ pub fn finalize() -> Result<()> {
     }
     wait_until(|e| Ok((!e.st.busy()).then_some(())))?;
     let mut g = GLOBAL.lock();
+    LEAVING.store(true, Ordering::Release);
     if let Some(mut p) = g.pmi.take() {
         p.barrier()?;
         p.finalize()?;
@@ -667,6 +710,7 @@ pub fn finalized() -> bool {
 /// (singleton), `msg` is printed here.
 pub fn abort(code: i32, msg: &str) -> ! {
     use std::io::Write;
+    LEAVING.store(true, Ordering::Release);
     let _ = std::io::stdout().flush();
     crate::trace::finish_abort();
     let mut told = false;

@@ -136,6 +136,17 @@ fn env_int<T: std::str::FromStr>(name: &str) -> Result<Option<T>, Error> {
 }
 
 impl Client {
+    /// The file descriptor of the connection to the process manager (to watch it for a hang-up:
+    /// the launcher is gone).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match &self.conn {
+            Conn::Sock(s) => s.as_raw_fd(),
+            Conn::Fd(f) => f.as_raw_fd(),
+            Conn::Tcp(t) => t.as_raw_fd(),
+        }
+    }
+
     /// Connects using `PMI_FD` (fd inherited from the launcher) or `PMI_PORT` (host:port, with
     /// `PMI_ID`) from the environment; `Ok(None)` when neither is set (singleton).
     ///

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 mod helpers;
 
 use helpers::{
-    assert_gone, listening_ports, program, shm_leftovers, start, traffic_field, traffic_pids,
-    Finished, Running,
+    alive, assert_gone, listening_ports, program, shm_leftovers, start, traffic_field,
+    traffic_pids, Finished, Running,
 };
 
 const MPIRUN: &str = env!("CARGO_BIN_EXE_mpirun-test");
@@ -146,6 +146,48 @@ fn interrupted_mpirun_stops_every_rank() {
         );
         assert_clean(&pids, &kvs, &o, &what);
     }
+}
+
+/// `mpirun` killed with SIGKILL while its ranks run behind a wrapper (a shell that is mpirun's
+/// child, the rank its grandchild): the kernel's parent-death signal reaches only the shell, and
+/// the ranks, still talking to each other, must notice on their own that the launcher's
+/// connection hung up, and end.
+#[test]
+fn sigkill_to_mpirun_ends_ranks_behind_a_wrapper() {
+    let _one = serial();
+    // The orphaned ranks come to us rather than to a pid 1 that may never reap them.
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let exe = program(TRAFFIC);
+    let mut cmd = Command::new(MPIRUN);
+    cmd.args(["-n", "4", "sh", "-c", "\"$0\"; exit 0"])
+        .arg(exe)
+        .env_remove("MADMPI_TRANSPORTS");
+    let mut job = start(cmd);
+    let (pids, kvs) = wait_traffic(&mut job);
+    job.child.kill().expect("SIGKILL mpirun");
+    let t = Instant::now();
+    let o = job.finish(Duration::from_secs(30));
+    let all: Vec<i32> = pids.iter().map(|p| p.1).collect();
+    while all.iter().any(|&p| alive(p)) && t.elapsed() < REACTION {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("ranks gone {:.2?} after mpirun", t.elapsed());
+    let left: Vec<i32> = all.iter().copied().filter(|&p| alive(p)).collect();
+    for &p in &left {
+        // SAFETY: kill has no memory-safety preconditions; `p` is a rank of this test's job.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    // Reap what came to us (the ranks, and the shells if they were slower to go).
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: waitpid with a valid pointer to a local int.
+    while unsafe { libc::waitpid(-1, &mut 0, libc::WNOHANG) } > 0 {}
+    assert!(
+        left.is_empty(),
+        "ranks {left:?} outlived mpirun by {REACTION:?}"
+    );
+    let shm = shm_leftovers(&kvs);
+    assert!(shm.is_empty(), "left {shm:?} in /dev/shm\n{}", o.dump());
 }
 
 /// Connects to the PMI port, sends `bytes`, and returns everything the server said until it
