@@ -466,12 +466,31 @@ pub fn call_errhandler(comm: MPI_Comm, code: c_int) -> c_int {
 /// What the generated wrapper of an unimplemented function returns: MPI_ERR_UNSUPPORTED_OPERATION
 /// through the handler of `comm` (MPI_COMM_SELF's if it has none).
 pub fn unsupported(func: &'static str, comm: MPI_Comm) -> c_int {
+    let why = format!("{func} is not implemented in madmpi (yet)");
     raise_code(
         comm,
         &|| func.to_string(),
-        MPI_ERR_UNSUPPORTED_OPERATION,
-        &format!("{func} is not implemented in madmpi (yet)"),
+        unsupported_code(func, &why),
+        &why,
     )
+}
+
+/// The error code an unimplemented function returns: one per function, of class
+/// MPI_ERR_UNSUPPORTED_OPERATION, whose `MPI_Error_string` names the function (so that a
+/// program running with MPI_ERRORS_RETURN can say which one, as the fatal handler does).
+fn unsupported_code(func: &'static str, why: &str) -> c_int {
+    static CODES: Mutex<BTreeMap<&'static str, c_int>> = const_mutex(BTreeMap::new());
+    let mut codes = CODES.lock();
+    if let Some(&c) = codes.get(func) {
+        return c;
+    }
+    let made = add_code(MPI_ERR_UNSUPPORTED_OPERATION).and_then(|c| {
+        add_string(c, format!("MPI_ERR_UNSUPPORTED_OPERATION: {why}"))?;
+        Ok(c)
+    });
+    let c = made.unwrap_or(MPI_ERR_UNSUPPORTED_OPERATION);
+    codes.insert(func, c);
+    c
 }
 
 /// What the generated wrapper returns when the implementation of `func` panicked: MPI_ERR_INTERN
