@@ -151,7 +151,14 @@ fn watch_lifeline(fd: std::os::fd::RawFd) {
             };
             // SAFETY: one valid pollfd, no timeout.
             let n = unsafe { libc::poll(&mut p, 1, -1) };
-            if LEAVING.load(Ordering::Acquire) || (n == 1 && p.revents & libc::POLLNVAL != 0) {
+            let failed =
+                n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted;
+            // Leaving, a closed fd, or a poll that cannot work: nothing to watch (and no loop
+            // spinning on an error).
+            if LEAVING.load(Ordering::Acquire)
+                || failed
+                || (n == 1 && p.revents & libc::POLLNVAL != 0)
+            {
                 return;
             }
             let gone = libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR;

@@ -627,6 +627,14 @@ impl State {
 
     // ---------------------------------------------------------------- commands
 
+    /// A completed request of an operation on MPI_PROC_NULL.
+    fn null_request(&mut self) -> RequestId {
+        let mut r = Request::new(Op::None);
+        r.complete = true;
+        r.status = PROC_NULL_STATUS;
+        self.reqs.insert(r)
+    }
+
     /// Start a send. `buf` must stay valid until the request completes (see `request`).
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn isend(
@@ -641,28 +649,11 @@ impl State {
         coll: bool,
     ) -> Result<RequestId> {
         let c = self.comm(comm)?;
-        if dest != PROC_NULL && (dest < 0 || dest >= c.peer_count()) {
-            return err(
-                ErrorClass::Rank,
-                format!(
-                    "invalid destination rank {dest} (communicator size {})",
-                    c.peer_count()
-                ),
-            );
-        }
-        if !(0..=TAG_UB).contains(&tag) {
-            return err(
-                ErrorClass::Tag,
-                format!("invalid tag {tag} (must be 0..={TAG_UB})"),
-            );
-        }
+        check_dest_tag(c, dest, tag)?;
         check_type(dt)?;
         // A null operation still has valid arguments (as in MPICH and Open MPI).
         if dest == PROC_NULL {
-            let mut r = Request::new(Op::None);
-            r.complete = true;
-            r.status = PROC_NULL_STATUS;
-            return Ok(self.reqs.insert(r));
+            return Ok(self.null_request());
         }
         let bytes = count
             .checked_mul(dt.size())
@@ -947,10 +938,7 @@ impl State {
         check_src_tag(c, src, tag)?;
         check_type(dt)?;
         if src == PROC_NULL {
-            let mut r = Request::new(Op::None);
-            r.complete = true;
-            r.status = PROC_NULL_STATUS;
-            return Ok(self.reqs.insert(r));
+            return Ok(self.null_request());
         }
         let ctx = c.ctx + coll as u32;
         let target = recv_target(buf, count, dt)?;
@@ -1035,13 +1023,7 @@ impl State {
                 dt,
                 ..
             } => {
-                let c = self.comm(*comm)?;
-                if *dest != PROC_NULL && (*dest < 0 || *dest >= c.peer_count()) {
-                    return err(ErrorClass::Rank, format!("invalid destination rank {dest}"));
-                }
-                if !(0..=TAG_UB).contains(tag) {
-                    return err(ErrorClass::Tag, format!("invalid tag {tag}"));
-                }
+                check_dest_tag(self.comm(*comm)?, *dest, *tag)?;
                 check_type(dt)?;
             }
             Persistent::Recv {
@@ -1254,10 +1236,7 @@ impl State {
         msg: MessageId,
     ) -> Result<RequestId> {
         if msg == MessageId::NO_PROC {
-            let mut r = Request::new(Op::None);
-            r.complete = true;
-            r.status = PROC_NULL_STATUS;
-            return Ok(self.reqs.insert(r));
+            return Ok(self.null_request());
         }
         check_type(dt)?;
         let pos = self
@@ -2118,6 +2097,27 @@ fn check_type(dt: &Datatype) -> Result<()> {
         return err(
             ErrorClass::Type,
             "datatype not committed (call MPI_Type_commit)",
+        );
+    }
+    Ok(())
+}
+
+/// The destination and tag of a send: a rank of `c` or MPI_PROC_NULL; a tag in 0..=TAG_UB
+/// (checked for MPI_PROC_NULL too, as in MPICH and Open MPI).
+fn check_dest_tag(c: &Comm, dest: i32, tag: i32) -> Result<()> {
+    if dest != PROC_NULL && (dest < 0 || dest >= c.peer_count()) {
+        return err(
+            ErrorClass::Rank,
+            format!(
+                "invalid destination rank {dest} (communicator size {})",
+                c.peer_count()
+            ),
+        );
+    }
+    if !(0..=TAG_UB).contains(&tag) {
+        return err(
+            ErrorClass::Tag,
+            format!("invalid tag {tag} (must be 0..={TAG_UB})"),
         );
     }
     Ok(())

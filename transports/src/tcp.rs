@@ -267,8 +267,6 @@ struct Conn {
     /// placement asking to answer first (`Placement::reply_first`), or declined to place a
     /// packet that came right behind one it had placed (see `parse`).
     reply_first: bool,
-    /// A placement was completed in this poll.
-    just_placed: bool,
 }
 
 impl Conn {
@@ -298,7 +296,6 @@ impl Conn {
             bye: false,
             last_placed: false,
             reply_first: false,
-            just_placed: false,
         }
     }
 
@@ -1570,7 +1567,6 @@ impl TcpTransport {
         let mut parse = |c: &mut Conn, pool: &mut RxPool| {
             parse(c, pool, peer, max_packet, split, &mut *sink, &mut stats)
         };
-        c.just_placed = false;
         let r = (|| {
             parse(c, pool)?;
             for _ in 0..READS_PER_POLL {
@@ -1792,7 +1788,6 @@ fn parse(
             let total = d.total;
             c.direct = None;
             c.last_placed = true;
-            c.just_placed = true;
             sink.placed(from, &c.head, total);
             stats.1 += 1;
             continue;
@@ -1863,13 +1858,14 @@ fn parse(
                     }
                     continue;
                 }
-                // Right behind a packet placed in this poll (the next RTS or fragment of a
-                // stream), the receive is most likely about to be posted: the engine has not
-                // yet seen the previous one complete. It gets to run before the payload is
-                // read, which would otherwise go through our buffer (and an unexpected
-                // message) instead of straight where it belongs, and delay the reply. If it
-                // declines again at the next poll, the packet is read whole.
-                None if c.just_placed => {
+                // Right behind a packet placed in this poll (`stats.1` counts this service's
+                // placements: the next RTS or fragment of a stream), the receive is most
+                // likely about to be posted: the engine has not yet seen the previous one
+                // complete. It gets to run before the payload is read, which would otherwise go
+                // through our buffer (and an unexpected message) instead of straight where it
+                // belongs, and delay the reply. If it declines again at the next poll, the
+                // packet is read whole.
+                None if stats.1 > 0 => {
                     c.reply_first = true;
                     break;
                 }

@@ -923,15 +923,20 @@ mod tests {
         )
     }
 
+    /// A run's median `med` in round `round`.
+    fn in_round(round: usize, med: f64) -> Sample {
+        Sample {
+            med,
+            round,
+            ..Sample::default()
+        }
+    }
+
     /// The paired ratio takes the two runs of each round together: a round
     /// where the machine was slow for both gives 1, not an outlier.
     #[test]
     fn paired_ratio_per_round() {
-        let s = |round: usize, med: f64| Sample {
-            med,
-            round,
-            ..Sample::default()
-        };
+        let s = in_round;
         let mut row = BTreeMap::new();
         row.insert(Kind::Ours, vec![s(0, 1.0), s(1, 2.0), s(2, 1.0), s(3, 1.0)]);
         // Round 4 of aggreg has no default run to pair with: left out.
@@ -948,11 +953,7 @@ mod tests {
     /// even in rounds where the other peer happened to be faster.
     #[test]
     fn paired_against_the_best_peer_by_median() {
-        let s = |round: usize, med: f64| Sample {
-            med,
-            round,
-            ..Sample::default()
-        };
+        let s = in_round;
         let mut row = BTreeMap::new();
         row.insert(Kind::Ours, vec![s(0, 2.0), s(1, 4.0), s(2, 2.2)]);
         row.insert(Kind::Mpich, vec![s(0, 2.0), s(1, 2.0), s(2, 2.0)]);

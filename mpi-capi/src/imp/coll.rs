@@ -136,9 +136,7 @@ fn wblocks(buf: *const c_void, c: Cnts, d: Disp, t: *const MPI_Datatype, n: usiz
     let dts = types(t, n, "datatypes")?;
     // Byte displacements from MPI_BOTTOM (NULL) are absolute addresses: only MPI_IN_PLACE is
     // refused here.
-    if in_place(buf) && counts.iter().any(|&k| k > 0) {
-        return fail(ErrorClass::Buffer, IN_PLACE_REFUSED);
-    }
+    refuse_in_place(buf, counts.iter().any(|&k| k > 0))?;
     Ok(Blocks::w(buf as *const u8, counts, displs, dts))
 }
 

@@ -48,19 +48,25 @@ pub(crate) fn count_arg(count: i64) -> R<usize> {
     })
 }
 
-/// Why a buffer argument that is MPI_IN_PLACE where the standard does not allow it is refused.
-pub(crate) const IN_PLACE_REFUSED: &str =
-    "invalid buffer: MPI_IN_PLACE is not allowed for this argument";
+/// MPI_IN_PLACE given for a buffer that holds data where the standard does not allow it (where
+/// it does, the caller has taken it before asking for a buffer).
+#[inline]
+pub(crate) fn refuse_in_place(buf: *const c_void, holds_data: bool) -> R<()> {
+    if holds_data && std::ptr::eq(buf, MPI_IN_PLACE) {
+        return fail(
+            ErrorClass::Buffer,
+            "invalid buffer: MPI_IN_PLACE is not allowed for this argument",
+        );
+    }
+    Ok(())
+}
 
 /// A buffer argument: NULL is an error when data would be read or written at it (MPI_BOTTOM,
 /// which is NULL, stays usable with datatypes of absolute addresses, whose data starts away from
 /// 0, as MPICH allows).
 #[inline]
 pub(crate) fn check_buf(buf: *const c_void, count: usize, dt: &Datatype) -> R<()> {
-    // Where MPI_IN_PLACE is allowed, the caller has taken it before asking for a buffer.
-    if std::ptr::eq(buf, MPI_IN_PLACE) && count > 0 {
-        return fail(ErrorClass::Buffer, IN_PLACE_REFUSED);
-    }
+    refuse_in_place(buf, count > 0)?;
     if buf.is_null() && count > 0 && dt.size() > 0 && (dt.is_predefined() || dt.true_lb() == 0) {
         return fail(
             ErrorClass::Buffer,
