@@ -8,14 +8,10 @@ use std::time::Instant;
 
 use madmpi_datatypes::Datatype;
 use madmpi_pmi::Client;
-use madmpi_transports::loopback::LoopbackTransport;
-use madmpi_transports::shm::{ShmConfig, ShmSegment, ShmTransport};
-use madmpi_transports::tcp::{ConnectMode, TcpConfig, TcpTransport};
-use madmpi_transports::PeerId;
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-use crate::engine::{Drivers, Engine, Strategy};
+use crate::engine::{Engine, Strategy};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{Op, Persistent, RequestId, SendMode, Status, EMPTY_STATUS};
 use crate::{CommId, MessageId, ThreadLevel};
@@ -402,26 +398,21 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
         Ok(s) => Strategy::parse(s.trim()).ok_or_else(|| {
             Error::new(
                 ErrorClass::Arg,
-                format!("MADMPI_STRATEGY={s}: unknown strategy (default, aggreg)"),
+                format!(
+                    "MADMPI_STRATEGY={s}: unknown strategy ({})",
+                    Strategy::NAMES
+                ),
             )
         })?,
         Err(_) => Strategy::Default,
     };
-    let no_get = matches!(
-        std::env::var("MADMPI_SHM_CMA").as_deref(),
-        Ok("0") | Ok("no") | Ok("off")
-    );
     let mut pmi = Client::from_env()?;
     crate::log::install(pmi.as_ref().map_or(0, |p| p.rank()));
     let (engine, appnum, universe, hosts) = match pmi.as_mut() {
         None => {
-            let drv = Drivers {
-                lo: LoopbackTransport::new(PeerId(0)),
-                shm: None,
-                tcp: None,
-            };
+            let drv = crate::bootstrap::singleton()?;
             (
-                Engine::new(0, 1, drv, strategy, no_get),
+                Engine::new(0, 1, drv, strategy, &[]),
                 0,
                 Some(1),
                 vec![processor_name()],
@@ -430,11 +421,13 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
         Some(p) => {
             let (me, n) = (p.rank(), p.size());
             let _span = tracing::debug_span!("bootstrap", rank = me, size = n).entered();
-            let (drv, hosts) = setup_drivers(p, me, n)?;
+            let (host, local) = node_of(p, me)?;
+            let s = crate::bootstrap::start(p, me, n, &host, &local)?;
+            let hosts = s.hosts;
             let here = &hosts[me as usize];
             set_spin(hosts.iter().filter(|h| *h == here).count());
             (
-                Engine::new(me, n, drv, strategy, no_get),
+                Engine::new(me, n, s.drivers, strategy, &s.rails),
                 p.appnum(),
                 p.universe_size(),
                 hosts,
@@ -462,7 +455,6 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
     crate::trace::start(g.pmi.as_ref().map_or(0, |p| p.rank()), &g.hosts);
     tracing::debug!(
         ?strategy,
-        no_get,
         spin = SPIN.load(Ordering::Relaxed),
         "MPI_Init done"
     );
@@ -470,210 +462,26 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
     Ok(required)
 }
 
-/// Which drivers `MADMPI_TRANSPORTS` allows (default: all). `self` is always on.
-struct Allowed {
-    shm: bool,
-    tcp: bool,
-}
-
-fn allowed_transports() -> Result<Allowed> {
-    let Ok(list) = std::env::var("MADMPI_TRANSPORTS") else {
-        return Ok(Allowed {
-            shm: true,
-            tcp: true,
-        });
-    };
-    let mut a = Allowed {
-        shm: false,
-        tcp: false,
-    };
-    for t in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        match t {
-            "shm" => a.shm = true,
-            "tcp" => a.tcp = true,
-            "self" => {}
-            other => {
-                return err(
-                    ErrorClass::Arg,
-                    format!(
-                        "MADMPI_TRANSPORTS={list}: unknown transport '{other}' (self, shm, tcp)"
-                    ),
-                )
-            }
-        }
-    }
-    Ok(a)
-}
-
-/// The drivers of a job started by a PMI launcher, and the host of every rank.
-///
-/// Every rank makes the same PMI calls in the same order, whatever its drivers — in particular
-/// exactly two barriers — so that ranks alone on their host and ranks sharing one agree:
-/// 1. the node leader creates the shared segment; rank 0 draws a job secret if the launcher
-///    gave none (foreign launchers: Hydra, Slurm);
-/// 2. barrier; the others attach the segment; ranks with off-node (or forced TCP) peers open
-///    their TCP listener and publish `host|address`;
-/// 3. barrier; the leader removes the segment's name (everyone has mapped it, so nothing
-///    outlives the job); TCP peers are registered.
-fn setup_drivers(p: &mut Client, me: u32, n: u32) -> Result<(Drivers, Vec<String>)> {
-    let allow = allowed_transports()?;
+/// This rank's host name and the ranks of its node, in rank order (`MADMPI_FAKE_HOSTS=k`, for
+/// tests: this host's ranks split into k pseudo-hosts by rank mod k, so that one machine
+/// exercises shared memory inside a "host" and TCP across them).
+fn node_of(p: &mut Client, me: u32) -> Result<(String, Vec<u32>)> {
     let mut local = p.local_ranks()?;
-    // Testing knob: split this host's ranks into k pseudo-hosts (rank mod k), so that one
-    // machine exercises shared memory inside a "host" and TCP across them ("mixed").
     let fake_hosts: Option<u32> = env_parse("MADMPI_FAKE_HOSTS").filter(|&k: &u32| k >= 1);
     if let Some(k) = fake_hosts {
         local.retain(|&r| r % k == me % k);
     }
-    let my_local = local.iter().position(|&r| r == me).ok_or_else(|| {
-        Error::new(
+    if !local.contains(&me) {
+        return err(
             ErrorClass::Intern,
             "PMI: this rank is not in its own node's list",
-        )
-    })?;
+        );
+    }
     let host = match fake_hosts {
         Some(k) => format!("{}#{}", processor_name(), me % k),
         None => processor_name(),
     };
-    let use_shm = allow.shm && local.len() >= 2;
-    let tcp_peers: Vec<u32> = (0..n)
-        .filter(|&r| r != me && !(use_shm && local.contains(&r)))
-        .collect();
-    tracing::debug!(%host, local = ?local, use_shm, tcp_peers = ?tcp_peers, "transports");
-    if !tcp_peers.is_empty() && !allow.tcp {
-        return err(
-            ErrorClass::Intern,
-            format!(
-                "rank {} is on another host and MADMPI_TRANSPORTS={} excludes tcp",
-                tcp_peers[0],
-                std::env::var("MADMPI_TRANSPORTS").unwrap_or_default()
-            ),
-        );
-    }
-
-    // Phase 1.
-    let shm_name = format!("/madmpi-{}-{}", p.kvsname(), local[0]);
-    let shm_cfg = ShmConfig::from_env()?;
-    let mut seg = None;
-    if use_shm && my_local == 0 {
-        seg = Some(ShmSegment::create(&shm_name, local.len(), &shm_cfg)?);
-    }
-    let launcher_secret = match p.get("madmpi_secret") {
-        Ok(s) => Some(s),
-        Err(madmpi_pmi::Error::NotFound(_)) => None,
-        Err(e) => return Err(e.into()),
-    };
-    if launcher_secret.is_none() && me == 0 {
-        p.put("madmpi_secret_r0", &hex(&random_bytes::<32>()?))?;
-    }
-    p.barrier()?;
-
-    // Phase 2.
-    if use_shm && my_local != 0 {
-        seg = Some(ShmSegment::open(&shm_name, local.len(), &shm_cfg)?);
-    }
-    let shm = match seg {
-        Some(s) => Some(ShmTransport::new(
-            s,
-            my_local,
-            local.iter().map(|&r| PeerId(r)).collect(),
-        )?),
-        None => None,
-    };
-    let mut tcp = None;
-    if !tcp_peers.is_empty() {
-        let secret_hex = match launcher_secret {
-            Some(s) => s,
-            None => p.get("madmpi_secret_r0")?,
-        };
-        let secret = unhex32(&secret_hex)
-            .ok_or_else(|| Error::new(ErrorClass::Intern, "PMI: malformed job secret"))?;
-        // A job that spans hosts needs an address the other hosts can reach.
-        let multi_host = local.len() < n as usize;
-        let cfg = TcpConfig::from_lookup(|k| {
-            std::env::var(k)
-                .ok()
-                .or_else(|| (k == "MADMPI_TCP_IF" && multi_host).then(|| "auto".into()))
-        })?;
-        let t = TcpTransport::listen(PeerId(me), n, secret, &cfg)?;
-        tracing::debug!(address = %t.business_card(), "tcp listening");
-        p.put(
-            &format!("madmpi-tcp-{me}"),
-            &format!("{host}|{}", t.business_card()),
-        )?;
-        tcp = Some((t, cfg.connect));
-    }
-    p.barrier()?;
-
-    // Phase 3.
-    if use_shm && my_local == 0 {
-        ShmSegment::unlink(&shm_name)?;
-    }
-    let mut hosts = vec![String::new(); n as usize];
-    for &r in &local {
-        hosts[r as usize] = host.clone();
-    }
-    let tcp = match tcp {
-        Some((mut t, mode)) => {
-            for &peer in &tcp_peers {
-                let card = p.get(&format!("madmpi-tcp-{peer}"))?;
-                let (h, addr) = card.split_once('|').ok_or_else(|| {
-                    Error::new(
-                        ErrorClass::Intern,
-                        format!("PMI: malformed address of rank {peer}: {card}"),
-                    )
-                })?;
-                hosts[peer as usize] = h.to_string();
-                t.add_peer(PeerId(peer), addr)?;
-            }
-            if mode == ConnectMode::Eager {
-                t.connect_all()?;
-            }
-            Some(t)
-        }
-        None => None,
-    };
-    Ok((
-        Drivers {
-            lo: LoopbackTransport::new(PeerId(me)),
-            shm,
-            tcp,
-        },
-        hosts,
-    ))
-}
-
-fn random_bytes<const N: usize>() -> Result<[u8; N]> {
-    let mut b = [0u8; N];
-    let mut filled = 0;
-    while filled < N {
-        // SAFETY: getrandom writes at most N - filled bytes into the rest of `b`.
-        let r = unsafe { libc::getrandom(b[filled..].as_mut_ptr().cast(), N - filled, 0) };
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return err(ErrorClass::Intern, format!("getrandom: {e}"));
-            }
-            continue;
-        }
-        filled += r as usize;
-    }
-    Ok(b)
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex32(s: &str) -> Option<[u8; 32]> {
-    let s = s.trim();
-    if s.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
+    Ok((host, local))
 }
 
 /// MPI_Finalize: complete buffered and detached traffic, synchronise with the other ranks

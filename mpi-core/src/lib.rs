@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 mod api;
+mod bootstrap;
 mod coll;
 mod comm;
 mod engine;

@@ -38,7 +38,6 @@ use std::sync::{Mutex, MutexGuard};
 
 use madmpi_transports::SendOutcome;
 
-use crate::engine::DriverKind;
 use crate::wire::{self, Header, Kind};
 
 /// Recording: hooks build events.
@@ -84,6 +83,13 @@ fn clock(id: libc::clockid_t) -> u64 {
 
 fn mono() -> u64 {
     clock(libc::CLOCK_MONOTONIC)
+}
+
+/// The monotonic clock in nanoseconds, whether recording or not (for the engine's own
+/// measurements: rail bandwidth).
+#[inline]
+pub(crate) fn clock_ns() -> u64 {
+    mono()
 }
 
 /// The time now when recording, else 0 (and no clock read).
@@ -258,15 +264,6 @@ fn instant(ts: u64, tid: u32, name: &'static str, args: Args) -> Ev {
         tid,
         name,
         args,
-    }
-}
-
-fn driver_name(d: DriverKind) -> &'static str {
-    match d {
-        DriverKind::Loop => "self",
-        DriverKind::Shm => "shm",
-        DriverKind::Tcp => "tcp",
-        DriverKind::Unreachable => "none",
     }
 }
 
@@ -464,7 +461,7 @@ pub(crate) type SendResult = std::result::Result<SendOutcome, madmpi_transports:
 #[inline(always)]
 pub(crate) fn sent(
     peer: u32,
-    driver: DriverKind,
+    driver: &'static str,
     hdrs: impl FnOnce() -> Vec<Header>,
     res: &SendResult,
     t0: u64,
@@ -477,8 +474,15 @@ pub(crate) fn sent(
 
 /// The eager fast path offered a one-chunk packet with encoded header `hb` to `peer`'s driver.
 #[inline(always)]
-pub(crate) fn sent_now(peer: u32, driver: DriverKind, hb: &[u8], res: &SendResult, t0: u64) {
+pub(crate) fn sent_now(
+    peer: u32,
+    driver: impl FnOnce() -> &'static str,
+    hb: &[u8],
+    res: &SendResult,
+    t0: u64,
+) {
     if on() {
+        let driver = driver();
         let chunks: Box<[ChunkInfo]> = Header::decode(hb).iter().map(ChunkInfo::from).collect();
         sent_slow(peer, driver, "fast path", chunks, res, t0);
     }
@@ -488,7 +492,7 @@ pub(crate) fn sent_now(peer: u32, driver: DriverKind, hb: &[u8], res: &SendResul
 #[inline(never)]
 fn sent_slow(
     peer: u32,
-    driver: DriverKind,
+    driver: &'static str,
     path: &'static str,
     chunks: Box<[ChunkInfo]>,
     res: &SendResult,
@@ -496,7 +500,6 @@ fn sent_slow(
 ) {
     let end = mono();
     let t0 = if t0 == 0 { end } else { t0 };
-    let driver = driver_name(driver);
     let bytes = packet_bytes(&chunks);
     let mut g = lock();
     let Some(b) = g.as_mut() else { return };

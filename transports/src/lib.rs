@@ -61,10 +61,13 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
 }
 
 pub mod loopback;
+pub mod registry;
 pub mod shm;
 pub mod shmcoll;
 mod sys;
 pub mod tcp;
+
+pub use shm::{SplitCopy, SplitJob};
 
 #[cfg(test)]
 mod conformance;
@@ -90,6 +93,18 @@ pub struct Caps {
     pub max_iov: usize,
     /// `get` is available (cross-memory attach, or memcpy for `self`).
     pub can_get: bool,
+    /// Rank among the drivers that reach a peer: the highest one carries its traffic alone
+    /// unless several rails are asked for (`self` 100, `shm` 80, `tcp` 40).
+    pub preference: u8,
+    /// The largest packet worth aggregating small chunks into (at most `max_packet`): a bigger
+    /// one gains nothing per chunk and makes the receiver wait for all of it.
+    pub aggreg_max: usize,
+    /// A message of more than this many bytes travels in a packet of its own (copying it into
+    /// an aggregate costs more than the packet it saves).
+    pub solo_min: usize,
+    /// Rendezvous data needs registered memory: [`Transport::register`] gives the key bytes
+    /// that travel with the request.
+    pub registers_memory: bool,
 }
 
 /// Result of [`Transport::try_send`].
@@ -165,6 +180,47 @@ pub trait Transport {
 
     /// Offer a whole packet (the concatenation of `iov`) to `peer`.
     fn try_send(&mut self, peer: PeerId, iov: &[IoSlice<'_>]) -> Result<SendOutcome>;
+
+    /// [`try_send`](Self::try_send) of a packet made of two pieces (a chunk header and its
+    /// payload: the eager fast path). A driver may do it without building an iovec array.
+    #[inline]
+    fn try_send2(&mut self, peer: PeerId, head: &[u8], body: &[u8]) -> Result<SendOutcome> {
+        self.try_send(peer, &[IoSlice::new(head), IoSlice::new(body)])
+    }
+
+    /// Whether a packet may be waiting: `false` lets the engine skip the poll. The default
+    /// always says yes.
+    #[inline]
+    fn may_have_input(&self) -> bool {
+        true
+    }
+
+    /// This driver's address card, published at start-up for [`connect`](Self::connect) on
+    /// the other ranks (`None`: the driver needs none, e.g. it reaches its peers through a
+    /// shared segment).
+    fn card(&self) -> Option<String> {
+        None
+    }
+
+    /// Record the card of `peer` (from its [`card`](Self::card)); the connection itself may be
+    /// made lazily.
+    fn connect(&mut self, peer: PeerId, card: &str) -> Result<()> {
+        let _ = (peer, card);
+        Err(Error::Unsupported("connect"))
+    }
+
+    /// Make `len` bytes at `ptr` reachable by the peers' `get`/`put` (RDMA): the key bytes
+    /// travel in the rendezvous request. Drivers whose `get` needs no registration (shared
+    /// memory, `self`) return no bytes, which is the default.
+    fn register(&mut self, ptr: *const u8, len: usize) -> Result<Vec<u8>> {
+        let _ = (ptr, len);
+        Ok(Vec::new())
+    }
+
+    /// Undo a [`register`](Self::register) whose key was `key`.
+    fn deregister(&mut self, key: &[u8]) {
+        let _ = key;
+    }
 
     /// Deliver every complete packet that has arrived, oldest first per peer, by calling
     /// `deliver(peer, packet)`. The slice is only valid during the call. Returns how many

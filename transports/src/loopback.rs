@@ -50,6 +50,10 @@ impl LoopbackTransport {
                 eager_threshold: 32 << 10,
                 max_iov: crate::sys::IOV_MAX,
                 can_get: true,
+                preference: 100,
+                aggreg_max: MAX_PACKET,
+                solo_min: usize::MAX,
+                registers_memory: false,
             },
             queue: VecDeque::with_capacity(64),
             spare: Vec::with_capacity(MAX_SPARE),
@@ -67,14 +71,6 @@ impl LoopbackTransport {
                 self.me.0, peer.0
             )))
         }
-    }
-}
-
-impl LoopbackTransport {
-    /// Whether a packet waits: lets the engine skip the poll call when nothing does.
-    #[inline]
-    pub fn has_pending(&self) -> bool {
-        !self.queue.is_empty()
     }
 }
 
@@ -104,6 +100,12 @@ impl Transport for LoopbackTransport {
         self.queued_bytes += len;
         self.queue.push_back(buf);
         Ok(SendOutcome::Done)
+    }
+
+    /// Whether a packet waits: lets the engine skip the poll call when nothing does.
+    #[inline]
+    fn may_have_input(&self) -> bool {
+        !self.queue.is_empty()
     }
 
     fn poll_recv(&mut self, deliver: &mut dyn FnMut(PeerId, &[u8])) -> Result<usize> {

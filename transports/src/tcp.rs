@@ -602,6 +602,11 @@ impl TcpTransport {
                 eager_threshold: cfg.eager_threshold,
                 max_iov: crate::sys::IOV_MAX,
                 can_get: false,
+                preference: 40,
+                // Every packet is a system call: aggregate up to the largest one.
+                aggreg_max: cfg.max_packet,
+                solo_min: usize::MAX,
+                registers_memory: false,
             },
             cfg: cfg.clone(),
             listener: fd,
@@ -1972,6 +1977,14 @@ impl Transport for TcpTransport {
 
     fn poll_lost(&mut self) -> Option<PeerId> {
         self.lost.pop_front()
+    }
+
+    fn card(&self) -> Option<String> {
+        Some(self.business_card())
+    }
+
+    fn connect(&mut self, peer: PeerId, card: &str) -> Result<()> {
+        self.add_peer(peer, card)
     }
 
     fn get(

@@ -404,7 +404,13 @@ fn eligible(comm: CommId) -> Result<Option<Info>> {
         {
             return Ok(None);
         }
-        let Some(shm) = e.drv.shm.as_ref() else {
+        // The driver that maps the node's segment, if there is one.
+        let Some((shm, prefix)) = e
+            .drv
+            .list
+            .iter()
+            .find_map(|d| d.segment_name().map(|n| (d, n)))
+        else {
             return Ok(None);
         };
         let me = c.world[c.rank as usize];
@@ -415,7 +421,7 @@ fn eligible(comm: CommId) -> Result<Option<Info>> {
             rank: c.rank as usize,
             size: c.size as usize,
             world: c.world.clone(),
-            prefix: shm.segment().name().to_owned(),
+            prefix: prefix.to_owned(),
         }))
     })
 }

@@ -10,16 +10,10 @@
 //! This module never blocks and never sleeps; waiting lives in `api`.
 
 use std::collections::VecDeque;
-use std::io::{IoSlice, IoSliceMut};
 use std::sync::Arc;
 
 use madmpi_datatypes::Datatype;
-use madmpi_transports::loopback::LoopbackTransport;
-use madmpi_transports::shm::{ShmTransport, SplitJob};
-use madmpi_transports::tcp::TcpTransport;
-use madmpi_transports::{
-    PeerId, Placement, RecvSink, RemoteRegion, SendOutcome, SplitParams, Transport,
-};
+use madmpi_transports::{PeerId, Placement, RecvSink, SplitJob};
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{
@@ -29,28 +23,18 @@ use crate::request::{
 use crate::wire::{self, Chunks, Header, Kind, HDR_LEN};
 use crate::{CommId, MessageId, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 
+mod drive;
+mod order;
+pub(crate) mod rails;
+pub(crate) mod strategy;
+
+pub(crate) use rails::Drivers;
+use rails::{DriverId, Rail, NO_DRIVER};
+pub use strategy::Strategy;
+use strategy::{Commit, PacketStrategy, Piece};
+
 /// Bytes reserved per buffered message beyond its data (MPI_BSEND_OVERHEAD).
 pub const BSEND_OVERHEAD: usize = 512;
-
-/// Packet-building strategies (`MADMPI_STRATEGY`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    /// One chunk per packet, sent as soon as the gate is idle.
-    Default,
-    /// Chunks accumulate until the next progress call, then as many as fit go in one packet.
-    Aggreg,
-}
-
-impl Strategy {
-    /// Parse a strategy name.
-    pub fn parse(s: &str) -> Option<Strategy> {
-        match s {
-            "default" => Some(Strategy::Default),
-            "aggreg" | "aggregation" => Some(Strategy::Aggreg),
-            _ => None,
-        }
-    }
-}
 
 /// A multi-step operation (a non-blocking collective) that the progress engine advances: it
 /// posts its point-to-point steps on the state (on the communicator's collective context) and
@@ -59,15 +43,6 @@ pub(crate) trait Schedule: Send {
     /// Start what can start and look at what finished: `Ok(true)` when the whole operation is
     /// complete; an error completes the request with that error.
     fn advance(&mut self, st: &mut State) -> Result<bool>;
-}
-
-/// Which driver a gate uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DriverKind {
-    Loop,
-    Shm,
-    Tcp,
-    Unreachable,
 }
 
 /// What to do when a chunk has been handed to the driver.
@@ -82,25 +57,13 @@ enum OnSent {
 
 /// The `kind` of the marker chunk that stands, in a gate's queue, for the records already
 /// encoded into the gate's `packed` bytes (never on the wire as such: its records are).
-const KIND_PACKED: u8 = 0;
+pub(crate) const KIND_PACKED: u8 = 0;
 
 /// Largest message `aggreg` copies into the packet being built when it is posted (beyond,
 /// copying costs more than the queued chunk it saves).
 const PACK_COPY_MAX: usize = 1024;
 
-/// Largest packet `aggreg` builds over shared memory (or the driver's limit, if smaller): a
-/// bigger one gains nothing per chunk and makes the receiver wait for all of it, where packets
-/// of this size keep both sides busy at once. (Over TCP every packet is a system call: there
-/// the driver's limit applies.)
-const SHM_AGGREG_MAX: usize = 16 << 10;
-/// Over shared memory, `aggreg` sends a message of more than this many bytes alone, at once
-/// when its gate is idle: copying it costs more than a packet of its own, and the receiver
-/// starts on it as soon as it is written (measured: 64 non-blocking 4 KiB sends in flight,
-/// ~6 GB/s aggregated by four, ~9–10 GB/s alone; the multiseg ping-pong 16 × 4 KiB and
-/// 16 × 8 KiB 10–15 % faster alone, 16 × 2 KiB faster aggregated).
-const SHM_SOLO_MIN: usize = 2 << 10;
-
-struct OutChunk {
+pub(crate) struct OutChunk {
     hdr: Header,
     ptr: *const u8,
     len: usize,
@@ -126,10 +89,17 @@ impl OutChunk {
     }
 }
 
-/// The per-peer gate: outgoing chunks waiting for the strategy, and protocol parameters.
+/// The per-peer gate: outgoing chunks waiting for the strategy, its rails, and protocol
+/// parameters (those of the first rail, which carries every message chunk under the built-in
+/// strategies).
 pub(crate) struct Gate {
-    driver: DriverKind,
+    /// The first rail's driver (`NO_DRIVER`: the peer is unreachable).
+    driver: DriverId,
+    /// The drivers that reach the peer, best first (`rails`).
+    rails: Vec<Rail>,
     out: VecDeque<OutChunk>,
+    /// The sequence number of the last message chunk (Eager, Rts) that left; queued chunks are
+    /// numbered when they leave (a cancelled one leaves no gap).
     seq: u32,
     /// Largest message sent eagerly.
     eager_max: usize,
@@ -137,6 +107,8 @@ pub(crate) struct Gate {
     frag_max: usize,
     /// Largest packet `aggreg` builds (at most the driver's largest packet).
     aggreg_max: usize,
+    /// A message of more than this many bytes travels in a packet of its own.
+    solo_min: usize,
     max_iov: usize,
     /// Rendezvous data may be pulled with `get`.
     can_get: bool,
@@ -334,7 +306,13 @@ pub(crate) struct State {
     pub comms: Vec<Option<Comm>>,
     messages: Vec<(u64, Unexpected)>,
     next_msg: u64,
+    /// The job's strategy, by name (the send fast paths test it), and its implementation.
     pub strategy: Strategy,
+    strat: Box<dyn PacketStrategy>,
+    /// The strategy copies small sends into the packet being built when they are posted.
+    packs_on_post: bool,
+    /// Per peer: the order of its messages, restored from their sequence numbers.
+    order: Vec<order::Order>,
     gets: Vec<PendingGet>,
     helps: Vec<HelpReq>,
     /// Buffers of unexpected eager messages already delivered, kept for the next ones: a
@@ -363,53 +341,39 @@ pub(crate) struct State {
 // lives behind the engine lock, so only one thread touches them at a time.
 unsafe impl Send for State {}
 
-/// The drivers, kept apart from [`State`] so that a driver's receive callback can borrow the
-/// state mutably.
-pub(crate) struct Drivers {
-    pub lo: LoopbackTransport,
-    pub shm: Option<ShmTransport>,
-    pub tcp: Option<TcpTransport>,
-}
-
-impl Drivers {
-    #[inline]
-    fn get(&mut self, k: DriverKind) -> Option<&mut dyn Transport> {
-        match k {
-            DriverKind::Loop => Some(&mut self.lo),
-            DriverKind::Shm => self.shm.as_mut().map(|t| t as &mut dyn Transport),
-            DriverKind::Tcp => self.tcp.as_mut().map(|t| t as &mut dyn Transport),
-            DriverKind::Unreachable => None,
-        }
-    }
-}
-
 /// The engine: state plus drivers.
 pub(crate) struct Engine {
     pub st: State,
     pub drv: Drivers,
 }
 
-fn gate_for(kind: DriverKind, t: Option<&dyn Transport>) -> Gate {
-    let (eager, packet, iov, get) = match t {
-        Some(t) => {
-            let c = t.caps();
-            (c.eager_threshold, c.max_packet, c.max_iov, c.can_get)
-        }
-        None => (0, HDR_LEN + 1, 1, false),
+/// The gate of a peer reached by `rails` (best first; none: unreachable), its protocol
+/// parameters those of the first rail. `caps` gives each rail's driver's capabilities.
+fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate {
+    let first = rails.first().map(|&(_, c)| c);
+    let rails: Vec<Rail> = rails.into_iter().map(|(d, c)| Rail::new(d, c)).collect();
+    let (driver, eager, frag_max, aggreg, solo, iov, get) = match (rails.first(), first) {
+        (Some(r), Some(c)) => (
+            r.drv,
+            r.eager_max,
+            r.frag_max,
+            c.aggreg_max.min(c.max_packet),
+            c.solo_min,
+            r.max_iov,
+            r.can_get,
+        ),
+        _ => (NO_DRIVER, 0, 1, HDR_LEN + 1, usize::MAX, 2, false),
     };
-    let frag_max = packet.saturating_sub(HDR_LEN).max(1);
     Gate {
-        driver: kind,
+        driver,
+        rails,
         out: VecDeque::new(),
         seq: 0,
-        eager_max: eager.min(frag_max),
+        eager_max: eager,
         frag_max,
-        aggreg_max: if kind == DriverKind::Shm {
-            packet.min(SHM_AGGREG_MAX)
-        } else {
-            packet
-        },
-        max_iov: iov.max(2),
+        aggreg_max: aggreg,
+        solo_min: solo,
+        max_iov: iov,
         can_get: get,
         can_put: get,
         queued: false,
@@ -418,20 +382,6 @@ fn gate_for(kind: DriverKind, t: Option<&dyn Transport>) -> Gate {
         placing: None,
         prefixed: 0,
     }
-}
-
-/// The headers of the chunks of the packet made of the first `n` queued chunks of `g` (for
-/// the trace: the records of the packed bytes are read back).
-fn packet_headers(g: &Gate, n: usize) -> Vec<Header> {
-    let mut v = Vec::with_capacity(n);
-    for c in g.out.iter().take(n) {
-        if c.hdr.kind == KIND_PACKED {
-            v.extend(Chunks::new(&g.packed).map_while(|c| c.ok()).map(|(h, _)| h));
-        } else {
-            v.push(c.hdr);
-        }
-    }
-    v
 }
 
 /// A message of the send fast paths, its arguments checked: world rank of the destination,
@@ -472,7 +422,15 @@ fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
 
 impl State {
     /// State for world rank `me` of `nprocs`, one gate per peer.
-    fn new(me: u32, nprocs: u32, gates: Vec<Gate>, strategy: Strategy) -> State {
+    fn new(me: u32, nprocs: u32, mut gates: Vec<Gate>, strategy: Strategy) -> State {
+        let strat = strategy.make();
+        for g in &mut gates {
+            if strat.push_rendezvous(g) {
+                // The sender cuts the data over its rails: it must push it.
+                g.can_get = false;
+                g.can_put = false;
+            }
+        }
         let all: Arc<[u32]> = (0..nprocs).collect();
         let comms = vec![
             Some(Comm {
@@ -499,6 +457,9 @@ impl State {
             messages: Vec::new(),
             next_msg: 0,
             strategy,
+            packs_on_post: strat.packs_on_post(),
+            strat,
+            order: (0..nprocs).map(|_| order::Order::default()).collect(),
             gets: Vec::new(),
             helps: Vec::new(),
             spare: Vec::new(),
@@ -599,6 +560,18 @@ impl State {
         }
     }
 
+    /// Queue a Data fragment on rail `rail` of `peer`'s gate (the strategy cut the message
+    /// over several rails), at time `now`.
+    fn pin(&mut self, peer: u32, rail: usize, c: OutChunk, now: u64) {
+        crate::trace::queued(peer, &c.hdr);
+        let g = &mut self.gates[peer as usize];
+        g.rails[rail].pinned(c, now);
+        if !g.queued {
+            g.queued = true;
+            self.dirty.push(peer);
+        }
+    }
+
     fn queue_ctrl(&mut self, peer: u32, kind: Kind, flags: u8, sreq: u64, aux: u64) {
         let hdr = Header {
             kind: kind as u8,
@@ -617,12 +590,6 @@ impl State {
                 gather: None,
             },
         );
-    }
-
-    fn next_seq(&mut self, peer: u32) -> u32 {
-        let g = &mut self.gates[peer as usize];
-        g.seq = g.seq.wrapping_add(1);
-        g.seq
     }
 
     // ---------------------------------------------------------------- commands
@@ -738,7 +705,7 @@ impl State {
                 format!("rank {dest} (world rank {peer}) has died"),
             );
         }
-        if g.driver == DriverKind::Unreachable {
+        if g.driver == NO_DRIVER {
             return err(
                 ErrorClass::Intern,
                 format!("no transport reaches rank {dest} (world rank {peer})"),
@@ -769,7 +736,8 @@ impl State {
             self.gates[peer as usize].prefixed += 1;
         }
         let sync = mode == SendMode::Synchronous;
-        let seq = self.next_seq(peer);
+        // Numbered when it leaves (`number`).
+        let seq = 0;
         let table_len = if pieces.is_some() {
             staging.as_ref().map_or(0, |t| t.len())
         } else {
@@ -866,11 +834,7 @@ impl State {
             None => true,
             Some(c) => c.hdr.kind == KIND_PACKED,
         };
-        if !open
-            || g.dead
-            || g.driver == DriverKind::Unreachable
-            || bytes > g.eager_max.min(PACK_COPY_MAX)
-        {
+        if !open || g.dead || g.driver == NO_DRIVER || bytes > g.eager_max.min(PACK_COPY_MAX) {
             return Err(NotPacked::Other);
         }
         if g.packed.len() + rec > g.aggreg_max {
@@ -1109,7 +1073,8 @@ impl State {
             }
         }
         for g in &mut self.gates {
-            for c in g.out.iter_mut() {
+            let pinned = g.rails.iter_mut().flat_map(|r| r.out.iter_mut());
+            for c in g.out.iter_mut().chain(pinned) {
                 if c.hdr.sreq == from.0 {
                     c.hdr.sreq = to.0;
                 }
@@ -1444,30 +1409,16 @@ impl State {
         let Some(kind) = h.kind() else { return };
         match kind {
             Kind::Eager | Kind::Rts => {
-                // (An eager header carries no length of its own: the chunk's is the message's.)
-                let eager = kind == Kind::Eager;
-                let Some(q) = self.peer_mq(h.ctx) else {
-                    return self.bad_context(peer, h.ctx);
-                };
-                let pos = q.find_posted(h.src, h.tag);
-                if eager {
-                    if let Some(pos) = pos {
-                        // The usual case, matched to the oldest posted receive: no copy kept.
-                        let (_, _, rid) = if pos == 0 {
-                            q.posted.pop_front()
-                        } else {
-                            q.posted.remove(pos)
-                        }
-                        .expect("in range");
-                        let sync = h.flags & wire::FLAG_SYNC != 0;
-                        self.deliver_eager(rid, h.src, h.tag, peer, payload);
-                        if sync {
-                            self.queue_ctrl(peer, Kind::SyncAck, 0, h.sreq, 0);
-                        }
-                        return;
-                    }
+                // Messages are matched in the order they were sent, whatever their rails.
+                let o = &mut self.order[peer as usize];
+                if h.seq != o.expect {
+                    return self.hold(peer, h, payload);
                 }
-                self.not_posted(peer, h, payload, pos);
+                o.expect = o.expect.wrapping_add(1);
+                self.handle_message(peer, kind == Kind::Eager, h, payload);
+                if !self.order[peer as usize].is_empty() {
+                    self.release_held(peer);
+                }
             }
             Kind::Fin | Kind::SyncAck => {
                 let id = RequestId(h.sreq);
@@ -1510,38 +1461,55 @@ impl State {
                         s.extra_mut().staging = Some(v);
                     }
                 }
-                // The fragments start after what the RTS carried (`frag_sent` counts it).
-                let (ptr, len) = (s.ptr, s.len);
-                let frag = self.gates[peer as usize].frag_max;
-                let mut off = s.frag_sent;
-                while off < len {
-                    let n = frag.min(len - off);
-                    let hdr = Header {
-                        kind: Kind::Data as u8,
-                        len: n as u32,
-                        msg_len: off as u64,
-                        sreq: h.sreq,
-                        aux: h.aux,
-                        ..Default::default()
+                // The fragments start after what the RTS carried (`frag_sent` counts it); the
+                // strategy cuts them over the rails.
+                let (ptr, len, from) = (s.ptr, s.len, s.frag_sent);
+                let mut pieces: Vec<Piece> = Vec::with_capacity(1);
+                self.strat
+                    .rdv_accept(&self.gates[peer as usize], from, len, &mut pieces);
+                // One piece on the first rail goes in the gate's queue, as every chunk does;
+                // pieces cut over rails are pinned to theirs.
+                let pinned = !matches!(pieces.as_slice(), [Piece { rail: 0, .. }]);
+                let now = if pinned { crate::trace::clock_ns() } else { 0 };
+                for p in pieces {
+                    let g = &self.gates[peer as usize];
+                    let Some(frag) = g.rails.get(p.rail).map(|r| r.frag_max) else {
+                        continue;
                     };
-                    let chunk = match &gather {
-                        Some(g) => OutChunk {
-                            hdr,
-                            ptr,
-                            len: n,
-                            sent: OnSent::Frag(id),
-                            gather: Some(g.clone()),
-                        },
-                        None => OutChunk {
-                            hdr,
-                            ptr: ptr.wrapping_add(off),
-                            len: n,
-                            sent: OnSent::Frag(id),
-                            gather: None,
-                        },
-                    };
-                    self.queue(peer, chunk);
-                    off += n;
+                    let (mut off, end) = (p.off, p.off + p.len);
+                    while off < end {
+                        let n = frag.min(end - off);
+                        let hdr = Header {
+                            kind: Kind::Data as u8,
+                            len: n as u32,
+                            msg_len: off as u64,
+                            sreq: h.sreq,
+                            aux: h.aux,
+                            ..Default::default()
+                        };
+                        let chunk = match &gather {
+                            Some(g) => OutChunk {
+                                hdr,
+                                ptr,
+                                len: n,
+                                sent: OnSent::Frag(id),
+                                gather: Some(g.clone()),
+                            },
+                            None => OutChunk {
+                                hdr,
+                                ptr: ptr.wrapping_add(off),
+                                len: n,
+                                sent: OnSent::Frag(id),
+                                gather: None,
+                            },
+                        };
+                        if pinned {
+                            self.pin(peer, p.rail, chunk, now);
+                        } else {
+                            self.queue(peer, chunk);
+                        }
+                        off += n;
+                    }
                 }
             }
             Kind::Data => {
@@ -1606,6 +1574,57 @@ impl State {
                 }
                 self.maybe_complete_send(id);
             }
+        }
+    }
+
+    /// A message chunk (Eager or Rts), in its turn.
+    #[inline(always)]
+    fn handle_message(&mut self, peer: u32, eager: bool, h: Header, payload: &[u8]) {
+        // (An eager header carries no length of its own: the chunk's is the message's.)
+        let Some(q) = self.peer_mq(h.ctx) else {
+            return self.bad_context(peer, h.ctx);
+        };
+        let pos = q.find_posted(h.src, h.tag);
+        if eager {
+            if let Some(pos) = pos {
+                // The usual case, matched to the oldest posted receive: no copy kept.
+                let (_, _, rid) = if pos == 0 {
+                    q.posted.pop_front()
+                } else {
+                    q.posted.remove(pos)
+                }
+                .expect("in range");
+                let sync = h.flags & wire::FLAG_SYNC != 0;
+                self.deliver_eager(rid, h.src, h.tag, peer, payload);
+                if sync {
+                    self.queue_ctrl(peer, Kind::SyncAck, 0, h.sreq, 0);
+                }
+                return;
+            }
+        }
+        self.not_posted(peer, h, payload, pos);
+    }
+
+    /// A message chunk that came before its turn (on another rail): kept until the ones
+    /// before it have been handled.
+    #[cold]
+    #[inline(never)]
+    fn hold(&mut self, peer: u32, h: Header, payload: &[u8]) {
+        let expect = self.order[peer as usize].expect;
+        if let Err(why) = self.order[peer as usize].hold(h, payload) {
+            self.peer_error(format!(
+                "from rank {peer}: message number {} while expecting {expect} ({why:?})",
+                h.seq
+            ));
+        }
+    }
+
+    /// Handle the held chunks of `peer` whose turn has come.
+    #[cold]
+    #[inline(never)]
+    fn release_held(&mut self, peer: u32) {
+        while let Some((h, payload)) = self.order[peer as usize].next_held() {
+            self.handle_message(peer, h.kind == Kind::Eager as u8, h, &payload);
         }
     }
 
@@ -1727,44 +1746,22 @@ impl State {
         }
     }
 
-    /// How many queued chunks of `peer`'s gate the strategy puts in the next packet (0: none
-    /// queued). `default` takes one; `aggreg` takes as many as fit in a packet and in the
-    /// driver's iovec limit.
+    /// The next packet of `peer`'s gate, as the strategy commits it.
     #[inline]
-    fn pick(&self, peer: u32) -> usize {
-        let g = &self.gates[peer as usize];
-        if g.out.is_empty() {
-            return 0;
-        }
-        match self.strategy {
-            Strategy::Default => 1,
-            Strategy::Aggreg => {
-                let mut total = 0usize;
-                let mut n = 0usize;
-                for c in g.out.iter() {
-                    if c.gather.is_some() {
-                        // A gathered fragment travels alone.
-                        return n.max(1);
-                    }
-                    let sz = if c.hdr.kind == KIND_PACKED {
-                        g.packed.len()
-                    } else {
-                        wire::pad8(c.hdr.wire_len() + c.len)
-                    };
-                    // Over shared memory a large chunk travels alone (`SHM_SOLO_MIN`).
-                    let solo = g.driver == DriverKind::Shm
-                        && c.hdr.kind != KIND_PACKED
-                        && c.len > SHM_SOLO_MIN;
-                    if solo {
-                        return n.max(1);
-                    }
-                    if n > 0 && (total + sz > g.aggreg_max || (n + 1) * 3 > g.max_iov) {
-                        break;
-                    }
-                    total += sz;
-                    n += 1;
-                }
-                n
+    fn pick(&self, peer: u32) -> Commit {
+        self.strat.try_and_commit(&self.gates[peer as usize])
+    }
+
+    /// Number the message chunks among the first `n` queued on `peer`'s gate, from the last
+    /// number that left: they are about to be offered to a driver (numbers become final when
+    /// the driver takes them, in [`State::sent`]; a refused packet is numbered again).
+    fn number(&mut self, peer: u32, n: usize) {
+        let g = &mut self.gates[peer as usize];
+        let mut seq = g.seq;
+        for c in g.out.iter_mut().take(n) {
+            if c.hdr.kind == Kind::Eager as u8 || c.hdr.kind == Kind::Rts as u8 {
+                seq = seq.wrapping_add(1);
+                c.hdr.seq = seq;
             }
         }
     }
@@ -1776,9 +1773,20 @@ impl State {
             let c = g.out.pop_front().expect("n chunks queued");
             if c.hdr.kind == KIND_PACKED {
                 g.packed.clear();
+            } else if c.hdr.kind == Kind::Eager as u8 || c.hdr.kind == Kind::Rts as u8 {
+                g.seq = c.hdr.seq;
             }
             self.on_sent(c.sent, c.len);
         }
+    }
+
+    /// The first fragment pinned to rail `rail` of `peer`'s gate was handed to its driver, at
+    /// time `now`.
+    fn sent_pinned(&mut self, peer: u32, rail: usize, now: u64) {
+        let r = &mut self.gates[peer as usize].rails[rail];
+        let c = r.out.pop_front().expect("a pinned chunk");
+        r.accepted(c.len, now);
+        self.on_sent(c.sent, c.len);
     }
 
     /// Start a schedule as a new request (advanced once now, then by every progress call).
@@ -1870,6 +1878,9 @@ impl State {
         crate::trace::peer_lost(peer);
         g.out.clear();
         g.packed.clear();
+        for r in &mut g.rails {
+            r.out.clear();
+        }
         self.gets.retain(|x| x.peer != peer);
         self.helps.retain(|x| x.peer != peer);
         if !self.lost.contains(&peer) {
@@ -2055,6 +2066,9 @@ impl State {
         // an RTS, the fragments after the Cts come behind the start on the same connection) or
         // the loss of the peer.
         let p = unsafe { Placement::new(rv.target.ptr.add(done), rest) };
+        if !self.order[peer as usize].is_empty() {
+            self.release_held(peer);
+        }
         Some(if rts { p.reply_first() } else { p })
     }
 
@@ -2062,7 +2076,10 @@ impl State {
     /// taken out of the posted queue if it is contiguous (a placement needs one span); `None`,
     /// leaving everything as it was, if there is none or a placement from `peer` is under way.
     fn take_posted_contiguous(&mut self, peer: u32, h: &Header) -> Option<RequestId> {
-        if self.gates.get(peer as usize)?.placing.is_some() {
+        if self.gates.get(peer as usize)?.placing.is_some()
+            || h.seq != self.order[peer as usize].expect
+        {
+            // (A message before its turn is delivered whole, and held.)
             return None;
         }
         let q = self.peer_mq(h.ctx)?;
@@ -2075,6 +2092,8 @@ impl State {
             _ => return None,
         }
         self.mq(h.ctx).posted.remove(pos);
+        let o = &mut self.order[peer as usize];
+        o.expect = o.expect.wrapping_add(1);
         Some(rid)
     }
 }
@@ -2269,545 +2288,6 @@ unsafe fn apply_piece_table(
         return Err("inline data longer than the gaps".into());
     }
     Ok(ranges)
-}
-
-impl Engine {
-    /// A new engine for world rank `me` of `nprocs`, with the given drivers.
-    pub fn new(me: u32, nprocs: u32, drv: Drivers, strategy: Strategy, no_get: bool) -> Engine {
-        let gates = (0..nprocs)
-            .map(|p| {
-                let peer = PeerId(p);
-                let mut g = if p == me {
-                    gate_for(DriverKind::Loop, Some(&drv.lo))
-                } else if let Some(shm) = drv.shm.as_ref().filter(|s| s.reaches(peer)) {
-                    gate_for(DriverKind::Shm, Some(shm))
-                } else if let Some(tcp) = drv.tcp.as_ref().filter(|t| t.reaches(peer)) {
-                    gate_for(DriverKind::Tcp, Some(tcp))
-                } else {
-                    gate_for(DriverKind::Unreachable, None)
-                };
-                g.can_get &= !no_get;
-                let (driver, eager_max, get) = (g.driver, g.eager_max, g.can_get);
-                tracing::debug!(peer = p, ?driver, eager_max, get, "transport");
-                g
-            })
-            .collect();
-        Engine {
-            st: State::new(me, nprocs, gates, strategy),
-            drv,
-        }
-    }
-
-    /// The fast path of a standard-mode send: a small contiguous message to a peer whose gate
-    /// has nothing queued goes to the driver at once, with no request and no queueing (what the
-    /// strategy would do with it anyway: a lone chunk on an idle gate leaves as it is). Returns
-    /// `false`, having done nothing, when the message needs the general path: arguments to
-    /// check and report, a non-contiguous or large message, a busy gate or driver, a dead peer.
-    /// `coll`: on the communicator's collective context (a collective's message).
-    ///
-    /// # Safety
-    /// `buf` holds `count` elements of `dt` for the duration of the call.
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn try_send_now(
-        &mut self,
-        buf: *const u8,
-        count: usize,
-        dt: &Datatype,
-        dest: i32,
-        tag: i32,
-        comm: CommId,
-        sreq: u64,
-        coll: bool,
-    ) -> Result<Option<u32>> {
-        match self.st.fast_route(count, dt, dest, tag, comm, coll) {
-            // SAFETY: forwarded caller contract.
-            Some(r) => unsafe { self.send_routed(r, buf, sreq) },
-            None => Ok(None),
-        }
-    }
-
-    /// [`Engine::try_send_now`] of a message whose arguments are checked (`r`).
-    ///
-    /// # Safety
-    /// `buf` holds the message `r` describes for the duration of the call.
-    #[inline(always)]
-    unsafe fn send_routed(&mut self, r: Route, buf: *const u8, sreq: u64) -> Result<Option<u32>> {
-        let (peer, bytes) = (r.peer, r.bytes);
-        let st = &mut self.st;
-        let g = &st.gates[peer as usize];
-        if !g.out.is_empty() || g.dead || bytes > g.eager_max {
-            return Ok(None);
-        }
-        let driver = g.driver;
-        let seq = g.seq.wrapping_add(1);
-        let hb = r.eager(seq, sreq).encode();
-        // SAFETY: the caller's buffer holds the message for the whole call.
-        let payload = unsafe { raw_slice(buf.wrapping_offset(r.off), bytes) };
-        let t0 = crate::trace::now();
-        let res = match (driver, self.drv.shm.as_mut()) {
-            (DriverKind::Shm, Some(shm)) => shm.try_send2(PeerId(peer), &hb, payload),
-            _ => match self.drv.get(driver) {
-                Some(t) => t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)]),
-                None => return Ok(None),
-            },
-        };
-        crate::trace::sent_now(peer, driver, &hb, &res, t0);
-        match res {
-            Ok(SendOutcome::Done) => {
-                st.gates[peer as usize].seq = seq;
-                Ok(Some(peer))
-            }
-            Ok(SendOutcome::WouldBlock) => Ok(None),
-            Err(madmpi_transports::Error::PeerLost(p)) => {
-                st.peer_lost(p.0);
-                Ok(None)
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// A standard-mode non-blocking send that needs no queueing: the eager fast path
-    /// (`default`, [`Engine::isend_routed`]) or the packet being built (`aggreg`,
-    /// [`State::pack_routed`]; over shared memory a message of more than [`SHM_SOLO_MIN`]
-    /// bytes takes the eager fast path). `None`, having done nothing, when it needs
-    /// [`State::isend`].
-    ///
-    /// # Safety
-    /// As [`State::isend`].
-    #[inline]
-    pub unsafe fn isend_fast(
-        &mut self,
-        buf: *const u8,
-        count: usize,
-        dt: &Datatype,
-        dest: i32,
-        tag: i32,
-        comm: CommId,
-    ) -> Result<Option<RequestId>> {
-        let Some(r) = self.st.fast_route(count, dt, dest, tag, comm, false) else {
-            return Ok(None);
-        };
-        match self.st.strategy {
-            // SAFETY: forwarded caller contract.
-            Strategy::Default => unsafe { self.isend_routed(r, buf) },
-            Strategy::Aggreg => {
-                // SAFETY: forwarded caller contract.
-                match unsafe { self.st.pack_routed(r, buf) } {
-                    Ok(id) => return Ok(Some(id)),
-                    // A full packet has nothing left to wait for: it leaves now if the driver
-                    // takes it (the receiver works on it while the next one is built), and
-                    // this message opens the next one.
-                    Err(NotPacked::Full) if self.schedule(r.peer)? => {
-                        // SAFETY: forwarded caller contract.
-                        if let Ok(id) = unsafe { self.st.pack_routed(r, buf) } {
-                            return Ok(Some(id));
-                        }
-                    }
-                    Err(_) => {}
-                }
-                // Over shared memory a large message travels alone (`SHM_SOLO_MIN`): it
-                // leaves at once, as under `default`, when nothing waits before it.
-                if r.bytes > SHM_SOLO_MIN
-                    && self.st.gates[r.peer as usize].driver == DriverKind::Shm
-                {
-                    // SAFETY: forwarded caller contract.
-                    unsafe { self.isend_routed(r, buf) }
-                } else {
-                    Ok(None)
-                }
-            }
-        }
-    }
-
-    /// [`Engine::send_routed`] for a non-blocking send: the request is born complete, and
-    /// stays cancellable while the receiver has not matched the message.
-    ///
-    /// # Safety
-    /// As [`Engine::send_routed`].
-    #[inline(always)]
-    unsafe fn isend_routed(&mut self, r: Route, buf: *const u8) -> Result<Option<RequestId>> {
-        // The message names its request (for a cancel), which is made once it has left.
-        let rid = self.st.reqs.next_id();
-        // SAFETY: forwarded caller contract.
-        match unsafe { self.send_routed(r, buf, rid.0) } {
-            Ok(Some(peer)) => {
-                let made = (self.st.reqs)
-                    .insert_with(|| Request::done(Op::Send(SendOp::new(peer, buf, 0))));
-                debug_assert_eq!(made, rid);
-                Ok(Some(made))
-            }
-            other => other.map(|_| None),
-        }
-    }
-
-    /// Hand queued chunks to the drivers, as the strategy packs them. Never blocks: a gate
-    /// whose driver says "would block" keeps its chunks for the next call.
-    pub fn flush(&mut self) -> Result<()> {
-        if self.st.dirty.is_empty() {
-            return Ok(());
-        }
-        // The list keeps its buffer from call to call: no allocation per message.
-        let mut dirty = std::mem::take(&mut self.st.dirty);
-        let mut res = Ok(());
-        dirty.retain(|&peer| match self.schedule(peer) {
-            Ok(true) => {
-                self.st.gates[peer as usize].queued = false;
-                false
-            }
-            Ok(false) => true,
-            Err(e) => {
-                res = Err(e);
-                true
-            }
-        });
-        debug_assert!(self.st.dirty.is_empty(), "scheduling queues nothing");
-        self.st.dirty = dirty;
-        res
-    }
-
-    /// Run the strategy on one gate until it is empty (true) or the driver is busy (false).
-    fn schedule(&mut self, peer: u32) -> Result<bool> {
-        let st = &mut self.st;
-        loop {
-            let n = st.pick(peer);
-            if n == 0 {
-                return Ok(true);
-            }
-            let g = &st.gates[peer as usize];
-            let Some(t) = self.drv.get(g.driver) else {
-                return err(
-                    ErrorClass::Intern,
-                    format!("no transport reaches rank {peer}"),
-                );
-            };
-            let t0 = crate::trace::now();
-            let outcome = if n == 1 && g.out.front().is_some_and(|c| c.gather.is_some()) {
-                let c = g.out.front().expect("picked");
-                let hb = c.hdr.encode();
-                let (dt, count) = c.gather.as_ref().expect("checked");
-                let mut iov = Vec::with_capacity(8);
-                iov.push(IoSlice::new(&hb));
-                let mut packed = Vec::new();
-                // SAFETY: the send buffer is valid until the request completes.
-                for seg in unsafe { c.gathered() } {
-                    if iov.len() == g.max_iov {
-                        // Too many blocks for one gathering write: pack this fragment.
-                        packed = vec![0u8; c.len];
-                        // SAFETY: as above.
-                        unsafe { dt.pack(c.ptr, *count, c.hdr.msg_len as usize, &mut packed) };
-                        break;
-                    }
-                    iov.push(IoSlice::new(seg));
-                }
-                if !packed.is_empty() {
-                    iov.truncate(1);
-                    iov.push(IoSlice::new(&packed));
-                }
-                t.try_send(PeerId(peer), &iov)
-            } else if n == 1 && g.out.front().is_some_and(|c| c.hdr.kind == KIND_PACKED) {
-                t.try_send(PeerId(peer), &[IoSlice::new(&g.packed)])
-            } else if n == 1 {
-                let c = g.out.front().expect("picked");
-                let hb = c.hdr.encode();
-                // SAFETY: the chunk's payload is owned by a request that is not complete.
-                let payload = unsafe { raw_slice(c.ptr, c.len) };
-                t.try_send(PeerId(peer), &[IoSlice::new(&hb), IoSlice::new(payload)])
-            } else {
-                let hdrs: Vec<wire::Encoded> =
-                    g.out.iter().take(n).map(|c| c.hdr.encode()).collect();
-                let mut iov = Vec::with_capacity(n * 3);
-                for (c, hb) in g.out.iter().take(n).zip(hdrs.iter()) {
-                    if c.hdr.kind == KIND_PACKED {
-                        // Records complete with their headers and padding.
-                        iov.push(IoSlice::new(&g.packed));
-                        continue;
-                    }
-                    iov.push(IoSlice::new(hb));
-                    // SAFETY: as above.
-                    iov.push(IoSlice::new(unsafe { raw_slice(c.ptr, c.len) }));
-                    let pad = pad_len(c.len);
-                    if pad > 0 {
-                        iov.push(IoSlice::new(&PAD[..pad]));
-                    }
-                }
-                t.try_send(PeerId(peer), &iov)
-            };
-            crate::trace::sent(peer, g.driver, || packet_headers(g, n), &outcome, t0);
-            match outcome {
-                Ok(SendOutcome::WouldBlock) => return Ok(false),
-                Ok(SendOutcome::Done) => st.sent(peer, n),
-                Err(madmpi_transports::Error::PeerLost(p)) => {
-                    st.peer_lost(p.0);
-                    return Ok(true);
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-
-    /// One pass of progress: flush, poll every driver, run rendezvous gets, flush replies.
-    /// Returns whether anything arrived.
-    #[inline]
-    pub fn progress(&mut self) -> Result<bool> {
-        if !self.st.dirty.is_empty() {
-            self.flush()?;
-        }
-        let st = &mut self.st;
-        let mut n = 0;
-        if self.drv.lo.has_pending() {
-            n += self
-                .drv
-                .lo
-                .poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
-        }
-        if let Some(shm) = self.drv.shm.as_mut() {
-            n += shm.poll_recv(&mut |p, b| st.handle_packet(p.0, b))?;
-        }
-        if let Some(tcp) = self.drv.tcp.as_mut() {
-            let split = SplitParams {
-                head_len: HDR_LEN,
-                min_rest: SPLIT_MIN,
-            };
-            n += tcp.poll_recv_split(split, st)?;
-            while let Some(p) = tcp.poll_lost() {
-                st.peer_lost(p.0);
-            }
-        }
-        if !self.st.helps.is_empty() {
-            if self.st.gets.is_empty() {
-                self.run_helps();
-            } else {
-                // Our own receives first: a helper that is busy copying its own data only
-                // makes the receiver wait for it (both directions at once lose ~15 %); left
-                // alone, the receiver copies everything.
-                self.st.helps.clear();
-            }
-        }
-        if !self.st.gets.is_empty() {
-            self.run_gets()?;
-        }
-        if !self.st.scheds.is_empty() {
-            self.st.advance_schedules();
-        }
-        if !self.st.dirty.is_empty() {
-            self.flush()?;
-        }
-        Ok(n > 0)
-    }
-
-    fn run_gets(&mut self) -> Result<()> {
-        if let Some(min) = self.drv.shm.as_ref().and_then(|s| s.split_min()) {
-            // Those split here are done; the others go on to a plain `get`.
-            let mut gets = std::mem::take(&mut self.st.gets);
-            let mut res = Ok(());
-            gets.retain(|g| match res.is_ok().then(|| self.split_get(g, min)) {
-                Some(Ok(done)) => !done,
-                Some(Err(e)) => {
-                    res = Err(e);
-                    true
-                }
-                None => true,
-            });
-            self.st.gets = gets;
-            res?;
-        }
-        let drv = &mut self.drv;
-        self.st
-            .run_gets(&mut |kind, peer, remote, local| match drv.get(kind) {
-                Some(t) => t.get(PeerId(peer), remote, local),
-                None => Err(madmpi_transports::Error::Unsupported("get")),
-            })
-    }
-}
-
-impl Engine {
-    /// Receive the matched rendezvous `g` by a split copy of the `shm` driver, if it is one
-    /// worth splitting (one contiguous block of at least `min` bytes into a contiguous
-    /// buffer): ask the sender to help (`Kind::Help`, sent at once), copy, complete, tell the
-    /// sender (`Fin`). False, having done nothing, when it is not; also when the copy was
-    /// refused, for the plain `get` to find out and fall back.
-    fn split_get(&mut self, g: &PendingGet, min: usize) -> Result<bool> {
-        let peer = g.peer;
-        let gate = &self.st.gates[peer as usize];
-        let &[(0, addr, len)] = g.ranges.as_slice() else {
-            return Ok(false);
-        };
-        if gate.driver != DriverKind::Shm || !gate.can_get {
-            return Ok(false);
-        }
-        let Some(Request {
-            op: Op::Recv(rv), ..
-        }) = self.st.reqs.get(g.rid)
-        else {
-            return Ok(false);
-        };
-        // Truncation: only what fits.
-        let n = len.min(rv.target.cap as u64) as usize;
-        if rv.target.layout.is_some() || n < min.max(1) {
-            return Ok(false);
-        }
-        let local = rv.target.ptr;
-        let Some(shm) = self.drv.shm.as_mut() else {
-            return Ok(false);
-        };
-        let Ok(gen) = shm.split_open(PeerId(peer)) else {
-            return Ok(false);
-        };
-        let job = SplitJob::sized(gen, n);
-        let chunks = job.chunks();
-        let hb = Header {
-            kind: Kind::Help as u8,
-            ctx: gen,
-            seq: chunks,
-            msg_len: n as u64,
-            sreq: g.sreq,
-            aux: local as u64,
-            ..Default::default()
-        }
-        .encode();
-        let t0 = crate::trace::now();
-        // The sender may not hear (a full ring): the copy is ours to finish all the same.
-        let told = shm.try_send2(PeerId(peer), &hb, &[]);
-        crate::trace::sent_now(peer, DriverKind::Shm, &hb, &told, t0);
-        let t0 = crate::trace::now();
-        // SAFETY: the receive buffer holds `cap >= n` bytes and is ours until completion.
-        let res = unsafe { shm.split_get(PeerId(peer), job, addr, local) };
-        crate::trace::split_get(peer, g.sreq, n, &res, t0);
-        match res {
-            Ok(_) => {
-                self.st.complete(g.rid);
-                self.st.queue_ctrl(peer, Kind::Fin, 0, g.sreq, 0);
-                Ok(true)
-            }
-            Err(
-                madmpi_transports::Error::PermissionDenied(_)
-                | madmpi_transports::Error::Unsupported(_),
-            ) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Help the receivers that asked (`Kind::Help`) with the split copies of our rendezvous
-    /// sends that are still waiting for them.
-    fn run_helps(&mut self) {
-        let mut helps = std::mem::take(&mut self.st.helps);
-        for h in helps.drain(..) {
-            let Some(shm) = self.drv.shm.as_mut() else {
-                break;
-            };
-            // Only a send still waiting for its Fin: its data is where the RTS said.
-            let Some(Request {
-                op: Op::Send(s), ..
-            }) = self.st.reqs.get(RequestId(h.sreq))
-            else {
-                continue;
-            };
-            let plain = s.extra.as_ref().is_none_or(|x| x.layout.is_none());
-            if s.peer != h.peer || !s.await_ack || s.fragmenting || !plain || h.job.len() > s.len {
-                continue;
-            }
-            let t0 = crate::trace::now();
-            // SAFETY: the send buffer holds `s.len >= job.len()` bytes until the request
-            // completes, which it cannot do before this returns.
-            let res = unsafe { shm.split_put(PeerId(h.peer), h.job, s.ptr, h.remote) };
-            crate::trace::split_put(h.peer, h.sreq, h.job.len(), &res, t0);
-            match res {
-                Ok(_) => {}
-                Err(madmpi_transports::Error::PeerLost(p)) => self.st.peer_lost(p.0),
-                Err(madmpi_transports::Error::PermissionDenied(why)) => {
-                    tracing::info!(peer = h.peer, %why, "cannot help split copies of this peer");
-                    self.st.gates[h.peer as usize].can_put = false;
-                }
-                Err(e) => self
-                    .st
-                    .peer_error(format!("from rank {}: a split copy: {e}", h.peer)),
-            }
-        }
-        // The list keeps its buffer.
-        self.st.helps = helps;
-    }
-}
-
-/// Reads a region of a peer's memory into local iovecs (a driver's `get`).
-type Getter<'a> = dyn FnMut(
-        DriverKind,
-        u32,
-        RemoteRegion,
-        &mut [IoSliceMut<'_>],
-    ) -> std::result::Result<(), madmpi_transports::Error>
-    + 'a;
-
-impl State {
-    /// Pull the data of matched rendezvous messages with `get`, complete their receives and
-    /// tell the senders (Fin). Where the OS refuses cross-memory access, fall back to
-    /// fragments (Cts) for that peer from now on.
-    fn run_gets(&mut self, get: &mut Getter<'_>) -> Result<()> {
-        for g in std::mem::take(&mut self.gets) {
-            let kind = self.gates[g.peer as usize].driver;
-            let Some(Request {
-                op: Op::Recv(rv), ..
-            }) = self.reqs.get_mut(g.rid)
-            else {
-                continue;
-            };
-            let cap = rv.target.cap as u64;
-            let small_blocks = rv
-                .target
-                .layout
-                .as_deref()
-                .is_some_and(|(_, dt, count)| !gather_worthy(dt, *count));
-            let t0 = crate::trace::now();
-            let mut res = Ok(());
-            for &(off, addr, len) in &g.ranges {
-                // Truncation: pull only what fits.
-                let n = len.min(cap.saturating_sub(off));
-                if n == 0 {
-                    continue;
-                }
-                let remote = RemoteRegion { addr, len: n };
-                if small_blocks {
-                    // Many small blocks: one read into a bounce buffer and a user-space
-                    // unpack cost far less than a kernel iovec per block.
-                    let mut tmp = vec![0u8; n as usize];
-                    res = get(kind, g.peer, remote, &mut [IoSliceMut::new(&mut tmp)]);
-                    if res.is_ok() {
-                        // SAFETY: the receive buffer is valid until completion.
-                        unsafe { rv.target.write_at(off as usize, &tmp) };
-                    }
-                } else {
-                    // SAFETY: the receive buffer is valid until completion; [off, off+n) <= cap.
-                    let mut local = unsafe { rv.target.iovecs(off as usize, n as usize) };
-                    res = get(kind, g.peer, remote, &mut local);
-                }
-                if res.is_err() {
-                    break;
-                }
-            }
-            crate::trace::get(g.peer, g.sreq, &g.ranges, &res, t0);
-            match res {
-                Ok(()) => {
-                    self.complete(g.rid);
-                    self.queue_ctrl(g.peer, Kind::Fin, 0, g.sreq, 0);
-                }
-                Err(
-                    madmpi_transports::Error::PermissionDenied(_)
-                    | madmpi_transports::Error::Unsupported(_),
-                ) => {
-                    // Cross-memory access refused: the sender streams the packed bytes instead,
-                    // for this message and every later one from this peer.
-                    tracing::info!(
-                        peer = g.peer,
-                        "get refused: data from this peer will use CTS"
-                    );
-                    self.gates[g.peer as usize].can_get = false;
-                    self.queue_ctrl(g.peer, Kind::Cts, 0, g.sreq, g.rid.0);
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
-    }
 }
 
 /// # Safety

@@ -1,0 +1,659 @@
+//! The progress loop: the engine's side that calls drivers. Packets the strategy commits are
+//! built by [`with_packet`] (the one place that turns queued chunks into what a driver sends,
+//! also used by the simulation), handed to the rails' drivers, and every driver is polled.
+//! Rendezvous `get`s and the help with split copies run here too. This module never blocks and
+//! never sleeps; waiting lives in `api`.
+
+use std::collections::VecDeque;
+use std::io::{IoSlice, IoSliceMut};
+
+use madmpi_transports::{PeerId, RemoteRegion, SendOutcome, SplitJob, SplitParams, Transport};
+
+use super::rails::{DriverId, Drivers};
+use super::{
+    gate_for, gather_worthy, pad_len, raw_slice, wire, Engine, HelpReq, Kind, NotPacked, OutChunk,
+    PendingGet, Route, State, Strategy, HDR_LEN, KIND_PACKED, PAD, SPLIT_MIN,
+};
+use crate::error::{err, ErrorClass, Result};
+use crate::request::{Op, Request, RequestId, SendOp};
+use crate::wire::Header;
+use crate::CommId;
+use madmpi_datatypes::Datatype;
+
+/// The packet made of the first `n` chunks of queue `q` (the gate's queue, whose packed marker
+/// stands for `packed`, or a rail's pinned fragments), handed to `send` as an iovec of at most
+/// `max_iov` entries. Fragments gathered from a sparse buffer go piece by piece, or packed when
+/// they have more pieces than `max_iov`.
+pub(crate) fn with_packet<R>(
+    q: &VecDeque<OutChunk>,
+    packed: &[u8],
+    n: usize,
+    max_iov: usize,
+    send: impl FnOnce(&[IoSlice<'_>]) -> R,
+) -> R {
+    let first = q.front().expect("a packet of queued chunks");
+    if n == 1 && first.gather.is_some() {
+        let c = first;
+        let hb = c.hdr.encode();
+        let (dt, count) = c.gather.as_ref().expect("checked");
+        let mut iov = Vec::with_capacity(8);
+        iov.push(IoSlice::new(&hb));
+        let mut whole = Vec::new();
+        // SAFETY: the send buffer is valid until the request completes.
+        for seg in unsafe { c.gathered() } {
+            if iov.len() == max_iov {
+                // Too many blocks for one gathering write: pack this fragment.
+                whole = vec![0u8; c.len];
+                // SAFETY: as above.
+                unsafe { dt.pack(c.ptr, *count, c.hdr.msg_len as usize, &mut whole) };
+                break;
+            }
+            iov.push(IoSlice::new(seg));
+        }
+        if !whole.is_empty() {
+            iov.truncate(1);
+            iov.push(IoSlice::new(&whole));
+        }
+        send(&iov)
+    } else if n == 1 && first.hdr.kind == KIND_PACKED {
+        send(&[IoSlice::new(packed)])
+    } else if n == 1 {
+        let hb = first.hdr.encode();
+        // SAFETY: the chunk's payload is owned by a request that is not complete.
+        let payload = unsafe { raw_slice(first.ptr, first.len) };
+        send(&[IoSlice::new(&hb), IoSlice::new(payload)])
+    } else {
+        let hdrs: Vec<wire::Encoded> = q.iter().take(n).map(|c| c.hdr.encode()).collect();
+        let mut iov = Vec::with_capacity(n * 3);
+        for (c, hb) in q.iter().take(n).zip(hdrs.iter()) {
+            if c.hdr.kind == KIND_PACKED {
+                // Records complete with their headers and padding.
+                iov.push(IoSlice::new(packed));
+                continue;
+            }
+            iov.push(IoSlice::new(hb));
+            // SAFETY: as above.
+            iov.push(IoSlice::new(unsafe { raw_slice(c.ptr, c.len) }));
+            let pad = pad_len(c.len);
+            if pad > 0 {
+                iov.push(IoSlice::new(&PAD[..pad]));
+            }
+        }
+        send(&iov)
+    }
+}
+
+/// The headers of the chunks of the packet made of the first `n` chunks of `q` (for the trace:
+/// the records of the packed bytes are read back).
+fn packet_headers(q: &VecDeque<OutChunk>, packed: &[u8], n: usize) -> Vec<Header> {
+    let mut v = Vec::with_capacity(n);
+    for c in q.iter().take(n) {
+        if c.hdr.kind == KIND_PACKED {
+            v.extend(
+                wire::Chunks::new(packed)
+                    .map_while(|c| c.ok())
+                    .map(|(h, _)| h),
+            );
+        } else {
+            v.push(c.hdr);
+        }
+    }
+    v
+}
+
+/// What became of a packet offered to a rail.
+enum Offered {
+    Sent,
+    Busy,
+    /// The peer is gone (the gate is failed).
+    Lost,
+}
+
+impl Engine {
+    /// A new engine for world rank `me` of `nprocs`, with the given drivers. Each peer's rails
+    /// are the best driver that reaches it and, of the others that do, those `rails` names
+    /// (`MADMPI_RAILS`).
+    pub fn new(me: u32, nprocs: u32, drv: Drivers, strategy: Strategy, rails: &[&str]) -> Engine {
+        let gates = (0..nprocs)
+            .map(|p| {
+                let peer = PeerId(p);
+                let mut reach: Vec<(DriverId, &madmpi_transports::Caps)> = drv
+                    .list
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, d)| d.reaches(peer))
+                    .map(|(i, d)| (i as DriverId, d.caps()))
+                    .collect();
+                // Best first, by the registry's preference; the best, then those asked for.
+                reach.sort_by_key(|(_, c)| std::cmp::Reverse(c.preference));
+                let mut chosen: Vec<_> = reach
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, (_, c))| *k == 0 || rails.contains(&c.name))
+                    .map(|(_, r)| *r)
+                    .collect();
+                // Message chunks take the first rail: the lowest latency.
+                chosen.sort_by_key(|(_, c)| (c.latency_ns, std::cmp::Reverse(c.preference)));
+                let g = gate_for(chosen);
+                let names: Vec<&str> = g.rails.iter().map(|r| r.name).collect();
+                tracing::debug!(
+                    peer = p,
+                    rails = ?names,
+                    eager_max = g.eager_max,
+                    get = g.can_get,
+                    "transport"
+                );
+                g
+            })
+            .collect();
+        let st = State::new(me, nprocs, gates, strategy);
+        tracing::debug!(strategy = st.strat.name(), "engine");
+        Engine { st, drv }
+    }
+
+    /// The fast path of a standard-mode send: a small contiguous message to a peer whose gate
+    /// has nothing queued goes to the driver at once, with no request and no queueing (what the
+    /// strategy would do with it anyway: a lone chunk on an idle gate leaves as it is). Returns
+    /// `false`, having done nothing, when the message needs the general path: arguments to
+    /// check and report, a non-contiguous or large message, a busy gate or driver, a dead peer.
+    /// `coll`: on the communicator's collective context (a collective's message).
+    ///
+    /// # Safety
+    /// `buf` holds `count` elements of `dt` for the duration of the call.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn try_send_now(
+        &mut self,
+        buf: *const u8,
+        count: usize,
+        dt: &Datatype,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+        sreq: u64,
+        coll: bool,
+    ) -> Result<Option<u32>> {
+        match self.st.fast_route(count, dt, dest, tag, comm, coll) {
+            // SAFETY: forwarded caller contract.
+            Some(r) => unsafe { self.send_routed(r, buf, sreq) },
+            None => Ok(None),
+        }
+    }
+
+    /// [`Engine::try_send_now`] of a message whose arguments are checked (`r`).
+    ///
+    /// # Safety
+    /// `buf` holds the message `r` describes for the duration of the call.
+    #[inline(always)]
+    unsafe fn send_routed(&mut self, r: Route, buf: *const u8, sreq: u64) -> Result<Option<u32>> {
+        let (peer, bytes) = (r.peer, r.bytes);
+        let st = &mut self.st;
+        let g = &st.gates[peer as usize];
+        if !g.out.is_empty() || g.dead || bytes > g.eager_max {
+            return Ok(None);
+        }
+        let driver = g.driver;
+        let seq = g.seq.wrapping_add(1);
+        let hb = r.eager(seq, sreq).encode();
+        // SAFETY: the caller's buffer holds the message for the whole call.
+        let payload = unsafe { raw_slice(buf.wrapping_offset(r.off), bytes) };
+        let t0 = crate::trace::now();
+        let Some(t) = self.drv.list.get_mut(driver as usize) else {
+            return Ok(None);
+        };
+        let res = t.try_send2(PeerId(peer), &hb, payload);
+        crate::trace::sent_now(peer, || t.caps().name, &hb, &res, t0);
+        match res {
+            Ok(SendOutcome::Done) => {
+                st.gates[peer as usize].seq = seq;
+                Ok(Some(peer))
+            }
+            Ok(SendOutcome::WouldBlock) => Ok(None),
+            Err(madmpi_transports::Error::PeerLost(p)) => {
+                st.peer_lost(p.0);
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A standard-mode non-blocking send that needs no queueing: the eager fast path
+    /// ([`Engine::isend_routed`]) or, under a strategy that packs sends when they are posted,
+    /// the packet being built ([`State::pack_routed`]; a message larger than the rail's
+    /// `solo_min` takes the eager fast path). `None`, having done nothing, when it needs
+    /// [`State::isend`].
+    ///
+    /// # Safety
+    /// As [`State::isend`].
+    #[inline]
+    pub unsafe fn isend_fast(
+        &mut self,
+        buf: *const u8,
+        count: usize,
+        dt: &Datatype,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<Option<RequestId>> {
+        let Some(r) = self.st.fast_route(count, dt, dest, tag, comm, false) else {
+            return Ok(None);
+        };
+        if !self.st.packs_on_post {
+            // SAFETY: forwarded caller contract.
+            return unsafe { self.isend_routed(r, buf) };
+        }
+        // SAFETY: forwarded caller contract.
+        match unsafe { self.st.pack_routed(r, buf) } {
+            Ok(id) => return Ok(Some(id)),
+            // A full packet has nothing left to wait for: it leaves now if the driver takes
+            // it (the receiver works on it while the next one is built), and this message
+            // opens the next one.
+            Err(NotPacked::Full) if self.schedule(r.peer)? => {
+                // SAFETY: forwarded caller contract.
+                if let Ok(id) = unsafe { self.st.pack_routed(r, buf) } {
+                    return Ok(Some(id));
+                }
+            }
+            Err(_) => {}
+        }
+        // A large message travels alone (`solo_min`): it leaves at once, as under `default`,
+        // when nothing waits before it.
+        if r.bytes > self.st.gates[r.peer as usize].solo_min {
+            // SAFETY: forwarded caller contract.
+            unsafe { self.isend_routed(r, buf) }
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// [`Engine::send_routed`] for a non-blocking send: the request is born complete, and
+    /// stays cancellable while the receiver has not matched the message.
+    ///
+    /// # Safety
+    /// As [`Engine::send_routed`].
+    #[inline(always)]
+    unsafe fn isend_routed(&mut self, r: Route, buf: *const u8) -> Result<Option<RequestId>> {
+        // The message names its request (for a cancel), which is made once it has left.
+        let rid = self.st.reqs.next_id();
+        // SAFETY: forwarded caller contract.
+        match unsafe { self.send_routed(r, buf, rid.0) } {
+            Ok(Some(peer)) => {
+                let made = (self.st.reqs)
+                    .insert_with(|| Request::done(Op::Send(SendOp::new(peer, buf, 0))));
+                debug_assert_eq!(made, rid);
+                Ok(Some(made))
+            }
+            other => other.map(|_| None),
+        }
+    }
+
+    /// Hand queued chunks to the drivers, as the strategy packs them. Never blocks: a gate
+    /// whose driver says "would block" keeps its chunks for the next call.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.st.dirty.is_empty() {
+            return Ok(());
+        }
+        // The list keeps its buffer from call to call: no allocation per message.
+        let mut dirty = std::mem::take(&mut self.st.dirty);
+        let mut res = Ok(());
+        dirty.retain(|&peer| match self.schedule(peer) {
+            Ok(true) => {
+                self.st.gates[peer as usize].queued = false;
+                false
+            }
+            Ok(false) => true,
+            Err(e) => {
+                res = Err(e);
+                true
+            }
+        });
+        debug_assert!(self.st.dirty.is_empty(), "scheduling queues nothing");
+        self.st.dirty = dirty;
+        res
+    }
+
+    /// Run the strategy on one gate until its queues are empty (true) or its rails are busy
+    /// (false): the gate's queue as the strategy commits it, then the fragments pinned to each
+    /// rail.
+    fn schedule(&mut self, peer: u32) -> Result<bool> {
+        let p = peer as usize;
+        loop {
+            let c = self.st.pick(peer);
+            if c.n == 0 {
+                break;
+            }
+            self.st.number(peer, c.n);
+            match self.offer(peer, None, c.n, c.rail)? {
+                Offered::Sent => self.st.sent(peer, c.n),
+                Offered::Busy => break,
+                Offered::Lost => return Ok(true),
+            }
+        }
+        for r in 0..self.st.gates[p].rails.len() {
+            while !self.st.gates[p].rails[r].out.is_empty() {
+                match self.offer(peer, Some(r), 1, r)? {
+                    Offered::Sent => self.st.sent_pinned(peer, r, crate::trace::clock_ns()),
+                    Offered::Busy => break,
+                    Offered::Lost => return Ok(true),
+                }
+            }
+        }
+        let g = &self.st.gates[p];
+        Ok(g.out.is_empty() && g.rails.iter().all(|r| r.out.is_empty()))
+    }
+
+    /// Offer the packet of the first `n` chunks of `peer`'s gate queue (`pinned`: of that
+    /// rail's pinned fragments) to the driver of rail `rail`.
+    fn offer(
+        &mut self,
+        peer: u32,
+        pinned: Option<usize>,
+        n: usize,
+        rail: usize,
+    ) -> Result<Offered> {
+        let st = &mut self.st;
+        let g = &st.gates[peer as usize];
+        let Some(t) = g
+            .rails
+            .get(rail)
+            .and_then(|r| self.drv.list.get_mut(r.drv as usize))
+        else {
+            return err(
+                ErrorClass::Intern,
+                format!("no transport reaches rank {peer}"),
+            );
+        };
+        let (q, packed) = match pinned {
+            Some(r) => (&g.rails[r].out, &[][..]),
+            None => (&g.out, &g.packed[..]),
+        };
+        let max_iov = g.rails[rail].max_iov;
+        let t0 = crate::trace::now();
+        let outcome = with_packet(q, packed, n, max_iov, |iov| t.try_send(PeerId(peer), iov));
+        crate::trace::sent(
+            peer,
+            g.rails[rail].name,
+            || packet_headers(q, packed, n),
+            &outcome,
+            t0,
+        );
+        match outcome {
+            Ok(SendOutcome::WouldBlock) => Ok(Offered::Busy),
+            Ok(SendOutcome::Done) => Ok(Offered::Sent),
+            Err(madmpi_transports::Error::PeerLost(p)) => {
+                st.peer_lost(p.0);
+                Ok(Offered::Lost)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// One pass of progress: flush, poll every driver, run rendezvous gets, flush replies.
+    /// Returns whether anything arrived.
+    #[inline]
+    pub fn progress(&mut self) -> Result<bool> {
+        if !self.st.dirty.is_empty() {
+            self.flush()?;
+        }
+        let st = &mut self.st;
+        let mut n = 0;
+        let split = SplitParams {
+            head_len: HDR_LEN,
+            min_rest: SPLIT_MIN,
+        };
+        for d in self.drv.list.iter_mut() {
+            if !d.may_have_input() {
+                continue;
+            }
+            n += d.poll_into(split, st)?;
+            while let Some(p) = d.poll_lost() {
+                st.peer_lost(p.0);
+            }
+        }
+        if !self.st.helps.is_empty() {
+            if self.st.gets.is_empty() {
+                self.run_helps();
+            } else {
+                // Our own receives first: a helper that is busy copying its own data only
+                // makes the receiver wait for it (both directions at once lose ~15 %); left
+                // alone, the receiver copies everything.
+                self.st.helps.clear();
+            }
+        }
+        if !self.st.gets.is_empty() {
+            self.run_gets()?;
+        }
+        if !self.st.scheds.is_empty() {
+            self.st.advance_schedules();
+        }
+        if !self.st.dirty.is_empty() {
+            self.flush()?;
+        }
+        Ok(n > 0)
+    }
+
+    fn run_gets(&mut self) -> Result<()> {
+        // Those split here are done; the others go on to a plain `get`.
+        let mut gets = std::mem::take(&mut self.st.gets);
+        let mut res = Ok(());
+        gets.retain(|g| match res.is_ok().then(|| self.split_get(g)) {
+            Some(Ok(done)) => !done,
+            Some(Err(e)) => {
+                res = Err(e);
+                true
+            }
+            None => true,
+        });
+        self.st.gets = gets;
+        res?;
+        let drv = &mut self.drv;
+        self.st
+            .run_gets(&mut |id, peer, remote, local| match drv.get(id) {
+                Some(t) => t.get(PeerId(peer), remote, local),
+                None => Err(madmpi_transports::Error::Unsupported("get")),
+            })
+    }
+
+    /// Receive the matched rendezvous `g` by a split copy (a driver whose `get` the sender
+    /// may help with: shared memory), if it is one worth splitting (one contiguous block of at
+    /// least the driver's minimum into a contiguous buffer): ask the sender to help
+    /// (`Kind::Help`, sent at once), copy, complete, tell the sender (`Fin`). False, having
+    /// done nothing, when it is not; also when the copy was refused, for the plain `get` to
+    /// find out and fall back.
+    fn split_get(&mut self, g: &PendingGet) -> Result<bool> {
+        let peer = g.peer;
+        let gate = &self.st.gates[peer as usize];
+        let &[(0, addr, len)] = g.ranges.as_slice() else {
+            return Ok(false);
+        };
+        if !gate.can_get {
+            return Ok(false);
+        }
+        let driver = gate.driver;
+        let Some(d) = self.drv.get(driver) else {
+            return Ok(false);
+        };
+        let name = d.caps().name;
+        let Some(helped) = d.helped_get() else {
+            return Ok(false);
+        };
+        let Some(min) = helped.split_min() else {
+            return Ok(false);
+        };
+        let Some(Request {
+            op: Op::Recv(rv), ..
+        }) = self.st.reqs.get(g.rid)
+        else {
+            return Ok(false);
+        };
+        // Truncation: only what fits.
+        let n = len.min(rv.target.cap as u64) as usize;
+        if rv.target.layout.is_some() || n < min.max(1) {
+            return Ok(false);
+        }
+        let local = rv.target.ptr;
+        let Ok(gen) = helped.split_open(PeerId(peer)) else {
+            return Ok(false);
+        };
+        let job = SplitJob::sized(gen, n);
+        let chunks = job.chunks();
+        let hb = Header {
+            kind: Kind::Help as u8,
+            ctx: gen,
+            seq: chunks,
+            msg_len: n as u64,
+            sreq: g.sreq,
+            aux: local as u64,
+            ..Default::default()
+        }
+        .encode();
+        let t0 = crate::trace::now();
+        let d = self.drv.get(driver).expect("found above");
+        // The sender may not hear (a full ring): the copy is ours to finish all the same.
+        let told = d.try_send2(PeerId(peer), &hb, &[]);
+        crate::trace::sent_now(peer, || name, &hb, &told, t0);
+        let helped = d.helped_get().expect("found above");
+        let t0 = crate::trace::now();
+        // SAFETY: the receive buffer holds `cap >= n` bytes and is ours until completion.
+        let res = unsafe { helped.split_get(PeerId(peer), job, addr, local) };
+        crate::trace::split_get(peer, g.sreq, n, &res, t0);
+        match res {
+            Ok(_) => {
+                self.st.complete(g.rid);
+                self.st.queue_ctrl(peer, Kind::Fin, 0, g.sreq, 0);
+                Ok(true)
+            }
+            Err(
+                madmpi_transports::Error::PermissionDenied(_)
+                | madmpi_transports::Error::Unsupported(_),
+            ) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Help the receivers that asked (`Kind::Help`) with the split copies of our rendezvous
+    /// sends that are still waiting for them.
+    fn run_helps(&mut self) {
+        let mut helps = std::mem::take(&mut self.st.helps);
+        for h in helps.drain(..) {
+            self.help(&h);
+        }
+        // The list keeps its buffer.
+        self.st.helps = helps;
+    }
+
+    fn help(&mut self, h: &HelpReq) {
+        let driver = self.st.gates[h.peer as usize].driver;
+        let Some(helped) = self.drv.get(driver).and_then(|d| d.helped_get()) else {
+            return;
+        };
+        // Only a send still waiting for its Fin: its data is where the RTS said.
+        let Some(Request {
+            op: Op::Send(s), ..
+        }) = self.st.reqs.get(RequestId(h.sreq))
+        else {
+            return;
+        };
+        let plain = s.extra.as_ref().is_none_or(|x| x.layout.is_none());
+        if s.peer != h.peer || !s.await_ack || s.fragmenting || !plain || h.job.len() > s.len {
+            return;
+        }
+        let t0 = crate::trace::now();
+        // SAFETY: the send buffer holds `s.len >= job.len()` bytes until the request
+        // completes, which it cannot do before this returns.
+        let res = unsafe { helped.split_put(PeerId(h.peer), h.job, s.ptr, h.remote) };
+        crate::trace::split_put(h.peer, h.sreq, h.job.len(), &res, t0);
+        match res {
+            Ok(_) => {}
+            Err(madmpi_transports::Error::PeerLost(p)) => self.st.peer_lost(p.0),
+            Err(madmpi_transports::Error::PermissionDenied(why)) => {
+                tracing::info!(peer = h.peer, %why, "cannot help split copies of this peer");
+                self.st.gates[h.peer as usize].can_put = false;
+            }
+            Err(e) => self
+                .st
+                .peer_error(format!("from rank {}: a split copy: {e}", h.peer)),
+        }
+    }
+}
+
+/// Reads a region of a peer's memory into local iovecs (a driver's `get`).
+pub(crate) type Getter<'a> = dyn FnMut(
+        DriverId,
+        u32,
+        RemoteRegion,
+        &mut [IoSliceMut<'_>],
+    ) -> std::result::Result<(), madmpi_transports::Error>
+    + 'a;
+
+impl State {
+    /// Pull the data of matched rendezvous messages with `get`, complete their receives and
+    /// tell the senders (Fin). Where the OS refuses cross-memory access, fall back to
+    /// fragments (Cts) for that peer from now on.
+    pub(crate) fn run_gets(&mut self, get: &mut Getter<'_>) -> Result<()> {
+        for g in std::mem::take(&mut self.gets) {
+            let id = self.gates[g.peer as usize].driver;
+            let Some(Request {
+                op: Op::Recv(rv), ..
+            }) = self.reqs.get_mut(g.rid)
+            else {
+                continue;
+            };
+            let cap = rv.target.cap as u64;
+            let small_blocks = rv
+                .target
+                .layout
+                .as_deref()
+                .is_some_and(|(_, dt, count)| !gather_worthy(dt, *count));
+            let t0 = crate::trace::now();
+            let mut res = Ok(());
+            for &(off, addr, len) in &g.ranges {
+                // Truncation: pull only what fits.
+                let n = len.min(cap.saturating_sub(off));
+                if n == 0 {
+                    continue;
+                }
+                let remote = RemoteRegion { addr, len: n };
+                if small_blocks {
+                    // Many small blocks: one read into a bounce buffer and a user-space
+                    // unpack cost far less than a kernel iovec per block.
+                    let mut tmp = vec![0u8; n as usize];
+                    res = get(id, g.peer, remote, &mut [IoSliceMut::new(&mut tmp)]);
+                    if res.is_ok() {
+                        // SAFETY: the receive buffer is valid until completion.
+                        unsafe { rv.target.write_at(off as usize, &tmp) };
+                    }
+                } else {
+                    // SAFETY: the receive buffer is valid until completion; [off, off+n) <= cap.
+                    let mut local = unsafe { rv.target.iovecs(off as usize, n as usize) };
+                    res = get(id, g.peer, remote, &mut local);
+                }
+                if res.is_err() {
+                    break;
+                }
+            }
+            crate::trace::get(g.peer, g.sreq, &g.ranges, &res, t0);
+            match res {
+                Ok(()) => {
+                    self.complete(g.rid);
+                    self.queue_ctrl(g.peer, Kind::Fin, 0, g.sreq, 0);
+                }
+                Err(
+                    madmpi_transports::Error::PermissionDenied(_)
+                    | madmpi_transports::Error::Unsupported(_),
+                ) => {
+                    // Cross-memory access refused: the sender streams the packed bytes instead,
+                    // for this message and every later one from this peer.
+                    tracing::info!(
+                        peer = g.peer,
+                        "get refused: data from this peer will use CTS"
+                    );
+                    self.gates[g.peer as usize].can_get = false;
+                    self.queue_ctrl(g.peer, Kind::Cts, 0, g.sreq, g.rid.0);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}

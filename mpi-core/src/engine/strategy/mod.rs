@@ -1,0 +1,127 @@
+//! Strategies: what the next packet of a gate is made of and on which rail it leaves, and how
+//! the data of a rendezvous is cut over the rails (after NewMadeleine's `try_and_commit` and
+//! `rdv_accept`).
+//!
+//! A strategy only reads a gate and answers; it never touches a driver, a request or the
+//! clock, so the simulation in `sim.rs` drives it exactly as the progress loop does. What the
+//! engine learns of the rails (their measured bandwidth, [`Rail::bw`]) is kept on the gate, for
+//! every strategy to read.
+
+mod aggreg;
+mod default;
+mod split_balance;
+
+pub(crate) use aggreg::Aggreg;
+pub(crate) use default::Default;
+pub(crate) use split_balance::SplitBalance;
+
+use super::rails::Rail;
+use super::Gate;
+
+/// The strategy of a job (`MADMPI_STRATEGY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// One chunk per packet, sent as soon as the gate is idle.
+    Default,
+    /// Chunks accumulate until the next progress call, then as many as fit go in one packet.
+    Aggreg,
+    /// Small messages on the lowest-latency rail (as `default`), rendezvous data split across
+    /// every rail that reaches the peer in proportion to their measured bandwidth.
+    SplitBalance,
+}
+
+impl Strategy {
+    /// Every strategy's name, as `MADMPI_STRATEGY` takes it.
+    pub const NAMES: &'static str = "default, aggreg, split_balance";
+
+    /// Parse a strategy name.
+    pub fn parse(s: &str) -> Option<Strategy> {
+        match s {
+            "default" => Some(Strategy::Default),
+            "aggreg" | "aggregation" => Some(Strategy::Aggreg),
+            "split_balance" | "split" => Some(Strategy::SplitBalance),
+            _ => None,
+        }
+    }
+
+    /// Its implementation.
+    pub(crate) fn make(self) -> Box<dyn PacketStrategy> {
+        match self {
+            Strategy::Default => Box::new(Default),
+            Strategy::Aggreg => Box::new(Aggreg),
+            Strategy::SplitBalance => Box::new(SplitBalance::from_env()),
+        }
+    }
+}
+
+/// The next packet of a gate's queue: its first `n` chunks, on rail `rail` (`n == 0`: none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Commit {
+    pub n: usize,
+    pub rail: usize,
+}
+
+impl Commit {
+    pub const NONE: Commit = Commit { n: 0, rail: 0 };
+}
+
+/// A piece of a rendezvous: `len` bytes of the message from offset `off`, on rail `rail`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Piece {
+    pub rail: usize,
+    pub off: usize,
+    pub len: usize,
+}
+
+/// A packet strategy. Implementations live in their own files; the engine holds one per
+/// process.
+pub(crate) trait PacketStrategy: Send {
+    /// The name `MADMPI_STRATEGY` gives it.
+    fn name(&self) -> &'static str;
+
+    /// Small contiguous standard-mode sends are copied into the packet being built when they
+    /// are posted (and leave together at the next progress call).
+    fn packs_on_post(&self) -> bool {
+        false
+    }
+
+    /// The next packet of `g`'s queue (`try_and_commit`): which chunks, on which rail. Chunks
+    /// leave in queue order, whatever their rails (the receiver restores the order of
+    /// messages from their sequence numbers).
+    fn try_and_commit(&self, g: &Gate) -> Commit;
+
+    /// How the sender cuts the data `from..len` of a rendezvous the receiver asked for
+    /// (`rdv_accept`, on the Cts): pieces pushed on their rails. The default sends it all on
+    /// the first rail.
+    fn rdv_accept(&self, g: &Gate, from: usize, len: usize, out: &mut Vec<Piece>) {
+        let _ = g;
+        out.push(Piece {
+            rail: 0,
+            off: from,
+            len: len - from,
+        });
+    }
+
+    /// Whether the receiver should ask for the data of a rendezvous from this gate's peer to
+    /// be pushed (Cts) even when it could pull it from the first rail: a strategy that spreads
+    /// data over several rails needs the sender to cut it.
+    fn push_rendezvous(&self, g: &Gate) -> bool {
+        let _ = g;
+        false
+    }
+}
+
+/// The first chunk only: what `default` sends.
+#[inline]
+pub(crate) fn one_chunk(g: &Gate) -> Commit {
+    if g.out.is_empty() {
+        Commit::NONE
+    } else {
+        Commit { n: 1, rail: 0 }
+    }
+}
+
+/// The live rails of a gate with their indexes.
+pub(crate) fn live(g: &Gate) -> impl Iterator<Item = (usize, &Rail)> {
+    g.rails.iter().enumerate().filter(|(_, r)| !r.dead)
+}

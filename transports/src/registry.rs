@@ -1,0 +1,473 @@
+//! The registry: every driver by name, in preference order, how each one starts, and the one
+//! static-dispatch enum ([`Driver`]) through which the engine reaches them.
+//!
+//! Adding a driver is one folder (its module) plus one line in [`ENTRIES`] and one variant of
+//! [`Driver`]: the engine chooses by the numbers in [`Caps`] alone, and bootstraps every driver
+//! through [`Starting`], so no file of the engine names a driver type.
+//!
+//! Start-up runs in three phases between the launcher's barriers (every rank makes the same
+//! launcher calls in the same order, whatever its drivers):
+//! 1. [`start`] (before the first barrier): shared state is created (the node's segment, by
+//!    its leader);
+//! 2. [`Starting::open`] (after it): the others attach, listeners open; the address card to
+//!    publish is returned;
+//! 3. [`Starting::finish`] (after the second barrier): the peers' cards are read and the driver
+//!    is made; shared names are removed so that nothing outlives the job.
+
+use std::io::{IoSlice, IoSliceMut};
+
+use crate::loopback::LoopbackTransport;
+use crate::shm::{ShmConfig, ShmSegment, ShmTransport};
+use crate::tcp::{ConnectMode, TcpConfig, TcpTransport};
+use crate::{
+    Caps, Error, PeerId, RecvSink, RemoteRegion, Result, SendOutcome, SplitCopy, SplitJob,
+    SplitParams, Transport,
+};
+
+/// Which peers a driver can reach at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The process itself.
+    Itself,
+    /// The other processes of its node (shared memory).
+    Node,
+    /// Any other process of the job (a network).
+    Any,
+}
+
+/// A driver as the registry lists it.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// The name used in `MADMPI_TRANSPORTS` and `MADMPI_RAILS`.
+    pub name: &'static str,
+    /// Which peers it can reach.
+    pub scope: Scope,
+    /// It needs the job's secret (it authenticates its connections).
+    pub needs_secret: bool,
+}
+
+/// Every driver, best first: among the drivers that reach a peer, the first listed carries its
+/// traffic when one rail is used.
+pub const ENTRIES: &[Entry] = &[
+    Entry {
+        name: "self",
+        scope: Scope::Itself,
+        needs_secret: false,
+    },
+    Entry {
+        name: "shm",
+        scope: Scope::Node,
+        needs_secret: false,
+    },
+    Entry {
+        name: "tcp",
+        scope: Scope::Any,
+        needs_secret: true,
+    },
+];
+
+/// The entry named `name`.
+pub fn entry(name: &str) -> Option<&'static Entry> {
+    ENTRIES.iter().find(|e| e.name == name)
+}
+
+/// The names of a comma-separated list of drivers (`MADMPI_TRANSPORTS`, `MADMPI_RAILS`), each
+/// checked against the registry, in registry order, without repeats.
+///
+/// # Errors
+///
+/// [`Error::Invalid`] naming the variable, the unknown name and the known ones.
+pub fn parse_list(var: &str, value: &str) -> Result<Vec<&'static str>> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for t in value.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let Some(e) = entry(t) else {
+            let known: Vec<&str> = ENTRIES.iter().map(|e| e.name).collect();
+            return Err(Error::Invalid(format!(
+                "{var}={value}: unknown transport '{t}' (known: {})",
+                known.join(", ")
+            )));
+        };
+        if !out.contains(&e.name) {
+            out.push(e.name);
+        }
+    }
+    out.sort_by_key(|n| ENTRIES.iter().position(|e| e.name == *n));
+    Ok(out)
+}
+
+/// What a driver's start-up knows of the job.
+pub struct Job<'a> {
+    /// This process's rank in the job.
+    pub me: u32,
+    /// Ranks in the job.
+    pub n: u32,
+    /// The ranks of this node (this one included), in rank order: the first is the leader.
+    pub local: &'a [u32],
+    /// The launcher's name of the job (unique among running jobs).
+    pub kvsname: &'a str,
+    /// The job spans several hosts (a network driver must listen where others reach it).
+    pub multi_host: bool,
+    /// The job's secret, for drivers that authenticate connections.
+    pub secret: Option<[u8; 32]>,
+}
+
+/// The name of the node segment of a job (`/dev/shm` entry): the launcher removes every
+/// `/dev/shm/madmpi-<kvsname>*` after a failure, so the name must keep that prefix.
+pub fn segment_name(kvsname: &str, leader: u32) -> String {
+    format!("/madmpi-{kvsname}-{leader}")
+}
+
+/// A driver between start-up phases (see the [module documentation](self)).
+#[allow(clippy::large_enum_variant)]
+pub enum Starting {
+    /// `self`: nothing to set up.
+    Loop,
+    /// `shm`: the segment (the leader's from phase 1, the others' from phase 2).
+    Shm {
+        /// Segment name.
+        name: String,
+        /// Ring sizes and modes.
+        cfg: ShmConfig,
+        /// The mapped segment, once created or opened.
+        seg: Option<ShmSegment>,
+    },
+    /// `tcp`: the listener, open from phase 2.
+    Tcp(Option<(TcpTransport, ConnectMode)>),
+}
+
+/// Phase 1 of driver `name` (see the [module documentation](self)), for a job where it will
+/// reach `peers`.
+///
+/// # Errors
+///
+/// As the driver's set-up: a bad `MADMPI_*` setting, a segment that cannot be created.
+pub fn start(name: &str, job: &Job<'_>) -> Result<Starting> {
+    Ok(match name {
+        "self" => Starting::Loop,
+        "shm" => {
+            let cfg = ShmConfig::from_env()?;
+            let name = segment_name(job.kvsname, job.local[0]);
+            let seg = if job.local[0] == job.me {
+                Some(ShmSegment::create(&name, job.local.len(), &cfg)?)
+            } else {
+                None
+            };
+            Starting::Shm { name, cfg, seg }
+        }
+        "tcp" => Starting::Tcp(None),
+        other => return Err(Error::Invalid(format!("no driver named {other}"))),
+    })
+}
+
+impl Starting {
+    /// The driver's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Starting::Loop => "self",
+            Starting::Shm { .. } => "shm",
+            Starting::Tcp(_) => "tcp",
+        }
+    }
+
+    /// Phase 2: attach, listen. Returns the address card to publish, if the driver has one.
+    ///
+    /// # Errors
+    ///
+    /// As the driver's set-up.
+    pub fn open(&mut self, job: &Job<'_>) -> Result<Option<String>> {
+        match self {
+            Starting::Loop => Ok(None),
+            Starting::Shm { name, cfg, seg } => {
+                if seg.is_none() {
+                    *seg = Some(ShmSegment::open(name, job.local.len(), cfg)?);
+                }
+                Ok(None)
+            }
+            Starting::Tcp(t) => {
+                let multi_host = job.multi_host;
+                let cfg = TcpConfig::from_lookup(|k| {
+                    std::env::var(k)
+                        .ok()
+                        .or_else(|| (k == "MADMPI_TCP_IF" && multi_host).then(|| "auto".into()))
+                })?;
+                let secret = job
+                    .secret
+                    .ok_or_else(|| Error::Invalid("tcp: no job secret".into()))?;
+                let l = TcpTransport::listen(PeerId(job.me), job.n, secret, &cfg)?;
+                let card = l.business_card();
+                *t = Some((l, cfg.connect));
+                Ok(Some(card))
+            }
+        }
+    }
+
+    /// Phase 3: make the driver, reaching `peers` (for a network driver; whose cards
+    /// `card_of` reads).
+    ///
+    /// # Errors
+    ///
+    /// As the driver's set-up; a malformed card.
+    pub fn finish(
+        self,
+        job: &Job<'_>,
+        peers: &[u32],
+        card_of: &mut dyn FnMut(u32) -> Result<String>,
+    ) -> Result<Driver> {
+        match self {
+            Starting::Loop => Ok(Driver::Loop(LoopbackTransport::new(PeerId(job.me)))),
+            Starting::Shm { name, seg, .. } => {
+                let seg = seg.ok_or_else(|| Error::Invalid("shm: segment not opened".into()))?;
+                if job.local[0] == job.me {
+                    // Everyone has mapped it (second barrier): the name can go.
+                    ShmSegment::unlink(&name)?;
+                }
+                let my_local =
+                    job.local.iter().position(|&r| r == job.me).ok_or_else(|| {
+                        Error::Invalid("shm: this rank is not on its node".into())
+                    })?;
+                let ranks = job.local.iter().map(|&r| PeerId(r)).collect();
+                Ok(Driver::Shm(ShmTransport::new(seg, my_local, ranks)?))
+            }
+            Starting::Tcp(t) => {
+                let (mut t, mode) =
+                    t.ok_or_else(|| Error::Invalid("tcp: listener not opened".into()))?;
+                for &p in peers {
+                    let card = card_of(p)?;
+                    t.connect(PeerId(p), &card)?;
+                }
+                if mode == ConnectMode::Eager {
+                    t.connect_all()?;
+                }
+                Ok(Driver::Tcp(t))
+            }
+        }
+    }
+}
+
+/// Every driver, dispatched by `match` (no virtual call on the send fast path).
+#[allow(clippy::large_enum_variant)]
+pub enum Driver {
+    /// `self`.
+    Loop(LoopbackTransport),
+    /// `shm`.
+    Shm(ShmTransport),
+    /// `tcp`.
+    Tcp(TcpTransport),
+}
+
+macro_rules! each {
+    ($d:expr, $t:ident => $e:expr) => {
+        match $d {
+            Driver::Loop($t) => $e,
+            Driver::Shm($t) => $e,
+            Driver::Tcp($t) => $e,
+        }
+    };
+}
+
+impl Driver {
+    /// Poll for packets into `sink`, statically dispatched: drivers that can write the rest
+    /// of a large packet where the sink says ([`Transport::poll_recv_split`]) do, the others
+    /// deliver whole packets.
+    #[inline]
+    pub fn poll_into<S: RecvSink>(&mut self, split: SplitParams, sink: &mut S) -> Result<usize> {
+        match self {
+            Driver::Tcp(t) => t.poll_recv_split(split, sink),
+            Driver::Loop(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
+            Driver::Shm(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
+        }
+    }
+
+    /// A driver of the copy that the owner of the remote memory may help with, if this one
+    /// offers it (shared memory with cross-memory attach).
+    pub fn helped_get(&mut self) -> Option<&mut dyn HelpedGet> {
+        match self {
+            Driver::Shm(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The name of the node's shared segment, for a driver that maps one (the node-wide
+    /// collectives live beside it).
+    pub fn segment_name(&self) -> Option<&str> {
+        match self {
+            Driver::Shm(s) => Some(s.segment().name()),
+            _ => None,
+        }
+    }
+}
+
+impl Transport for Driver {
+    #[inline]
+    fn caps(&self) -> &Caps {
+        each!(self, t => t.caps())
+    }
+
+    #[inline]
+    fn try_send(&mut self, peer: PeerId, iov: &[IoSlice<'_>]) -> Result<SendOutcome> {
+        each!(self, t => t.try_send(peer, iov))
+    }
+
+    #[inline(always)]
+    fn try_send2(&mut self, peer: PeerId, head: &[u8], body: &[u8]) -> Result<SendOutcome> {
+        each!(self, t => t.try_send2(peer, head, body))
+    }
+
+    #[inline]
+    fn may_have_input(&self) -> bool {
+        each!(self, t => t.may_have_input())
+    }
+
+    fn poll_recv(&mut self, deliver: &mut dyn FnMut(PeerId, &[u8])) -> Result<usize> {
+        each!(self, t => t.poll_recv(deliver))
+    }
+
+    #[inline]
+    fn poll_recv_split(&mut self, split: SplitParams, sink: &mut dyn RecvSink) -> Result<usize> {
+        each!(self, t => t.poll_recv_split(split, sink))
+    }
+
+    fn poll_lost(&mut self) -> Option<PeerId> {
+        each!(self, t => t.poll_lost())
+    }
+
+    fn get(
+        &mut self,
+        peer: PeerId,
+        remote: RemoteRegion,
+        local: &mut [IoSliceMut<'_>],
+    ) -> Result<()> {
+        each!(self, t => t.get(peer, remote, local))
+    }
+
+    fn reaches(&self, peer: PeerId) -> bool {
+        each!(self, t => t.reaches(peer))
+    }
+
+    fn card(&self) -> Option<String> {
+        each!(self, t => t.card())
+    }
+
+    fn connect(&mut self, peer: PeerId, card: &str) -> Result<()> {
+        each!(self, t => t.connect(peer, card))
+    }
+
+    fn register(&mut self, ptr: *const u8, len: usize) -> Result<Vec<u8>> {
+        each!(self, t => t.register(ptr, len))
+    }
+
+    fn deregister(&mut self, key: &[u8]) {
+        each!(self, t => t.deregister(key))
+    }
+}
+
+/// A `get` the owner of the remote memory may help with: both processes copy parts of one
+/// transfer at once (the shared-memory split copy; see [`crate::shm`]).
+pub trait HelpedGet {
+    /// Transfers of at least this many bytes are worth splitting (`None`: never).
+    fn split_min(&self) -> Option<usize>;
+
+    /// Open the board of transfers from `peer` for a new one; returns its generation.
+    ///
+    /// # Errors
+    ///
+    /// When `peer` cannot be reached this way.
+    fn split_open(&mut self, peer: PeerId) -> Result<u32>;
+
+    /// The receiving side: copy `job` from `remote` in `peer`'s memory into `local`.
+    ///
+    /// # Safety
+    ///
+    /// `local` is valid for writes of `job.len()` bytes, and nothing else touches that memory
+    /// until this returns.
+    unsafe fn split_get(
+        &mut self,
+        peer: PeerId,
+        job: SplitJob,
+        remote: u64,
+        local: *mut u8,
+    ) -> Result<SplitCopy>;
+
+    /// The helping side: write chunks of `job` from `local` to `remote` in `peer`'s memory.
+    ///
+    /// # Safety
+    ///
+    /// `local` is valid for reads of `job.len()` bytes until this returns.
+    unsafe fn split_put(
+        &mut self,
+        peer: PeerId,
+        job: SplitJob,
+        local: *const u8,
+        remote: u64,
+    ) -> Result<u32>;
+}
+
+impl HelpedGet for ShmTransport {
+    fn split_min(&self) -> Option<usize> {
+        ShmTransport::split_min(self)
+    }
+
+    fn split_open(&mut self, peer: PeerId) -> Result<u32> {
+        ShmTransport::split_open(self, peer)
+    }
+
+    unsafe fn split_get(
+        &mut self,
+        peer: PeerId,
+        job: SplitJob,
+        remote: u64,
+        local: *mut u8,
+    ) -> Result<SplitCopy> {
+        // SAFETY: forwarded caller contract.
+        unsafe { ShmTransport::split_get(self, peer, job, remote, local) }
+    }
+
+    unsafe fn split_put(
+        &mut self,
+        peer: PeerId,
+        job: SplitJob,
+        local: *const u8,
+        remote: u64,
+    ) -> Result<u32> {
+        // SAFETY: forwarded caller contract.
+        unsafe { ShmTransport::split_put(self, peer, job, local, remote) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_are_checked_against_the_registry() {
+        assert_eq!(parse_list("V", "tcp, shm,tcp").unwrap(), vec!["shm", "tcp"]);
+        assert_eq!(parse_list("V", "").unwrap(), Vec::<&str>::new());
+        let e = parse_list("MADMPI_TRANSPORTS", "shm,ib")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MADMPI_TRANSPORTS=shm,ib"), "{e}");
+        assert!(e.contains("'ib'") && e.contains("self, shm, tcp"), "{e}");
+    }
+
+    #[test]
+    fn every_entry_starts() {
+        for e in ENTRIES {
+            let job = Job {
+                me: 0,
+                n: 1,
+                local: &[0],
+                kvsname: "registry-test",
+                multi_host: false,
+                secret: Some([7; 32]),
+            };
+            if e.name == "shm" {
+                continue; // needs a second process: tests/shm_processes.rs
+            }
+            let mut s = start(e.name, &job).unwrap();
+            let card = s.open(&job).unwrap();
+            assert_eq!(card.is_some(), e.scope == Scope::Any, "{}", e.name);
+            let d = s.finish(&job, &[], &mut |_| unreachable!()).unwrap();
+            assert_eq!(d.caps().name, e.name);
+        }
+    }
+}
