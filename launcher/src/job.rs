@@ -63,24 +63,48 @@ pub struct JobSpec {
     pub pmi_bind: Option<String>,
     /// This program's path on the remote hosts (run there as the proxy).
     pub proxy_path: PathBuf,
-    /// Program and arguments.
-    pub program: OsString,
-    /// Arguments.
-    pub args: Vec<OsString>,
-    /// Base environment of every rank.
-    pub env: Vec<(OsString, OsString)>,
+    /// The parts of the job (MPMD: several), in rank order; their `np`s add up to the
+    /// placement's.
+    pub apps: Vec<AppSpec>,
     /// Prefix output lines with `[rank] `.
     pub tag_output: bool,
     /// Kill the job after this long.
     pub timeout: Option<Duration>,
     /// PMI over TCP instead of inherited sockets for the local ranks too.
     pub pmi_port: bool,
-    /// Working directory of the ranks.
-    pub wdir: Option<PathBuf>,
     /// Trace PMI traffic.
     pub verbose: bool,
     /// Binding of the local ranks to CPUs.
     pub bind: crate::cli::Bind,
+}
+
+/// One part of the job: `np` ranks of one program (its index is their `MPI_APPNUM`).
+#[derive(Debug, Clone)]
+pub struct AppSpec {
+    /// Number of ranks.
+    pub np: u32,
+    /// The program.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Base environment of its ranks.
+    pub env: Vec<(OsString, OsString)>,
+    /// Working directory of its ranks.
+    pub wdir: Option<PathBuf>,
+}
+
+impl JobSpec {
+    /// The index of the part `rank` belongs to, and the part.
+    fn app_of(&self, rank: u32) -> (usize, &AppSpec) {
+        let mut first = 0;
+        for (i, a) in self.apps.iter().enumerate() {
+            if rank < first + a.np {
+                return (i, a);
+            }
+            first += a.np;
+        }
+        unreachable!("rank {rank} is beyond the parts' ranks")
+    }
 }
 
 struct Rank {
@@ -149,8 +173,8 @@ struct Job {
     stdin: StdinFwd,
     /// The PMI port's token (`MADMPI_PMI_TOKEN`).
     token: String,
-    /// The ranks' working directory, absolute (remote ranks `cd` there).
-    cwd: Option<PathBuf>,
+    /// Each part's ranks' working directory, absolute (remote ranks `cd` there).
+    cwd: Vec<Option<PathBuf>>,
     /// Process group of the ranks (rank 0's pid), 0 before the first spawn.
     pgid: i32,
     /// The job's exit code, fixed by the first failure.
@@ -183,6 +207,7 @@ pub fn run(spec: JobSpec) -> i32 {
     let np = spec.placement.np();
     let mut config = ServerConfig::single_node(np, &kvsname);
     config.process_mapping = Some(spec.placement.mapping().to_string());
+    config.rank_appnum = (0..np).map(|r| spec.app_of(r).0 as i32).collect();
     // The job's secret authenticates every TCP connection between ranks. It travels only over
     // the ranks' PMI channels (inherited sockets, or the PMI port after the token), never on a
     // command line or in a file. The token guards the PMI port: it travels in the ranks'
@@ -220,11 +245,15 @@ pub fn run(spec: JobSpec) -> i32 {
     } else {
         None
     };
-    let cwd = match &spec.wdir {
-        Some(d) if d.is_absolute() => Some(d.clone()),
-        Some(d) => std::env::current_dir().ok().map(|c| c.join(d)),
-        None => std::env::current_dir().ok(),
-    };
+    let cwd = spec
+        .apps
+        .iter()
+        .map(|a| match &a.wdir {
+            Some(d) if d.is_absolute() => Some(d.clone()),
+            Some(d) => std::env::current_dir().ok().map(|c| c.join(d)),
+            None => std::env::current_dir().ok(),
+        })
+        .collect();
     let deadline = spec.timeout.map(|t| Instant::now() + t);
     let mut job = Job {
         kvsname,
@@ -266,7 +295,7 @@ pub fn run(spec: JobSpec) -> i32 {
             };
             let host = job.spec.placement.host(r);
             let what = if host.local {
-                job.spec.program.to_string_lossy().into_owned()
+                job.spec.app_of(r).1.program.to_string_lossy().into_owned()
             } else {
                 format!("{} {}", job.spec.rsh.join(" "), host.name)
             };
@@ -341,11 +370,12 @@ impl Job {
         let env = self.rank_env(rank, pmi.as_ref().map(|(_, c)| c.as_raw_fd()))?;
         let mut stdin_w = None;
         let mut link = None;
+        let (appnum, app) = self.spec.app_of(rank);
         let mut cmd = if local {
-            let mut cmd = Command::new(&self.spec.program);
-            cmd.args(&self.spec.args)
+            let mut cmd = Command::new(&app.program);
+            cmd.args(&app.args)
                 .env_clear()
-                .envs(self.spec.env.iter().map(|(k, v)| (k, v)))
+                .envs(app.env.iter().map(|(k, v)| (k, v)))
                 .envs(env.iter().map(|(k, v)| (k, v)));
             if rank == 0 {
                 let (in_r, in_w) = sys::pipe()?;
@@ -354,7 +384,7 @@ impl Job {
             } else {
                 cmd.stdin(Stdio::null());
             }
-            if let Some(d) = &self.spec.wdir {
+            if let Some(d) = &app.wdir {
                 // The spawn would report a missing directory as a missing program.
                 let why = match std::fs::metadata(d) {
                     Ok(m) if m.is_dir() => None,
@@ -383,15 +413,15 @@ impl Job {
                 .arg(host)
                 .arg(remote_command(&self.spec.proxy_path))
                 .stdin(Stdio::from(in_r));
-            let mut full_env = self.spec.env.clone();
+            let mut full_env = app.env.clone();
             full_env.retain(|(k, _)| !env.iter().any(|(ek, _)| ek == k));
             full_env.extend(env);
-            let mut argv = vec![self.spec.program.clone()];
-            argv.extend(self.spec.args.iter().cloned());
+            let mut argv = vec![app.program.clone()];
+            argv.extend(app.args.iter().cloned());
             let launch = LaunchSpec {
                 rank,
                 kvsname: self.kvsname.clone(),
-                cwd: self.cwd.clone(),
+                cwd: self.cwd[appnum].clone(),
                 env: full_env,
                 argv,
                 stdin: rank == 0,

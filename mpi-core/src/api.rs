@@ -420,9 +420,10 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
                 shm: None,
                 tcp: None,
             };
+            // A singleton was started by no launcher: MPI_APPNUM is not set (as in MPICH).
             (
                 Engine::new(0, 1, drv, strategy, no_get),
-                0,
+                -1,
                 Some(1),
                 vec![processor_name()],
             )
@@ -772,7 +773,8 @@ pub fn processor_name() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// MPI_APPNUM attribute.
+/// MPI_APPNUM attribute: the index of this process's part of an MPMD command line (0 for a
+/// plain one), or -1 for a singleton (the attribute is then not set).
 pub fn appnum() -> i32 {
     GLOBAL.lock().appnum
 }

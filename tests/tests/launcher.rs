@@ -8,10 +8,13 @@
 //!
 //! Every test that starts processes holds them in guards that kill them if the test fails.
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use madmpi_tests::harness::{c_program, run_command};
 
 const PROBE: &str = env!("CARGO_BIN_EXE_pmi-probe");
 
@@ -795,6 +798,167 @@ fn command_line_errors_are_clear() {
     assert_eq!(o.code, Some(0), "{}", o.dump());
     let o = mpirun_with(&["--n=2", "-c", "3", "sh", "-c", "exit 0"], None);
     assert_eq!(o.code, Some(0), "{}", o.dump());
+}
+
+// ---- MPMD: several programs in one job ---------------------------------------------------------
+
+/// The `mpmd: role=...` lines of a job, sorted by rank, as (role, rank, size, appnum, arg, var,
+/// dir).
+fn mpmd_ranks(out: &str) -> Vec<[String; 7]> {
+    let mut v: Vec<[String; 7]> = out
+        .lines()
+        .filter(|l| l.starts_with("mpmd: role="))
+        .map(|l| {
+            ["role", "rank", "size", "appnum", "arg", "var", "dir"]
+                .map(|k| field(l, k).unwrap_or("?").to_owned())
+        })
+        .collect();
+    v.sort_by_key(|f| f[1].parse::<u32>().unwrap_or(u32::MAX));
+    v
+}
+
+fn mpmd_run(args: &[&OsStr]) -> madmpi_tests::harness::Outcome {
+    let mut cmd = Command::new(mpirun());
+    cmd.args(args);
+    let text: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    run_command(
+        cmd,
+        &format!("mpirun {}", text.join(" ")),
+        Duration::from_secs(60),
+    )
+}
+
+#[test]
+fn mpmd_parts_are_one_job_with_appnums() {
+    let a = c_program("launch", "mpmd", &[]);
+    let b = c_program("launch", "mpmd_peer", &[]);
+    let tmp = std::env::temp_dir();
+    let o = mpmd_run(&[
+        "-genv".as_ref(),
+        "MPMD_VAR".as_ref(),
+        "global".as_ref(),
+        "-n".as_ref(),
+        "1".as_ref(),
+        a.as_os_str(),
+        "first".as_ref(),
+        ":".as_ref(),
+        "-n".as_ref(),
+        "2".as_ref(),
+        "-env".as_ref(),
+        "MPMD_VAR".as_ref(),
+        "local".as_ref(),
+        "-wdir".as_ref(),
+        tmp.as_os_str(),
+        b.as_os_str(),
+        "second".as_ref(),
+        ":".as_ref(),
+        a.as_os_str(),
+    ]);
+    assert!(o.success(), "{}", o.context());
+    let cwd = std::env::current_dir().expect("cwd");
+    let name = |p: &Path| {
+        p.file_name()
+            .map_or("".into(), |n| n.to_string_lossy().into_owned())
+    };
+    let (here, there) = (name(&cwd), name(&tmp));
+    let want: Vec<[String; 7]> = [
+        ["main", "0", "4", "0", "first", "global", here.as_str()],
+        ["peer", "1", "4", "1", "second", "local", there.as_str()],
+        ["peer", "2", "4", "1", "second", "local", there.as_str()],
+        ["main", "3", "4", "2", "-", "global", here.as_str()],
+    ]
+    .iter()
+    .map(|r| r.map(str::to_owned))
+    .collect();
+    assert_eq!(mpmd_ranks(&o.stdout), want, "{}", o.context());
+    assert!(
+        o.stdout.contains("mpmd: appnums=0,1,1,2\n"),
+        "{}",
+        o.context()
+    );
+    assert!(o.stdout.contains("mpmd: ring ok\n"), "{}", o.context());
+
+    // The same job from a file, in Hydra's and Open MPI's spellings.
+    let file = std::env::temp_dir().join(format!("madmpi-mpmd-{}.txt", std::process::id()));
+    std::fs::write(
+        &file,
+        format!(
+            "# two programs\n-n 1 {} first\n\n-n 2 -env MPMD_VAR local {} second  # peers\n",
+            a.display(),
+            b.display()
+        ),
+    )
+    .expect("write the config file");
+    for opt in ["-configfile", "--app"] {
+        let o = mpmd_run(&[opt.as_ref(), file.as_os_str()]);
+        assert!(o.success(), "{}", o.context());
+        let got: Vec<(String, String, String, String)> = mpmd_ranks(&o.stdout)
+            .into_iter()
+            .map(|f| (f[0].clone(), f[3].clone(), f[4].clone(), f[5].clone()))
+            .collect();
+        let want: Vec<(String, String, String, String)> = [
+            ("main", "0", "first", "-"),
+            ("peer", "1", "second", "local"),
+            ("peer", "1", "second", "local"),
+        ]
+        .iter()
+        .map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), d.to_string()))
+        .collect();
+        assert_eq!(got, want, "{opt}: {}", o.context());
+        assert!(o.stdout.contains("mpmd: ring ok\n"), "{}", o.context());
+    }
+    let _ = std::fs::remove_file(&file);
+
+    // A singleton was started by no launcher: MPI_APPNUM is not set (as in MPICH).
+    let mut cmd = Command::new(&a);
+    for k in ["PMI_FD", "PMI_PORT", "PMI_ID", "PMI_RANK", "PMI_SIZE"] {
+        cmd.env_remove(k);
+    }
+    let o = run_command(cmd, "mpmd (singleton)", Duration::from_secs(30));
+    assert!(o.success(), "{}", o.context());
+    assert_eq!(mpmd_ranks(&o.stdout)[0][3], "unset", "{}", o.context());
+}
+
+#[test]
+fn mpmd_command_line_errors_are_clear() {
+    for (args, msg) in [
+        (
+            &["-n", "1", "true", ":"][..],
+            "part 2 of the command line (after ':' number 1) has no program",
+        ),
+        (&["true", ":", ":", "true"], "part 2 of the command line"),
+        (&["true", ":", "-n", "2"], "part 2 of the command line"),
+        (
+            &["-configfile", "/nonexistent/mpmd"],
+            "cannot read the -configfile file /nonexistent/mpmd",
+        ),
+    ] {
+        let o = mpirun_with(args, None);
+        assert_eq!(o.code, Some(2), "{args:?}: {}", o.dump());
+        assert!(o.stderr.contains(msg), "{args:?}: {}", o.dump());
+    }
+    // Without -n, a part has one rank (the hosts' slots when hosts are given), as in Hydra.
+    let o = mpirun_with(
+        &[
+            "sh",
+            "-c",
+            "echo a$PMI_RANK",
+            ":",
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "echo b$PMI_RANK",
+        ],
+        None,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    let mut lines: Vec<&str> = o.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["a0", "b1", "b2"], "{}", o.dump());
 }
 
 // ---- against MPICH: our client under Hydra, MPICH programs under our launcher ----------------
