@@ -36,8 +36,11 @@ const KILL_GRACE: Duration = Duration::from_millis(500);
 const DRAIN_GRACE: Duration = Duration::from_millis(1000);
 /// Bytes read per readiness event.
 const CHUNK: usize = 64 * 1024;
-/// In prefixed mode, a line longer than this is cut (and gets a newline) so memory stays bounded.
+/// A line longer than this is written in pieces, so memory stays bounded.
 const MAX_LINE: usize = 1 << 20;
+/// How long a rank's partial line (no newline yet: a prompt) waits for more output before it
+/// is written as it is.
+const PARTIAL_DELAY: Duration = Duration::from_millis(100);
 /// The exit code of a job killed by `--timeout` (as `timeout(1)`).
 pub const TIMEOUT_EXIT: i32 = 124;
 /// How long a failure that may be the consequence of another (an abort, an error exit) waits
@@ -137,7 +140,13 @@ struct OutPipe {
     rank: u32,
     /// 1 (stdout) or 2 (stderr): where it goes.
     target: RawFd,
+    /// The rank's line not complete yet.
     line: Vec<u8>,
+    /// When the rank last added to `line` without ending it (see [`PARTIAL_DELAY`]).
+    partial_since: Option<Instant>,
+    /// The start of the rank's current line has been written (a partial line flushed): the
+    /// rest continues it, without a prefix.
+    mid_line: bool,
 }
 
 struct StdinFwd {
@@ -189,6 +198,9 @@ struct Job {
     drain_until: Option<Instant>,
     /// Our stdout / stderr went away (EPIPE): output is dropped from then on.
     dead: [bool; 3],
+    /// Per destination, the output pipe whose partial line was written last and not ended
+    /// yet: another rank's output first ends that line.
+    open_line: [Option<usize>; 3],
     scratch: Vec<u8>,
     /// The CPUs mpirun may use, which local ranks are bound to.
     cpus: Vec<usize>,
@@ -282,6 +294,7 @@ pub fn run(spec: JobSpec) -> i32 {
         deadline,
         drain_until: None,
         dead: [false; 3],
+        open_line: [None; 3],
         scratch: vec![0; CHUNK],
         cpus: sys::allowed_cpus(),
         spec,
@@ -473,6 +486,8 @@ impl Job {
                 rank,
                 target,
                 line: Vec::new(),
+                partial_since: None,
+                mid_line: false,
             });
         }
         if let Some(l) = link {
@@ -640,6 +655,11 @@ impl Job {
             self.drain_until,
             auth,
             self.pending.as_ref().map(|p| p.0),
+            self.outs
+                .iter()
+                .filter_map(|o| o.partial_since)
+                .min()
+                .map(|t| t + PARTIAL_DELAY),
         ];
         match timers.into_iter().flatten().min() {
             None => -1,
@@ -652,6 +672,14 @@ impl Job {
     }
 
     fn check_timers(&mut self, now: Instant) {
+        for i in 0..self.outs.len() {
+            if self.outs[i]
+                .partial_since
+                .is_some_and(|t| now >= t + PARTIAL_DELAY)
+            {
+                self.flush_partial(i, false);
+            }
+        }
         if self.pending.as_ref().is_some_and(|p| now >= p.0) {
             if let Some((_, code, message)) = self.pending.take() {
                 self.fail(code, message);
@@ -1119,55 +1147,85 @@ impl Job {
         }
     }
 
-    /// Forwards what a rank wrote on stdout or stderr.
+    /// Forwards what a rank wrote on stdout or stderr, by whole lines: each write to our
+    /// stdout or stderr holds whole lines of one rank, so ranks' lines never mix. A partial
+    /// line is held until its newline, or [`PARTIAL_DELAY`] (a prompt must show), or the end
+    /// of the rank's output.
     fn forward(&mut self, i: usize) {
         let Some(fd) = self.outs[i].fd.as_ref().map(|f| f.as_raw_fd()) else {
             return;
         };
         match sys::read(fd, &mut self.scratch) {
             Ok(0) => {
-                let o = &mut self.outs[i];
-                o.fd = None;
-                if !o.line.is_empty() {
-                    // A last line without newline: complete it, as it is prefixed.
-                    let mut out = format!("[{}] ", o.rank).into_bytes();
-                    out.append(&mut o.line);
-                    out.push(b'\n');
-                    let target = o.target;
-                    self.emit(target, &out);
-                }
+                self.outs[i].fd = None;
+                self.flush_partial(i, true);
             }
             Ok(n) => {
-                let target = self.outs[i].target;
-                if !self.spec.tag_output {
-                    let data = self.scratch[..n].to_vec();
-                    return self.emit(target, &data);
-                }
-                // Whole lines only, one write for all of them: lines of different ranks
-                // never mix.
+                let tag = self.spec.tag_output;
                 let o = &mut self.outs[i];
                 o.line.extend_from_slice(&self.scratch[..n]);
+                let Some(last) = o.line.iter().rposition(|&b| b == b'\n') else {
+                    if o.line.len() > MAX_LINE {
+                        return self.flush_partial(i, false);
+                    }
+                    // The delay runs from the last piece: a rank writing a line in many
+                    // pieces keeps it whole.
+                    o.partial_since = Some(Instant::now());
+                    return;
+                };
                 let prefix = format!("[{}] ", o.rank);
-                let mut out = Vec::new();
-                let mut start = 0;
-                while let Some(off) = o.line[start..].iter().position(|&b| b == b'\n') {
-                    out.extend_from_slice(prefix.as_bytes());
-                    out.extend_from_slice(&o.line[start..=start + off]);
-                    start += off + 1;
+                let mut out = Vec::with_capacity(last + 1);
+                for (k, line) in o.line[..=last].split_inclusive(|&b| b == b'\n').enumerate() {
+                    if tag && !(k == 0 && o.mid_line) {
+                        out.extend_from_slice(prefix.as_bytes());
+                    }
+                    out.extend_from_slice(line);
                 }
-                o.line.drain(..start);
-                if o.line.len() > MAX_LINE {
-                    out.extend_from_slice(prefix.as_bytes());
-                    out.append(&mut o.line);
-                    out.push(b'\n');
-                }
-                if !out.is_empty() {
-                    self.emit(target, &out);
-                }
+                o.line.drain(..=last);
+                o.partial_since = (!o.line.is_empty()).then(Instant::now);
+                self.write_lines(i, &out, false);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => self.outs[i].fd = None,
+            Err(_) => {
+                self.outs[i].fd = None;
+                self.flush_partial(i, true);
+            }
         }
+    }
+
+    /// Writes the partial line of output pipe `i` as it is (prefixed if it starts a line). At
+    /// the end of the rank's output (`end`), a prefixed line is completed with a newline;
+    /// unprefixed output passes byte for byte.
+    fn flush_partial(&mut self, i: usize, end: bool) {
+        let o = &mut self.outs[i];
+        o.partial_since = None;
+        if o.line.is_empty() {
+            return;
+        }
+        let mut out = Vec::new();
+        if self.spec.tag_output && !o.mid_line {
+            out.extend_from_slice(format!("[{}] ", o.rank).as_bytes());
+        }
+        out.append(&mut o.line);
+        let complete = end && self.spec.tag_output;
+        if complete {
+            out.push(b'\n');
+        }
+        self.write_lines(i, &out, !complete);
+    }
+
+    /// Writes output of pipe `i` to its destination: after a newline that ends another rank's
+    /// partial line there, if any. `partial`: `data` ends inside a line, which stays open.
+    fn write_lines(&mut self, i: usize, data: &[u8], partial: bool) {
+        let target = self.outs[i].target;
+        let t = target as usize;
+        if let Some(j) = self.open_line[t].filter(|&j| j != i) {
+            self.outs[j].mid_line = false;
+            self.emit(target, b"\n");
+        }
+        self.outs[i].mid_line = partial;
+        self.open_line[t] = partial.then_some(i);
+        self.emit(target, data);
     }
 
     fn emit(&mut self, target: RawFd, data: &[u8]) {
@@ -1184,6 +1242,10 @@ impl Job {
 
     /// Reaps everything, removes the job's shared-memory files, and says how the job ended.
     fn finish(mut self) -> i32 {
+        // Partial lines of ranks whose descendants kept the pipes open past the drain.
+        for i in 0..self.outs.len() {
+            self.flush_partial(i, true);
+        }
         self.links.clear();
         for r in &self.ranks {
             sys::reap(r.pid);

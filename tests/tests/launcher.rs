@@ -463,6 +463,70 @@ fn tagged_output_keeps_lines_whole() {
     assert_eq!(o.stdout, "a\nb");
 }
 
+/// Checks that every line of `text` is one whole line `rank R fd FD line I xxx...` of the
+/// probe's `pieces` action, in order per rank, `n` per rank.
+fn assert_whole_piece_lines(text: &str, fd: u32, ranks: usize, n: usize, len: usize, o: &Outcome) {
+    let mut counts = vec![0usize; ranks];
+    for l in text.lines() {
+        let r: usize = l
+            .strip_prefix("rank ")
+            .and_then(|r| r.split(' ').next())
+            .and_then(|r| r.parse().ok())
+            .filter(|&r| r < ranks)
+            .unwrap_or_else(|| panic!("line {:.200?} is not a rank's line\n{}", l, o.dump()));
+        let want = format!("rank {r} fd {fd} line {} ", counts[r]);
+        assert!(
+            l.starts_with(&want)
+                && l.len() == want.len() + len
+                && l[want.len()..].bytes().all(|b| b == b'x'),
+            "line {:.300?} is not rank {r}'s whole line {} (lines of ranks mixed)",
+            l,
+            counts[r]
+        );
+        counts[r] += 1;
+    }
+    assert_eq!(counts, vec![n; ranks], "{}", o.dump());
+}
+
+#[test]
+fn untagged_output_keeps_lines_whole() {
+    // Long lines (more than a pipe read's worth per rank at once) in many small writes, on
+    // stdout and stderr, from 4 ranks at once.
+    let o = mpirun_with(
+        &[
+            "-n",
+            "4",
+            PROBE,
+            "pieces=40,5000,50,1",
+            "pieces=40,3000,30,2",
+        ],
+        None,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    assert_whole_piece_lines(&o.stdout, 1, 4, 40, 5000, &o);
+    assert_whole_piece_lines(&o.stderr, 2, 4, 40, 3000, &o);
+}
+
+#[test]
+fn partial_lines_show_after_a_moment_and_are_not_glued() {
+    // Rank 0 writes a prompt and waits; rank 1 writes a line meanwhile. The prompt shows
+    // before rank 1's line (it is flushed after 100 ms), and rank 1's line starts a line of
+    // its own; the rest of rank 0's line follows on a line of its own.
+    let script = "if [ \"$PMI_RANK\" = 0 ]; then printf 'prompt> '; sleep 1.6; echo done; \
+                  else sleep 0.8; echo other; fi";
+    let o = mpirun_with(&["-n", "2", "sh", "-c", script], None);
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    assert_eq!(o.stdout, "prompt> \nother\ndone\n", "{}", o.dump());
+    let o = mpirun_with(&["-n", "2", "--tag-output", "sh", "-c", script], None);
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    assert_eq!(
+        o.stdout,
+        "[0] prompt> \n[1] other\n[0] done\n",
+        "{}",
+        o.dump()
+    );
+}
+
 #[test]
 fn garbage_pmi_lines_do_not_crash_the_launcher() {
     let o = probe_job(
