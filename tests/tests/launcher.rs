@@ -1218,6 +1218,29 @@ fn mpicc_show_options() {
         show(&["-cc=gcc-12", "-show"], &[]),
         format!("gcc-12 {inc} {link}")
     );
+    // Two dashes, as Open MPI's documentation and Meson spell them.
+    for (args, want) in [
+        ("--showme:compile", inc.clone()),
+        ("--showme:link", link.clone()),
+        ("--showme:incdirs", format!("{root}/include")),
+        ("--showme:libdirs", format!("{root}/lib")),
+        ("--showme:libs", "madmpi".to_owned()),
+        ("--showme", format!("cc {inc} {link}")),
+        ("--show", format!("cc {inc} {link}")),
+    ] {
+        assert_eq!(show(&[args], &[]), want, "{args}");
+    }
+    for args in ["--showme:version", "-showme:version"] {
+        let v = show(&[args], &[]);
+        // Meson takes the version from the first 'N.N.N' of this line.
+        assert!(
+            v.starts_with("mpicc: madmpi ")
+                && v.split(' ')
+                    .nth(2)
+                    .is_some_and(|w| w.split('.').count() == 3),
+            "{args}: {v}"
+        );
+    }
     let (code, _, err) = wrapper("mpicc", &["-showme:bogus"], &[]);
     assert_ne!(code, 0);
     assert!(err.contains("-showme:bogus"), "{err}");
@@ -1246,6 +1269,118 @@ fn mpicc_show_options() {
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim_end(),
         format!("{root}/include")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether `tool` is on PATH (else prints why the test is skipped).
+fn have_tool(tool: &str, test: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()));
+    if !found {
+        println!("SKIP {test}: {tool} is not installed");
+    }
+    found
+}
+
+#[test]
+fn pkg_config_finds_madmpi_under_mpi_names() {
+    if !have_tool("pkg-config", "pkg_config_finds_madmpi_under_mpi_names") {
+        return;
+    }
+    let root = repo_root();
+    if !root.join("lib/pkgconfig/madmpi.pc").exists() {
+        println!("SKIP: lib/pkgconfig is not built (run make)");
+        return;
+    }
+    for name in ["madmpi", "mpi", "mpi-c", "ompi-c"] {
+        let out = Command::new("pkg-config")
+            .args(["--cflags", "--libs", name])
+            .env("PKG_CONFIG_PATH", root.join("lib/pkgconfig"))
+            .output()
+            .expect("run pkg-config");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "pkg-config {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The rpath lets cargo/rsmpi-built programs run without LD_LIBRARY_PATH.
+        for want in ["-lmadmpi", "-Wl,-rpath,", "/include"] {
+            assert!(text.contains(want), "pkg-config {name}: {text}");
+        }
+    }
+}
+
+#[test]
+fn cmake_find_mpi_uses_our_wrappers() {
+    let test = "cmake_find_mpi_uses_our_wrappers";
+    if !have_tool("cmake", test) {
+        return;
+    }
+    let root = repo_root().canonicalize().expect("repo root");
+    if !root.join("lib/libmadmpi.so").exists() || !root.join("bin/mpiexec").exists() {
+        println!("SKIP {test}: the build tree is not built (run make)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("madmpi-cmake-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("build")).expect("temp dir");
+    std::fs::write(
+        dir.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.10)\nproject(t C)\nfind_package(MPI REQUIRED COMPONENTS C)\n\
+         add_executable(t t.c)\ntarget_link_libraries(t MPI::MPI_C)\n\
+         file(WRITE ${CMAKE_BINARY_DIR}/found.txt \"${MPI_C_COMPILER}\\n${MPIEXEC_EXECUTABLE}\\n\")\n",
+    )
+    .expect("write CMakeLists.txt");
+    std::fs::write(
+        dir.join("t.c"),
+        "#include <mpi.h>\n#include <stdio.h>\nint main(int argc, char **argv) { int r, n; char v[MPI_MAX_LIBRARY_VERSION_STRING]; \
+         MPI_Init(&argc, &argv); MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &n); \
+         MPI_Get_library_version(v, &n); MPI_Comm_size(MPI_COMM_WORLD, &n); \
+         printf(\"cmake rank %d of %d: %.6s\\n\", r, n, v); MPI_Finalize(); return 0; }\n",
+    )
+    .expect("write t.c");
+    let build = dir.join("build");
+    // MPI_HOME: FindMPI looks for mpiexec there first, then for the wrappers next to it.
+    let run = |args: &[&OsStr]| {
+        let out = Command::new("cmake")
+            .args(args)
+            .current_dir(&build)
+            .output()
+            .expect("run cmake");
+        assert!(
+            out.status.success(),
+            "cmake {args:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let home = format!("-DMPI_HOME={}", root.display());
+    let cc = format!("-DMPI_C_COMPILER={}", root.join("bin/mpicc").display());
+    run(&[home.as_ref(), cc.as_ref(), dir.as_os_str()]);
+    run(&["--build".as_ref(), ".".as_ref()]);
+    let found = std::fs::read_to_string(build.join("found.txt")).expect("found.txt");
+    assert_eq!(
+        found,
+        format!(
+            "{}\n{}\n",
+            root.join("bin/mpicc").display(),
+            root.join("bin/mpiexec").display()
+        )
+    );
+    let o = mpirun_with(
+        &["-n", "2", build.join("t").to_str().expect("utf-8 path")],
+        None,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    let mut lines: Vec<&str> = o.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["cmake rank 0 of 2: madmpi", "cmake rank 1 of 2: madmpi"],
+        "{}",
+        o.dump()
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
