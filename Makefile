@@ -1,7 +1,8 @@
 # madmpi - top-level Makefile.
 #
 #   make                          cargo build --release, then the build tree: lib/libmadmpi.so
-#                                 (+ libmpi.so, libmpi_abi.so.1, libmpi_abi.so), lib/pkgconfig/madmpi.pc,
+#                                 (+ libmpi.so, libmpi_abi.so.1, libmpi_abi.so), lib/pkgconfig/madmpi.pc
+#                                 (+ mpi.pc, mpi-c.pc, ompi-c.pc),
 #                                 bin/mpirun and bin/mpiexec (symlinks to the cargo-built launcher)
 #   make install PREFIX=dir       installs bin/ (mpicc, mpicxx, mpirun, mpiexec), lib/, include/
 #   make uninstall PREFIX=dir     removes exactly what install put there
@@ -28,6 +29,10 @@ LIB := libmadmpi.so
 LIB_BUILT := $(RELEASE)/libmadmpi_lib.so
 LIB_ALIASES := libmpi.so libmpi_abi.so.1 libmpi_abi.so
 PC_IN := launcher/madmpi.pc.in
+# pkg-config names build systems probe for an MPI (mpi, mpi-c: Open MPI's Debian names; ompi-c:
+# what Meson's dependency('mpi') asks pkg-config first): links to madmpi.pc, so that a
+# PKG_CONFIG_PATH naming our lib/pkgconfig makes them find madmpi before another MPI.
+PC_ALIASES := mpi.pc mpi-c.pc ompi-c.pc
 WRAPPERS := mpicc mpicxx
 HEADERS = $(notdir $(wildcard include/*.h))
 
@@ -52,6 +57,7 @@ build-tree: cargo-build
 	    echo "make: warning: $(LIB_BUILT) was not built; lib/$(LIB) not updated" >&2; \
 	fi
 	@sed -e 's|@PREFIX@|$(CURDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $(PC_IN) > lib/pkgconfig/madmpi.pc
+	@for a in $(PC_ALIASES); do ln -sfn madmpi.pc lib/pkgconfig/$$a; done
 	@if [ -x "$(RELEASE)/mpirun" ]; then \
 	    ln -sfn "$(MPIRUN_LINK)" bin/mpirun && ln -sfn "$(MPIRUN_LINK)" bin/mpiexec && \
 	    echo "bin/mpirun, bin/mpiexec -> $(MPIRUN_LINK)"; \
@@ -72,6 +78,7 @@ install: all
 	    echo "make: warning: lib/$(LIB) does not exist; the library is not installed" >&2; \
 	fi
 	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|g' -e 's|@VERSION@|$(VERSION)|g' $(PC_IN) > "$(INST)/lib/pkgconfig/madmpi.pc"
+	for a in $(PC_ALIASES); do ln -sfn madmpi.pc "$(INST)/lib/pkgconfig/$$a"; done
 	@if [ -n "$(HEADERS)" ]; then \
 	    echo "install include/$(HEADERS)"; \
 	    install -m 644 $(addprefix include/,$(HEADERS)) "$(INST)/include/"; \
@@ -82,6 +89,7 @@ install: all
 uninstall:
 	rm -f $(addprefix "$(INST)/bin/",mpirun mpiexec $(WRAPPERS))
 	rm -f $(addprefix "$(INST)/lib/",$(LIB) $(LIB_ALIASES)) "$(INST)/lib/pkgconfig/madmpi.pc"
+	rm -f $(addprefix "$(INST)/lib/pkgconfig/",$(PC_ALIASES))
 	rm -f $(addprefix "$(INST)/include/",$(or $(HEADERS),mpi.h))
 	-@rmdir "$(INST)/lib/pkgconfig" 2>/dev/null || true
 

@@ -36,8 +36,11 @@ const KILL_GRACE: Duration = Duration::from_millis(500);
 const DRAIN_GRACE: Duration = Duration::from_millis(1000);
 /// Bytes read per readiness event.
 const CHUNK: usize = 64 * 1024;
-/// In prefixed mode, a line longer than this is cut (and gets a newline) so memory stays bounded.
+/// A line longer than this is written in pieces, so memory stays bounded.
 const MAX_LINE: usize = 1 << 20;
+/// How long a rank's partial line (no newline yet: a prompt) waits for more output before it
+/// is written as it is.
+const PARTIAL_DELAY: Duration = Duration::from_millis(100);
 /// The exit code of a job killed by `--timeout` (as `timeout(1)`).
 pub const TIMEOUT_EXIT: i32 = 124;
 /// How long a failure that may be the consequence of another (an abort, an error exit) waits
@@ -63,24 +66,48 @@ pub struct JobSpec {
     pub pmi_bind: Option<String>,
     /// This program's path on the remote hosts (run there as the proxy).
     pub proxy_path: PathBuf,
-    /// Program and arguments.
-    pub program: OsString,
-    /// Arguments.
-    pub args: Vec<OsString>,
-    /// Base environment of every rank.
-    pub env: Vec<(OsString, OsString)>,
+    /// The parts of the job (MPMD: several), in rank order; their `np`s add up to the
+    /// placement's.
+    pub apps: Vec<AppSpec>,
     /// Prefix output lines with `[rank] `.
     pub tag_output: bool,
     /// Kill the job after this long.
     pub timeout: Option<Duration>,
     /// PMI over TCP instead of inherited sockets for the local ranks too.
     pub pmi_port: bool,
-    /// Working directory of the ranks.
-    pub wdir: Option<PathBuf>,
     /// Trace PMI traffic.
     pub verbose: bool,
     /// Binding of the local ranks to CPUs.
     pub bind: crate::cli::Bind,
+}
+
+/// One part of the job: `np` ranks of one program (its index is their `MPI_APPNUM`).
+#[derive(Debug, Clone)]
+pub struct AppSpec {
+    /// Number of ranks.
+    pub np: u32,
+    /// The program.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Base environment of its ranks.
+    pub env: Vec<(OsString, OsString)>,
+    /// Working directory of its ranks.
+    pub wdir: Option<PathBuf>,
+}
+
+impl JobSpec {
+    /// The index of the part `rank` belongs to, and the part.
+    fn app_of(&self, rank: u32) -> (usize, &AppSpec) {
+        let mut first = 0;
+        for (i, a) in self.apps.iter().enumerate() {
+            if rank < first + a.np {
+                return (i, a);
+            }
+            first += a.np;
+        }
+        unreachable!("rank {rank} is beyond the parts' ranks")
+    }
 }
 
 struct Rank {
@@ -113,7 +140,13 @@ struct OutPipe {
     rank: u32,
     /// 1 (stdout) or 2 (stderr): where it goes.
     target: RawFd,
+    /// The rank's line not complete yet.
     line: Vec<u8>,
+    /// When the rank last added to `line` without ending it (see [`PARTIAL_DELAY`]).
+    partial_since: Option<Instant>,
+    /// The start of the rank's current line has been written (a partial line flushed): the
+    /// rest continues it, without a prefix.
+    mid_line: bool,
 }
 
 struct StdinFwd {
@@ -149,8 +182,8 @@ struct Job {
     stdin: StdinFwd,
     /// The PMI port's token (`MADMPI_PMI_TOKEN`).
     token: String,
-    /// The ranks' working directory, absolute (remote ranks `cd` there).
-    cwd: Option<PathBuf>,
+    /// Each part's ranks' working directory, absolute (remote ranks `cd` there).
+    cwd: Vec<Option<PathBuf>>,
     /// Process group of the ranks (rank 0's pid), 0 before the first spawn.
     pgid: i32,
     /// The job's exit code, fixed by the first failure.
@@ -165,6 +198,9 @@ struct Job {
     drain_until: Option<Instant>,
     /// Our stdout / stderr went away (EPIPE): output is dropped from then on.
     dead: [bool; 3],
+    /// Per destination, the output pipe whose partial line was written last and not ended
+    /// yet: another rank's output first ends that line.
+    open_line: [Option<usize>; 3],
     scratch: Vec<u8>,
     /// The CPUs mpirun may use, which local ranks are bound to.
     cpus: Vec<usize>,
@@ -183,6 +219,7 @@ pub fn run(spec: JobSpec) -> i32 {
     let np = spec.placement.np();
     let mut config = ServerConfig::single_node(np, &kvsname);
     config.process_mapping = Some(spec.placement.mapping().to_string());
+    config.rank_appnum = (0..np).map(|r| spec.app_of(r).0 as i32).collect();
     // The job's secret authenticates every TCP connection between ranks. It travels only over
     // the ranks' PMI channels (inherited sockets, or the PMI port after the token), never on a
     // command line or in a file. The token guards the PMI port: it travels in the ranks'
@@ -220,11 +257,15 @@ pub fn run(spec: JobSpec) -> i32 {
     } else {
         None
     };
-    let cwd = match &spec.wdir {
-        Some(d) if d.is_absolute() => Some(d.clone()),
-        Some(d) => std::env::current_dir().ok().map(|c| c.join(d)),
-        None => std::env::current_dir().ok(),
-    };
+    let cwd = spec
+        .apps
+        .iter()
+        .map(|a| match &a.wdir {
+            Some(d) if d.is_absolute() => Some(d.clone()),
+            Some(d) => std::env::current_dir().ok().map(|c| c.join(d)),
+            None => std::env::current_dir().ok(),
+        })
+        .collect();
     let deadline = spec.timeout.map(|t| Instant::now() + t);
     let mut job = Job {
         kvsname,
@@ -253,6 +294,7 @@ pub fn run(spec: JobSpec) -> i32 {
         deadline,
         drain_until: None,
         dead: [false; 3],
+        open_line: [None; 3],
         scratch: vec![0; CHUNK],
         cpus: sys::allowed_cpus(),
         spec,
@@ -266,7 +308,7 @@ pub fn run(spec: JobSpec) -> i32 {
             };
             let host = job.spec.placement.host(r);
             let what = if host.local {
-                job.spec.program.to_string_lossy().into_owned()
+                job.spec.app_of(r).1.program.to_string_lossy().into_owned()
             } else {
                 format!("{} {}", job.spec.rsh.join(" "), host.name)
             };
@@ -341,11 +383,12 @@ impl Job {
         let env = self.rank_env(rank, pmi.as_ref().map(|(_, c)| c.as_raw_fd()))?;
         let mut stdin_w = None;
         let mut link = None;
+        let (appnum, app) = self.spec.app_of(rank);
         let mut cmd = if local {
-            let mut cmd = Command::new(&self.spec.program);
-            cmd.args(&self.spec.args)
+            let mut cmd = Command::new(&app.program);
+            cmd.args(&app.args)
                 .env_clear()
-                .envs(self.spec.env.iter().map(|(k, v)| (k, v)))
+                .envs(app.env.iter().map(|(k, v)| (k, v)))
                 .envs(env.iter().map(|(k, v)| (k, v)));
             if rank == 0 {
                 let (in_r, in_w) = sys::pipe()?;
@@ -354,7 +397,7 @@ impl Job {
             } else {
                 cmd.stdin(Stdio::null());
             }
-            if let Some(d) = &self.spec.wdir {
+            if let Some(d) = &app.wdir {
                 // The spawn would report a missing directory as a missing program.
                 let why = match std::fs::metadata(d) {
                     Ok(m) if m.is_dir() => None,
@@ -383,15 +426,15 @@ impl Job {
                 .arg(host)
                 .arg(remote_command(&self.spec.proxy_path))
                 .stdin(Stdio::from(in_r));
-            let mut full_env = self.spec.env.clone();
+            let mut full_env = app.env.clone();
             full_env.retain(|(k, _)| !env.iter().any(|(ek, _)| ek == k));
             full_env.extend(env);
-            let mut argv = vec![self.spec.program.clone()];
-            argv.extend(self.spec.args.iter().cloned());
+            let mut argv = vec![app.program.clone()];
+            argv.extend(app.args.iter().cloned());
             let launch = LaunchSpec {
                 rank,
                 kvsname: self.kvsname.clone(),
-                cwd: self.cwd.clone(),
+                cwd: self.cwd[appnum].clone(),
                 env: full_env,
                 argv,
                 stdin: rank == 0,
@@ -443,6 +486,8 @@ impl Job {
                 rank,
                 target,
                 line: Vec::new(),
+                partial_since: None,
+                mid_line: false,
             });
         }
         if let Some(l) = link {
@@ -610,6 +655,11 @@ impl Job {
             self.drain_until,
             auth,
             self.pending.as_ref().map(|p| p.0),
+            self.outs
+                .iter()
+                .filter_map(|o| o.partial_since)
+                .min()
+                .map(|t| t + PARTIAL_DELAY),
         ];
         match timers.into_iter().flatten().min() {
             None => -1,
@@ -622,6 +672,14 @@ impl Job {
     }
 
     fn check_timers(&mut self, now: Instant) {
+        for i in 0..self.outs.len() {
+            if self.outs[i]
+                .partial_since
+                .is_some_and(|t| now >= t + PARTIAL_DELAY)
+            {
+                self.flush_partial(i, false);
+            }
+        }
         if self.pending.as_ref().is_some_and(|p| now >= p.0) {
             if let Some((_, code, message)) = self.pending.take() {
                 self.fail(code, message);
@@ -1089,55 +1147,85 @@ impl Job {
         }
     }
 
-    /// Forwards what a rank wrote on stdout or stderr.
+    /// Forwards what a rank wrote on stdout or stderr, by whole lines: each write to our
+    /// stdout or stderr holds whole lines of one rank, so ranks' lines never mix. A partial
+    /// line is held until its newline, or [`PARTIAL_DELAY`] (a prompt must show), or the end
+    /// of the rank's output.
     fn forward(&mut self, i: usize) {
         let Some(fd) = self.outs[i].fd.as_ref().map(|f| f.as_raw_fd()) else {
             return;
         };
         match sys::read(fd, &mut self.scratch) {
             Ok(0) => {
-                let o = &mut self.outs[i];
-                o.fd = None;
-                if !o.line.is_empty() {
-                    // A last line without newline: complete it, as it is prefixed.
-                    let mut out = format!("[{}] ", o.rank).into_bytes();
-                    out.append(&mut o.line);
-                    out.push(b'\n');
-                    let target = o.target;
-                    self.emit(target, &out);
-                }
+                self.outs[i].fd = None;
+                self.flush_partial(i, true);
             }
             Ok(n) => {
-                let target = self.outs[i].target;
-                if !self.spec.tag_output {
-                    let data = self.scratch[..n].to_vec();
-                    return self.emit(target, &data);
-                }
-                // Whole lines only, one write for all of them: lines of different ranks
-                // never mix.
+                let tag = self.spec.tag_output;
                 let o = &mut self.outs[i];
                 o.line.extend_from_slice(&self.scratch[..n]);
+                let Some(last) = o.line.iter().rposition(|&b| b == b'\n') else {
+                    if o.line.len() > MAX_LINE {
+                        return self.flush_partial(i, false);
+                    }
+                    // The delay runs from the last piece: a rank writing a line in many
+                    // pieces keeps it whole.
+                    o.partial_since = Some(Instant::now());
+                    return;
+                };
                 let prefix = format!("[{}] ", o.rank);
-                let mut out = Vec::new();
-                let mut start = 0;
-                while let Some(off) = o.line[start..].iter().position(|&b| b == b'\n') {
-                    out.extend_from_slice(prefix.as_bytes());
-                    out.extend_from_slice(&o.line[start..=start + off]);
-                    start += off + 1;
+                let mut out = Vec::with_capacity(last + 1);
+                for (k, line) in o.line[..=last].split_inclusive(|&b| b == b'\n').enumerate() {
+                    if tag && !(k == 0 && o.mid_line) {
+                        out.extend_from_slice(prefix.as_bytes());
+                    }
+                    out.extend_from_slice(line);
                 }
-                o.line.drain(..start);
-                if o.line.len() > MAX_LINE {
-                    out.extend_from_slice(prefix.as_bytes());
-                    out.append(&mut o.line);
-                    out.push(b'\n');
-                }
-                if !out.is_empty() {
-                    self.emit(target, &out);
-                }
+                o.line.drain(..=last);
+                o.partial_since = (!o.line.is_empty()).then(Instant::now);
+                self.write_lines(i, &out, false);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => self.outs[i].fd = None,
+            Err(_) => {
+                self.outs[i].fd = None;
+                self.flush_partial(i, true);
+            }
         }
+    }
+
+    /// Writes the partial line of output pipe `i` as it is (prefixed if it starts a line). At
+    /// the end of the rank's output (`end`), a prefixed line is completed with a newline;
+    /// unprefixed output passes byte for byte.
+    fn flush_partial(&mut self, i: usize, end: bool) {
+        let o = &mut self.outs[i];
+        o.partial_since = None;
+        if o.line.is_empty() {
+            return;
+        }
+        let mut out = Vec::new();
+        if self.spec.tag_output && !o.mid_line {
+            out.extend_from_slice(format!("[{}] ", o.rank).as_bytes());
+        }
+        out.append(&mut o.line);
+        let complete = end && self.spec.tag_output;
+        if complete {
+            out.push(b'\n');
+        }
+        self.write_lines(i, &out, !complete);
+    }
+
+    /// Writes output of pipe `i` to its destination: after a newline that ends another rank's
+    /// partial line there, if any. `partial`: `data` ends inside a line, which stays open.
+    fn write_lines(&mut self, i: usize, data: &[u8], partial: bool) {
+        let target = self.outs[i].target;
+        let t = target as usize;
+        if let Some(j) = self.open_line[t].filter(|&j| j != i) {
+            self.outs[j].mid_line = false;
+            self.emit(target, b"\n");
+        }
+        self.outs[i].mid_line = partial;
+        self.open_line[t] = partial.then_some(i);
+        self.emit(target, data);
     }
 
     fn emit(&mut self, target: RawFd, data: &[u8]) {
@@ -1154,6 +1242,10 @@ impl Job {
 
     /// Reaps everything, removes the job's shared-memory files, and says how the job ended.
     fn finish(mut self) -> i32 {
+        // Partial lines of ranks whose descendants kept the pipes open past the drain.
+        for i in 0..self.outs.len() {
+            self.flush_partial(i, true);
+        }
         self.links.clear();
         for r in &self.ranks {
             sys::reap(r.pid);

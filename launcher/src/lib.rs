@@ -63,31 +63,48 @@ pub fn run(argv0: &std::ffi::OsStr, args: &[OsString]) -> i32 {
             return 2;
         }
     };
-    let env = cli::build_env(&opts.env, std::env::vars_os());
+    let apps = opts
+        .apps
+        .iter()
+        .zip(&placement.1)
+        .map(|(a, &np)| job::AppSpec {
+            np,
+            program: a.program.clone(),
+            args: a.args.clone(),
+            env: cli::build_env(&opts.env, Some(a), std::env::vars_os()),
+            wdir: a.wdir.clone().or_else(|| opts.wdir.clone()),
+        })
+        .collect();
+    let (placement, _) = placement;
     job::run(job::JobSpec {
         name: name.to_owned(),
         placement,
         rsh,
         pmi_bind: opts.pmi_bind,
         proxy_path,
-        program: opts.program,
-        args: opts.args,
-        env,
+        apps,
         tag_output: opts.tag_output,
         timeout: opts.timeout,
         pmi_port: opts.pmi_port,
-        wdir: opts.wdir,
         verbose: opts.verbose,
         bind: opts.bind,
     })
 }
 
-/// The placement of the ranks, the remote-start command, and the path of this program on the
-/// remote hosts.
+/// The placement of the ranks with the number of ranks of each part, the remote-start command,
+/// and the path of this program on the remote hosts.
+#[allow(clippy::type_complexity)]
 fn remote_setup(
     opts: &cli::Options,
     getenv: &dyn Fn(&str) -> Option<OsString>,
-) -> Result<(hosts::Placement, Vec<String>, std::path::PathBuf), String> {
+) -> Result<
+    (
+        (hosts::Placement, Vec<u32>),
+        Vec<String>,
+        std::path::PathBuf,
+    ),
+    String,
+> {
     let hostname = sys::hostname();
     let is_local = |n: &str| hosts::is_local_name(n, &hostname);
     let entries = match &opts.hosts {
@@ -99,14 +116,23 @@ fn remote_setup(
             Some(hosts::parse_hostfile(&text, &f.display().to_string())?)
         }
     };
+    // A part without -n gets the hosts' slots (1 without hosts), as Hydra gives each part.
+    let default_np = match &entries {
+        None => 1,
+        Some(e) => hosts::default_np(e, opts.ppn, &is_local),
+    };
+    let nps: Vec<u32> = opts
+        .apps
+        .iter()
+        .map(|a| a.np.unwrap_or(default_np))
+        .collect();
+    let np = nps
+        .iter()
+        .try_fold(0u32, |t, &n| t.checked_add(n))
+        .ok_or("too many ranks in total")?;
     let placement = match &entries {
-        None => hosts::Placement::single(opts.np.unwrap_or(1)),
-        Some(e) => {
-            let np = opts
-                .np
-                .unwrap_or_else(|| hosts::default_np(e, opts.ppn, &is_local));
-            hosts::Placement::plan(e, np, opts.ppn, &is_local)?
-        }
+        None => hosts::Placement::single(np),
+        Some(e) => hosts::Placement::plan(e, np, opts.ppn, &is_local)?,
     };
     let rsh_text = opts
         .launcher_exec
@@ -120,5 +146,5 @@ fn remote_setup(
         None => std::env::current_exe()
             .map_err(|e| format!("cannot find this program's path (set MADMPI_PROXY_PATH): {e}"))?,
     };
-    Ok((placement, rsh, proxy_path))
+    Ok(((placement, nps), rsh, proxy_path))
 }

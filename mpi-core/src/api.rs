@@ -411,9 +411,10 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
     let (engine, appnum, universe, hosts) = match pmi.as_mut() {
         None => {
             let drv = crate::bootstrap::singleton()?;
+            // A singleton was started by no launcher: MPI_APPNUM is not set (as in MPICH).
             (
                 Engine::new(0, 1, drv, strategy, &[]),
-                0,
+                -1,
                 Some(1),
                 vec![processor_name()],
             )
@@ -580,7 +581,8 @@ pub fn processor_name() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// MPI_APPNUM attribute.
+/// MPI_APPNUM attribute: the index of this process's part of an MPMD command line (0 for a
+/// plain one), or -1 for a singleton (the attribute is then not set).
 pub fn appnum() -> i32 {
     GLOBAL.lock().appnum
 }

@@ -62,6 +62,9 @@ pub struct ServerConfig {
     pub kvsname: String,
     /// `get_appnum` answer.
     pub appnum: i32,
+    /// `get_appnum` answer per rank, overriding `appnum` for the ranks it covers: an MPMD job's
+    /// ranks get the index of their part (Hydra's `appnum`, the ranks' `MPI_APPNUM`).
+    pub rank_appnum: Vec<i32>,
     /// `get_universe_size` answer; `None` is served as -1 ("unknown"), like Hydra.
     pub universe_size: Option<u32>,
     /// Served as the job attribute `PMI_process_mapping`.
@@ -85,6 +88,7 @@ impl ServerConfig {
             size,
             kvsname: kvsname.to_owned(),
             appnum: 0,
+            rank_appnum: Vec::new(),
             universe_size: Some(size),
             process_mapping: Some(crate::ProcessMapping::single_node(size).to_string()),
             attributes: Vec::new(),
@@ -394,10 +398,14 @@ impl Server {
                         .arg("vallen_max", m.vallen_max),
                 );
             }
-            Command::GetAppnum => self.send(
-                conn,
-                Message::new("appnum").arg("appnum", self.config.appnum),
-            ),
+            Command::GetAppnum => {
+                let appnum = self
+                    .rank_of(conn)
+                    .and_then(|r| self.config.rank_appnum.get(r as usize))
+                    .copied()
+                    .unwrap_or(self.config.appnum);
+                self.send(conn, Message::new("appnum").arg("appnum", appnum))
+            }
             Command::GetMyKvsname => {
                 let kvs = self.config.kvsname.clone();
                 self.send(conn, Message::new("my_kvsname").arg("kvsname", kvs));
@@ -701,6 +709,31 @@ mod tests {
         );
         assert!(s.is_initialized(0) && !s.is_initialized(1));
         assert_eq!(s.poll_event(), Some(Event::Initialized { rank: 0 }));
+    }
+
+    #[test]
+    fn appnum_per_rank() {
+        let mut config = ServerConfig::single_node(3, "kvs_1_abc");
+        config.rank_appnum = vec![0, 1, 1];
+        let mut s = Server::new(config);
+        let c: Vec<ConnId> = (0..3).map(|r| s.handle_connect(Some(r))).collect();
+        for &conn in &c {
+            s.handle_line(conn, b"cmd=init pmi_version=1 pmi_subversion=1\n");
+            s.handle_line(conn, b"cmd=get_appnum");
+        }
+        let appnums: Vec<String> = drain(&mut s)
+            .into_iter()
+            .map(|(_, l)| l)
+            .filter(|l| l.starts_with("cmd=appnum"))
+            .collect();
+        assert_eq!(
+            appnums,
+            [
+                "cmd=appnum appnum=0\n",
+                "cmd=appnum appnum=1\n",
+                "cmd=appnum appnum=1\n"
+            ]
+        );
     }
 
     #[test]

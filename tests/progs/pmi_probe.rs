@@ -13,6 +13,8 @@
 //! - `env=NAME`: print `env NAME=value` (or `unset`)
 //! - `cat`: copy stdin lines as `stdin[rank]: line`, then `stdin[rank] eof`
 //! - `lines=N,LEN`: N lines of LEN bytes, each written in three pieces (interleaving test)
+//! - `pieces=N,LEN,K,FD`: N lines `rank R fd FD line I xxx...` (LEN x's) on FD (1 or 2), each
+//!   written in K pieces, yielding in between (untagged interleaving test)
 //! - `shm`: create `/dev/shm/madmpi-<kvsname>-probe-<rank>` and print `shm <path>`
 //! - `sleep=SECONDS`, `exit=CODE`, `signal=SIG`, `abort=CODE,MESSAGE`, `stderr=TEXT`
 //!
@@ -187,6 +189,18 @@ impl Probe {
                     // output of several ranks would interleave mid-line.
                     for part in [&b[..third], &b[third..2 * third], &b[2 * third..]] {
                         write_fd(1, part);
+                        std::thread::yield_now();
+                    }
+                }
+            }
+            "pieces" => {
+                let num: Vec<usize> = arg.split(',').map(|v| v.parse().unwrap_or(1)).collect();
+                let get = |i: usize, d: usize| num.get(i).copied().unwrap_or(d).max(1);
+                let (n, len, k, fd) = (get(0, 10), get(1, 40), get(2, 3), get(3, 1));
+                for i in 0..n {
+                    let line = format!("rank {rank} fd {fd} line {i} {}\n", "x".repeat(len));
+                    for part in line.as_bytes().chunks(line.len().div_ceil(k)) {
+                        write_fd(fd as i32, part);
                         std::thread::yield_now();
                     }
                 }

@@ -8,10 +8,13 @@
 //!
 //! Every test that starts processes holds them in guards that kill them if the test fails.
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use madmpi_tests::harness::{c_program, run_command};
 
 const PROBE: &str = env!("CARGO_BIN_EXE_pmi-probe");
 
@@ -460,6 +463,70 @@ fn tagged_output_keeps_lines_whole() {
     assert_eq!(o.stdout, "a\nb");
 }
 
+/// Checks that every line of `text` is one whole line `rank R fd FD line I xxx...` of the
+/// probe's `pieces` action, in order per rank, `n` per rank.
+fn assert_whole_piece_lines(text: &str, fd: u32, ranks: usize, n: usize, len: usize, o: &Outcome) {
+    let mut counts = vec![0usize; ranks];
+    for l in text.lines() {
+        let r: usize = l
+            .strip_prefix("rank ")
+            .and_then(|r| r.split(' ').next())
+            .and_then(|r| r.parse().ok())
+            .filter(|&r| r < ranks)
+            .unwrap_or_else(|| panic!("line {:.200?} is not a rank's line\n{}", l, o.dump()));
+        let want = format!("rank {r} fd {fd} line {} ", counts[r]);
+        assert!(
+            l.starts_with(&want)
+                && l.len() == want.len() + len
+                && l[want.len()..].bytes().all(|b| b == b'x'),
+            "line {:.300?} is not rank {r}'s whole line {} (lines of ranks mixed)",
+            l,
+            counts[r]
+        );
+        counts[r] += 1;
+    }
+    assert_eq!(counts, vec![n; ranks], "{}", o.dump());
+}
+
+#[test]
+fn untagged_output_keeps_lines_whole() {
+    // Long lines (more than a pipe read's worth per rank at once) in many small writes, on
+    // stdout and stderr, from 4 ranks at once.
+    let o = mpirun_with(
+        &[
+            "-n",
+            "4",
+            PROBE,
+            "pieces=40,5000,50,1",
+            "pieces=40,3000,30,2",
+        ],
+        None,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    assert_whole_piece_lines(&o.stdout, 1, 4, 40, 5000, &o);
+    assert_whole_piece_lines(&o.stderr, 2, 4, 40, 3000, &o);
+}
+
+#[test]
+fn partial_lines_show_after_a_moment_and_are_not_glued() {
+    // Rank 0 writes a prompt and waits; rank 1 writes a line meanwhile. The prompt shows
+    // before rank 1's line (it is flushed after 100 ms), and rank 1's line starts a line of
+    // its own; the rest of rank 0's line follows on a line of its own.
+    let script = "if [ \"$PMI_RANK\" = 0 ]; then printf 'prompt> '; sleep 1.6; echo done; \
+                  else sleep 0.8; echo other; fi";
+    let o = mpirun_with(&["-n", "2", "sh", "-c", script], None);
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    assert_eq!(o.stdout, "prompt> \nother\ndone\n", "{}", o.dump());
+    let o = mpirun_with(&["-n", "2", "--tag-output", "sh", "-c", script], None);
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    assert_eq!(
+        o.stdout,
+        "[0] prompt> \n[1] other\n[0] done\n",
+        "{}",
+        o.dump()
+    );
+}
+
 #[test]
 fn garbage_pmi_lines_do_not_crash_the_launcher() {
     let o = probe_job(
@@ -797,6 +864,167 @@ fn command_line_errors_are_clear() {
     assert_eq!(o.code, Some(0), "{}", o.dump());
 }
 
+// ---- MPMD: several programs in one job ---------------------------------------------------------
+
+/// The `mpmd: role=...` lines of a job, sorted by rank, as (role, rank, size, appnum, arg, var,
+/// dir).
+fn mpmd_ranks(out: &str) -> Vec<[String; 7]> {
+    let mut v: Vec<[String; 7]> = out
+        .lines()
+        .filter(|l| l.starts_with("mpmd: role="))
+        .map(|l| {
+            ["role", "rank", "size", "appnum", "arg", "var", "dir"]
+                .map(|k| field(l, k).unwrap_or("?").to_owned())
+        })
+        .collect();
+    v.sort_by_key(|f| f[1].parse::<u32>().unwrap_or(u32::MAX));
+    v
+}
+
+fn mpmd_run(args: &[&OsStr]) -> madmpi_tests::harness::Outcome {
+    let mut cmd = Command::new(mpirun());
+    cmd.args(args);
+    let text: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    run_command(
+        cmd,
+        &format!("mpirun {}", text.join(" ")),
+        Duration::from_secs(60),
+    )
+}
+
+#[test]
+fn mpmd_parts_are_one_job_with_appnums() {
+    let a = c_program("launch", "mpmd", &[]);
+    let b = c_program("launch", "mpmd_peer", &[]);
+    let tmp = std::env::temp_dir();
+    let o = mpmd_run(&[
+        "-genv".as_ref(),
+        "MPMD_VAR".as_ref(),
+        "global".as_ref(),
+        "-n".as_ref(),
+        "1".as_ref(),
+        a.as_os_str(),
+        "first".as_ref(),
+        ":".as_ref(),
+        "-n".as_ref(),
+        "2".as_ref(),
+        "-env".as_ref(),
+        "MPMD_VAR".as_ref(),
+        "local".as_ref(),
+        "-wdir".as_ref(),
+        tmp.as_os_str(),
+        b.as_os_str(),
+        "second".as_ref(),
+        ":".as_ref(),
+        a.as_os_str(),
+    ]);
+    assert!(o.success(), "{}", o.context());
+    let cwd = std::env::current_dir().expect("cwd");
+    let name = |p: &Path| {
+        p.file_name()
+            .map_or("".into(), |n| n.to_string_lossy().into_owned())
+    };
+    let (here, there) = (name(&cwd), name(&tmp));
+    let want: Vec<[String; 7]> = [
+        ["main", "0", "4", "0", "first", "global", here.as_str()],
+        ["peer", "1", "4", "1", "second", "local", there.as_str()],
+        ["peer", "2", "4", "1", "second", "local", there.as_str()],
+        ["main", "3", "4", "2", "-", "global", here.as_str()],
+    ]
+    .iter()
+    .map(|r| r.map(str::to_owned))
+    .collect();
+    assert_eq!(mpmd_ranks(&o.stdout), want, "{}", o.context());
+    assert!(
+        o.stdout.contains("mpmd: appnums=0,1,1,2\n"),
+        "{}",
+        o.context()
+    );
+    assert!(o.stdout.contains("mpmd: ring ok\n"), "{}", o.context());
+
+    // The same job from a file, in Hydra's and Open MPI's spellings.
+    let file = std::env::temp_dir().join(format!("madmpi-mpmd-{}.txt", std::process::id()));
+    std::fs::write(
+        &file,
+        format!(
+            "# two programs\n-n 1 {} first\n\n-n 2 -env MPMD_VAR local {} second  # peers\n",
+            a.display(),
+            b.display()
+        ),
+    )
+    .expect("write the config file");
+    for opt in ["-configfile", "--app"] {
+        let o = mpmd_run(&[opt.as_ref(), file.as_os_str()]);
+        assert!(o.success(), "{}", o.context());
+        let got: Vec<(String, String, String, String)> = mpmd_ranks(&o.stdout)
+            .into_iter()
+            .map(|f| (f[0].clone(), f[3].clone(), f[4].clone(), f[5].clone()))
+            .collect();
+        let want: Vec<(String, String, String, String)> = [
+            ("main", "0", "first", "-"),
+            ("peer", "1", "second", "local"),
+            ("peer", "1", "second", "local"),
+        ]
+        .iter()
+        .map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), d.to_string()))
+        .collect();
+        assert_eq!(got, want, "{opt}: {}", o.context());
+        assert!(o.stdout.contains("mpmd: ring ok\n"), "{}", o.context());
+    }
+    let _ = std::fs::remove_file(&file);
+
+    // A singleton was started by no launcher: MPI_APPNUM is not set (as in MPICH).
+    let mut cmd = Command::new(&a);
+    for k in ["PMI_FD", "PMI_PORT", "PMI_ID", "PMI_RANK", "PMI_SIZE"] {
+        cmd.env_remove(k);
+    }
+    let o = run_command(cmd, "mpmd (singleton)", Duration::from_secs(30));
+    assert!(o.success(), "{}", o.context());
+    assert_eq!(mpmd_ranks(&o.stdout)[0][3], "unset", "{}", o.context());
+}
+
+#[test]
+fn mpmd_command_line_errors_are_clear() {
+    for (args, msg) in [
+        (
+            &["-n", "1", "true", ":"][..],
+            "part 2 of the command line (after ':' number 1) has no program",
+        ),
+        (&["true", ":", ":", "true"], "part 2 of the command line"),
+        (&["true", ":", "-n", "2"], "part 2 of the command line"),
+        (
+            &["-configfile", "/nonexistent/mpmd"],
+            "cannot read the -configfile file /nonexistent/mpmd",
+        ),
+    ] {
+        let o = mpirun_with(args, None);
+        assert_eq!(o.code, Some(2), "{args:?}: {}", o.dump());
+        assert!(o.stderr.contains(msg), "{args:?}: {}", o.dump());
+    }
+    // Without -n, a part has one rank (the hosts' slots when hosts are given), as in Hydra.
+    let o = mpirun_with(
+        &[
+            "sh",
+            "-c",
+            "echo a$PMI_RANK",
+            ":",
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "echo b$PMI_RANK",
+        ],
+        None,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    let mut lines: Vec<&str> = o.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["a0", "b1", "b2"], "{}", o.dump());
+}
+
 // ---- against MPICH: our client under Hydra, MPICH programs under our launcher ----------------
 
 fn hydra() -> Option<&'static str> {
@@ -990,6 +1218,29 @@ fn mpicc_show_options() {
         show(&["-cc=gcc-12", "-show"], &[]),
         format!("gcc-12 {inc} {link}")
     );
+    // Two dashes, as Open MPI's documentation and Meson spell them.
+    for (args, want) in [
+        ("--showme:compile", inc.clone()),
+        ("--showme:link", link.clone()),
+        ("--showme:incdirs", format!("{root}/include")),
+        ("--showme:libdirs", format!("{root}/lib")),
+        ("--showme:libs", "madmpi".to_owned()),
+        ("--showme", format!("cc {inc} {link}")),
+        ("--show", format!("cc {inc} {link}")),
+    ] {
+        assert_eq!(show(&[args], &[]), want, "{args}");
+    }
+    for args in ["--showme:version", "-showme:version"] {
+        let v = show(&[args], &[]);
+        // Meson takes the version from the first 'N.N.N' of this line.
+        assert!(
+            v.starts_with("mpicc: madmpi ")
+                && v.split(' ')
+                    .nth(2)
+                    .is_some_and(|w| w.split('.').count() == 3),
+            "{args}: {v}"
+        );
+    }
     let (code, _, err) = wrapper("mpicc", &["-showme:bogus"], &[]);
     assert_ne!(code, 0);
     assert!(err.contains("-showme:bogus"), "{err}");
@@ -1018,6 +1269,118 @@ fn mpicc_show_options() {
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim_end(),
         format!("{root}/include")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether `tool` is on PATH (else prints why the test is skipped).
+fn have_tool(tool: &str, test: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()));
+    if !found {
+        println!("SKIP {test}: {tool} is not installed");
+    }
+    found
+}
+
+#[test]
+fn pkg_config_finds_madmpi_under_mpi_names() {
+    if !have_tool("pkg-config", "pkg_config_finds_madmpi_under_mpi_names") {
+        return;
+    }
+    let root = repo_root();
+    if !root.join("lib/pkgconfig/madmpi.pc").exists() {
+        println!("SKIP: lib/pkgconfig is not built (run make)");
+        return;
+    }
+    for name in ["madmpi", "mpi", "mpi-c", "ompi-c"] {
+        let out = Command::new("pkg-config")
+            .args(["--cflags", "--libs", name])
+            .env("PKG_CONFIG_PATH", root.join("lib/pkgconfig"))
+            .output()
+            .expect("run pkg-config");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "pkg-config {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The rpath lets cargo/rsmpi-built programs run without LD_LIBRARY_PATH.
+        for want in ["-lmadmpi", "-Wl,-rpath,", "/include"] {
+            assert!(text.contains(want), "pkg-config {name}: {text}");
+        }
+    }
+}
+
+#[test]
+fn cmake_find_mpi_uses_our_wrappers() {
+    let test = "cmake_find_mpi_uses_our_wrappers";
+    if !have_tool("cmake", test) {
+        return;
+    }
+    let root = repo_root().canonicalize().expect("repo root");
+    if !root.join("lib/libmadmpi.so").exists() || !root.join("bin/mpiexec").exists() {
+        println!("SKIP {test}: the build tree is not built (run make)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("madmpi-cmake-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("build")).expect("temp dir");
+    std::fs::write(
+        dir.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.10)\nproject(t C)\nfind_package(MPI REQUIRED COMPONENTS C)\n\
+         add_executable(t t.c)\ntarget_link_libraries(t MPI::MPI_C)\n\
+         file(WRITE ${CMAKE_BINARY_DIR}/found.txt \"${MPI_C_COMPILER}\\n${MPIEXEC_EXECUTABLE}\\n\")\n",
+    )
+    .expect("write CMakeLists.txt");
+    std::fs::write(
+        dir.join("t.c"),
+        "#include <mpi.h>\n#include <stdio.h>\nint main(int argc, char **argv) { int r, n; char v[MPI_MAX_LIBRARY_VERSION_STRING]; \
+         MPI_Init(&argc, &argv); MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &n); \
+         MPI_Get_library_version(v, &n); MPI_Comm_size(MPI_COMM_WORLD, &n); \
+         printf(\"cmake rank %d of %d: %.6s\\n\", r, n, v); MPI_Finalize(); return 0; }\n",
+    )
+    .expect("write t.c");
+    let build = dir.join("build");
+    // MPI_HOME: FindMPI looks for mpiexec there first, then for the wrappers next to it.
+    let run = |args: &[&OsStr]| {
+        let out = Command::new("cmake")
+            .args(args)
+            .current_dir(&build)
+            .output()
+            .expect("run cmake");
+        assert!(
+            out.status.success(),
+            "cmake {args:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let home = format!("-DMPI_HOME={}", root.display());
+    let cc = format!("-DMPI_C_COMPILER={}", root.join("bin/mpicc").display());
+    run(&[home.as_ref(), cc.as_ref(), dir.as_os_str()]);
+    run(&["--build".as_ref(), ".".as_ref()]);
+    let found = std::fs::read_to_string(build.join("found.txt")).expect("found.txt");
+    assert_eq!(
+        found,
+        format!(
+            "{}\n{}\n",
+            root.join("bin/mpicc").display(),
+            root.join("bin/mpiexec").display()
+        )
+    );
+    let o = mpirun_with(
+        &["-n", "2", build.join("t").to_str().expect("utf-8 path")],
+        None,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    let mut lines: Vec<&str> = o.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["cmake rank 0 of 2: madmpi", "cmake rank 1 of 2: madmpi"],
+        "{}",
+        o.dump()
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

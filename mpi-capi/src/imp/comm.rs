@@ -69,6 +69,8 @@ fn predefined_attr(keyval: c_int) -> R<Option<&'static AtomicI32>> {
         MPI_HOST => &HOST_VALUE,
         MPI_IO => &IO_VALUE,
         MPI_WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL_VALUE,
+        // Not set for a singleton (negative), as in MPICH.
+        MPI_APPNUM if APPNUM_VALUE.load(Ordering::Relaxed) < 0 => return Ok(None),
         MPI_APPNUM => &APPNUM_VALUE,
         MPI_LASTUSEDCODE => &errors::LASTUSEDCODE,
         MPI_UNIVERSE_SIZE if UNIVERSE_SIZE_VALUE.load(Ordering::Relaxed) < 0 => return Ok(None),
