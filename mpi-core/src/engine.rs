@@ -660,6 +660,21 @@ impl State {
             .ok_or_else(|| Error::new(ErrorClass::Count, format!("count {count} overflows")))?;
         let peer = c.peers()[dest as usize];
         let (ctx, src) = (c.ctx + coll as u32, c.rank);
+        // Before anything is reserved in the attached buffer: a send that fails here must
+        // leave none of it taken (MPI_Buffer_detach would wait for it forever).
+        let g = &self.gates[peer as usize];
+        if g.dead {
+            return err(
+                ErrorClass::ProcAborted,
+                format!("rank {dest} (world rank {peer}) has died"),
+            );
+        }
+        if g.driver == DriverKind::Unreachable {
+            return err(
+                ErrorClass::Intern,
+                format!("no transport reaches rank {dest} (world rank {peer})"),
+            );
+        }
 
         // The bytes to send: the user buffer itself when contiguous, else a packed copy;
         // buffered sends copy into the attached buffer.
@@ -668,10 +683,13 @@ impl State {
         let mut pieces = None;
         let mut stream = false;
         let ptr: *const u8 = if mode == SendMode::Buffered {
-            let need = wire::pad8(bytes) + BSEND_OVERHEAD;
+            // Exactly what MPI_Pack_size + MPI_BSEND_OVERHEAD promises the user suffices, for
+            // each message in the buffer at once: no padding (the data is bytes, copied and
+            // sent as bytes; nothing reads it aligned).
+            let need = bytes + BSEND_OVERHEAD;
             let off = self.bsend.alloc(need).ok_or_else(|| {
                 Error::new(
-                    ErrorClass::Buffer,
+                    ErrorClass::BufferSpace,
                     format!(
                         "attached buffer too small for a buffered send of {bytes} bytes: needs {need} \
                          (data + MPI_BSEND_OVERHEAD), {} free of {}",
@@ -732,18 +750,6 @@ impl State {
         };
 
         let g = &self.gates[peer as usize];
-        if g.dead {
-            return err(
-                ErrorClass::ProcAborted,
-                format!("rank {dest} (world rank {peer}) has died"),
-            );
-        }
-        if g.driver == DriverKind::Unreachable {
-            return err(
-                ErrorClass::Intern,
-                format!("no transport reaches rank {dest} (world rank {peer})"),
-            );
-        }
         let eager = bytes <= g.eager_max;
         // A rendezvous that the receiver answers with a Cts (it cannot pull the data) carries
         // the start of the message, as much as an eager message could: the receiver has it,
@@ -1168,6 +1174,16 @@ impl State {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Whether `id` is a send to this process whose cancellation is still being settled.
+    pub fn cancel_to_self_pending(&self, id: RequestId) -> bool {
+        match self.reqs.get(id).map(|r| &r.op) {
+            Some(Op::Send(s)) => {
+                s.cancel_wait && self.gates[s.peer as usize].driver == DriverKind::Loop
+            }
+            _ => false,
+        }
     }
 
     pub fn iprobe(&mut self, src: i32, tag: i32, comm: CommId) -> Result<Option<Status>> {
