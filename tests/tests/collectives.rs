@@ -148,3 +148,11 @@ fn errors_leave_no_state_behind() {
         j.run().assert_ok("errstate");
     }
 }
+
+/// Every communicator constructor with MPI_UNDEFINED or an empty group on some processes:
+/// those get MPI_COMM_NULL (MPI_Comm_create_group with MPI_GROUP_EMPTY too, a local call),
+/// the others a working communicator, on intra- and intercommunicators.
+#[test]
+fn constructors_with_undefined_and_empty_groups() {
+    ok_sizes("nullcomm", &[2, 3, 4, 5]);
+}
