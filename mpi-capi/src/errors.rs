@@ -26,7 +26,7 @@ use crate::handles::{self, Errh, ErrhFn};
 /// The `MPI_ERR_*` class of an engine error class.
 pub fn class_code(c: ErrorClass) -> c_int {
     match c {
-        ErrorClass::Buffer => MPI_ERR_BUFFER,
+        ErrorClass::Buffer | ErrorClass::BufferSpace => MPI_ERR_BUFFER,
         ErrorClass::Count => MPI_ERR_COUNT,
         ErrorClass::Type => MPI_ERR_TYPE,
         ErrorClass::Tag => MPI_ERR_TAG,
@@ -435,7 +435,18 @@ fn call_user(f: ErrhFn, comm: MPI_Comm, code: c_int) {
 /// Report a core error of the call described by `call` on `comm`'s handler.
 #[cold]
 pub fn raise(comm: MPI_Comm, call: &dyn Fn() -> String, e: Error) -> c_int {
-    raise_code(comm, call, class_code(e.class), &e.msg)
+    let code = match e.class {
+        // MPI_ERR_BUFFER's own string is "invalid buffer pointer": a full buffer gets a code
+        // of that class that says what is wrong (MPICH's string says the same).
+        ErrorClass::BufferSpace => described_code(
+            "bsend space",
+            MPI_ERR_BUFFER,
+            "MPI_ERR_BUFFER: not enough space in the attached buffer for a buffered send \
+             (each message needs MPI_Pack_size + MPI_BSEND_OVERHEAD bytes)",
+        ),
+        c => class_code(c),
+    };
+    raise_code(comm, call, code, &e.msg)
 }
 
 /// Report a core error of a call that involves no communicator (on MPI_COMM_SELF).
@@ -467,29 +478,30 @@ pub fn call_errhandler(comm: MPI_Comm, code: c_int) -> c_int {
 /// through the handler of `comm` (MPI_COMM_SELF's if it has none).
 pub fn unsupported(func: &'static str, comm: MPI_Comm) -> c_int {
     let why = format!("{func} is not implemented in madmpi (yet)");
-    raise_code(
-        comm,
-        &|| func.to_string(),
-        unsupported_code(func, &why),
-        &why,
-    )
+    // One code per function, whose `MPI_Error_string` names the function (so that a program
+    // running with MPI_ERRORS_RETURN can say which one, as the fatal handler does).
+    let code = described_code(
+        func,
+        MPI_ERR_UNSUPPORTED_OPERATION,
+        &format!("MPI_ERR_UNSUPPORTED_OPERATION: {why}"),
+    );
+    raise_code(comm, &|| func.to_string(), code, &why)
 }
 
-/// The error code an unimplemented function returns: one per function, of class
-/// MPI_ERR_UNSUPPORTED_OPERATION, whose `MPI_Error_string` names the function (so that a
-/// program running with MPI_ERRORS_RETURN can say which one, as the fatal handler does).
-fn unsupported_code(func: &'static str, why: &str) -> c_int {
+/// An error code of `class` with the string `text`, one per `key`, made on first use: for
+/// errors the class's own string would misdescribe.
+fn described_code(key: &'static str, class: c_int, text: &str) -> c_int {
     static CODES: Mutex<BTreeMap<&'static str, c_int>> = const_mutex(BTreeMap::new());
     let mut codes = CODES.lock();
-    if let Some(&c) = codes.get(func) {
+    if let Some(&c) = codes.get(key) {
         return c;
     }
-    let made = add_code(MPI_ERR_UNSUPPORTED_OPERATION).and_then(|c| {
-        add_string(c, format!("MPI_ERR_UNSUPPORTED_OPERATION: {why}"))?;
+    let made = add_code(class).and_then(|c| {
+        add_string(c, text.to_string())?;
         Ok(c)
     });
-    let c = made.unwrap_or(MPI_ERR_UNSUPPORTED_OPERATION);
-    codes.insert(func, c);
+    let c = made.unwrap_or(class);
+    codes.insert(key, c);
     c
 }
 

@@ -1288,7 +1288,18 @@ pub fn request_free(r: RequestId) -> Result<()> {
 pub fn cancel(r: RequestId) -> Result<()> {
     with(|e| {
         e.st.cancel(r)?;
-        e.flush()
+        e.flush()?;
+        // A send to self is withdrawn by our own progress alone (the request to drop the
+        // message and its answer go through the self driver): settle it now, so that the next
+        // MPI_Test or MPI_Request_get_status finds it complete and cancelled, as in MPICH. A
+        // few passes suffice; the bound only guards against a bug turning this into a hang.
+        for _ in 0..16 {
+            if !e.st.cancel_to_self_pending(r) {
+                break;
+            }
+            e.progress()?;
+        }
+        Ok(())
     })
 }
 

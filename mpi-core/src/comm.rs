@@ -780,8 +780,9 @@ pub(crate) fn create_with(
 }
 
 /// MPI_Comm_create_group: only the members of `group` (world ranks) call it; `tag`
-/// distinguishes concurrent calls on the same communicator.
-pub fn comm_create_group(c: CommId, group: &[u32], tag: i32) -> Result<CommId> {
+/// distinguishes concurrent calls on the same communicator. A process outside the group (the
+/// group empty, say) gets None at once: the call is local for it (MPI-4.1 §7.4.2).
+pub fn comm_create_group(c: CommId, group: &[u32], tag: i32) -> Result<Option<CommId>> {
     if tag < 0 {
         return err(ErrorClass::Tag, format!("invalid tag {tag}"));
     }
@@ -807,7 +808,7 @@ pub fn comm_create_group(c: CommId, group: &[u32], tag: i32) -> Result<CommId> {
         }
     }
     let Some(vme) = group.iter().position(|&w| w == me) else {
-        return err(ErrorClass::Group, "this process is not in the group");
+        return Ok(None);
     };
     let world: Arc<[u32]> = group.into();
     let t = Team {
@@ -827,7 +828,7 @@ pub fn comm_create_group(c: CommId, group: &[u32], tag: i32) -> Result<CommId> {
         });
         Ok(())
     })?;
-    take(&out)
+    take(&out).map(Some)
 }
 
 /// Register a copy of `c`'s group with a topology (MPI_Cart_create … on all ranks of `c`):

@@ -5,8 +5,12 @@ use std::fmt;
 /// MPI error classes the engine can raise (a subset of the standard's, named after them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorClass {
-    /// MPI_ERR_BUFFER: invalid buffer pointer, or attached buffer too small.
+    /// MPI_ERR_BUFFER: invalid buffer pointer.
     Buffer,
+    /// MPI_ERR_BUFFER too, for a buffered send the attached buffer has no room for: the C
+    /// interface gives it an error code of its own, whose string says so (the class's
+    /// standard description is "invalid buffer pointer").
+    BufferSpace,
     /// MPI_ERR_COUNT: invalid count.
     Count,
     /// MPI_ERR_TYPE: invalid or uncommitted datatype.
@@ -61,7 +65,7 @@ impl ErrorClass {
     /// The standard's name of the class, as printed in messages.
     pub fn mpi_name(self) -> &'static str {
         match self {
-            ErrorClass::Buffer => "MPI_ERR_BUFFER",
+            ErrorClass::Buffer | ErrorClass::BufferSpace => "MPI_ERR_BUFFER",
             ErrorClass::Count => "MPI_ERR_COUNT",
             ErrorClass::Type => "MPI_ERR_TYPE",
             ErrorClass::Tag => "MPI_ERR_TAG",

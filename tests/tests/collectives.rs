@@ -9,7 +9,8 @@
 //! - `nonblocking`: MPI_I* collectives in flight together, overlapped with point-to-point;
 //! - `ops`: every operation × type pair, MINLOC/MAXLOC ties, user operations in rank order;
 //! - `comm`, `inter`, `topo`: communicator management, intercommunicators, topologies and
-//!   neighbourhood collectives.
+//!   neighbourhood collectives;
+//! - `errstate`: erroneous calls under MPI_ERRORS_RETURN, each followed by valid ones.
 //!
 //! `MADMPI_TEST_MPICC=mpicc.mpich MADMPI_TEST_MPIRUN=mpiexec.mpich cargo test --test
 //! collectives` runs the same programs against MPICH (they skip the checks of madmpi's own
@@ -122,4 +123,36 @@ fn intercommunicators() {
 #[test]
 fn topologies_and_neighbor_collectives() {
     ok_sizes("topo", &[1, 2, 3, 4, 6, 7]);
+}
+
+/// Erroneous calls under MPI_ERRORS_RETURN (bad arguments everywhere, truncation in a receive
+/// and in collectives, too small and too large blocks) leave nothing behind: the valid
+/// collectives and point-to-point exchanges after each one succeed with the right data, over
+/// shared memory and over the point-to-point algorithms.
+#[test]
+fn errors_leave_no_state_behind() {
+    ok_sizes("errstate", &[2, 3, 4]);
+    let p2p = [
+        ("MADMPI_COLL_BCAST", "binomial"),
+        ("MADMPI_COLL_ALLREDUCE", "recursive_doubling"),
+        ("MADMPI_COLL_ALLTOALL", "pairwise"),
+        ("MADMPI_COLL_GATHER", "binomial"),
+        ("MADMPI_COLL_SCATTER", "binomial"),
+        ("MADMPI_COLL_ALLGATHER", "ring"),
+    ];
+    for n in [2, 3] {
+        let mut j = job("errstate", n);
+        for (k, v) in p2p {
+            j = j.env(k, v);
+        }
+        j.run().assert_ok("errstate");
+    }
+}
+
+/// Every communicator constructor with MPI_UNDEFINED or an empty group on some processes:
+/// those get MPI_COMM_NULL (MPI_Comm_create_group with MPI_GROUP_EMPTY too, a local call),
+/// the others a working communicator, on intra- and intercommunicators.
+#[test]
+fn constructors_with_undefined_and_empty_groups() {
+    ok_sizes("nullcomm", &[2, 3, 4, 5]);
 }

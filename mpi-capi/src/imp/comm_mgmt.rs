@@ -248,7 +248,7 @@ pub unsafe fn MPI_Comm_create_group(
         let c = handles::comm(comm)?;
         let o = out(newcomm, "newcomm")?;
         let g = group(grp)?;
-        *o = register(madmpi::comm_create_group(c, &g, tag)?, comm)?;
+        *o = register_opt(madmpi::comm_create_group(c, &g, tag)?, comm)?;
         Ok(())
     })();
     finish(comm, r, &|| {

@@ -185,7 +185,9 @@ pub(crate) fn gather_binomial(b: &mut B, t: &Team, root: i32, a: GatherArgs<'_>)
                 continue;
             }
             let (p, c, dt) = slot(real(j));
-            b.unpack(tmp.wrapping_add(j as usize * bsz), p, c, &dt);
+            // Blocks are as long as the senders' (`bsz`): a shorter receive block is a
+            // truncation, never a read past the scratch buffer.
+            b.unpack_from(tmp.wrapping_add(j as usize * bsz), bsz, p, c, &dt);
         }
     }
 }
@@ -238,7 +240,7 @@ pub(crate) fn scatter_binomial(b: &mut B, t: &Team, root: i32, a: ScatterArgs<'_
         m /= 2;
     }
     if let Some((p, c, dt)) = a.own {
-        b.unpack(tmp, p, c, dt);
+        b.unpack_from(tmp, bsz, p, c, dt);
     }
 }
 
@@ -277,7 +279,9 @@ pub(crate) fn allgather_bruck(
             continue;
         }
         let (p, c, dt) = slot((me + j) % n);
-        b.unpack(tmp.wrapping_add(j as usize * bsz), p, c, &dt);
+        // Blocks are as long as this process's own (`bsz`, what the others send when the
+        // counts agree): a shorter receive block is a truncation, a longer one gets what came.
+        b.unpack_from(tmp.wrapping_add(j as usize * bsz), bsz, p, c, &dt);
     }
 }
 

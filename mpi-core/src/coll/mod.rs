@@ -769,9 +769,11 @@ unsafe fn scatter_at(
         } else {
             Some(need(recv.clone(), "receive buffer")?)
         };
-        let bsz = match (&recv, &send) {
-            (Some(r), _) => r.bytes(),
-            (None, Some(s)) => s.bytes(),
+        // The root's blocks are the size it sends (packed into `bsz`-byte slots: its own
+        // receive block may differ, an erroneous program that must not write past them).
+        let bsz = match (&send, &recv) {
+            (Some(s), _) => s.bytes(),
+            (None, Some(r)) => r.bytes(),
             (None, None) => 0,
         };
         let linear = match f {

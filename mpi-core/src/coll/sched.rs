@@ -92,9 +92,11 @@ pub(crate) enum Local {
         dt: Datatype,
         dst: *mut u8,
     },
-    /// Packed bytes at `src` into `count` elements of `dt` at `dst`.
+    /// The `avail` packed bytes at `src` into `count` elements of `dt` at `dst`: as much as
+    /// both have; more bytes than the elements hold is a truncation (after what fits).
     Unpack {
         src: *const u8,
+        avail: usize,
         dst: *mut u8,
         count: usize,
         dt: Datatype,
@@ -298,9 +300,24 @@ impl B {
 
     /// Unpack into `count` elements of `dt` at `dst`.
     pub fn unpack(&mut self, src: *const u8, dst: *mut u8, count: usize, dt: &Datatype) {
-        if count > 0 && dt.size() > 0 {
+        self.unpack_from(src, count * dt.size(), dst, count, dt)
+    }
+
+    /// Unpack a block of `avail` packed bytes, which need not be the size of the `count`
+    /// elements it goes to (a block whose size the senders chose): what fits, and
+    /// MPI_ERR_TRUNCATE if it does not all fit.
+    pub fn unpack_from(
+        &mut self,
+        src: *const u8,
+        avail: usize,
+        dst: *mut u8,
+        count: usize,
+        dt: &Datatype,
+    ) {
+        if avail > 0 || count * dt.size() > 0 {
             self.local(Local::Unpack {
                 src,
+                avail,
                 dst,
                 count,
                 dt: dt.clone(),
@@ -351,6 +368,7 @@ impl B {
             cur: 0,
             in_round: None,
             pending: Vec::new(),
+            failed: None,
             finally: Vec::new(),
             on_error: None,
         }
@@ -368,6 +386,10 @@ pub(crate) struct Sched {
     /// The round whose transfers are in flight (its local steps run when they are done).
     in_round: Option<usize>,
     pending: Vec<RequestId>,
+    /// The first error of a transfer or a local step. The schedule still runs to its end
+    /// (what it receives, sends on, and what it sends, others wait for): stopping would leave
+    /// the peers waiting, and their later collectives out of step; it fails when it ends.
+    failed: Option<Error>,
     /// Run once when the schedule is over, completed or failed.
     finally: Vec<Finally>,
     /// Run with the error if the schedule fails.
@@ -453,12 +475,25 @@ impl Sched {
                 }
                 Local::Unpack {
                     src,
+                    avail,
                     dst,
                     count,
                     dt,
                 } => {
                     let n = *count * dt.size();
-                    dt.unpack(*dst, *count, 0, std::slice::from_raw_parts(*src, n));
+                    let m = n.min(*avail);
+                    if m > 0 {
+                        dt.unpack(*dst, *count, 0, std::slice::from_raw_parts(*src, m));
+                    }
+                    if *avail > n {
+                        return err(
+                            ErrorClass::Truncate,
+                            format!(
+                                "a block of {avail} bytes of the collective was longer than its \
+                                 buffer of {n} bytes (counts or types differ between processes)"
+                            ),
+                        );
+                    }
                 }
                 Local::Call(f) => return f(st),
             }
@@ -496,14 +531,30 @@ impl Sched {
         Ok(())
     }
 
+    /// Keep `e` if it is the first error; a lost peer or an internal error ends the schedule
+    /// at once (nothing more can be exchanged with any certainty).
+    fn fail(&mut self, e: Error) -> Result<()> {
+        if matches!(e.class, ErrorClass::ProcAborted | ErrorClass::Intern) {
+            return Err(e);
+        }
+        self.failed.get_or_insert(e);
+        Ok(())
+    }
+
     fn step(&mut self, st: &mut State) -> Result<bool> {
         loop {
             let mut i = 0;
             while i < self.pending.len() {
-                if step_done(st, self.pending[i])?.is_some() {
-                    self.pending.swap_remove(i);
-                } else {
-                    i += 1;
+                match step_done(st, self.pending[i]) {
+                    Ok(None) => i += 1,
+                    Ok(Some(_)) => {
+                        self.pending.swap_remove(i);
+                    }
+                    // (step_done has freed the failed request.)
+                    Err(e) => {
+                        self.pending.swap_remove(i);
+                        self.fail(e)?;
+                    }
                 }
             }
             if !self.pending.is_empty() {
@@ -511,17 +562,30 @@ impl Sched {
             }
             if let Some(r) = self.in_round.take() {
                 let mut next = r + 1;
+                let mut failed = None;
                 let Sched { rounds, op, .. } = self;
                 for l in rounds[r].then.iter_mut() {
-                    if let Flow::Jump(k) = Sched::run_local(l, op, st)? {
-                        next = k;
-                        break;
+                    match Sched::run_local(l, op, st) {
+                        Ok(Flow::Jump(k)) => {
+                            next = k;
+                            break;
+                        }
+                        Ok(Flow::Next) => {}
+                        Err(e) => {
+                            failed.get_or_insert(e);
+                        }
                     }
+                }
+                if let Some(e) = failed {
+                    self.fail(e)?;
                 }
                 self.cur = next;
             }
             if self.cur >= self.rounds.len() {
-                return Ok(true);
+                return match self.failed.take() {
+                    Some(e) => Err(e),
+                    None => Ok(true),
+                };
             }
             let r = self.cur;
             self.in_round = Some(r);

@@ -101,8 +101,8 @@ use super::{algo, Data, Input, Ptr, When};
 const SLOTS: usize = 32;
 const SLOT: usize = 1024;
 const CELLS: usize = 32;
-/// Bytes before the data of a slot: its flag (the step whose data it holds), padded so that
-/// data stays 16-byte aligned. Steps of at most `SMALL_MAX` bytes use a slot.
+/// Bytes before the data of a slot: its flag (the step whose data it holds), then (a
+/// broadcast's) the length of the data, so that data stays 16-byte aligned. Steps of at most `SMALL_MAX` bytes use a slot.
 const HDR: usize = 16;
 const SMALL_MAX: usize = SLOT - HDR;
 /// Bytes of a member's ring of cells: MPI_COMM_WORLD gets `WORLD_CELLS` (large transfers then
@@ -1115,11 +1115,23 @@ impl Area {
                 self.await_done(need)?;
             }
             buf.pack(0, nb, slot.add(HDR));
+            // The length beside the flag: a member whose count differs (an erroneous
+            // program) learns it, and takes what fits instead of reading the slot blind.
+            // (The second word of the slot header: aligned, ours until the flag says k.)
+            slot.add(8).cast::<u64>().write(nb as u64);
             flag.store(k, Ordering::Release);
             self.slot_free_after[a] = k;
         } else {
             self.wait(root, || flag.load(Ordering::Acquire) >= k)?;
-            buf.unpack(0, nb, slot.add(HDR));
+            let sent = slot.add(8).cast::<u64>().read() as usize;
+            buf.unpack(0, nb.min(sent), slot.add(HDR));
+            if sent > nb {
+                self.finish_step(k);
+                return err(
+                    ErrorClass::Truncate,
+                    format!("bcast: {sent} bytes broadcast into a buffer of {nb} bytes"),
+                );
+            }
         }
         self.finish_step(k);
         Ok(())
@@ -1620,6 +1632,60 @@ pub(crate) unsafe fn reduce(
     Ok(done.is_some())
 }
 
+/// MPI_Alltoall of a member whose blocks to send (`sb` bytes) and to receive differ in size:
+/// an erroneous program, most often one rank's receive count too small. The member still
+/// runs the steps, with the size it sends (the size the others receive, when only its
+/// receive count is wrong): leaving them out would put every later collective's steps out of
+/// line with the others' (a wrong answer, or a hang, at the next MPI_Allreduce). It receives
+/// into a scratch buffer, keeps what fits and reports MPI_ERR_TRUNCATE when blocks were cut.
+///
+/// # Safety
+/// As [`alltoall`]; `send` is Some.
+#[cold]
+unsafe fn alltoall_mismatched(
+    send: Option<&Data>,
+    recv: &Data,
+    comm: CommId,
+    sb: usize,
+) -> Result<bool> {
+    let b = recv.count * recv.dt.size();
+    let done = with_area(comm, |a| {
+        let n = a.n;
+        let mut scratch = AlignedBuf::new(sb * n);
+        let bt = bytes();
+        let tt = Typed::new(scratch.ptr(), sb, &bt);
+        let tr = Regular {
+            first: &tt,
+            stride: sb as isize,
+        };
+        let st = send.map(|s| Typed::new(s.ptr, s.count, &s.dt));
+        let sr = send.zip(st.as_ref()).map(|(s, t)| Regular {
+            first: t,
+            stride: s.count as isize * s.dt.extent(),
+        });
+        a.alltoall(sr, tr, sb)?;
+        let rt = Typed::new(recv.ptr, recv.count, &recv.dt);
+        let rr = Regular {
+            first: &rt,
+            stride: recv.count as isize * recv.dt.extent(),
+        };
+        for j in 0..n {
+            rr.at(j).unpack(0, sb.min(b), tt.ptr.add(j * sb));
+        }
+        Ok(())
+    })?;
+    if done.is_none() {
+        return Ok(false);
+    }
+    if sb > b {
+        return err(
+            ErrorClass::Truncate,
+            format!("alltoall: blocks of {sb} bytes received into {b} bytes"),
+        );
+    }
+    Ok(true)
+}
+
 /// MPI_Alltoall through shared memory (`send` None: MPI_IN_PLACE).
 ///
 /// # Safety
@@ -1629,16 +1695,9 @@ pub(crate) unsafe fn alltoall(send: Option<&Data>, recv: &Data, comm: CommId) ->
         return Ok(false);
     }
     let b = recv.count * recv.dt.size();
-    if let Some(s) = send {
-        if s.count * s.dt.size() != b {
-            return err(
-                ErrorClass::Truncate,
-                format!(
-                    "alltoall: blocks of {} bytes sent, {b} bytes received",
-                    s.count * s.dt.size()
-                ),
-            );
-        }
+    let sb = send.map_or(b, |s| s.count * s.dt.size());
+    if sb != b {
+        return alltoall_mismatched(send, recv, comm, sb);
     }
     let done = with_area(comm, |a| {
         let rt = Typed::new(recv.ptr, recv.count, &recv.dt);

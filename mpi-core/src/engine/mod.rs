@@ -299,6 +299,8 @@ impl BsendBuffer {
 
 /// Engine state without the drivers: everything [`State::handle_packet`] may touch.
 pub(crate) struct State {
+    /// This process's world rank.
+    pub me: u32,
     pub nprocs: u32,
     pub gates: Vec<Gate>,
     pub reqs: Slab,
@@ -449,6 +451,7 @@ impl State {
             }),
         ];
         State {
+            me,
             nprocs,
             gates,
             reqs: Slab::default(),
@@ -627,6 +630,21 @@ impl State {
             .ok_or_else(|| Error::new(ErrorClass::Count, format!("count {count} overflows")))?;
         let peer = c.peers()[dest as usize];
         let (ctx, src) = (c.ctx + coll as u32, c.rank);
+        // Before anything is reserved in the attached buffer: a send that fails here must
+        // leave none of it taken (MPI_Buffer_detach would wait for it forever).
+        let g = &self.gates[peer as usize];
+        if g.dead {
+            return err(
+                ErrorClass::ProcAborted,
+                format!("rank {dest} (world rank {peer}) has died"),
+            );
+        }
+        if g.driver == NO_DRIVER {
+            return err(
+                ErrorClass::Intern,
+                format!("no transport reaches rank {dest} (world rank {peer})"),
+            );
+        }
 
         // The bytes to send: the user buffer itself when contiguous, else a packed copy;
         // buffered sends copy into the attached buffer.
@@ -635,10 +653,13 @@ impl State {
         let mut pieces = None;
         let mut stream = false;
         let ptr: *const u8 = if mode == SendMode::Buffered {
-            let need = wire::pad8(bytes) + BSEND_OVERHEAD;
+            // Exactly what MPI_Pack_size + MPI_BSEND_OVERHEAD promises the user suffices, for
+            // each message in the buffer at once: no padding (the data is bytes, copied and
+            // sent as bytes; nothing reads it aligned).
+            let need = bytes + BSEND_OVERHEAD;
             let off = self.bsend.alloc(need).ok_or_else(|| {
                 Error::new(
-                    ErrorClass::Buffer,
+                    ErrorClass::BufferSpace,
                     format!(
                         "attached buffer too small for a buffered send of {bytes} bytes: needs {need} \
                          (data + MPI_BSEND_OVERHEAD), {} free of {}",
@@ -699,18 +720,6 @@ impl State {
         };
 
         let g = &self.gates[peer as usize];
-        if g.dead {
-            return err(
-                ErrorClass::ProcAborted,
-                format!("rank {dest} (world rank {peer}) has died"),
-            );
-        }
-        if g.driver == NO_DRIVER {
-            return err(
-                ErrorClass::Intern,
-                format!("no transport reaches rank {dest} (world rank {peer})"),
-            );
-        }
         let eager = bytes <= g.eager_max;
         // A rendezvous that the receiver answers with a Cts (it cannot pull the data) carries
         // the start of the message, as much as an eager message could: the receiver has it,
@@ -1133,6 +1142,16 @@ impl State {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Whether `id` is a send to this process whose cancellation is still being settled.
+    pub fn cancel_to_self_pending(&self, id: RequestId) -> bool {
+        match self.reqs.get(id).map(|r| &r.op) {
+            Some(Op::Send(s)) => {
+                s.cancel_wait && s.peer == self.me
+            }
+            _ => false,
+        }
     }
 
     pub fn iprobe(&mut self, src: i32, tag: i32, comm: CommId) -> Result<Option<Status>> {

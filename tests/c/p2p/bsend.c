@@ -3,7 +3,9 @@
  * returns the buffer and waits for pending buffered messages (the buffer is
  * scribbled over right after detach and the receiver still gets the right
  * bytes), MPI_ERR_BUFFER when the buffer is too small or missing, large
- * buffered messages, the _c variants.  Exactly 2 ranks. */
+ * buffered messages, the _c variants; a buffer of exactly MPI_Pack_size +
+ * MPI_BSEND_OVERHEAD per message suffices; a failed buffered send leaves the
+ * buffer free to detach and attach again.  Exactly 2 ranks. */
 #include "common.h"
 
 #define NSMALL 20
@@ -110,6 +112,122 @@ int main(int argc, char **argv)
         int v = 0;
         MPI_OK(MPI_Recv(&v, 1, MPI_INT, 0, 303, MPI_COMM_WORLD, &st));
         CHECK(v == 303);
+    }
+
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* 4. A buffer of exactly MPI_Pack_size + MPI_BSEND_OVERHEAD suffices, for
+     * every size (1..20 bytes: most not multiples of 8), and a buffer of the
+     * sum of those for several messages outstanding at once (none received
+     * until all are sent). */
+    if (t_rank == 0) {
+        for (int n = 1; n <= 20; n++) {
+            int ps = 0;
+            MPI_OK(MPI_Pack_size(n, MPI_BYTE, MPI_COMM_WORLD, &ps));
+            int sz = ps + MPI_BSEND_OVERHEAD;
+            unsigned char *b = xmalloc((size_t)sz);
+            MPI_OK(MPI_Buffer_attach(b, sz));
+            fill(msg, (size_t)n, 400, (unsigned)n);
+            MPI_OK(MPI_Bsend(msg, n, MPI_BYTE, 1, 400 + n, MPI_COMM_WORLD));
+            MPI_OK(MPI_Buffer_detach(&det, &dsize));
+            CHECK(det == b && dsize == sz);
+            free(b);
+        }
+        const int ints[2] = {1, 3};
+        for (int k = 0; k < 2; k++) {
+            int ps = 0;
+            MPI_OK(MPI_Pack_size(ints[k], MPI_INT, MPI_COMM_WORLD, &ps));
+            int sz = ps + MPI_BSEND_OVERHEAD;
+            unsigned char *b = xmalloc((size_t)sz);
+            MPI_OK(MPI_Buffer_attach(b, sz));
+            int v[3] = {500 + k, 501 + k, 502 + k};
+            MPI_OK(MPI_Bsend(v, ints[k], MPI_INT, 1, 500 + k, MPI_COMM_WORLD));
+            MPI_OK(MPI_Buffer_detach(&det, &dsize));
+            free(b);
+        }
+        /* Many at once: 1..20 bytes, then 1 and 3 ints, all in one buffer. */
+        int total = 0;
+        for (int n = 1; n <= 20; n++) {
+            int ps = 0;
+            MPI_OK(MPI_Pack_size(n, MPI_BYTE, MPI_COMM_WORLD, &ps));
+            total += ps + MPI_BSEND_OVERHEAD;
+        }
+        for (int k = 0; k < 2; k++) {
+            int ps = 0;
+            MPI_OK(MPI_Pack_size(ints[k], MPI_INT, MPI_COMM_WORLD, &ps));
+            total += ps + MPI_BSEND_OVERHEAD;
+        }
+        unsigned char *b = xmalloc((size_t)total);
+        MPI_OK(MPI_Buffer_attach(b, total));
+        for (int n = 1; n <= 20; n++) {
+            fill(msg, (size_t)n, 600, (unsigned)n);
+            MPI_OK(MPI_Bsend(msg, n, MPI_BYTE, 1, 600 + n, MPI_COMM_WORLD));
+        }
+        for (int k = 0; k < 2; k++) {
+            int v[3] = {700 + k, 701 + k, 702 + k};
+            MPI_OK(MPI_Bsend(v, ints[k], MPI_INT, 1, 700 + k, MPI_COMM_WORLD));
+        }
+        MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 1, 998, MPI_COMM_WORLD));
+        MPI_OK(MPI_Buffer_detach(&det, &dsize));
+        CHECK(det == b && dsize == total);
+        free(b);
+    } else {
+        for (int n = 1; n <= 20; n++) {
+            MPI_OK(MPI_Recv(msg, n, MPI_BYTE, 0, 400 + n, MPI_COMM_WORLD, &st));
+            CHECKF(verify(msg, (size_t)n, 400, (unsigned)n) < 0, "exact buffer, %d bytes", n);
+        }
+        for (int k = 0; k < 2; k++) {
+            int v[3] = {0, 0, 0};
+            MPI_OK(MPI_Recv(v, 3, MPI_INT, 0, 500 + k, MPI_COMM_WORLD, &st));
+            CHECK(v[0] == 500 + k && (k == 0 || v[2] == 502 + k));
+        }
+        MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 0, 998, MPI_COMM_WORLD, &st));
+        for (int n = 20; n >= 1; n--) {
+            MPI_OK(MPI_Recv(msg, n, MPI_BYTE, 0, 600 + n, MPI_COMM_WORLD, &st));
+            CHECKF(verify(msg, (size_t)n, 600, (unsigned)n) < 0, "shared buffer, %d bytes", n);
+        }
+        for (int k = 0; k < 2; k++) {
+            int v[3] = {0, 0, 0};
+            MPI_OK(MPI_Recv(v, 3, MPI_INT, 0, 700 + k, MPI_COMM_WORLD, &st));
+            CHECK(v[0] == 700 + k && (k == 0 || v[2] == 702 + k));
+        }
+    }
+
+    /* 5. A buffered send that fails (no room) leaves nothing reserved: detach
+     * returns at once and another buffer can be attached and used (the
+     * blocking, the persistent and the non-blocking forms). */
+    if (t_rank == 0) {
+        int sz = 8 + MPI_BSEND_OVERHEAD;
+        unsigned char *b = xmalloc((size_t)sz);
+        MPI_OK(MPI_Buffer_attach(b, sz));
+        EXPECT_CLASS(MPI_Bsend(msg, 9, MPI_BYTE, 1, 800, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+        {
+            /* The error string says what is wrong: no room, not a bad pointer. */
+            int rc = MPI_Bsend(msg, 9, MPI_BYTE, 1, 800, MPI_COMM_WORLD);
+            char s[MPI_MAX_ERROR_STRING];
+            int l = 0;
+            MPI_OK(MPI_Error_string(rc, s, &l));
+            if (is_madmpi())
+                CHECKF(strstr(s, "space") != NULL, "Bsend error string: %s", s);
+        }
+        MPI_Request pr = MPI_REQUEST_NULL;
+        MPI_OK(MPI_Bsend_init(msg, 9, MPI_BYTE, 1, 801, MPI_COMM_WORLD, &pr));
+        int rc = MPI_Start(&pr);
+        CHECK(err_class(rc) == MPI_ERR_BUFFER);
+        MPI_OK(MPI_Request_free(&pr));
+        MPI_Request r = MPI_REQUEST_NULL;
+        EXPECT_CLASS(MPI_Ibsend(msg, 9, MPI_BYTE, 1, 802, MPI_COMM_WORLD, &r), MPI_ERR_BUFFER);
+        MPI_OK(MPI_Buffer_detach(&det, &dsize));
+        CHECK(det == b && dsize == sz);
+        MPI_OK(MPI_Buffer_attach(b, sz));
+        fill(msg, 8, 803, 1);
+        MPI_OK(MPI_Bsend(msg, 8, MPI_BYTE, 1, 803, MPI_COMM_WORLD));
+        MPI_OK(MPI_Buffer_detach(&det, &dsize));
+        CHECK(det == b && dsize == sz);
+        free(b);
+    } else {
+        MPI_OK(MPI_Recv(msg, 8, MPI_BYTE, 0, 803, MPI_COMM_WORLD, &st));
+        CHECK(verify(msg, 8, 803, 1) < 0);
     }
 
     free(bbuf);

@@ -1,7 +1,8 @@
 /* cancel.c - MPI_Cancel of a posted receive, of unmatched sends (small and
  * rendezvous-sized: Test_cancelled is true and the receiver never gets
  * them), of a completed request (not cancelled), and Test_cancelled on
- * ordinary statuses.  Exactly 2 ranks. */
+ * ordinary statuses; a cancelled send to self is complete and cancelled at
+ * the next MPI_Request_get_status.  Exactly 2 ranks. */
 #include "common.h"
 
 #define BIG (512 * 1024)
@@ -133,6 +134,59 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Status_set_cancelled(&st, 0));
     MPI_OK(MPI_Test_cancelled(&st, &flag));
     CHECK(flag == 0);
+
+    /* 6. Sends to self that nothing receives (synchronous, standard small,
+     * standard rendezvous-sized): the cancel withdraws the message at once,
+     * so the next Request_get_status (then Test) finds the request complete
+     * and cancelled, as in MPICH.  Then the same to the other rank, which
+     * posts no receive: complete and cancelled after some Tests. */
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    {
+        int v = 90;
+        for (int k = 0; k < 3; k++) {
+            int tag = 90 + k;
+            if (k == 0)
+                MPI_OK(MPI_Issend(&v, 1, MPI_INT, t_rank, tag, MPI_COMM_WORLD, &r));
+            else if (k == 1)
+                MPI_OK(MPI_Isend(&v, 1, MPI_INT, t_rank, tag, MPI_COMM_WORLD, &r));
+            else
+                MPI_OK(MPI_Isend(big, BIG, MPI_BYTE, t_rank, tag, MPI_COMM_WORLD, &r));
+            MPI_OK(MPI_Cancel(&r));
+            flag = 0;
+            MPI_OK(MPI_Request_get_status(r, &flag, &st));
+            CHECKF(flag == 1, "send %d to self: not complete after MPI_Cancel", k);
+            flag = 0;
+            MPI_OK(MPI_Test_cancelled(&st, &flag));
+            CHECKF(flag == 1, "send %d to self: not cancelled", k);
+            flag = 0;
+            MPI_OK(MPI_Test(&r, &flag, &st));
+            CHECK(flag == 1 && r == MPI_REQUEST_NULL);
+            MPI_OK(MPI_Test_cancelled(&st, &flag));
+            CHECK(flag == 1);
+            MPI_OK(MPI_Iprobe(t_rank, tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+            CHECKF(flag == 0, "cancelled send %d to self still arrives", k);
+        }
+        /* (MPICH may not cancel a send already on its way: madmpi's.) */
+        if (t_rank == 1 && madmpi) {
+            for (int k = 0; k < 2; k++) {
+                if (k == 0)
+                    MPI_OK(MPI_Issend(&v, 1, MPI_INT, 0, 95, MPI_COMM_WORLD, &r));
+                else
+                    MPI_OK(MPI_Isend(big, BIG, MPI_BYTE, 0, 96, MPI_COMM_WORLD, &r));
+                MPI_OK(MPI_Cancel(&r));
+                flag = 0;
+                while (!flag)
+                    MPI_OK(MPI_Test(&r, &flag, &st));
+                MPI_OK(MPI_Test_cancelled(&st, &flag));
+                CHECKF(flag == 1, "send %d to rank 0 not cancelled", k);
+            }
+        }
+        MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+        if (t_rank == 0) {
+            MPI_OK(MPI_Iprobe(1, 95, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+            CHECK(flag == 0);
+        }
+    }
 
     free(big);
     t_done("cancel");
