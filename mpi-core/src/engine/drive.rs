@@ -10,6 +10,7 @@ use std::io::{IoSlice, IoSliceMut};
 use madmpi_transports::{PeerId, RemoteRegion, SendOutcome, SplitJob, SplitParams, Transport};
 
 use super::rails::{DriverId, Drivers};
+use super::strategy;
 use super::{
     gate_for, gather_worthy, pad_len, raw_slice, wire, Engine, HelpReq, Kind, NotPacked, OutChunk,
     PendingGet, Route, State, Strategy, HDR_LEN, KIND_PACKED, PAD, SPLIT_MIN,
@@ -317,15 +318,16 @@ impl Engine {
     /// rail.
     fn schedule(&mut self, peer: u32) -> Result<bool> {
         let p = peer as usize;
+        let mut busy = 0u32;
         loop {
-            let c = self.st.pick(peer);
-            if c.n == 0 {
+            let c = self.st.pick(peer, busy);
+            if c.n == 0 || busy & strategy::bit(c.rail) != 0 {
                 break;
             }
             self.st.number(peer, c.n);
             match self.offer(peer, None, c.n, c.rail)? {
                 Offered::Sent => self.st.sent(peer, c.n),
-                Offered::Busy => break,
+                Offered::Busy => busy |= strategy::bit(c.rail),
                 Offered::Lost => return Ok(true),
             }
         }

@@ -1147,9 +1147,7 @@ impl State {
     /// Whether `id` is a send to this process whose cancellation is still being settled.
     pub fn cancel_to_self_pending(&self, id: RequestId) -> bool {
         match self.reqs.get(id).map(|r| &r.op) {
-            Some(Op::Send(s)) => {
-                s.cancel_wait && s.peer == self.me
-            }
+            Some(Op::Send(s)) => s.cancel_wait && s.peer == self.me,
             _ => false,
         }
     }
@@ -1767,8 +1765,8 @@ impl State {
 
     /// The next packet of `peer`'s gate, as the strategy commits it.
     #[inline]
-    fn pick(&self, peer: u32) -> Commit {
-        self.strat.try_and_commit(&self.gates[peer as usize])
+    fn pick(&self, peer: u32, busy: u32) -> Commit {
+        self.strat.try_and_commit(&self.gates[peer as usize], busy)
     }
 
     /// Number the message chunks among the first `n` queued on `peer`'s gate, from the last

@@ -102,7 +102,7 @@ impl Net {
     /// does ([`drive::with_packet`]), and put it on its rail's link.
     fn transmit(&mut self, i: usize, j: u32) -> bool {
         let st = &mut self.ranks[i];
-        let c = st.pick(j);
+        let c = st.pick(j, 0);
         let nrails = st.gates[j as usize].rails.len();
         let (pkt, rail) = if c.n > 0 {
             st.number(j, c.n);

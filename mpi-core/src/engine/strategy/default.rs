@@ -12,7 +12,7 @@ impl PacketStrategy for Default {
     }
 
     #[inline]
-    fn try_and_commit(&self, g: &Gate) -> Commit {
+    fn try_and_commit(&self, g: &Gate, _busy: u32) -> Commit {
         one_chunk(g)
     }
 }

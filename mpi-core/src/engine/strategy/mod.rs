@@ -85,10 +85,12 @@ pub(crate) trait PacketStrategy: Send {
         false
     }
 
-    /// The next packet of `g`'s queue (`try_and_commit`): which chunks, on which rail. Chunks
-    /// leave in queue order, whatever their rails (the receiver restores the order of
-    /// messages from their sequence numbers).
-    fn try_and_commit(&self, g: &Gate) -> Commit;
+    /// The next packet of `g`'s queue (`try_and_commit`): which chunks, on which rail; `busy`
+    /// has bit `r` set for each rail `r` whose driver refused a packet in this pass (the
+    /// engine stops when the strategy commits to one of them). Chunks leave in queue order,
+    /// whatever their rails (the receiver restores the order of messages from their sequence
+    /// numbers).
+    fn try_and_commit(&self, g: &Gate, busy: u32) -> Commit;
 
     /// How the sender cuts the data `from..len` of a rendezvous the receiver asked for
     /// (`rdv_accept`, on the Cts): pieces pushed on their rails. The default sends it all on
@@ -111,7 +113,13 @@ pub(crate) trait PacketStrategy: Send {
     }
 }
 
-/// The first chunk only: what `default` sends.
+/// Bit `r` of a busy mask.
+#[inline(always)]
+pub(crate) fn bit(r: usize) -> u32 {
+    1u32.checked_shl(r as u32).unwrap_or(0)
+}
+
+/// The first chunk only, on the first rail: what `default` sends.
 #[inline]
 pub(crate) fn one_chunk(g: &Gate) -> Commit {
     if g.out.is_empty() {

@@ -42,7 +42,7 @@ impl PacketStrategy for SplitBalance {
     }
 
     #[inline]
-    fn try_and_commit(&self, g: &Gate) -> Commit {
+    fn try_and_commit(&self, g: &Gate, _busy: u32) -> Commit {
         one_chunk(g)
     }
 
