@@ -4,7 +4,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use super::{ShmTransport, SplitBoard, PEER_CHECK_AFTER, STATE_CLOSED};
+use super::segment::{SplitBoard, STATE_CLOSED};
+use super::{ShmTransport, PEER_CHECK_AFTER};
 use crate::sys;
 use crate::{Error, PeerId, Result};
 

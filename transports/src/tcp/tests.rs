@@ -5,6 +5,7 @@ use std::io::{IoSlice, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
+use super::conn::{RX_INITIAL, RX_POOL_KEEP};
 use super::*;
 use crate::conformance::{run_all, Pair, Rng};
 use crate::Placement;
