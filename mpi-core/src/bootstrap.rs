@@ -49,10 +49,11 @@ pub(crate) fn singleton() -> Result<Drivers> {
         multi_host: false,
         secret: None,
     };
-    let mut s = registry::start("self", &job)?;
+    let mut s = registry::start("self", 0, &job)?;
     s.open(&job)?;
     Ok(Drivers {
         list: vec![s.finish(&job, &[], &mut |_| unreachable!("self has no peers"))?],
+        families: vec!["self"],
     })
 }
 
@@ -110,10 +111,12 @@ pub(crate) fn start(p: &mut Client, me: u32, n: u32, host: &str, local: &[u32]) 
         secret: None,
     };
 
-    // Phase 1.
-    let mut starting: Vec<(Starting, &Vec<u32>)> = Vec::with_capacity(plan.len());
+    // Phase 1 (a driver may run several instances: one TCP driver per interface).
+    let mut starting: Vec<(Starting, &'static str, &Vec<u32>)> = Vec::with_capacity(plan.len());
     for (name, peers) in &plan {
-        starting.push((registry::start(name, &job)?, peers));
+        for k in 0..registry::instances(name)? {
+            starting.push((registry::start(name, k, &job)?, name, peers));
+        }
     }
     let launcher_secret = match p.get("madmpi_secret") {
         Ok(s) => Some(s),
@@ -140,7 +143,7 @@ pub(crate) fn start(p: &mut Client, me: u32, n: u32, host: &str, local: &[u32]) 
         );
     }
     let mut cards = String::new();
-    for (s, _) in &mut starting {
+    for (s, _, _) in &mut starting {
         if let Some(card) = s.open(&job)? {
             cards.push_str(&format!(";{}={card}", s.name()));
         }
@@ -157,7 +160,8 @@ pub(crate) fn start(p: &mut Client, me: u32, n: u32, host: &str, local: &[u32]) 
     }
     let mut seen: HashMap<u32, String> = HashMap::new();
     let mut list = Vec::with_capacity(starting.len());
-    for (s, peers) in starting {
+    let mut families = Vec::with_capacity(starting.len());
+    for (s, family, peers) in starting {
         let name = s.name();
         let mut card_of = |peer: u32| -> madmpi_transports::Result<String> {
             let v = match seen.entry(peer) {
@@ -180,9 +184,10 @@ pub(crate) fn start(p: &mut Client, me: u32, n: u32, host: &str, local: &[u32]) 
                 })
         };
         list.push(s.finish(&job, peers, &mut card_of)?);
+        families.push(family);
     }
     Ok(Started {
-        drivers: Drivers { list },
+        drivers: Drivers { list, families },
         hosts,
         rails,
     })

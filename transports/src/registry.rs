@@ -131,17 +131,56 @@ pub enum Starting {
         /// The mapped segment, once created or opened.
         seg: Option<ShmSegment>,
     },
-    /// `tcp`: the listener, open from phase 2.
-    Tcp(Option<(TcpTransport, ConnectMode)>),
+    /// `tcp`: the listener, open from phase 2; `index` among the interfaces of
+    /// `MADMPI_TCP_IF` (one driver, one rail, per interface).
+    Tcp {
+        /// Which interface of the list.
+        index: usize,
+        /// The listener and its connection mode.
+        t: Option<(TcpTransport, ConnectMode)>,
+    },
 }
 
-/// Phase 1 of driver `name` (see the [module documentation](self)), for a job where it will
-/// reach `peers`.
+/// Names of the TCP drivers, one per interface of `MADMPI_TCP_IF` (a comma-separated list makes
+/// several rails over several networks).
+const TCP_NAMES: [&str; 4] = ["tcp", "tcp1", "tcp2", "tcp3"];
+
+/// The interfaces `MADMPI_TCP_IF` lists (empty: none set).
+fn tcp_interfaces() -> Vec<String> {
+    std::env::var("MADMPI_TCP_IF")
+        .unwrap_or_default()
+        .split(',')
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// How many drivers of entry `name` this process runs (one, or one per TCP interface).
+///
+/// # Errors
+///
+/// More TCP interfaces than [`TCP_NAMES`] holds.
+pub fn instances(name: &str) -> Result<usize> {
+    if name != "tcp" {
+        return Ok(1);
+    }
+    let n = tcp_interfaces().len().max(1);
+    if n > TCP_NAMES.len() {
+        return Err(Error::Invalid(format!(
+            "MADMPI_TCP_IF lists {n} interfaces; at most {} TCP rails",
+            TCP_NAMES.len()
+        )));
+    }
+    Ok(n)
+}
+
+/// Phase 1 of instance `index` (see [`instances`]) of driver `name` (see the
+/// [module documentation](self)).
 ///
 /// # Errors
 ///
 /// As the driver's set-up: a bad `MADMPI_*` setting, a segment that cannot be created.
-pub fn start(name: &str, job: &Job<'_>) -> Result<Starting> {
+pub fn start(name: &str, index: usize, job: &Job<'_>) -> Result<Starting> {
     Ok(match name {
         "self" => Starting::Loop,
         "shm" => {
@@ -154,7 +193,7 @@ pub fn start(name: &str, job: &Job<'_>) -> Result<Starting> {
             };
             Starting::Shm { name, cfg, seg }
         }
-        "tcp" => Starting::Tcp(None),
+        "tcp" => Starting::Tcp { index, t: None },
         other => return Err(Error::Invalid(format!("no driver named {other}"))),
     })
 }
@@ -165,7 +204,7 @@ impl Starting {
         match self {
             Starting::Loop => "self",
             Starting::Shm { .. } => "shm",
-            Starting::Tcp(_) => "tcp",
+            Starting::Tcp { index, .. } => TCP_NAMES[(*index).min(TCP_NAMES.len() - 1)],
         }
     }
 
@@ -183,17 +222,24 @@ impl Starting {
                 }
                 Ok(None)
             }
-            Starting::Tcp(t) => {
-                let multi_host = job.multi_host;
-                let cfg = TcpConfig::from_lookup(|k| {
-                    std::env::var(k)
-                        .ok()
-                        .or_else(|| (k == "MADMPI_TCP_IF" && multi_host).then(|| "auto".into()))
+            Starting::Tcp { index, t } => {
+                let (index, multi_host) = (*index, job.multi_host);
+                let ifs = tcp_interfaces();
+                let cfg = TcpConfig::from_lookup(|k| match k {
+                    // This instance's interface of the list.
+                    "MADMPI_TCP_IF" => ifs
+                        .get(index)
+                        .cloned()
+                        .or_else(|| multi_host.then(|| "auto".into())),
+                    // A fixed port for the first listener only.
+                    "MADMPI_TCP_PORT" if index > 0 => None,
+                    _ => std::env::var(k).ok(),
                 })?;
                 let secret = job
                     .secret
                     .ok_or_else(|| Error::Invalid("tcp: no job secret".into()))?;
-                let l = TcpTransport::listen(PeerId(job.me), job.n, secret, &cfg)?;
+                let mut l = TcpTransport::listen(PeerId(job.me), job.n, secret, &cfg)?;
+                l.set_name(TCP_NAMES[index.min(TCP_NAMES.len() - 1)]);
                 let card = l.business_card();
                 *t = Some((l, cfg.connect));
                 Ok(Some(card))
@@ -228,7 +274,7 @@ impl Starting {
                 let ranks = job.local.iter().map(|&r| PeerId(r)).collect();
                 Ok(Driver::Shm(ShmTransport::new(seg, my_local, ranks)?))
             }
-            Starting::Tcp(t) => {
+            Starting::Tcp { t, .. } => {
                 let (mut t, mode) =
                     t.ok_or_else(|| Error::Invalid("tcp: listener not opened".into()))?;
                 for &p in peers {
@@ -463,7 +509,7 @@ mod tests {
             if e.name == "shm" {
                 continue; // needs a second process: tests/shm_processes.rs
             }
-            let mut s = start(e.name, &job).unwrap();
+            let mut s = start(e.name, 0, &job).unwrap();
             let card = s.open(&job).unwrap();
             assert_eq!(card.is_some(), e.scope == Scope::Any, "{}", e.name);
             let d = s.finish(&job, &[], &mut |_| unreachable!()).unwrap();

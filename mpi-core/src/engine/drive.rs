@@ -112,12 +112,14 @@ enum Offered {
 
 impl Engine {
     /// A new engine for world rank `me` of `nprocs`, with the given drivers. Each peer's rails
-    /// are the best driver that reaches it and, of the others that do, those `rails` names
-    /// (`MADMPI_RAILS`).
+    /// are the best driver that reaches it, the other instances of that driver (one TCP driver
+    /// per interface: several networks), and, of the other drivers that reach it, those
+    /// `rails` names (`MADMPI_RAILS`).
     pub fn new(me: u32, nprocs: u32, drv: Drivers, strategy: Strategy, rails: &[&str]) -> Engine {
         let gates = (0..nprocs)
             .map(|p| {
                 let peer = PeerId(p);
+                let family = |i: DriverId| drv.families.get(i as usize).copied().unwrap_or("");
                 let mut reach: Vec<(DriverId, &madmpi_transports::Caps)> = drv
                     .list
                     .iter()
@@ -125,13 +127,14 @@ impl Engine {
                     .filter(|(_, d)| d.reaches(peer))
                     .map(|(i, d)| (i as DriverId, d.caps()))
                     .collect();
-                // Best first, by the registry's preference; the best, then those asked for.
+                // Best first, by the registry's preference; the best (all its instances), then
+                // those asked for.
                 reach.sort_by_key(|(_, c)| std::cmp::Reverse(c.preference));
+                let best = reach.first().map_or("", |&(i, _)| family(i));
                 let mut chosen: Vec<_> = reach
                     .iter()
-                    .enumerate()
-                    .filter(|(k, (_, c))| *k == 0 || rails.contains(&c.name))
-                    .map(|(_, r)| *r)
+                    .filter(|&&(i, _)| family(i) == best || rails.contains(&family(i)))
+                    .copied()
                     .collect();
                 // Message chunks take the first rail: the lowest latency.
                 chosen.sort_by_key(|(_, c)| (c.latency_ns, std::cmp::Reverse(c.preference)));

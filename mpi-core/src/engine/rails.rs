@@ -24,6 +24,8 @@ pub(crate) const NO_DRIVER: DriverId = DriverId::MAX;
 /// callback can borrow the state mutably. The first is always `self`.
 pub(crate) struct Drivers {
     pub list: Vec<Driver>,
+    /// The registry entry each driver is an instance of (`tcp` for every TCP interface).
+    pub families: Vec<&'static str>,
 }
 
 impl Drivers {

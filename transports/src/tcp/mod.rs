@@ -308,6 +308,12 @@ impl TcpTransport {
         })
     }
 
+    /// Name this driver `name` in its [`Caps`] (a second TCP driver over another network is
+    /// a rail of its own: `tcp1`, ...).
+    pub fn set_name(&mut self, name: &'static str) {
+        self.caps.name = name;
+    }
+
     /// The address peers connect to, as text (`127.0.0.1:45678`, `[::1]:45678`): what the
     /// engine publishes through PMI for [`add_peer`](Self::add_peer) on the other ranks.
     pub fn business_card(&self) -> String {
