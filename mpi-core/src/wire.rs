@@ -87,6 +87,10 @@ pub const FLAG_STREAM: u8 = 8;
 /// In an `Rts` without `FLAG_PIECES`: the payload is the start of the message (its first `len`
 /// bytes); the `Data` fragments after the `Cts` carry the rest, from that offset.
 pub const FLAG_PREFIX: u8 = 16;
+/// In a `Cts`: it asks for one piece of the message, `seq` bytes from offset `msg_len`, on the
+/// sender's rail number `tag` (the receiver cut the message over the rails); the pieces of one
+/// message cover it from the end of its start to its end.
+pub const FLAG_PART: u8 = 32;
 
 /// A decoded chunk header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

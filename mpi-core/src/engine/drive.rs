@@ -337,7 +337,7 @@ impl Engine {
         for r in 0..self.st.gates[p].rails.len() {
             while !self.st.gates[p].rails[r].out.is_empty() {
                 match self.offer(peer, Some(r), 1, r)? {
-                    Offered::Sent => self.st.sent_pinned(peer, r, crate::trace::clock_ns()),
+                    Offered::Sent => self.st.sent_pinned(peer, r),
                     Offered::Busy => break,
                     Offered::Lost => return Ok(true),
                 }
@@ -406,10 +406,11 @@ impl Engine {
             head_len: HDR_LEN,
             min_rest: SPLIT_MIN,
         };
-        for d in self.drv.list.iter_mut() {
+        for (i, d) in self.drv.list.iter_mut().enumerate() {
             if !d.may_have_input() {
                 continue;
             }
+            st.polling = i as DriverId;
             n += d.poll_into(split, st)?;
             while let Some(p) = d.poll_lost() {
                 st.peer_lost(p.0);

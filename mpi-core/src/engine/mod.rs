@@ -187,6 +187,9 @@ enum UBody {
         stream: bool,
         /// The start of the message, sent with the RTS (`FLAG_PREFIX`; else empty).
         prefix: Vec<u8>,
+        /// How many bytes of the message the RTS carried (kept in `prefix`, or written by
+        /// whoever delivers the RTS): the sender sends the rest.
+        start: usize,
     },
 }
 
@@ -236,6 +239,17 @@ impl Comm {
     pub fn peer_count(&self) -> i32 {
         self.peers().len() as i32
     }
+}
+
+/// A rendezvous receive whose data was asked for in pieces over several rails
+/// ([`State::request_data`]): per rail of the sender's gate, the bytes asked for, those come
+/// in, and when the last came (ns; 0: not yet).
+struct SplitRecv {
+    rid: RequestId,
+    peer: u32,
+    /// When the pieces were asked for.
+    t0: u64,
+    rails: Vec<(usize, usize, u64)>,
 }
 
 struct PendingGet {
@@ -315,6 +329,11 @@ pub(crate) struct State {
     packs_on_post: bool,
     /// Per peer: the order of its messages, restored from their sequence numbers.
     order: Vec<order::Order>,
+    /// The driver being polled (the rail data arrives on).
+    polling: DriverId,
+    /// Rendezvous receives whose data this process asked for in pieces over several rails,
+    /// timed to learn the rails' bandwidth.
+    splits: Vec<SplitRecv>,
     gets: Vec<PendingGet>,
     helps: Vec<HelpReq>,
     /// Buffers of unexpected eager messages already delivered, kept for the next ones: a
@@ -463,6 +482,8 @@ impl State {
             packs_on_post: strat.packs_on_post(),
             strat,
             order: (0..nprocs).map(|_| order::Order::default()).collect(),
+            polling: NO_DRIVER,
+            splits: Vec::new(),
             gets: Vec::new(),
             helps: Vec::new(),
             spare: Vec::new(),
@@ -563,12 +584,12 @@ impl State {
         }
     }
 
-    /// Queue a Data fragment on rail `rail` of `peer`'s gate (the strategy cut the message
-    /// over several rails), at time `now`.
-    fn pin(&mut self, peer: u32, rail: usize, c: OutChunk, now: u64) {
+    /// Queue a Data fragment on rail `rail` of `peer`'s gate (the receiver cut the message
+    /// over several rails).
+    fn pin(&mut self, peer: u32, rail: usize, c: OutChunk) {
         crate::trace::queued(peer, &c.hdr);
         let g = &mut self.gates[peer as usize];
-        g.rails[rail].pinned(c, now);
+        g.rails[rail].out.push_back(c);
         if !g.queued {
             g.queued = true;
             self.dirty.push(peer);
@@ -1344,6 +1365,7 @@ impl State {
                 table,
                 stream,
                 prefix,
+                start,
             } => {
                 tracing::debug!(
                     peer,
@@ -1376,11 +1398,102 @@ impl State {
                         sreq: u.sreq,
                     });
                 } else {
-                    self.queue_ctrl(peer, Kind::Cts, 0, u.sreq, rid.0);
+                    self.request_data(peer, u.sreq, rid, start, u.msg_len as usize);
                 }
                 if !prefix.is_empty() {
                     self.write_prefix(rid, &prefix);
                     self.recycle(prefix);
+                }
+            }
+        }
+    }
+
+    /// Ask `peer` for the data of its rendezvous send `sreq`, matched by the receive `rid`:
+    /// bytes `from..len` (the RTS carried the start). With several rails to the peer, the
+    /// strategy may cut it (`rdv_accept`, on the receiving side as in NewMadeleine): one Cts
+    /// per piece (`FLAG_PART`), each naming its rail, and the pieces are timed as they come in
+    /// to learn each rail's bandwidth. Otherwise one Cts asks for all of it.
+    fn request_data(&mut self, peer: u32, sreq: u64, rid: RequestId, from: usize, len: usize) {
+        let g = &self.gates[peer as usize];
+        let mut pieces: Vec<Piece> = Vec::new();
+        if g.rails.len() > 1 && from < len {
+            self.strat.rdv_accept(g, from, len, &mut pieces);
+        }
+        if matches!(pieces.as_slice(), [] | [Piece { rail: 0, .. }]) {
+            return self.queue_ctrl(peer, Kind::Cts, 0, sreq, rid.0);
+        }
+        let mut rails = vec![(0usize, 0usize, 0u64); g.rails.len()];
+        for p in &pieces {
+            rails[p.rail].0 += p.len;
+            // (A piece names its length in 32 bits.)
+            let mut off = p.off;
+            while off < p.off + p.len {
+                let n = (p.off + p.len - off).min(1 << 30);
+                let hdr = Header {
+                    kind: Kind::Cts as u8,
+                    flags: wire::FLAG_PART,
+                    tag: p.rail as i32,
+                    seq: n as u32,
+                    msg_len: off as u64,
+                    sreq,
+                    aux: rid.0,
+                    ..Default::default()
+                };
+                self.queue(
+                    peer,
+                    OutChunk {
+                        hdr,
+                        ptr: std::ptr::null(),
+                        len: 0,
+                        sent: OnSent::Nothing,
+                        gather: None,
+                    },
+                );
+                off += n;
+            }
+        }
+        tracing::debug!(
+            peer,
+            bytes = len - from,
+            ?pieces,
+            "rendezvous cut over rails"
+        );
+        self.splits.push(SplitRecv {
+            rid,
+            peer,
+            t0: crate::trace::clock_ns(),
+            rails,
+        });
+    }
+
+    /// `n` bytes of the rendezvous receive `id` from `peer` came in on the rail being polled
+    /// (`done`: the last of them): if its data was asked for in pieces, account for them, and
+    /// when all are in, teach each rail the rate its piece came at.
+    #[cold]
+    #[inline(never)]
+    fn split_data(&mut self, peer: u32, id: RequestId, n: usize, done: bool) {
+        let Some(k) = self
+            .splits
+            .iter()
+            .position(|s| s.rid == id && s.peer == peer)
+        else {
+            return;
+        };
+        let now = crate::trace::clock_ns();
+        let g = &mut self.gates[peer as usize];
+        if let Some(r) = g.rails.iter().position(|r| r.drv == self.polling) {
+            if let Some(p) = self.splits[k].rails.get_mut(r) {
+                p.1 += n;
+                if p.1 >= p.0 && p.2 == 0 {
+                    p.2 = now;
+                }
+            }
+        }
+        if done {
+            let s = self.splits.swap_remove(k);
+            for (r, &(want, _, last)) in s.rails.iter().enumerate() {
+                if want > 0 && last > s.t0 {
+                    g.rails[r].learn(want, last - s.t0);
                 }
             }
         }
@@ -1455,78 +1568,93 @@ impl State {
                 else {
                     return;
                 };
-                if s.fragmenting {
+                // A Cts asks for the rest of the message; with `FLAG_PART`, for one piece of
+                // it on one rail (the receiver cut it: `request_data`).
+                let part = h.flags & wire::FLAG_PART != 0;
+                if s.fragmenting && !part {
                     // (A second Cts for the same send: the peer is confused.)
                     return self.peer_error(format!("from rank {peer}: a second Cts"));
                 }
-                self.gates[peer as usize].start_settled(s);
-                s.await_ack = false;
-                s.fragmenting = true;
-                let mut gather = None;
-                if let Some((buf, dt, count)) = s.extra.as_mut().and_then(|x| x.layout.take()) {
-                    if gather_worthy(&dt, count) {
-                        // Fragments gathered straight from the user buffer.
-                        self.gather_sends += 1;
-                        s.ptr = buf;
-                        gather = Some((dt, count));
-                    } else {
-                        // The receiver cannot pull the blocks: stream the packed bytes.
-                        let mut v = vec![0u8; s.len];
-                        // SAFETY: the send buffer is valid until the request completes.
-                        unsafe { dt.pack(buf, count, 0, &mut v) };
-                        s.ptr = v.as_ptr();
-                        s.extra_mut().staging = Some(v);
+                if !s.fragmenting {
+                    self.gates[peer as usize].start_settled(s);
+                    s.await_ack = false;
+                    s.fragmenting = true;
+                    if let Some((buf, dt, count)) = s.extra.as_mut().and_then(|x| x.layout.take()) {
+                        if gather_worthy(&dt, count) {
+                            // Fragments gathered straight from the user buffer (the layout
+                            // stays for the pieces of later Cts).
+                            self.gather_sends += 1;
+                            s.ptr = buf;
+                            s.extra_mut().layout = Some((buf, dt, count));
+                        } else {
+                            // The receiver cannot pull the blocks: stream the packed bytes.
+                            let mut v = vec![0u8; s.len];
+                            // SAFETY: the send buffer is valid until the request completes.
+                            unsafe { dt.pack(buf, count, 0, &mut v) };
+                            s.ptr = v.as_ptr();
+                            s.extra_mut().staging = Some(v);
+                        }
                     }
                 }
-                // The fragments start after what the RTS carried (`frag_sent` counts it); the
-                // strategy cuts them over the rails.
-                let (ptr, len, from) = (s.ptr, s.len, s.frag_sent);
-                let mut pieces: Vec<Piece> = Vec::with_capacity(1);
-                self.strat
-                    .rdv_accept(&self.gates[peer as usize], from, len, &mut pieces);
-                // One piece on the first rail goes in the gate's queue, as every chunk does;
-                // pieces cut over rails are pinned to theirs.
-                let pinned = !matches!(pieces.as_slice(), [Piece { rail: 0, .. }]);
-                let now = if pinned { crate::trace::clock_ns() } else { 0 };
-                for p in pieces {
-                    let g = &self.gates[peer as usize];
-                    let Some(frag) = g.rails.get(p.rail).map(|r| r.frag_max) else {
-                        continue;
-                    };
-                    let (mut off, end) = (p.off, p.off + p.len);
-                    while off < end {
-                        let n = frag.min(end - off);
-                        let hdr = Header {
-                            kind: Kind::Data as u8,
-                            len: n as u32,
-                            msg_len: off as u64,
-                            sreq: h.sreq,
-                            aux: h.aux,
-                            ..Default::default()
-                        };
-                        let chunk = match &gather {
-                            Some(g) => OutChunk {
-                                hdr,
-                                ptr,
-                                len: n,
-                                sent: OnSent::Frag(id),
-                                gather: Some(g.clone()),
-                            },
-                            None => OutChunk {
-                                hdr,
-                                ptr: ptr.wrapping_add(off),
-                                len: n,
-                                sent: OnSent::Frag(id),
-                                gather: None,
-                            },
-                        };
-                        if pinned {
-                            self.pin(peer, p.rail, chunk, now);
-                        } else {
-                            self.queue(peer, chunk);
-                        }
-                        off += n;
+                let gather = s
+                    .extra
+                    .as_ref()
+                    .and_then(|x| x.layout.as_ref())
+                    .map(|(_, dt, count)| (dt.clone(), *count));
+                let (ptr, len) = (s.ptr, s.len);
+                // The fragments start after what the RTS carried (`frag_sent` counts it).
+                let (from, to, rail) = if part {
+                    let (off, n) = (h.msg_len as usize, h.seq as usize);
+                    if off.checked_add(n).is_none_or(|end| end > len) {
+                        return self.peer_error(format!(
+                            "from rank {peer}: a Cts for bytes {off}+{n} of a {len}-byte message"
+                        ));
                     }
+                    let rails = self.gates[peer as usize].rails.len();
+                    (
+                        off,
+                        off + n,
+                        Some((h.tag.max(0) as usize).min(rails.max(1) - 1)),
+                    )
+                } else {
+                    (s.frag_sent, len, None)
+                };
+                let frag = match rail {
+                    Some(r) => self.gates[peer as usize].rails[r].frag_max,
+                    None => self.gates[peer as usize].frag_max,
+                };
+                let mut off = from;
+                while off < to {
+                    let n = frag.min(to - off);
+                    let hdr = Header {
+                        kind: Kind::Data as u8,
+                        len: n as u32,
+                        msg_len: off as u64,
+                        sreq: h.sreq,
+                        aux: h.aux,
+                        ..Default::default()
+                    };
+                    let chunk = match &gather {
+                        Some(g) => OutChunk {
+                            hdr,
+                            ptr,
+                            len: n,
+                            sent: OnSent::Frag(id),
+                            gather: Some(g.clone()),
+                        },
+                        None => OutChunk {
+                            hdr,
+                            ptr: ptr.wrapping_add(off),
+                            len: n,
+                            sent: OnSent::Frag(id),
+                            gather: None,
+                        },
+                    };
+                    match rail {
+                        Some(r) => self.pin(peer, r, chunk),
+                        None => self.queue(peer, chunk),
+                    }
+                    off += n;
                 }
             }
             Kind::Data => {
@@ -1539,7 +1667,11 @@ impl State {
                 // SAFETY: the receive buffer is valid until completion; write_at clips.
                 unsafe { rv.target.write_at(h.msg_len as usize, payload) };
                 rv.got += payload.len() as u64;
-                if rv.got >= rv.msg_len {
+                let done = rv.got >= rv.msg_len;
+                if !self.splits.is_empty() {
+                    self.split_data(peer, id, payload.len(), done);
+                }
+                if done {
                     self.complete(id);
                 }
             }
@@ -1661,6 +1793,7 @@ impl State {
                 table: Some(payload.to_vec()),
                 stream: false,
                 prefix: Vec::new(),
+                start: 0,
             }
         } else {
             // The start is kept with the message if no receive takes it yet.
@@ -1674,6 +1807,7 @@ impl State {
                 table: None,
                 stream: h.flags & wire::FLAG_STREAM != 0,
                 prefix,
+                start: start.len(),
             }
         };
         let u = Unexpected::of(peer, &h, body);
@@ -1797,12 +1931,10 @@ impl State {
         }
     }
 
-    /// The first fragment pinned to rail `rail` of `peer`'s gate was handed to its driver, at
-    /// time `now`.
-    fn sent_pinned(&mut self, peer: u32, rail: usize, now: u64) {
+    /// The first fragment pinned to rail `rail` of `peer`'s gate was handed to its driver.
+    fn sent_pinned(&mut self, peer: u32, rail: usize) {
         let r = &mut self.gates[peer as usize].rails[rail];
         let c = r.out.pop_front().expect("a pinned chunk");
-        r.accepted(c.len, now);
         self.on_sent(c.sent, c.len);
     }
 
@@ -1900,6 +2032,7 @@ impl State {
         }
         self.gets.retain(|x| x.peer != peer);
         self.helps.retain(|x| x.peer != peer);
+        self.splits.retain(|x| x.peer != peer);
         if !self.lost.contains(&peer) {
             self.lost.push(peer);
         }
@@ -2021,7 +2154,11 @@ impl RecvSink for State {
             ));
         };
         rv.got += h.len as u64;
-        if rv.got >= rv.msg_len {
+        let done = rv.got >= rv.msg_len;
+        if !self.splits.is_empty() && h.kind() == Some(Kind::Data) {
+            self.split_data(peer.0, id, h.len as usize, done);
+        }
+        if done {
             self.complete(id);
         }
     }
@@ -2060,6 +2197,7 @@ impl State {
                 table: None,
                 stream: h.flags & wire::FLAG_STREAM != 0,
                 prefix: Vec::new(),
+                start: h.len as usize,
             };
             self.deliver(rid, Unexpected::of(peer, h, body));
         } else {

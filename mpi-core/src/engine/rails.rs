@@ -36,9 +36,8 @@ impl Drivers {
     }
 }
 
-/// Transfers of fewer bytes than this on a rail teach nothing of its bandwidth (start-up and
-/// socket buffers dominate).
-const LEARN_MIN: usize = 256 << 10;
+/// Pieces of fewer bytes than this teach nothing of a rail's bandwidth (latency dominates).
+pub(crate) const LEARN_MIN: usize = 256 << 10;
 
 /// One driver reaching one peer.
 pub(crate) struct Rail {
@@ -49,17 +48,13 @@ pub(crate) struct Rail {
     pub frag_max: usize,
     pub max_iov: usize,
     pub can_get: bool,
-    /// Bandwidth in MB/s: the driver's figure, then what the engine measures on this rail
-    /// (bytes the driver accepted while the rail had data pinned to it, over that time).
+    /// Bandwidth in MB/s: the driver's figure, then what this process measured receiving
+    /// pieces of rendezvous messages from the peer on this rail ([`Rail::learn`]).
     pub bw: f64,
     /// Bandwidth measurements taken (0: `bw` is still the driver's figure).
     pub samples: u32,
-    /// Data fragments the strategy pinned to this rail.
+    /// Data fragments pinned to this rail (pieces a Cts asked for on it).
     pub out: VecDeque<OutChunk>,
-    /// When the pinned queue last became non-empty (ns on the trace clock), and the bytes
-    /// accepted since.
-    busy_since: u64,
-    busy_bytes: usize,
     /// The driver reported the peer lost on this rail.
     pub dead: bool,
 }
@@ -77,39 +72,59 @@ impl Rail {
             bw: c.bandwidth_mbps as f64,
             samples: 0,
             out: VecDeque::new(),
-            busy_since: 0,
-            busy_bytes: 0,
             dead: false,
         }
     }
 
-    /// A fragment is pinned to this rail at time `now`.
-    pub fn pinned(&mut self, c: OutChunk, now: u64) {
-        if self.out.is_empty() && self.busy_bytes == 0 {
-            self.busy_since = now;
-        }
-        self.out.push_back(c);
-    }
-
-    /// The driver accepted `bytes` of pinned data at time `now`; when the queue is empty, the
-    /// burst is over and, if it was long enough, measured: `bw` moves halfway to the rate seen.
-    pub fn accepted(&mut self, bytes: usize, now: u64) {
-        self.busy_bytes += bytes;
-        if !self.out.is_empty() {
+    /// A piece of `bytes` came in on this rail `ns` nanoseconds after it was asked for: `bw`
+    /// takes the rate seen (the first time), then moves halfway to each new one.
+    pub fn learn(&mut self, bytes: usize, ns: u64) {
+        if bytes < LEARN_MIN || ns == 0 {
             return;
         }
-        let (b, t) = (self.busy_bytes, now.saturating_sub(self.busy_since));
-        self.busy_bytes = 0;
-        if b >= LEARN_MIN && t > 0 {
-            // bytes per µs = MB/s.
-            let rate = b as f64 * 1000.0 / t as f64;
-            self.bw = if self.samples == 0 {
-                rate
-            } else {
-                (self.bw + rate) / 2.0
-            };
-            self.samples += 1;
-            tracing::debug!(rail = self.name, mbps = self.bw as u64, "rail bandwidth");
-        }
+        // bytes per µs = MB/s.
+        let rate = bytes as f64 * 1000.0 / ns as f64;
+        self.bw = if self.samples == 0 {
+            rate
+        } else {
+            (self.bw + rate) / 2.0
+        };
+        self.samples += 1;
+        tracing::debug!(rail = self.name, mbps = self.bw as u64, "rail bandwidth");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bandwidth_is_learned_from_large_pieces() {
+        let caps = madmpi_transports::Caps {
+            name: "t",
+            latency_ns: 1,
+            bandwidth_mbps: 1000,
+            max_packet: 1 << 16,
+            eager_threshold: 1024,
+            max_iov: 8,
+            can_get: false,
+            preference: 1,
+            aggreg_max: 1 << 16,
+            solo_min: usize::MAX,
+            registers_memory: false,
+        };
+        let mut r = Rail::new(0, &caps);
+        r.learn(1000, 1);
+        assert_eq!((r.bw, r.samples), (1000.0, 0), "too small to teach");
+        // 1 MiB in 10 ms: ~105 MB/s.
+        r.learn(1 << 20, 10_000_000);
+        assert_eq!(r.samples, 1);
+        assert!((r.bw - 104.8576).abs() < 0.01, "{}", r.bw);
+        r.learn(1 << 20, 5_000_000);
+        assert!(
+            (r.bw - (104.8576 + 209.7152) / 2.0).abs() < 0.01,
+            "{}",
+            r.bw
+        );
     }
 }

@@ -127,7 +127,7 @@ impl Net {
             let q = &st.gates[j as usize].rails[r].out;
             let pkt = drive::with_packet(q, &[], 1, 64, concat);
             self.data_bytes += q.front().map_or(0, |c| c.len);
-            st.sent_pinned(j, r, 0);
+            st.sent_pinned(j, r);
             (pkt, r)
         } else {
             st.gates[j as usize].queued = false;
@@ -179,6 +179,8 @@ impl Net {
                     .unwrap()
                     .pop_front()
                     .unwrap();
+                // (The simulated rails' drivers are numbered as the rails.)
+                self.ranks[to as usize].polling = rail as DriverId;
                 self.ranks[to as usize].handle_packet(from, &pkt);
             }
             _ => {

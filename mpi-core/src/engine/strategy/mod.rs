@@ -92,9 +92,10 @@ pub(crate) trait PacketStrategy: Send {
     /// numbers).
     fn try_and_commit(&self, g: &Gate, busy: u32) -> Commit;
 
-    /// How the sender cuts the data `from..len` of a rendezvous the receiver asked for
-    /// (`rdv_accept`, on the Cts): pieces pushed on their rails. The default sends it all on
-    /// the first rail.
+    /// How the data `from..len` of a rendezvous from `g`'s peer is cut over the rails
+    /// (`rdv_accept`, on the receiving side, as in NewMadeleine: the receiver knows the rates
+    /// the rails deliver at): pieces, each asked for on its rail by a Cts of its own and pushed
+    /// by the sender. The default asks for it all on the first rail.
     fn rdv_accept(&self, g: &Gate, from: usize, len: usize, out: &mut Vec<Piece>) {
         let _ = g;
         out.push(Piece {
@@ -106,7 +107,7 @@ pub(crate) trait PacketStrategy: Send {
 
     /// Whether the receiver should ask for the data of a rendezvous from this gate's peer to
     /// be pushed (Cts) even when it could pull it from the first rail: a strategy that spreads
-    /// data over several rails needs the sender to cut it.
+    /// data over several rails asks for pieces on each.
     fn push_rendezvous(&self, g: &Gate) -> bool {
         let _ = g;
         false

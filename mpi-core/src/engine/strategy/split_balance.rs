@@ -1,12 +1,12 @@
 //! `split_balance`: small messages and control chunks on the first rail (the lowest latency,
 //! one chunk per packet as under `default`); the data of a rendezvous cut over every live rail
-//! that reaches the peer, in proportion to the rails' bandwidth as the engine measures it
-//! ([`Rail::bw`](crate::engine::rails::Rail::bw): the caps' figure until transfers on the rail
-//! have been timed). A message too small to be worth cutting
+//! that reaches the peer, in proportion to the rails' bandwidth as this process measures it
+//! receiving ([`Rail::bw`](crate::engine::rails::Rail::bw): the caps' figure until pieces on
+//! the rail have been timed). A message too small to be worth cutting
 //! (`MADMPI_SPLIT_BALANCE_MIN` per rail, default 64 KiB) goes whole on the fastest rail.
 //!
-//! Receivers ask a gate with several rails to push its rendezvous data (Cts), since only the
-//! sender cuts it.
+//! The receiver cuts (it asks for each piece on its rail with a Cts of its own), so it asks a
+//! gate with several rails for pushed data even where it could pull it from the first rail.
 
 use super::{live, one_chunk, Commit, PacketStrategy, Piece};
 use crate::engine::Gate;
