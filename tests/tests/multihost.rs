@@ -109,18 +109,10 @@ impl Hosts {
         };
         // From here on, failures are test failures; Drop undoes what was done.
         ip_ok(&["netns", "add", &h.ns[1]]);
-        ip_ok(&[
-            "link", "add", &h.veth[0], "type", "veth", "peer", "name", &h.veth[1],
-        ]);
-        for (i, addr) in ["10.77.0.1/24", "10.77.0.2/24"].into_iter().enumerate() {
-            let ns = h.ns[i].clone();
-            ip_ok(&["link", "set", &h.veth[i], "netns", &ns]);
-            ip_ok(&["-n", &ns, "link", "set", &h.veth[i], "name", "mh0"]);
-            ip_ok(&["-n", &ns, "addr", "add", addr, "dev", "mh0"]);
-            ip_ok(&["-n", &ns, "link", "set", "mh0", "up"]);
-            ip_ok(&["-n", &ns, "link", "set", "lo", "up"]);
+        h.link("mh0", 77);
+        for ns in &h.ns {
+            ip_ok(&["-n", ns, "link", "set", "lo", "up"]);
         }
-        h.veth = [String::new(), String::new()];
         std::fs::create_dir_all(&h.dir).expect("temp dir");
         for (path, via) in [(&h.rsh, ""), (&h.ssh, FAKE_SSH)] {
             let script = format!(
@@ -141,6 +133,53 @@ impl Hosts {
         Ok(h)
     }
 
+    /// A veth between the hosts, named `dev` on both, with addresses 10.`net`.0.1/24 (host a)
+    /// and 10.`net`.0.2/24 (host b): one more network between them.
+    fn link(&mut self, dev: &str, net: u8) {
+        ip_ok(&[
+            "link",
+            "add",
+            &self.veth[0],
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &self.veth[1],
+        ]);
+        for i in 0..2 {
+            let (ns, addr) = (self.ns[i].clone(), format!("10.{net}.0.{}/24", i + 1));
+            ip_ok(&["link", "set", &self.veth[i], "netns", &ns]);
+            ip_ok(&["-n", &ns, "link", "set", &self.veth[i], "name", dev]);
+            ip_ok(&["-n", &ns, "addr", "add", &addr, "dev", dev]);
+            ip_ok(&["-n", &ns, "link", "set", dev, "up"]);
+        }
+    }
+
+    /// Limit what host a sends on `dev` to `rate` (tc's token bucket, e.g. `80mbit`).
+    fn shape(&self, dev: &str, rate: &str) {
+        let o = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.ns[0],
+                "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                dev,
+            ])
+            .args([
+                "root", "tbf", "rate", rate, "burst", "64kb", "latency", "2s",
+            ])
+            .output()
+            .expect("run tc");
+        assert!(
+            o.status.success(),
+            "tc on {dev}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
     /// `mpirun` started in host a, with our remote-start command.
     fn mpirun(&self, args: &[&str]) -> Command {
         self.mpirun_via(&self.rsh, args)
@@ -156,14 +195,14 @@ impl Hosts {
 
     /// Bytes received by host `i`'s end of the veth.
     fn rx_bytes(&self, i: usize) -> u64 {
+        self.rx_bytes_of(i, "mh0")
+    }
+
+    /// Bytes received by host `i`'s end of the veth `dev`.
+    fn rx_bytes_of(&self, i: usize, dev: &str) -> u64 {
         let o = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.ns[i],
-                "cat",
-                "/sys/class/net/mh0/statistics/rx_bytes",
-            ])
+            .args(["netns", "exec", &self.ns[i], "cat"])
+            .arg(format!("/sys/class/net/{dev}/statistics/rx_bytes"))
             .output()
             .expect("read rx_bytes");
         String::from_utf8_lossy(&o.stdout)
@@ -620,4 +659,106 @@ fn ssh_like_remote_start_ends_ranks_through_the_lifeline() {
         }
         assert!(h.pids(1).is_empty(), "{what}: processes left on host b");
     }
+}
+
+/// Runs `stream.c` (rank 0 on host a streaming to rank 1 on host b, `args`) with `env`;
+/// returns the bandwidth it printed and the bytes that came into host b on `mh0` and `mh1`.
+fn stream(h: &Hosts, args: &[&str], env: &[&str]) -> (f64, u64, u64) {
+    let exe = program("tests/c/rails/stream.c");
+    let before = (h.rx_bytes_of(1, "mh0"), h.rx_bytes_of(1, "mh1"));
+    let mut a: Vec<&str> = vec!["--host", "nodea,nodeb", "-n", "2"];
+    for e in env {
+        a.extend(["-x", e]);
+    }
+    a.push(exe.to_str().expect("utf-8 path"));
+    a.extend(args);
+    let o = run(h.mpirun(&a));
+    assert_eq!(o.code, Some(0), "stream {env:?}: {}", o.dump());
+    assert!(o.stdout.contains("OK stream"), "{}", o.dump());
+    let mbps: f64 = o
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("stream: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no bandwidth line: {}", o.dump()));
+    let rx = (
+        h.rx_bytes_of(1, "mh0") - before.0,
+        h.rx_bytes_of(1, "mh1") - before.1,
+    );
+    println!(
+        "stream {env:?}: {mbps:.2} MB/s, into host b: mh0 {} mh1 {}",
+        rx.0, rx.1
+    );
+    (mbps, rx.0, rx.1)
+}
+
+/// Two networks between two hosts (two veths, each shaped to 80 Mbit/s by tc): one TCP rail
+/// per interface (`MADMPI_TCP_IF=mh0,mh1`). `split_balance` cuts each large message over both
+/// and streams at least 1.7× what one rail gives; `aggreg` and `default` run the traffic
+/// program (wildcards, every byte checked) over the two rails. The links being the bottleneck
+/// (10 MB/s each), the ratio does not depend on how busy this machine is.
+#[test]
+fn two_tcp_rails_over_two_networks() {
+    let _one = serial();
+    let Some(mut h) = hosts_or_skip("two_tcp_rails_over_two_networks") else {
+        return;
+    };
+    h.link("mh1", 78);
+    h.shape("mh0", "80mbit");
+    h.shape("mh1", "80mbit");
+    let args = ["8", "2097152", "2"];
+    let (one, _, _) = stream(
+        &h,
+        &args,
+        &["MADMPI_TCP_IF=mh0", "MADMPI_STRATEGY=split_balance"],
+    );
+    let (two, rx0, rx1) = stream(
+        &h,
+        &args,
+        &["MADMPI_TCP_IF=mh0,mh1", "MADMPI_STRATEGY=split_balance"],
+    );
+    assert!(
+        two >= 1.7 * one,
+        "two rails {two:.2} MB/s, one rail {one:.2} MB/s: less than 1.7x"
+    );
+    let share = rx0 as f64 / (rx0 + rx1) as f64;
+    assert!(
+        (0.35..=0.65).contains(&share),
+        "equal rails carry about half each: mh0 {rx0} mh1 {rx1}"
+    );
+    for strategy in ["aggreg", "default"] {
+        let env = format!("MADMPI_STRATEGY={strategy}");
+        example(
+            &h,
+            "nodea:2,nodeb:2",
+            "tests/c/faults/traffic.c",
+            &["100"],
+            "OK traffic",
+            &["MADMPI_TCP_IF=mh0,mh1", &env],
+        );
+    }
+}
+
+/// Rails of different rates (120 and 40 Mbit/s): the receiver learns them from the pieces it
+/// receives and asks for about three quarters of each message on the faster one.
+#[test]
+fn split_follows_the_measured_rates() {
+    let _one = serial();
+    let Some(mut h) = hosts_or_skip("split_follows_the_measured_rates") else {
+        return;
+    };
+    h.link("mh1", 78);
+    h.shape("mh0", "120mbit");
+    h.shape("mh1", "40mbit");
+    let (_, rx0, rx1) = stream(
+        &h,
+        &["10", "2097152", "1"],
+        &["MADMPI_TCP_IF=mh0,mh1", "MADMPI_STRATEGY=split_balance"],
+    );
+    let share = rx0 as f64 / (rx0 + rx1) as f64;
+    assert!(
+        (0.65..=0.85).contains(&share),
+        "the 3:1 rails should carry about 3/4 and 1/4: mh0 {rx0} mh1 {rx1} ({share:.2})"
+    );
 }
