@@ -1321,7 +1321,7 @@ pub fn exit_status_byte(code: i32) -> i32 {
 /// Removes `/dev/shm/madmpi-<kvsname>*`: the library names its segments so, and a rank killed
 /// mid-job cannot unlink them itself.
 pub fn remove_shm_leftovers(kvsname: &str) {
-    let prefix = format!("madmpi-{kvsname}");
+    let prefix = madmpi_pmi::shm_prefix(kvsname);
     let Ok(dir) = std::fs::read_dir("/dev/shm") else {
         return;
     };

@@ -45,7 +45,7 @@ pub(crate) fn singleton() -> Result<Drivers> {
         me: 0,
         n: 1,
         local: &[0],
-        kvsname: "singleton",
+        shm_prefix: "madmpi-singleton",
         multi_host: false,
         secret: None,
     };
@@ -101,12 +101,12 @@ pub(crate) fn start(p: &mut Client, me: u32, n: u32, host: &str, local: &[u32]) 
     let names: Vec<&str> = plan.iter().map(|(n, _)| *n).collect();
     tracing::debug!(%host, ?local, drivers = ?names, ?rails, "transports");
 
-    let kvsname = p.kvsname().to_owned();
+    let prefix = madmpi_pmi::shm_prefix(p.kvsname());
     let mut job = Job {
         me,
         n,
         local,
-        kvsname: &kvsname,
+        shm_prefix: &prefix,
         multi_host: local.len() < n as usize,
         secret: None,
     };

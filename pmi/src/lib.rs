@@ -21,6 +21,13 @@ mod sys;
 pub mod wire;
 
 pub use client::{Client, Error};
+
+/// Every shared-memory object the library creates for job `kvsname` is named
+/// `/dev/shm/<this>`… (its node segment, its collectives' areas), so that the launcher can
+/// remove what a rank killed mid-job left behind.
+pub fn shm_prefix(kvsname: &str) -> String {
+    format!("madmpi-{kvsname}")
+}
 pub use command::{parse_line, Command};
 pub use mapping::{MappingError, ProcessMapping};
 pub use server::{ConnId, Event, Maxes, Server, ServerConfig};

@@ -103,18 +103,18 @@ pub struct Job<'a> {
     pub n: u32,
     /// The ranks of this node (this one included), in rank order: the first is the leader.
     pub local: &'a [u32],
-    /// The launcher's name of the job (unique among running jobs).
-    pub kvsname: &'a str,
+    /// The prefix of the names of the job's shared-memory objects (unique among running jobs;
+    /// the launcher removes `/dev/shm/<prefix>*` after a failure).
+    pub shm_prefix: &'a str,
     /// The job spans several hosts (a network driver must listen where others reach it).
     pub multi_host: bool,
     /// The job's secret, for drivers that authenticate connections.
     pub secret: Option<[u8; 32]>,
 }
 
-/// The name of the node segment of a job (`/dev/shm` entry): the launcher removes every
-/// `/dev/shm/madmpi-<kvsname>*` after a failure, so the name must keep that prefix.
-pub fn segment_name(kvsname: &str, leader: u32) -> String {
-    format!("/madmpi-{kvsname}-{leader}")
+/// The name of the node segment of a job whose shared-memory objects start with `prefix`.
+pub fn segment_name(prefix: &str, leader: u32) -> String {
+    format!("/{prefix}-{leader}")
 }
 
 /// A driver between start-up phases (see the [module documentation](self)).
@@ -185,7 +185,7 @@ pub fn start(name: &str, index: usize, job: &Job<'_>) -> Result<Starting> {
         "self" => Starting::Loop,
         "shm" => {
             let cfg = ShmConfig::from_env()?;
-            let name = segment_name(job.kvsname, job.local[0]);
+            let name = segment_name(job.shm_prefix, job.local[0]);
             let seg = if job.local[0] == job.me {
                 Some(ShmSegment::create(&name, job.local.len(), &cfg)?)
             } else {
@@ -502,7 +502,7 @@ mod tests {
                 me: 0,
                 n: 1,
                 local: &[0],
-                kvsname: "registry-test",
+                shm_prefix: "madmpi-registry-test",
                 multi_host: false,
                 secret: Some([7; 32]),
             };
