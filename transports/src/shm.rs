@@ -109,6 +109,8 @@ use std::time::{Duration, Instant};
 use crate::sys::{self, Mmap, IOV_MAX};
 use crate::{Caps, Error, PeerId, RemoteRegion, Result, SendOutcome, Transport};
 
+#[cfg(test)]
+mod fuzz;
 mod split;
 pub use split::{take_chunk, SplitCopy, SplitJob, MAX_SPLIT_CHUNKS};
 
