@@ -73,9 +73,7 @@ const WORDS: &[&str] = &[
 
 fn ident(rng: &mut Rng) -> String {
     let n = 1 + rng.below(8);
-    (0..n)
-        .map(|_| *rng.pick(&[b'a', b'z', b'_', b'-', b'0', b'9', b'.']) as char)
-        .collect()
+    (0..n).map(|_| *rng.pick(b"az_-09.") as char).collect()
 }
 
 /// A value: printable text with spaces, backslashes, `=`, tabs and UTF-8.
@@ -111,7 +109,8 @@ fn random_message(rng: &mut Rng) -> Message {
 fn grammar_line(rng: &mut Rng) -> Vec<u8> {
     let mut s = String::new();
     for _ in 0..rng.below(20) {
-        s.push_str(*rng.pick(WORDS));
+        let w = WORDS[rng.below(WORDS.len())];
+        s.push_str(w);
     }
     s.into_bytes()
 }
