@@ -7,6 +7,7 @@
 #   make install PREFIX=dir       installs bin/ (mpicc, mpicxx, mpirun, mpiexec), lib/, include/
 #   make uninstall PREFIX=dir     removes exactly what install put there
 #   make run | test | bench       see the placeholders at the end
+#   make check-memory             C test programs under valgrind (not part of make test)
 #
 # Variables: PREFIX (default /usr/local), DESTDIR (staging root for packagers), CARGO,
 # CARGO_FLAGS (extra `cargo build` flags, e.g. `-p madmpi-launcher` to build one crate),
@@ -38,7 +39,7 @@ HEADERS = $(notdir $(wildcard include/*.h))
 
 INST := $(DESTDIR)$(abspath $(PREFIX))
 
-.PHONY: all cargo-build build-tree install uninstall clean run test bench deps
+.PHONY: all cargo-build build-tree install uninstall clean run test bench deps check-memory
 
 all: build-tree
 
@@ -113,6 +114,13 @@ test: deps
 	$(MAKE) --no-print-directory all
 	$(MAKE) --no-print-directory -C examples-c MPICC=$(CURDIR)/bin/mpicc CFLAGS="-O2 -Wall -Wextra -Werror"
 	$(CARGO) test --workspace --no-fail-fast
+
+# make check-memory: C test programs and the C examples under valgrind, every rank
+# (scripts/check-memory.sh: installs valgrind if missing; CHECK_NP=2 ranks, PROGS="p2p/basic ..."
+# to choose the programs).
+# Not part of `make test`: it takes minutes.
+check-memory: all
+	@NP=$(or $(CHECK_NP),2) sh scripts/check-memory.sh
 
 deps:
 	@sh scripts/install-deps.sh

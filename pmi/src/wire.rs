@@ -351,7 +351,8 @@ fn parse_mcmd(text: &str) -> Result<Message, ParseError> {
             }
             msg.cmd = unescape(v);
         } else {
-            msg.args.push((k.to_owned(), Some(unescape(v))));
+            // `encode` escapes keys (a space or a backslash in one), in blocks too.
+            msg.args.push((unescape(k), Some(unescape(v))));
         }
     }
     if !ended {
@@ -381,7 +382,11 @@ pub enum Frame {
 #[derive(Debug)]
 pub struct LineFramer {
     buf: Vec<u8>,
-    /// Bytes of `buf` already searched for a terminator.
+    /// Bytes at the front of `buf` already returned as frames. They are dropped when more
+    /// bytes come, not frame by frame: removing each frame from the front would move the rest
+    /// every time, and a read full of short lines would cost its length squared.
+    start: usize,
+    /// Bytes of `buf` already searched for a terminator (from its beginning, `start` included).
     scanned: usize,
     limit: usize,
     /// Dropping bytes up to the next newline; counts them.
@@ -401,6 +406,7 @@ impl LineFramer {
     pub fn new(limit: usize) -> LineFramer {
         LineFramer {
             buf: Vec::new(),
+            start: 0,
             scanned: 0,
             limit: limit.max(16),
             discarding: None,
@@ -410,7 +416,7 @@ impl LineFramer {
 
     /// Bytes received and not yet returned as frames.
     pub fn pending(&self) -> usize {
-        self.buf.len()
+        self.buf.len() - self.start
     }
 
     /// Input: bytes read from the peer.
@@ -428,6 +434,11 @@ impl LineFramer {
                 }
             }
         }
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
         self.buf.extend_from_slice(data);
     }
 
@@ -436,7 +447,8 @@ impl LineFramer {
         if let Some(len) = self.report.take() {
             return Some(Frame::Overlong { len });
         }
-        let is_mcmd = self.buf.starts_with(b"mcmd=");
+        let start = self.start;
+        let is_mcmd = self.buf[start..].starts_with(b"mcmd=");
         while let Some(off) = self
             .buf
             .get(self.scanned..)
@@ -446,15 +458,20 @@ impl LineFramer {
             self.scanned = nl + 1;
             let end_of_frame = !is_mcmd || {
                 // The block ends at the line `endcmd`.
-                let line_start = self.buf[..nl]
+                let line_start = self.buf[start..nl]
                     .iter()
                     .rposition(|&b| b == b'\n')
-                    .map_or(0, |p| p + 1);
+                    .map_or(start, |p| start + p + 1);
                 strip_eol(&self.buf[line_start..=nl]) == b"endcmd"
             };
             if end_of_frame {
-                let frame: Vec<u8> = self.buf.drain(..=nl).collect();
-                self.scanned = 0;
+                let frame = self.buf[start..=nl].to_vec();
+                self.start = nl + 1;
+                if self.start == self.buf.len() {
+                    self.buf.clear();
+                    self.start = 0;
+                }
+                self.scanned = self.start;
                 let frame = if is_mcmd {
                     frame
                 } else {
@@ -464,9 +481,10 @@ impl LineFramer {
             }
         }
         self.scanned = self.buf.len();
-        if self.buf.len() > self.limit {
-            let dropped = self.buf.len();
+        if self.pending() > self.limit {
+            let dropped = self.pending();
             self.buf.clear();
+            self.start = 0;
             self.scanned = 0;
             if is_mcmd {
                 // A block spans lines: what was buffered goes, and that is all we can say.
@@ -613,6 +631,49 @@ pub(crate) mod tests {
         assert_eq!(f.poll_frame(), Some(Frame::Overlong { len: 143 }));
         assert_eq!(f.poll_frame(), Some(Frame::Data(b"cmd=ok".to_vec())));
         assert_eq!(f.poll_frame(), None);
+    }
+
+    /// Found by fuzzing (pmi/tests/fuzz_pmi.rs): each frame was drained from the front of the
+    /// buffer, moving the rest, so one read full of empty lines cost its length squared (1 MiB
+    /// of newlines: 42 s in a debug build).
+    #[test]
+    fn framer_work_is_linear_in_short_lines() {
+        let mut f = LineFramer::default();
+        let t = std::time::Instant::now();
+        f.handle_bytes(&vec![b'\n'; 1 << 20]);
+        let mut n = 0;
+        while let Some(fr) = f.poll_frame() {
+            assert_eq!(fr, Frame::Data(Vec::new()));
+            n += 1;
+        }
+        assert_eq!((n, f.pending()), (1 << 20, 0));
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            t.elapsed()
+        );
+        // Frames returned, then a partial line kept across reads.
+        f.handle_bytes(b"cmd=a\ncmd=b\ncmd=");
+        assert_eq!(f.poll_frame(), Some(Frame::Data(b"cmd=a".to_vec())));
+        assert_eq!(f.poll_frame(), Some(Frame::Data(b"cmd=b".to_vec())));
+        assert_eq!((f.poll_frame(), f.pending()), (None, 4));
+        f.handle_bytes(b"c\nmcmd=spawn\nendcmd\n");
+        assert_eq!(f.poll_frame(), Some(Frame::Data(b"cmd=c".to_vec())));
+        assert_eq!(
+            f.poll_frame(),
+            Some(Frame::Data(b"mcmd=spawn\nendcmd\n".to_vec()))
+        );
+        assert_eq!((f.poll_frame(), f.pending()), (None, 0));
+    }
+
+    /// Found by fuzzing: `encode` escapes the keys of an `mcmd` block (`a b` as `a\ b`), but
+    /// the block parser kept the backslashes, so a block did not decode to what was encoded.
+    #[test]
+    fn mcmd_keys_round_trip() {
+        let mut m = Message::new("spawn");
+        m.mcmd = true;
+        m.args.push(("info key\\x".into(), Some("v a\\l".into())));
+        assert_eq!(parse_message(&m.encode()), Ok(m));
     }
 
     /// A small deterministic generator, so the property tests need no extra crate.

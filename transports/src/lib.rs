@@ -71,6 +71,13 @@ pub use shm::{SplitCopy, SplitJob};
 
 #[cfg(test)]
 mod conformance;
+/// The fuzz tests' generator and allocation meter (`fuzz/kit.rs`, shared by the crates).
+#[cfg(test)]
+#[path = "../../fuzz/kit.rs"]
+mod fuzzkit;
+#[cfg(test)]
+#[global_allocator]
+static METER: fuzzkit::Meter = fuzzkit::Meter;
 
 /// A peer, identified by its rank in the job (`MPI_COMM_WORLD` rank).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

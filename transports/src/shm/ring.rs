@@ -456,3 +456,7 @@ mod tests {
         assert_eq!(pop(&mut r), vec![b"second".to_vec()]);
     }
 }
+
+#[cfg(test)]
+#[path = "fuzz.rs"]
+mod fuzz;

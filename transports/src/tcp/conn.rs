@@ -289,6 +289,37 @@ impl RxPool {
     }
 }
 
+/// What a valid frame header announces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FrameHead {
+    /// A packet of this many bytes follows.
+    Packet(usize),
+    /// The peer is closing.
+    Bye,
+}
+
+/// Decode a frame header (no state: `parse` acts on the answer); the error says what is wrong
+/// with it. A packet longer than `max_packet` is an error, so that no buffer is ever sized by a
+/// length the peer made up.
+pub(crate) fn decode_frame_header(
+    h: &[u8; FRAME_HDR],
+    max_packet: usize,
+) -> std::result::Result<FrameHead, String> {
+    if h[0] != FRAME_MAGIC || h[1] != handshake::VERSION as u8 || h[3] != 0 {
+        return Err(format!("malformed frame header {:02x?}", &h[..4]));
+    }
+    let kind = h[2];
+    let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
+    match kind {
+        KIND_BYE if len == 0 => Ok(FrameHead::Bye),
+        KIND_PACKET if len <= max_packet => Ok(FrameHead::Packet(len)),
+        KIND_PACKET => Err(format!(
+            "frame of {len} bytes exceeds max_packet {max_packet}"
+        )),
+        _ => Err(format!("unknown frame kind {kind} (length {len})")),
+    }
+}
+
 /// Encode a frame header.
 #[inline]
 pub(super) fn frame_header(kind: u8, len: usize) -> [u8; FRAME_HDR] {
@@ -565,33 +596,17 @@ fn parse(
             c.rx_reserve(FRAME_HDR, pool);
             break;
         }
-        let h = &c.rx[c.rx_start..c.rx_start + FRAME_HDR];
-        if h[0] != FRAME_MAGIC || h[1] != handshake::VERSION as u8 || h[3] != 0 {
-            return Err(Fail::Bad(format!(
-                "malformed frame header {:02x?}",
-                &h[..4]
-            )));
-        }
-        let kind = h[2];
-        let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
-        match kind {
-            KIND_BYE if len == 0 => {
+        let h = c.rx[c.rx_start..c.rx_start + FRAME_HDR]
+            .try_into()
+            .expect("FRAME_HDR bytes");
+        let len = match decode_frame_header(h, max_packet).map_err(Fail::Bad)? {
+            FrameHead::Bye => {
                 c.rx_start += FRAME_HDR;
                 c.bye = true;
                 continue;
             }
-            KIND_PACKET if len <= max_packet => {}
-            KIND_PACKET => {
-                return Err(Fail::Bad(format!(
-                    "frame of {len} bytes exceeds max_packet {max_packet}"
-                )))
-            }
-            _ => {
-                return Err(Fail::Bad(format!(
-                    "unknown frame kind {kind} (length {len})"
-                )))
-            }
-        }
+            FrameHead::Packet(len) => len,
+        };
         if c.bye {
             return Err(Fail::Bad("packet after goodbye".into()));
         }
@@ -660,3 +675,7 @@ fn parse(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "fuzz.rs"]
+mod fuzz;
