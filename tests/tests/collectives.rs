@@ -156,3 +156,11 @@ fn errors_leave_no_state_behind() {
 fn constructors_with_undefined_and_empty_groups() {
     ok_sizes("nullcomm", &[2, 3, 4, 5]);
 }
+
+/// Intercommunicator collectives with what may differ between the groups (alltoall,
+/// allgather and alltoallv counts) and with garbage in the arguments that are not significant
+/// (MPI_PROC_NULL processes, the root's send or receive side), blocking and non-blocking.
+#[test]
+fn intercommunicator_significant_arguments() {
+    ok_sizes("intersig", &[2, 3, 4, 5]);
+}

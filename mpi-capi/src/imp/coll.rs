@@ -757,6 +757,28 @@ fn reduce_impl(
     };
     issue(comm, req, mode, &call, |c| {
         let ro = role(c, root)?;
+        if ro == Role::InterIdle {
+            // MPI_PROC_NULL on an intercommunicator: no buffer, count, datatype or operation
+            // is significant (they may be garbage, or an operation the datatype does not
+            // have): checking them would fail here alone while the others go on.
+            let byte = Datatype::basic(Basic::Byte);
+            let o = madmpi::Op::Builtin(madmpi::BuiltinOp::Bor);
+            let (np, rb) = (std::ptr::null(), std::ptr::null_mut());
+            // SAFETY: nothing is read or written.
+            return unsafe {
+                match mode {
+                    Mode::Persistent => {
+                        madmpi::reduce_init(Input::Buf(np), rb, 0, &byte, &o, root, c).map(Some)
+                    }
+                    Mode::Nonblocking => {
+                        madmpi::ireduce(Input::Buf(np), rb, 0, &byte, &o, root, c).map(Some)
+                    }
+                    Mode::Blocking => {
+                        madmpi::reduce(Input::Buf(np), rb, 0, &byte, &o, root, c).map(|()| None)
+                    }
+                }
+            };
+        }
         let n = count_arg(count)?;
         let d = handles::datatype(dt)?;
         let o = core_op(op, dt, &d)?;

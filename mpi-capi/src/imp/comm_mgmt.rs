@@ -383,11 +383,16 @@ pub unsafe fn MPI_Comm_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     let r = (|| {
-        handles::comm(comm)?;
         let len = out(resultlen, "resultlen")?;
         if comm_name.is_null() {
             return fail(ErrorClass::Arg, "invalid argument: comm_name is NULL");
         }
+        // MPI-4.1: the null handle has a name too.
+        if comm == MPI_COMM_NULL {
+            *len = copy_cstr("MPI_COMM_NULL", comm_name, MPI_MAX_OBJECT_NAME as usize);
+            return Ok(());
+        }
+        handles::comm(comm)?;
         let name = META
             .lock()
             .names

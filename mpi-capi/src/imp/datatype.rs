@@ -23,7 +23,7 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
 
 use madmpi::{Datatype, ErrorClass};
-use madmpi_datatypes::{Distribution, Order, TypeClass};
+use madmpi_datatypes::{Basic, Distribution, Order, TypeClass};
 use parking_lot::{const_mutex, Mutex};
 
 use super::common::*;
@@ -1214,7 +1214,12 @@ pub unsafe fn MPI_Type_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     let r = (|| {
-        let name = query(datatype, |d| d.name())?;
+        // MPI-4.1: the null handle has a name too.
+        let name = if datatype == MPI_DATATYPE_NULL {
+            "MPI_DATATYPE_NULL".to_string()
+        } else {
+            query(datatype, |d| d.name())?
+        };
         if type_name.is_null() {
             return fail(ErrorClass::Arg, "invalid argument: type_name is NULL");
         }
@@ -1299,6 +1304,10 @@ pub unsafe fn MPI_Type_get_value_index(
         let o = out(pair_type, "pair_type")?;
         let v = old_type(value_type)?;
         let i = old_type(index_type)?;
+        if !value_index_defined(&v, &i) {
+            *o = MPI_DATATYPE_NULL;
+            return Ok(());
+        }
         let t = Datatype::value_index(&v, &i)?;
         if t.as_basic().is_none() {
             // Ready for the MINLOC/MAXLOC reductions it is made for, like the predefined pairs.
@@ -1308,6 +1317,23 @@ pub unsafe fn MPI_Type_get_value_index(
         Ok(())
     })();
     finish_self("MPI_Type_get_value_index", r)
+}
+
+/// Whether MPI_Type_get_value_index has a pair type for `v` and `i`: a predefined pair (the
+/// Fortran ones included), or a predefined value type MPI_MINLOC orders (an integer or a
+/// floating-point type) with a predefined integer index type; anything else gives
+/// MPI_DATATYPE_NULL (MPI-4.1 6.9.4; MPI_CHAR is a character, not an integer, type).
+fn value_index_defined(v: &Datatype, i: &Datatype) -> bool {
+    use madmpi::BuiltinOp;
+    let (Some(vb), Some(ib)) = (v.as_basic(), i.as_basic()) else {
+        return false;
+    };
+    if Basic::value_index(vb, ib).is_some() {
+        return true;
+    }
+    let value = BuiltinOp::Min.supports(vb) && vb != Basic::Char;
+    let index = BuiltinOp::Band.supports(ib) && !matches!(ib, Basic::Byte | Basic::Char);
+    value && index
 }
 
 // ------------------------------------------------------------------------------------ addresses

@@ -118,9 +118,9 @@ fn out_e<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, E> {
     out(p, what).map_err(code)
 }
 
+/// (Like every info function, callable before MPI_Init and after MPI_Finalize: MPI-4.0.)
 pub unsafe fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
     let r = (|| {
-        running().map_err(code)?;
         let o = out_e(info, "info")?;
         *o = new_info(Vec::new()).map_err(code)?;
         Ok(())

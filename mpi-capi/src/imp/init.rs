@@ -102,6 +102,51 @@ pub unsafe fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_
     finish_self("MPI_Get_version", r)
 }
 
+// ------------------------------------------------------------------------------------ ABI queries
+// MPI-5.0: callable at any time, before MPI_Init and after MPI_Finalize included.
+
+pub unsafe fn MPI_Abi_get_version(abi_major: *mut c_int, abi_minor: *mut c_int) -> c_int {
+    let r = (|| {
+        let (v, s) = (out(abi_major, "abi_major")?, out(abi_minor, "abi_minor")?);
+        *v = MPI_ABI_VERSION;
+        *s = MPI_ABI_SUBVERSION;
+        Ok(())
+    })();
+    finish_self("MPI_Abi_get_version", r)
+}
+
+/// MPI_Abi_get_info: a new info object (the caller frees it) with the sizes of the integer
+/// types the ABI leaves to the platform, in bytes.
+pub unsafe fn MPI_Abi_get_info(info: *mut MPI_Info) -> c_int {
+    let r = (|| {
+        let o = out(info, "info")?;
+        let size = |n: usize| n.to_string();
+        *o = super::info::new_info(vec![
+            (
+                "mpi_aint_size".into(),
+                size(std::mem::size_of::<MPI_Aint>()),
+            ),
+            (
+                "mpi_count_size".into(),
+                size(std::mem::size_of::<MPI_Count>()),
+            ),
+            (
+                "mpi_offset_size".into(),
+                size(std::mem::size_of::<MPI_Offset>()),
+            ),
+        ])?;
+        Ok(())
+    })();
+    finish_self("MPI_Abi_get_info", r)
+}
+
+/// MPI_Abi_get_fortran_info: madmpi has no Fortran bindings, so there is no Fortran ABI to
+/// describe: MPI_INFO_NULL (as MPICH built without Fortran).
+pub unsafe fn MPI_Abi_get_fortran_info(info: *mut MPI_Info) -> c_int {
+    let r = out(info, "info").map(|o| *o = MPI_INFO_NULL);
+    finish_self("MPI_Abi_get_fortran_info", r)
+}
+
 /// The library version string.
 pub(crate) fn library_version() -> String {
     format!(

@@ -82,6 +82,15 @@ fn checked(
     check_buf(buf, n, &dt)?;
     let size = size_arg(size, size_name)?;
     let pos = size_arg(position, "position")?;
+    if pos > size {
+        // (Open MPI's class too; the generic "0 available" said nothing of why.)
+        return fail(
+            ErrorClass::Truncate,
+            format!(
+                "position {pos} is past the end of the {size}-byte packed buffer ({size_name})"
+            ),
+        );
+    }
     let needed = if external {
         dt.pack_external_size(n)?
     } else {

@@ -24,8 +24,19 @@ fn outs<'a>(p: *mut c_int, n: usize, what: &str) -> R<&'a mut [c_int]> {
 }
 
 fn weights(p: *const c_int, n: c_int, what: &str) -> R<Option<Vec<c_int>>> {
-    if std::ptr::eq(p, MPI_UNWEIGHTED) || std::ptr::eq(p, MPI_WEIGHTS_EMPTY) {
+    if std::ptr::eq(p, MPI_UNWEIGHTED) {
         return Ok(None);
+    }
+    // MPI_WEIGHTS_EMPTY: a weighted graph with no edges here (MPI_Dist_graph_neighbors_count
+    // then says weighted, as in MPICH and Open MPI).
+    if std::ptr::eq(p, MPI_WEIGHTS_EMPTY) {
+        if n > 0 {
+            return fail(
+                ErrorClass::Arg,
+                format!("MPI_WEIGHTS_EMPTY as {what} for {n} edges (it is for none)"),
+            );
+        }
+        return Ok(Some(Vec::new()));
     }
     if n > 0 && p.is_null() {
         return Ok(None);
@@ -198,9 +209,11 @@ pub unsafe fn MPI_Cart_map(
     let r = (|| {
         let c = handles::comm(comm)?;
         let d = ints(dims, ndims, "dims")?;
-        if d.iter().any(|&x| x <= 0) {
-            return fail(ErrorClass::Dims, "dimensions must be positive");
+        if d.iter().any(|&x| x < 0) {
+            return fail(ErrorClass::Dims, "dimensions must not be negative");
         }
+        // A dimension of 0 is a grid of no process: this one is not in it (MPI_UNDEFINED, as
+        // in MPICH), not an error.
         let n: i64 = d.iter().map(|&x| x as i64).product();
         let size = madmpi::comm_size(c)?;
         if n > size as i64 {

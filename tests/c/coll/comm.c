@@ -440,6 +440,11 @@ static void test_names_info(void)
     int len, flag, nk;
     MPI_OK(MPI_Comm_get_name(MPI_COMM_WORLD, name, &len));
     CHECK(strcmp(name, "MPI_COMM_WORLD") == 0 && len == 14);
+    /* MPI-4.1: the null handle has its name (MPICH before 4.2 and Open MPI 4 refuse it) */
+    if (is_madmpi()) {
+        MPI_OK(MPI_Comm_get_name(MPI_COMM_NULL, name, &len));
+        CHECKF(strcmp(name, "MPI_COMM_NULL") == 0 && len == 13, "name of MPI_COMM_NULL: %s", name);
+    }
     MPI_Comm d;
     MPI_OK(MPI_Comm_dup(MPI_COMM_SELF, &d));
     MPI_OK(MPI_Comm_set_name(d, "my communicator"));

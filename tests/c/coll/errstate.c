@@ -139,8 +139,10 @@ int main(int argc, char **argv)
             int rc = MPI_Bcast(out, me == 0 ? 8 : 4, MPI_INT, 0, c);
             if (me == 0)
                 MPI_OK(rc);
-            else
+            else if (is_madmpi())
                 CHECKF(err_class(rc) == MPI_ERR_TRUNCATE, "bcast truncation: rc %d", rc);
+            else /* (MPICH 4.2: another class where the data was forwarded) */
+                CHECKF(rc != MPI_SUCCESS, "bcast truncation unreported");
         }
         valid(c, "a truncated bcast");
         {

@@ -191,6 +191,13 @@ static void test_cart(void)
         MPI_OK(MPI_Cart_map(MPI_COMM_WORLD, 1, d1, p1, &nr));
         CHECK(nr == (me == n - 1 ? MPI_UNDEFINED : me));
     }
+    /* a grid with a dimension of 0 has no process: MPI_UNDEFINED everywhere
+     * (MPICH; Open MPI 4.1 gives 0) */
+    {
+        int d2[2] = {2, 0}, p2[2] = {0, 0}, nr = 5;
+        MPI_OK(MPI_Cart_map(MPI_COMM_WORLD, 2, d2, p2, &nr));
+        CHECKF(nr == MPI_UNDEFINED, "Cart_map of a 2x0 grid: %d", nr);
+    }
 }
 
 static void test_graph(void)
@@ -256,6 +263,19 @@ static void test_dist_graph(void)
     MPI_OK(MPI_Ineighbor_allgather(&me, 1, MPI_INT, y, 1, MPI_INT, g, &rq));
     MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
     CHECK(y[0] == s1);
+    MPI_OK(MPI_Comm_free(&g));
+
+    /* no edges, MPI_WEIGHTS_EMPTY: a weighted graph (MPICH, Open MPI) */
+    MPI_OK(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 0, NULL, MPI_WEIGHTS_EMPTY, 0, NULL,
+                                          MPI_WEIGHTS_EMPTY, MPI_INFO_NULL, 0, &g));
+    w = -1;
+    MPI_OK(MPI_Dist_graph_neighbors_count(g, &in, &out, &w));
+    CHECKF(in == 0 && out == 0 && w == 1, "MPI_WEIGHTS_EMPTY: %d %d weighted %d", in, out, w);
+    MPI_OK(MPI_Comm_free(&g));
+    MPI_OK(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 0, NULL, MPI_UNWEIGHTED, 0, NULL,
+                                          MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g));
+    MPI_OK(MPI_Dist_graph_neighbors_count(g, &in, &out, &w));
+    CHECK(in == 0 && out == 0 && w == 0);
     MPI_OK(MPI_Comm_free(&g));
 
     /* general: rank r declares the edges r -> r+1 and r -> r+2 */

@@ -31,6 +31,45 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Get_library_version(lib, &len));
     CHECK(len > 0 && len < MPI_MAX_LIBRARY_VERSION_STRING);
     CHECK((size_t)len == strlen(lib));
+    int ec = -1;
+    MPI_OK(MPI_Error_class(MPI_ERR_BUFFER, &ec));
+    CHECK(ec == MPI_ERR_BUFFER);
+    /* info objects (MPI-4.0) */
+    MPI_Info pre = MPI_INFO_NULL;
+    MPI_OK(MPI_Info_create(&pre));
+    MPI_OK(MPI_Info_set(pre, "key", "value"));
+    MPI_OK(MPI_Info_free(&pre));
+#if MPI_VERSION >= 5
+    /* the ABI queries (MPI-5.0) */
+    int am = -1, an = -1;
+    MPI_OK(MPI_Abi_get_version(&am, &an));
+    CHECKF(am == MPI_ABI_VERSION && an == MPI_ABI_SUBVERSION, "ABI %d.%d", am, an);
+    MPI_Info ai = MPI_INFO_NULL;
+    MPI_OK(MPI_Abi_get_info(&ai));
+    const struct {
+        const char *key;
+        int size;
+    } sizes[] = {{"mpi_aint_size", (int)sizeof(MPI_Aint)},
+                 {"mpi_count_size", (int)sizeof(MPI_Count)},
+                 {"mpi_offset_size", (int)sizeof(MPI_Offset)}};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        char val[MPI_MAX_INFO_VAL];
+        int vl = (int)sizeof val, found = 0;
+        MPI_OK(MPI_Info_get_string(ai, sizes[k].key, &vl, val, &found));
+        CHECKF(found && atoi(val) == sizes[k].size, "%s = %s", sizes[k].key, found ? val : "-");
+    }
+    MPI_OK(MPI_Info_free(&ai));
+    MPI_OK(MPI_Abi_get_fortran_info(&ai));
+    if (ai != MPI_INFO_NULL)
+        MPI_OK(MPI_Info_free(&ai));
+#endif
+    /* the tool interface: supported or not, it returns (never aborts; MPICH 4.2 then
+     * crashes in MPI_Init_thread) */
+    if (is_madmpi()) {
+        int tp = -1;
+        if (MPI_T_init_thread(MPI_THREAD_SINGLE, &tp) == MPI_SUCCESS)
+            MPI_OK(MPI_T_finalize());
+    }
 
     MPI_OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
     MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &t_rank));
