@@ -11,7 +11,7 @@ use std::time::Duration;
 use madmpi_tests::harness::{c_program, toolchain, Job, Outcome};
 
 fn prog(name: &str) -> std::path::PathBuf {
-    let extra: &[&str] = if name == "threads" || name == "funneled" {
+    let extra: &[&str] = if ["threads", "funneled", "latency_mt"].contains(&name) {
         &["-pthread"]
     } else {
         &[]
@@ -392,4 +392,15 @@ fn suite_mixed_shm_and_tcp() {
 fn funneled_2() {
     // MPI_THREAD_FUNNELED: a second thread's call is refused, the owner's traffic goes on.
     ok("funneled", 2);
+}
+
+/// The shape of OSU's `osu_latency_mt`: 2 ranks x 4 threads at MPI_THREAD_MULTIPLE exchange
+/// messages of every size up to 4 MiB concurrently (each thread on its own tag), every byte
+/// checked and a clean finish (times are the benchmarks' business).
+#[test]
+fn latency_mt_threads_exchange_large_messages() {
+    Job::new(&prog("latency_mt"), 2)
+        .args(&["4", "4"])
+        .run()
+        .assert_ok("latency_mt");
 }
