@@ -8,8 +8,13 @@ use std::collections::{HashMap, VecDeque};
 use madmpi_datatypes::{Basic, Datatype};
 
 use super::drive;
+use super::rails::DriverId;
+use super::recv::apply_piece_table;
 use super::*;
+use crate::error::ErrorClass;
 use crate::request::SendMode;
+use crate::request::{RecvTarget, RequestId, Status};
+use crate::wire::{Header, Kind, HDR_LEN};
 use crate::{ANY_SOURCE, ANY_TAG, COMM_WORLD};
 
 /// xorshift64*: deterministic, seedable, good enough to shuffle events.
