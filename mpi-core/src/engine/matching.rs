@@ -13,6 +13,10 @@ use crate::request::{RequestId, Status, PROC_NULL_STATUS};
 use crate::wire::{self, Header};
 use crate::{CommId, MessageId, ANY_SOURCE, ANY_TAG, PROC_NULL};
 
+/// Every context a message can name is below this (a peer's chunk naming another is
+/// malformed). The communicators' pool of context ids (`comm`) is sized from it.
+pub(crate) const CTX_LIMIT: u32 = 8192;
+
 /// A message that arrived before its receive was posted (or taken by MPI_Mprobe).
 pub(crate) struct Unexpected {
     pub(super) src: i32,
@@ -94,7 +98,7 @@ impl State {
     /// communicator can have (the queues, indexed by context, never grow for a forged one).
     #[inline(always)]
     pub(super) fn peer_mq(&mut self, ctx: u32) -> Option<&mut MatchQ> {
-        if ctx >= crate::comm::CTX_LIMIT {
+        if ctx >= CTX_LIMIT {
             return None;
         }
         Some(self.mq(ctx))

@@ -38,6 +38,7 @@ pub(crate) mod strategy;
 
 use gate::{gate_for, Gate, NotPacked, OnSent, OutChunk, Route, KIND_PACKED};
 use input::SPLIT_MIN;
+pub(crate) use matching::CTX_LIMIT;
 use matching::{matches, MatchQ, UBody, Unexpected};
 pub(crate) use rails::Drivers;
 use recv::{check_src_tag, HelpReq, PendingGet, SplitRecv};
