@@ -439,8 +439,8 @@ fn recv_target(buf: *mut u8, count: usize, dt: &Datatype) -> Result<RecvTarget> 
     })
 }
 
-/// Receiver side of [`piece_table`]: write the inline bytes into place and return the blocks to
-/// pull. Everything from the peer is checked: ranges in order, inside the message, and inline
+/// Receiver side of `send::piece_table`: write the inline bytes into place and return the blocks
+/// to pull. Everything from the peer is checked: ranges in order, inside the message, and inline
 /// bytes exactly filling the gaps.
 ///
 /// # Safety
