@@ -30,7 +30,7 @@ use parking_lot::Mutex;
 use crate::api::{wait, with};
 use crate::coll::algo;
 use crate::coll::sched::{ErrorSink, Flow, Team, B};
-use crate::engine::{Comm, State};
+use crate::engine::{Comm, State, CTX_LIMIT};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::op::{BuiltinOp, Op};
 use crate::request::RequestId;
@@ -131,15 +131,12 @@ pub(crate) fn release(st: &mut State, c: CommId) {
 
 // ------------------------------------------------------------------------------------ id pool
 
-/// Context ids per process (the contexts go up to `2 * IDS`).
-const IDS: usize = 4096;
+/// Context ids per process (the contexts go up to `2 * IDS`, the engine's [`CTX_LIMIT`]).
+const IDS: usize = CTX_LIMIT as usize / 2;
 const WORDS: usize = IDS / 64;
 /// The context of an MPI_Comm_idup communicator until its agreement completes: beyond the
 /// pool, never used by anyone.
 const PLACEHOLDER_CTX: u32 = 2 * IDS as u32;
-/// Every context a message can name is below this (a peer's chunk naming another is
-/// malformed).
-pub(crate) const CTX_LIMIT: u32 = PLACEHOLDER_CTX;
 
 /// The priority of an agreement: (parent context, collective tag) — the same on every member,
 /// so the lowest one in progress anywhere gets every member's free ids.

@@ -12,12 +12,12 @@ use madmpi_transports::{PeerId, RemoteRegion, SendOutcome, SplitJob, SplitParams
 use super::rails::{DriverId, Drivers};
 use super::strategy;
 use super::{
-    gate_for, gather_worthy, pad_len, raw_slice, wire, Engine, HelpReq, Kind, NotPacked, OutChunk,
-    PendingGet, Route, State, Strategy, HDR_LEN, KIND_PACKED, PAD, SPLIT_MIN,
+    gate_for, gather_worthy, pad_len, raw_slice, wire, Engine, HelpReq, NotPacked, OutChunk,
+    PendingGet, Route, State, Strategy, KIND_PACKED, PAD, SPLIT_MIN,
 };
 use crate::error::{err, ErrorClass, Result};
 use crate::request::{Op, Request, RequestId, SendOp};
-use crate::wire::Header;
+use crate::wire::{Header, Kind, HDR_LEN};
 use crate::CommId;
 use madmpi_datatypes::Datatype;
 

@@ -8,8 +8,13 @@ use std::collections::{HashMap, VecDeque};
 use madmpi_datatypes::{Basic, Datatype};
 
 use super::drive;
+use super::rails::DriverId;
+use super::recv::apply_piece_table;
 use super::*;
+use crate::error::ErrorClass;
 use crate::request::SendMode;
+use crate::request::{RecvTarget, RequestId, Status};
+use crate::wire::{Header, Kind, HDR_LEN};
 use crate::{ANY_SOURCE, ANY_TAG, COMM_WORLD};
 
 /// xorshift64*: deterministic, seedable, good enough to shuffle events.
@@ -667,10 +672,7 @@ fn malformed_packets_are_dropped() {
     let mut net = Net::new(2, Strategy::Default, true, 1);
     // First, a well-formed message in a context no communicator can have is refused, and the
     // matching queues (indexed by context) do not grow for it.
-    for (kind, ctx) in [
-        (Kind::Eager, u32::MAX - 1),
-        (Kind::Rts, crate::comm::CTX_LIMIT),
-    ] {
+    for (kind, ctx) in [(Kind::Eager, u32::MAX - 1), (Kind::Rts, CTX_LIMIT)] {
         let h = Header {
             kind: kind as u8,
             ctx,
@@ -687,7 +689,7 @@ fn malformed_packets_are_dropped() {
             before + 1,
             "{kind:?} in context {ctx}"
         );
-        assert!(net.ranks[1].mq.len() <= crate::comm::CTX_LIMIT as usize);
+        assert!(net.ranks[1].mq.len() <= CTX_LIMIT as usize);
     }
     let mut rng = Rng(99);
     for len in 0..400 {

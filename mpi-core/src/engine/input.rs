@@ -1,0 +1,485 @@
+//! Inputs: what a peer's packet does. `handle_packet` cuts it into chunks; message chunks are
+//! put back in order (`hold`, `release_held`) and matched or queued as unexpected; control chunks
+//! (Cts, Fin, acknowledgements, cancellation, help) advance their requests. The [`RecvSink`]
+//! implementation lets a driver write a large fragment or a matched message straight into the
+//! receive buffer (`place_message`, `take_posted_contiguous`).
+//!
+//! Input only changes state and queues replies: it never calls a driver and never trusts a peer
+//! (malformed input is dropped and recorded).
+
+use madmpi_transports::{PeerId, Placement, RecvSink, SplitJob};
+
+use super::{gather_worthy, HelpReq, OnSent, OutChunk, State, UBody, Unexpected};
+use crate::request::{Op, Request, RequestId};
+use crate::wire::{self, Chunks, Header, Kind, HDR_LEN};
+
+impl State {
+    /// Handle one packet from `peer`. Malformed input is dropped and recorded, never trusted.
+    pub fn handle_packet(&mut self, peer: u32, pkt: &[u8]) {
+        crate::trace::received(peer, pkt);
+        for c in Chunks::new(pkt) {
+            match c {
+                Ok((h, payload)) => self.handle_chunk(peer, h, payload),
+                Err(e) => {
+                    self.peer_error(format!("from rank {peer}: {}", e.msg));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn handle_chunk(&mut self, peer: u32, h: Header, payload: &[u8]) {
+        let Some(kind) = h.kind() else { return };
+        match kind {
+            Kind::Eager | Kind::Rts => {
+                // Messages are matched in the order they were sent, whatever their rails.
+                let o = &mut self.order[peer as usize];
+                if h.seq != o.expect {
+                    return self.hold(peer, h, payload);
+                }
+                o.expect = o.expect.wrapping_add(1);
+                self.handle_message(peer, kind == Kind::Eager, h, payload);
+                if !self.order[peer as usize].is_empty() {
+                    self.release_held(peer);
+                }
+            }
+            Kind::Fin | Kind::SyncAck => {
+                let id = RequestId(h.sreq);
+                if let Some(Request {
+                    op: Op::Send(s), ..
+                }) = self.reqs.get_mut(id)
+                {
+                    s.await_ack = false;
+                    self.maybe_complete_send(id);
+                }
+            }
+            Kind::Cts => {
+                let id = RequestId(h.sreq);
+                let Some(Request {
+                    op: Op::Send(s), ..
+                }) = self.reqs.get_mut(id)
+                else {
+                    return;
+                };
+                // A Cts asks for the rest of the message; with `FLAG_PART`, for one piece of
+                // it on one rail (the receiver cut it: `request_data`).
+                let part = h.flags & wire::FLAG_PART != 0;
+                if s.fragmenting && !part {
+                    // (A second Cts for the same send: the peer is confused.)
+                    return self.peer_error(format!("from rank {peer}: a second Cts"));
+                }
+                if !s.fragmenting {
+                    self.gates[peer as usize].start_settled(s);
+                    s.await_ack = false;
+                    s.fragmenting = true;
+                    if let Some((buf, dt, count)) = s.extra.as_mut().and_then(|x| x.layout.take()) {
+                        if gather_worthy(&dt, count) {
+                            // Fragments gathered straight from the user buffer (the layout
+                            // stays for the pieces of later Cts).
+                            self.gather_sends += 1;
+                            s.ptr = buf;
+                            s.extra_mut().layout = Some((buf, dt, count));
+                        } else {
+                            // The receiver cannot pull the blocks: stream the packed bytes.
+                            let mut v = vec![0u8; s.len];
+                            // SAFETY: the send buffer is valid until the request completes.
+                            unsafe { dt.pack(buf, count, 0, &mut v) };
+                            s.ptr = v.as_ptr();
+                            s.extra_mut().staging = Some(v);
+                        }
+                    }
+                }
+                let gather = s
+                    .extra
+                    .as_ref()
+                    .and_then(|x| x.layout.as_ref())
+                    .map(|(_, dt, count)| (dt.clone(), *count));
+                let (ptr, len) = (s.ptr, s.len);
+                // The fragments start after what the RTS carried (`frag_sent` counts it).
+                let (from, to, rail) = if part {
+                    let (off, n) = (h.msg_len as usize, h.seq as usize);
+                    if off.checked_add(n).is_none_or(|end| end > len) {
+                        return self.peer_error(format!(
+                            "from rank {peer}: a Cts for bytes {off}+{n} of a {len}-byte message"
+                        ));
+                    }
+                    let rails = self.gates[peer as usize].rails.len();
+                    (
+                        off,
+                        off + n,
+                        Some((h.tag.max(0) as usize).min(rails.max(1) - 1)),
+                    )
+                } else {
+                    (s.frag_sent, len, None)
+                };
+                let frag = match rail {
+                    Some(r) => self.gates[peer as usize].rails[r].frag_max,
+                    None => self.gates[peer as usize].frag_max,
+                };
+                let mut off = from;
+                while off < to {
+                    let n = frag.min(to - off);
+                    let hdr = Header {
+                        kind: Kind::Data as u8,
+                        len: n as u32,
+                        msg_len: off as u64,
+                        sreq: h.sreq,
+                        aux: h.aux,
+                        ..Default::default()
+                    };
+                    let chunk = match &gather {
+                        Some(g) => OutChunk {
+                            hdr,
+                            ptr,
+                            len: n,
+                            sent: OnSent::Frag(id),
+                            gather: Some(g.clone()),
+                        },
+                        None => OutChunk {
+                            hdr,
+                            ptr: ptr.wrapping_add(off),
+                            len: n,
+                            sent: OnSent::Frag(id),
+                            gather: None,
+                        },
+                    };
+                    match rail {
+                        Some(r) => self.pin(peer, r, chunk),
+                        None => self.queue(peer, chunk),
+                    }
+                    off += n;
+                }
+            }
+            Kind::Data => {
+                let id = RequestId(h.aux);
+                let Some(r) = self.reqs.get_mut(id) else {
+                    return self
+                        .peer_error(format!("from rank {peer}: data for an unknown request"));
+                };
+                let Op::Recv(rv) = &mut r.op else { return };
+                // SAFETY: the receive buffer is valid until completion; write_at clips.
+                unsafe { rv.target.write_at(h.msg_len as usize, payload) };
+                rv.got += payload.len() as u64;
+                let done = rv.got >= rv.msg_len;
+                if !self.splits.is_empty() {
+                    self.split_data(peer, id, payload.len(), done);
+                }
+                if done {
+                    self.complete(id);
+                }
+            }
+            Kind::CancelReq => {
+                let mut found = false;
+                for q in &mut self.mq {
+                    if let Some(pos) = q
+                        .unexpected
+                        .iter()
+                        .position(|u| u.peer == peer && u.sreq == h.sreq)
+                    {
+                        q.unexpected.remove(pos);
+                        found = true;
+                        break;
+                    }
+                }
+                let flags = if found { wire::FLAG_CANCELLED } else { 0 };
+                self.queue_ctrl(peer, Kind::CancelAck, flags, h.sreq, 0);
+            }
+            Kind::Help => {
+                let Some(job) = SplitJob::new(h.ctx, h.msg_len as usize, h.seq) else {
+                    return self.peer_error(format!(
+                        "from rank {peer}: a split copy in {} chunks",
+                        h.seq
+                    ));
+                };
+                if self.gates[peer as usize].can_put {
+                    self.helps.push(HelpReq {
+                        peer,
+                        sreq: h.sreq,
+                        job,
+                        remote: h.aux,
+                    });
+                }
+            }
+            Kind::CancelAck => {
+                let id = RequestId(h.sreq);
+                let Some(r) = self.reqs.get_mut(id) else {
+                    return;
+                };
+                let Op::Send(s) = &mut r.op else { return };
+                s.cancel_wait = false;
+                if h.flags & wire::FLAG_CANCELLED != 0 {
+                    // No Cts will come.
+                    self.gates[peer as usize].start_settled(s);
+                    r.status.cancelled = true;
+                    s.await_ack = false;
+                    s.fragmenting = false;
+                }
+                self.maybe_complete_send(id);
+            }
+        }
+    }
+
+    /// A message chunk (Eager or Rts), in its turn.
+    #[inline(always)]
+    fn handle_message(&mut self, peer: u32, eager: bool, h: Header, payload: &[u8]) {
+        // (An eager header carries no length of its own: the chunk's is the message's.)
+        let Some(q) = self.peer_mq(h.ctx) else {
+            return self.bad_context(peer, h.ctx);
+        };
+        let pos = q.find_posted(h.src, h.tag);
+        if eager {
+            if let Some(pos) = pos {
+                // The usual case, matched to the oldest posted receive: no copy kept.
+                let (_, _, rid) = if pos == 0 {
+                    q.posted.pop_front()
+                } else {
+                    q.posted.remove(pos)
+                }
+                .expect("in range");
+                let sync = h.flags & wire::FLAG_SYNC != 0;
+                self.deliver_eager(rid, h.src, h.tag, peer, payload);
+                if sync {
+                    self.queue_ctrl(peer, Kind::SyncAck, 0, h.sreq, 0);
+                }
+                return;
+            }
+        }
+        self.not_posted(peer, h, payload, pos);
+    }
+
+    /// A message chunk that came before its turn (on another rail): kept until the ones
+    /// before it have been handled.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn hold(&mut self, peer: u32, h: Header, payload: &[u8]) {
+        let expect = self.order[peer as usize].expect;
+        if let Err(why) = self.order[peer as usize].hold(h, payload) {
+            self.peer_error(format!(
+                "from rank {peer}: message number {} while expecting {expect} ({why:?})",
+                h.seq
+            ));
+        }
+    }
+
+    /// Handle the held chunks of `peer` whose turn has come.
+    #[cold]
+    #[inline(never)]
+    fn release_held(&mut self, peer: u32) {
+        while let Some((h, payload)) = self.order[peer as usize].next_held() {
+            self.handle_message(peer, h.kind == Kind::Eager as u8, h, &payload);
+        }
+    }
+
+    /// An eager chunk that no posted receive takes, or an RTS: queued as unexpected, or
+    /// delivered to the posted receive at `pos` with what a rendezvous needs. Out of line: the
+    /// usual eager arrival, taken by the oldest posted receive, stays short.
+    #[cold]
+    #[inline(never)]
+    fn not_posted(&mut self, peer: u32, h: Header, payload: &[u8], pos: Option<usize>) {
+        // The start of the message an RTS carries (FLAG_PREFIX), else nothing.
+        let start: &[u8] = if h.carries_start() { payload } else { &[] };
+        let body = if h.kind == Kind::Eager as u8 {
+            UBody::Eager(self.unexpected_copy(payload))
+        } else if h.flags & wire::FLAG_PIECES != 0 {
+            UBody::Rts {
+                addr: 0,
+                table: Some(payload.to_vec()),
+                stream: false,
+                prefix: Vec::new(),
+                start: 0,
+            }
+        } else {
+            // The start is kept with the message if no receive takes it yet.
+            let prefix = if !start.is_empty() && pos.is_none() {
+                self.unexpected_copy(start)
+            } else {
+                Vec::new()
+            };
+            UBody::Rts {
+                addr: h.aux,
+                table: None,
+                stream: h.flags & wire::FLAG_STREAM != 0,
+                prefix,
+                start: start.len(),
+            }
+        };
+        let u = Unexpected::of(peer, &h, body);
+        let q = self.mq(h.ctx);
+        match pos {
+            Some(pos) => {
+                let (_, _, rid) = q.posted.remove(pos).expect("in range");
+                self.deliver(rid, u);
+                if !start.is_empty() {
+                    self.write_prefix(rid, start);
+                }
+            }
+            None => q.unexpected.push_back(u),
+        }
+    }
+}
+
+/// Packets of Data chunks at least this large are received straight into the user buffer by
+/// drivers that can split a packet (TCP).
+pub(super) const SPLIT_MIN: usize = 16 * 1024;
+
+impl RecvSink for State {
+    fn deliver(&mut self, peer: PeerId, packet: &[u8]) {
+        self.handle_packet(peer.0, packet);
+    }
+
+    /// A packet made of exactly one Data chunk for a contiguous receive, or of one eager
+    /// message that a contiguous posted receive takes: the rest of it goes straight to its
+    /// place in the user buffer.
+    fn place(&mut self, peer: PeerId, head: &[u8], total_len: usize) -> Option<Placement> {
+        let h = Header::decode(head).ok()?;
+        if h.kind() != Some(Kind::Data) {
+            return self.place_message(peer.0, &h, head, total_len);
+        }
+        if HDR_LEN + h.len as usize != total_len {
+            return None;
+        }
+        let Some(Request {
+            op: Op::Recv(rv), ..
+        }) = self.reqs.get(RequestId(h.aux))
+        else {
+            return None;
+        };
+        if rv.target.layout.is_some() {
+            return None;
+        }
+        let off = (h.msg_len as usize).min(rv.target.cap);
+        let n = (h.len as usize).min(rv.target.cap - off);
+        // SAFETY: [off, off+n) lies in the receive buffer, valid and untouched by anything else
+        // until this request completes, which cannot happen before `placed`.
+        Some(unsafe { Placement::new(rv.target.ptr.add(off), n) })
+    }
+
+    fn placed(&mut self, peer: PeerId, head: &[u8], total_len: usize) {
+        crate::trace::received_placed(peer.0, head, total_len);
+        let Ok(h) = Header::decode(head) else { return };
+        if h.kind() == Some(Kind::Eager) {
+            if let Some(rid) = self.gates[peer.0 as usize].placing.take() {
+                if h.flags & wire::FLAG_SYNC != 0 {
+                    self.queue_ctrl(peer.0, Kind::SyncAck, 0, h.sreq, 0);
+                }
+                self.complete(rid);
+            }
+            return;
+        }
+        // The start of a rendezvous message, sent with its RTS, or a fragment.
+        let id = if h.kind() == Some(Kind::Rts) {
+            match self.gates[peer.0 as usize].placing.take() {
+                Some(rid) => rid,
+                None => return,
+            }
+        } else {
+            RequestId(h.aux)
+        };
+        let Some(Request {
+            op: Op::Recv(rv), ..
+        }) = self.reqs.get_mut(id)
+        else {
+            return self.peer_error(format!(
+                "from rank {}: placed data for an unknown request",
+                peer.0
+            ));
+        };
+        rv.got += h.len as u64;
+        let done = rv.got >= rv.msg_len;
+        if !self.splits.is_empty() && h.kind() == Some(Kind::Data) {
+            self.split_data(peer.0, id, h.len as usize, done);
+        }
+        if done {
+            self.complete(id);
+        }
+    }
+}
+
+impl State {
+    /// [`RecvSink::place`] for a packet made of one message chunk (`h`, whose first bytes are
+    /// `head`): an eager message, or an RTS carrying the start of its message (`FLAG_PREFIX`).
+    /// Matched now against the posted receives, as `handle_chunk` would match it (the driver
+    /// hands packets over in order, so every earlier message has been matched), if the receive
+    /// that takes it is contiguous; the payload bytes already in `head` are copied, the
+    /// placement is the rest of what fits, and `placed` finishes the receive. An RTS gets its
+    /// Cts queued at once, and the driver lets it leave before reading on
+    /// (`Placement::reply_first`), so that the sender streams the rest while the start is still
+    /// arriving. `None`, having matched nothing, for the general path.
+    fn place_message(
+        &mut self,
+        peer: u32,
+        h: &Header,
+        head: &[u8],
+        total_len: usize,
+    ) -> Option<Placement> {
+        let rts = h.carries_start();
+        if !rts && h.kind() != Some(Kind::Eager) {
+            return None;
+        }
+        let (hdr_len, len) = (h.wire_len(), h.len as usize);
+        if hdr_len + wire::pad8(len) != total_len {
+            return None;
+        }
+        let rid = self.take_posted_contiguous(peer, h)?;
+        if rts {
+            crate::trace::placing(peer, head);
+            let body = UBody::Rts {
+                addr: h.aux,
+                table: None,
+                stream: h.flags & wire::FLAG_STREAM != 0,
+                prefix: Vec::new(),
+                start: h.len as usize,
+            };
+            self.deliver(rid, Unexpected::of(peer, h, body));
+        } else {
+            self.matched(rid, h.src, h.tag, peer, len as u64);
+        }
+        self.gates[peer as usize].placing = Some(rid);
+        let Some(Request {
+            op: Op::Recv(rv), ..
+        }) = self.reqs.get(rid)
+        else {
+            unreachable!("a posted receive, taken above");
+        };
+        let inline = &head[hdr_len.min(head.len())..];
+        let inline = &inline[..inline.len().min(len)];
+        // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
+        unsafe { rv.target.write_at(0, inline) };
+        let done = inline.len().min(rv.target.cap);
+        let rest = len.min(rv.target.cap) - done;
+        // SAFETY: [done, done + rest) lies in the receive buffer, valid and untouched by
+        // anything else until this request completes, which cannot happen before `placed` (for
+        // an RTS, the fragments after the Cts come behind the start on the same connection) or
+        // the loss of the peer.
+        let p = unsafe { Placement::new(rv.target.ptr.add(done), rest) };
+        if !self.order[peer as usize].is_empty() {
+            self.release_held(peer);
+        }
+        Some(if rts { p.reply_first() } else { p })
+    }
+
+    /// The oldest posted receive that matches the message of `h`, from world rank `peer`,
+    /// taken out of the posted queue if it is contiguous (a placement needs one span); `None`,
+    /// leaving everything as it was, if there is none or a placement from `peer` is under way.
+    fn take_posted_contiguous(&mut self, peer: u32, h: &Header) -> Option<RequestId> {
+        if self.gates.get(peer as usize)?.placing.is_some()
+            || h.seq != self.order[peer as usize].expect
+        {
+            // (A message before its turn is delivered whole, and held.)
+            return None;
+        }
+        let q = self.peer_mq(h.ctx)?;
+        let pos = q.find_posted(h.src, h.tag)?;
+        let rid = q.posted[pos].2;
+        match self.reqs.get(rid) {
+            Some(Request {
+                op: Op::Recv(rv), ..
+            }) if rv.target.layout.is_none() => {}
+            _ => return None,
+        }
+        self.mq(h.ctx).posted.remove(pos);
+        let o = &mut self.order[peer as usize];
+        o.expect = o.expect.wrapping_add(1);
+        Some(rid)
+    }
+}

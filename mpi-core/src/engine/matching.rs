@@ -1,0 +1,193 @@
+//! Matching: the per-context queues of posted receives and unexpected messages ([`MatchQ`],
+//! [`Unexpected`]), the MPI matching rule (`matches`), the probes (`iprobe`, `improbe`) and the
+//! buffers kept for unexpected eager messages.
+//!
+//! This module never calls a driver and never queues a chunk; it only finds and moves entries of
+//! the queues (delivering a match is `recv`'s).
+
+use std::collections::VecDeque;
+
+use super::{check_src_tag, State};
+use crate::error::Result;
+use crate::request::{RequestId, Status, PROC_NULL_STATUS};
+use crate::wire::{self, Header};
+use crate::{CommId, MessageId, ANY_SOURCE, ANY_TAG, PROC_NULL};
+
+/// Every context a message can name is below this (a peer's chunk naming another is
+/// malformed). The communicators' pool of context ids (`comm`) is sized from it.
+pub(crate) const CTX_LIMIT: u32 = 8192;
+
+/// A message that arrived before its receive was posted (or taken by MPI_Mprobe).
+pub(crate) struct Unexpected {
+    pub(super) src: i32,
+    pub(super) tag: i32,
+    pub(super) peer: u32,
+    pub(super) msg_len: u64,
+    pub(super) sreq: u64,
+    pub(super) sync: bool,
+    pub(super) body: UBody,
+}
+
+impl Unexpected {
+    /// The message whose chunk header is `h`, from world rank `peer`, with `body`.
+    pub(super) fn of(peer: u32, h: &Header, body: UBody) -> Unexpected {
+        Unexpected {
+            src: h.src,
+            tag: h.tag,
+            peer,
+            msg_len: h.msg_len,
+            sreq: h.sreq,
+            sync: h.flags & wire::FLAG_SYNC != 0,
+            body,
+        }
+    }
+}
+
+pub(super) enum UBody {
+    Eager(Vec<u8>),
+    /// `table`: the piece table of a zero-copy rendezvous of a sparse type (else the whole
+    /// stream is at `addr`).
+    Rts {
+        addr: u64,
+        table: Option<Vec<u8>>,
+        /// The sender streams the data (`FLAG_STREAM`): there is nothing to pull.
+        stream: bool,
+        /// The start of the message, sent with the RTS (`FLAG_PREFIX`; else empty).
+        prefix: Vec<u8>,
+        /// How many bytes of the message the RTS carried (kept in `prefix`, or written by
+        /// whoever delivers the RTS): the sender sends the rest.
+        start: usize,
+    },
+}
+
+#[derive(Default)]
+pub(super) struct MatchQ {
+    pub(super) posted: VecDeque<(i32, i32, RequestId)>,
+    pub(super) unexpected: VecDeque<Unexpected>,
+}
+
+impl MatchQ {
+    /// Where the oldest posted receive that takes a message from `src` with `tag` is.
+    #[inline(always)]
+    pub(super) fn find_posted(&self, src: i32, tag: i32) -> Option<usize> {
+        // Usually the oldest one: look at it before searching.
+        match self.posted.front() {
+            Some(&(s, t, _)) if matches(s, t, src, tag) => Some(0),
+            _ => self
+                .posted
+                .iter()
+                .position(|&(s, t, _)| matches(s, t, src, tag)),
+        }
+    }
+}
+
+pub(super) fn matches(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
+    (want_src == ANY_SOURCE || want_src == src) && (want_tag == ANY_TAG || want_tag == tag)
+}
+
+impl State {
+    pub(super) fn mq(&mut self, ctx: u32) -> &mut MatchQ {
+        let i = ctx as usize;
+        if i >= self.mq.len() {
+            self.mq.resize_with(i + 1, MatchQ::default);
+        }
+        &mut self.mq[i]
+    }
+
+    /// The matching queues of a context a peer's message names; `None` for a context no
+    /// communicator can have (the queues, indexed by context, never grow for a forged one).
+    #[inline(always)]
+    pub(super) fn peer_mq(&mut self, ctx: u32) -> Option<&mut MatchQ> {
+        if ctx >= CTX_LIMIT {
+            return None;
+        }
+        Some(self.mq(ctx))
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(super) fn bad_context(&mut self, peer: u32, ctx: u32) {
+        self.peer_error(format!(
+            "from rank {peer}: a message in context {ctx}, which no communicator has"
+        ));
+    }
+
+    pub fn iprobe(&mut self, src: i32, tag: i32, comm: CommId) -> Result<Option<Status>> {
+        let c = self.comm(comm)?;
+        check_src_tag(c, src, tag)?;
+        if src == PROC_NULL {
+            return Ok(Some(PROC_NULL_STATUS));
+        }
+        let ctx = c.ctx;
+        Ok(self
+            .mq(ctx)
+            .unexpected
+            .iter()
+            .find(|u| matches(src, tag, u.src, u.tag))
+            .map(|u| Status {
+                source: u.src,
+                tag: u.tag,
+                error: None,
+                bytes: u.msg_len,
+                msg_len: u.msg_len,
+                cancelled: false,
+            }))
+    }
+
+    pub fn improbe(
+        &mut self,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<Option<(MessageId, Status)>> {
+        let c = self.comm(comm)?;
+        check_src_tag(c, src, tag)?;
+        if src == PROC_NULL {
+            return Ok(Some((MessageId::NO_PROC, PROC_NULL_STATUS)));
+        }
+        let ctx = c.ctx;
+        let q = self.mq(ctx);
+        let Some(pos) = q
+            .unexpected
+            .iter()
+            .position(|u| matches(src, tag, u.src, u.tag))
+        else {
+            return Ok(None);
+        };
+        let u = q.unexpected.remove(pos).expect("in range");
+        let st = Status {
+            source: u.src,
+            tag: u.tag,
+            error: None,
+            bytes: u.msg_len,
+            msg_len: u.msg_len,
+            cancelled: false,
+        };
+        self.next_msg += 1;
+        let id = self.next_msg;
+        self.messages.push((id, u));
+        Ok(Some((MessageId(id), st)))
+    }
+
+    /// A copy of `data` for the unexpected-message queue, in a spare buffer if one is big
+    /// enough.
+    pub(super) fn unexpected_copy(&mut self, data: &[u8]) -> Vec<u8> {
+        let mut v = match self.spare.iter().rposition(|b| b.capacity() >= data.len()) {
+            Some(i) => self.spare.swap_remove(i),
+            None => Vec::with_capacity(data.len()),
+        };
+        v.clear();
+        v.extend_from_slice(data);
+        v
+    }
+
+    /// Keep the buffer of a delivered unexpected message for [`State::unexpected_copy`].
+    pub(super) fn recycle(&mut self, v: Vec<u8>) {
+        /// Spare buffers kept at most, and the largest kept.
+        const KEEP: usize = 16;
+        const KEEP_MAX: usize = 256 << 10;
+        if self.spare.len() < KEEP && (1..=KEEP_MAX).contains(&v.capacity()) {
+            self.spare.push(v);
+        }
+    }
+}

@@ -1,0 +1,496 @@
+//! Receives: `irecv` and its fast path `irecv_posted`, `imrecv`, the delivery of a matched
+//! message into its receive (`deliver`, `deliver_eager`, `matched`, `write_prefix`), and the
+//! receiving side of the rendezvous: asking for the data (`request_data`, cut over the rails),
+//! timing its pieces ([`SplitRecv`]), the `get`s queued for the progress loop ([`PendingGet`]) and
+//! the help requests of a split copy ([`HelpReq`]).
+//!
+//! This module never calls a driver: `get`s and help are queued here and run by `drive`. It never
+//! blocks.
+
+use madmpi_datatypes::Datatype;
+use madmpi_transports::SplitJob;
+
+use super::strategy::Piece;
+use super::{check_type, matches, Comm, OnSent, OutChunk, State, UBody, Unexpected};
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::request::{Op, RecvOp, RecvTarget, Request, RequestId};
+use crate::wire::{self, Header, Kind};
+use crate::{CommId, MessageId, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
+
+/// A rendezvous receive whose data was asked for in pieces over several rails
+/// ([`State::request_data`]): per rail of the sender's gate, the bytes asked for, those come
+/// in, and when the last came (ns; 0: not yet).
+pub(super) struct SplitRecv {
+    pub(super) rid: RequestId,
+    pub(super) peer: u32,
+    /// When the pieces were asked for.
+    pub(super) t0: u64,
+    pub(super) rails: Vec<(usize, usize, u64)>,
+}
+
+pub(super) struct PendingGet {
+    pub(super) peer: u32,
+    /// (stream offset, sender address, length) of each block to pull.
+    pub(super) ranges: Vec<(u64, u64, u64)>,
+    pub(super) rid: RequestId,
+    pub(super) sreq: u64,
+}
+
+/// A receiver's request for help with the split copy of our rendezvous send `sreq`
+/// (`Kind::Help`): write chunks of it to `remote` in its memory.
+pub(super) struct HelpReq {
+    pub(super) peer: u32,
+    pub(super) sreq: u64,
+    pub(super) job: SplitJob,
+    pub(super) remote: u64,
+}
+
+impl State {
+    /// Start a receive. `buf` must stay valid until the request completes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn irecv(
+        &mut self,
+        buf: *mut u8,
+        count: usize,
+        dt: &Datatype,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+        coll: bool,
+    ) -> Result<RequestId> {
+        let c = self.comm(comm)?;
+        check_src_tag(c, src, tag)?;
+        check_type(dt)?;
+        if src == PROC_NULL {
+            return Ok(self.null_request());
+        }
+        let ctx = c.ctx + coll as u32;
+        let target = recv_target(buf, count, dt)?;
+        let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
+            ctx,
+            target,
+            peer: None,
+            msg_len: 0,
+            got: 0,
+            posted: true,
+        })));
+        let q = self.mq(ctx);
+        if let Some(pos) = q
+            .unexpected
+            .iter()
+            .position(|u| matches(src, tag, u.src, u.tag))
+        {
+            let u = q.unexpected.remove(pos).expect("position is in range");
+            self.deliver(rid, u);
+        } else {
+            q.posted.push_back((src, tag, rid));
+        }
+        Ok(rid)
+    }
+
+    /// [`State::irecv`] of a receive that can only be posted: a contiguous type, valid
+    /// arguments, nothing unexpected on the communicator to match. `None`, having done nothing,
+    /// otherwise.
+    ///
+    /// # Safety
+    /// As [`State::irecv`].
+    #[inline(always)]
+    pub unsafe fn irecv_posted(
+        &mut self,
+        buf: *mut u8,
+        count: usize,
+        dt: &Datatype,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Option<RequestId> {
+        let Some(Some(c)) = self.comms.get(comm.0 as usize) else {
+            return None;
+        };
+        if (src != ANY_SOURCE && (src < 0 || src >= c.peer_count()))
+            || (tag != ANY_TAG && !(0..=TAG_UB).contains(&tag))
+            || !dt.is_committed()
+        {
+            return None;
+        }
+        let ctx = c.ctx;
+        let (off, cap) = dt.contiguous_span(count)?;
+        let q = self.mq.get(ctx as usize)?;
+        if !q.unexpected.is_empty() {
+            return None;
+        }
+        let rid = self.reqs.insert_with(|| {
+            Request::new(Op::Recv(RecvOp {
+                ctx,
+                target: RecvTarget {
+                    ptr: buf.wrapping_offset(off),
+                    cap,
+                    layout: None,
+                },
+                peer: None,
+                msg_len: 0,
+                got: 0,
+                posted: true,
+            }))
+        });
+        self.mq[ctx as usize].posted.push_back((src, tag, rid));
+        Some(rid)
+    }
+
+    /// MPI_Imrecv.
+    pub unsafe fn imrecv(
+        &mut self,
+        buf: *mut u8,
+        count: usize,
+        dt: &Datatype,
+        msg: MessageId,
+    ) -> Result<RequestId> {
+        if msg == MessageId::NO_PROC {
+            return Ok(self.null_request());
+        }
+        check_type(dt)?;
+        let pos = self
+            .messages
+            .iter()
+            .position(|(id, _)| *id == msg.0)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Request,
+                    "invalid message handle (already received?)",
+                )
+            })?;
+        let target = recv_target(buf, count, dt)?;
+        let (_, u) = self.messages.swap_remove(pos);
+        let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
+            ctx: 0,
+            target,
+            peer: None,
+            msg_len: 0,
+            got: 0,
+            posted: false,
+        })));
+        self.deliver(rid, u);
+        Ok(rid)
+    }
+
+    /// A matched message goes into receive request `rid`.
+    pub(super) fn deliver(&mut self, rid: RequestId, u: Unexpected) {
+        let peer = u.peer;
+        if let UBody::Eager(data) = u.body {
+            self.deliver_eager(rid, u.src, u.tag, peer, &data);
+            if u.sync {
+                self.queue_ctrl(peer, Kind::SyncAck, 0, u.sreq, 0);
+            }
+            self.recycle(data);
+            return;
+        }
+        let can_get = self.gates[peer as usize].can_get;
+        let Some(r) = self.matched(rid, u.src, u.tag, peer, u.msg_len) else {
+            return;
+        };
+        let Op::Recv(rv) = &mut r.op else { return };
+        match u.body {
+            UBody::Eager(_) => unreachable!("delivered above"),
+            UBody::Rts {
+                addr,
+                table,
+                stream,
+                prefix,
+                start,
+            } => {
+                tracing::debug!(
+                    peer,
+                    bytes = u.msg_len,
+                    get = can_get && !stream,
+                    "rendezvous matched"
+                );
+                rv.msg_len = u.msg_len;
+                let ranges = match table {
+                    None => vec![(0, addr, u.msg_len)],
+                    // SAFETY: the receive buffer is valid until completion.
+                    Some(t) => match unsafe { apply_piece_table(&rv.target, &t, u.msg_len) } {
+                        Ok(r) => r,
+                        Err(why) => {
+                            r.status.error = Some(ErrorClass::Other);
+                            self.peer_error(format!(
+                                "from rank {peer}: bad rendezvous table: {why}"
+                            ));
+                            self.queue_ctrl(peer, Kind::Fin, 0, u.sreq, 0);
+                            self.complete(rid);
+                            return;
+                        }
+                    },
+                };
+                if can_get && !stream {
+                    self.gets.push(PendingGet {
+                        peer,
+                        ranges,
+                        rid,
+                        sreq: u.sreq,
+                    });
+                } else {
+                    self.request_data(peer, u.sreq, rid, start, u.msg_len as usize);
+                }
+                if !prefix.is_empty() {
+                    self.write_prefix(rid, &prefix);
+                    self.recycle(prefix);
+                }
+            }
+        }
+    }
+
+    /// Ask `peer` for the data of its rendezvous send `sreq`, matched by the receive `rid`:
+    /// bytes `from..len` (the RTS carried the start). With several rails to the peer, the
+    /// strategy may cut it (`rdv_accept`, on the receiving side as in NewMadeleine): one Cts
+    /// per piece (`FLAG_PART`), each naming its rail, and the pieces are timed as they come in
+    /// to learn each rail's bandwidth. Otherwise one Cts asks for all of it.
+    fn request_data(&mut self, peer: u32, sreq: u64, rid: RequestId, from: usize, len: usize) {
+        let g = &self.gates[peer as usize];
+        let mut pieces: Vec<Piece> = Vec::new();
+        if g.rails.len() > 1 && from < len {
+            self.strat.rdv_accept(g, from, len, &mut pieces);
+        }
+        if matches!(pieces.as_slice(), [] | [Piece { rail: 0, .. }]) {
+            return self.queue_ctrl(peer, Kind::Cts, 0, sreq, rid.0);
+        }
+        let mut rails = vec![(0usize, 0usize, 0u64); g.rails.len()];
+        for p in &pieces {
+            rails[p.rail].0 += p.len;
+            // (A piece names its length in 32 bits.)
+            let mut off = p.off;
+            while off < p.off + p.len {
+                let n = (p.off + p.len - off).min(1 << 30);
+                let hdr = Header {
+                    kind: Kind::Cts as u8,
+                    flags: wire::FLAG_PART,
+                    tag: p.rail as i32,
+                    seq: n as u32,
+                    msg_len: off as u64,
+                    sreq,
+                    aux: rid.0,
+                    ..Default::default()
+                };
+                self.queue(
+                    peer,
+                    OutChunk {
+                        hdr,
+                        ptr: std::ptr::null(),
+                        len: 0,
+                        sent: OnSent::Nothing,
+                        gather: None,
+                    },
+                );
+                off += n;
+            }
+        }
+        tracing::debug!(
+            peer,
+            bytes = len - from,
+            ?pieces,
+            "rendezvous cut over rails"
+        );
+        self.splits.push(SplitRecv {
+            rid,
+            peer,
+            t0: crate::trace::clock_ns(),
+            rails,
+        });
+    }
+
+    /// `n` bytes of the rendezvous receive `id` from `peer` came in on the rail being polled
+    /// (`done`: the last of them): if its data was asked for in pieces, account for them, and
+    /// when all are in, teach each rail the rate its piece came at.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn split_data(&mut self, peer: u32, id: RequestId, n: usize, done: bool) {
+        let Some(k) = self
+            .splits
+            .iter()
+            .position(|s| s.rid == id && s.peer == peer)
+        else {
+            return;
+        };
+        let now = crate::trace::clock_ns();
+        let g = &mut self.gates[peer as usize];
+        if let Some(r) = g.rails.iter().position(|r| r.drv == self.polling) {
+            if let Some(p) = self.splits[k].rails.get_mut(r) {
+                p.1 += n;
+                if p.1 >= p.0 && p.2 == 0 {
+                    p.2 = now;
+                }
+            }
+        }
+        if done {
+            let s = self.splits.swap_remove(k);
+            for (r, &(want, _, last)) in s.rails.iter().enumerate() {
+                if want > 0 && last > s.t0 {
+                    g.rails[r].learn(want, last - s.t0);
+                }
+            }
+        }
+    }
+
+    /// The start of a rendezvous message, sent with its RTS, into the receive `rid` that
+    /// matched it.
+    pub(super) fn write_prefix(&mut self, rid: RequestId, data: &[u8]) {
+        if let Some(Request {
+            op: Op::Recv(rv), ..
+        }) = self.reqs.get_mut(rid)
+        {
+            // SAFETY: the receive buffer is valid until completion; write_at clips.
+            unsafe { rv.target.write_at(0, data) };
+            rv.got += data.len() as u64;
+        }
+    }
+
+    /// Eager payload straight from the packet into a posted receive (no intermediate copy).
+    /// An eager message (`payload`, from `src` with `tag`, arrived from world rank `peer`)
+    /// matched by the posted receive `rid`. (A synchronous sender's acknowledgement is the
+    /// caller's.)
+    #[inline]
+    pub(super) fn deliver_eager(
+        &mut self,
+        rid: RequestId,
+        src: i32,
+        tag: i32,
+        peer: u32,
+        payload: &[u8],
+    ) {
+        let Some(r) = self.matched(rid, src, tag, peer, payload.len() as u64) else {
+            return;
+        };
+        if let Op::Recv(rv) = &r.op {
+            // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
+            unsafe { rv.target.write_at(0, payload) };
+        }
+        // What `complete` does for a receive, on the request at hand.
+        r.complete = true;
+        if r.detached {
+            self.reqs.free(rid);
+        }
+    }
+
+    /// The receive `rid` matched a message of `len` bytes from `src` with `tag`, arrived from
+    /// world rank `peer` (eager, or a rendezvous of that length): its status is set
+    /// (truncation included), its data not yet written. `None` if `rid` is not a receive.
+    #[inline(always)]
+    pub(super) fn matched(
+        &mut self,
+        rid: RequestId,
+        src: i32,
+        tag: i32,
+        peer: u32,
+        len: u64,
+    ) -> Option<&mut Request> {
+        let r = self.reqs.get_mut(rid)?;
+        let Op::Recv(rv) = &mut r.op else {
+            return None;
+        };
+        rv.posted = false;
+        rv.peer = Some(peer);
+        r.status.source = src;
+        r.status.tag = tag;
+        let cap = rv.target.cap as u64;
+        r.status.bytes = len.min(cap);
+        r.status.msg_len = len;
+        if len > cap {
+            r.status.error = Some(ErrorClass::Truncate);
+        }
+        Some(r)
+    }
+}
+
+/// The source and tag of a receive or probe: a rank of `c`, MPI_ANY_SOURCE or MPI_PROC_NULL; a
+/// tag in 0..=TAG_UB or MPI_ANY_TAG (checked for MPI_PROC_NULL too, as in MPICH and Open MPI).
+pub(super) fn check_src_tag(c: &Comm, src: i32, tag: i32) -> Result<()> {
+    if src != ANY_SOURCE && src != PROC_NULL && (src < 0 || src >= c.peer_count()) {
+        return err(
+            ErrorClass::Rank,
+            format!(
+                "invalid source rank {src} (communicator size {})",
+                c.peer_count()
+            ),
+        );
+    }
+    if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
+        return err(
+            ErrorClass::Tag,
+            format!("invalid tag {tag} (must be 0..={TAG_UB} or MPI_ANY_TAG)"),
+        );
+    }
+    Ok(())
+}
+
+fn recv_target(buf: *mut u8, count: usize, dt: &Datatype) -> Result<RecvTarget> {
+    let cap = count
+        .checked_mul(dt.size())
+        .ok_or_else(|| Error::new(ErrorClass::Count, format!("count {count} overflows")))?;
+    Ok(match dt.contiguous_span(count) {
+        Some((off, _)) => RecvTarget {
+            ptr: buf.wrapping_offset(off),
+            cap,
+            layout: None,
+        },
+        None => RecvTarget {
+            ptr: buf,
+            cap,
+            layout: Some(Box::new((buf, dt.clone(), count))),
+        },
+    })
+}
+
+/// Receiver side of `send::piece_table`: write the inline bytes into place and return the blocks
+/// to pull. Everything from the peer is checked: ranges in order, inside the message, and inline
+/// bytes exactly filling the gaps.
+///
+/// # Safety
+/// The receive buffer of `target` must be valid.
+pub(super) unsafe fn apply_piece_table(
+    target: &RecvTarget,
+    t: &[u8],
+    msg_len: u64,
+) -> std::result::Result<Vec<(u64, u64, u64)>, String> {
+    let rd = |i: usize| -> std::result::Result<u64, String> {
+        t.get(i..i + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .ok_or_else(|| "truncated table".to_string())
+    };
+    let n = t
+        .get(0..4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+        .ok_or("truncated table")? as usize;
+    if n > 4096 || 8 + n * 24 > t.len() {
+        return Err(format!(
+            "{n} blocks do not fit a table of {} bytes",
+            t.len()
+        ));
+    }
+    let mut ranges = Vec::with_capacity(n);
+    let mut inline = &t[8 + n * 24..];
+    let mut cursor = 0u64;
+    for i in 0..=n {
+        let (o, a, l) = if i < n {
+            (rd(8 + i * 24)?, rd(16 + i * 24)?, rd(24 + i * 24)?)
+        } else {
+            (msg_len, 0, 0)
+        };
+        let end = o
+            .checked_add(l)
+            .filter(|&e| e <= msg_len)
+            .ok_or("block beyond the message")?;
+        let gap = o.checked_sub(cursor).ok_or("blocks out of order")? as usize;
+        if gap > inline.len() {
+            return Err("inline data shorter than the gaps".into());
+        }
+        target.write_at(cursor as usize, &inline[..gap]);
+        inline = &inline[gap..];
+        if i < n {
+            ranges.push((o, a, l));
+        }
+        cursor = end;
+    }
+    if !inline.is_empty() {
+        return Err("inline data longer than the gaps".into());
+    }
+    Ok(ranges)
+}

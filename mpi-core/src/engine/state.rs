@@ -1,0 +1,499 @@
+//! The engine state and the life of its requests: [`State`] and its constructor, [`Engine`],
+//! communicators ([`Comm`], `add_comm`, `remove_comm`), completion (`complete`,
+//! `maybe_complete_send`), persistent requests (`persistent`, `start`, `rebind`), schedules
+//! ([`Schedule`]), the loss of a peer (`peer_lost`), problems with peers' packets (`peer_error`)
+//! and whether work remains (`busy`).
+//!
+//! This module never calls a driver and never blocks.
+
+use std::sync::Arc;
+
+use super::rails::Drivers;
+use super::rails::{DriverId, NO_DRIVER};
+use super::strategy::PacketStrategy;
+use super::{
+    check_dest_tag, check_src_tag, check_type, order, BsendBuffer, Gate, HelpReq, MatchQ, OnSent,
+    PendingGet, SplitRecv, Strategy, Unexpected,
+};
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::request::{Op, Persistent, Request, RequestId, Slab, PROC_NULL_STATUS};
+use crate::{CommId, ANY_SOURCE};
+
+/// A multi-step operation (a non-blocking collective) that the progress engine advances: it
+/// posts its point-to-point steps on the state (on the communicator's collective context) and
+/// watches them complete. `advance` must never block.
+pub(crate) trait Schedule: Send {
+    /// Start what can start and look at what finished: `Ok(true)` when the whole operation is
+    /// complete; an error completes the request with that error.
+    fn advance(&mut self, st: &mut State) -> Result<bool>;
+}
+
+/// A communicator as the engine sees it.
+pub(crate) struct Comm {
+    /// Point-to-point context; collectives use `ctx + 1`.
+    pub ctx: u32,
+    pub rank: i32,
+    pub size: i32,
+    /// World rank of each communicator rank (the local group).
+    pub world: Arc<[u32]>,
+    /// For an intercommunicator, the world ranks of the remote group: point-to-point ranks
+    /// name remote processes.
+    pub remote: Option<Arc<[u32]>>,
+}
+
+impl Comm {
+    /// The group that point-to-point ranks refer to (remote group of an intercommunicator).
+    #[inline]
+    pub fn peers(&self) -> &[u32] {
+        self.remote.as_deref().unwrap_or(&self.world)
+    }
+
+    /// Number of valid destination / source ranks.
+    #[inline]
+    pub fn peer_count(&self) -> i32 {
+        self.peers().len() as i32
+    }
+}
+
+/// Engine state without the drivers: everything [`State::handle_packet`] may touch.
+pub(crate) struct State {
+    /// This process's world rank.
+    pub me: u32,
+    pub nprocs: u32,
+    pub gates: Vec<Gate>,
+    pub reqs: Slab,
+    pub(super) mq: Vec<MatchQ>,
+    pub comms: Vec<Option<Comm>>,
+    pub(super) messages: Vec<(u64, Unexpected)>,
+    pub(super) next_msg: u64,
+    /// The job's strategy, by name (the send fast paths test it), and its implementation.
+    pub strategy: Strategy,
+    pub(super) strat: Box<dyn PacketStrategy>,
+    /// The strategy copies small sends into the packet being built when they are posted.
+    pub(super) packs_on_post: bool,
+    /// Per peer: the order of its messages, restored from their sequence numbers.
+    pub(super) order: Vec<order::Order>,
+    /// The driver being polled (the rail data arrives on).
+    pub(super) polling: DriverId,
+    /// Rendezvous receives whose data this process asked for in pieces over several rails,
+    /// timed to learn the rails' bandwidth.
+    pub(super) splits: Vec<SplitRecv>,
+    pub(super) gets: Vec<PendingGet>,
+    pub(super) helps: Vec<HelpReq>,
+    /// Buffers of unexpected eager messages already delivered, kept for the next ones: a
+    /// fresh allocation of tens of KiB per message is memory the allocator gave back to the
+    /// system and faults in again, page by page (a third of the receiver's time when a sender
+    /// of 64 KiB messages runs ahead over TCP).
+    pub(super) spare: Vec<Vec<u8>>,
+    pub(super) dirty: Vec<u32>,
+    pub bsend: BsendBuffer,
+    /// Blocks of sparse datatypes at least this large travel zero-copy (`MADMPI_ZCOPY_MIN`).
+    pub zcopy_min: usize,
+    /// Rendezvous sent with a piece table (zero-copy blocks), for statistics and tests.
+    pub zcopy_sends: u64,
+    /// Rendezvous whose fragments are gathered from a sparse user buffer (no packing).
+    pub gather_sends: u64,
+    /// Peers found dead, in the order they were found.
+    pub lost: Vec<u32>,
+    /// Requests running a [`Schedule`].
+    pub(super) scheds: Vec<RequestId>,
+    /// Problems with peers' packets, reported once each (malformed data is dropped).
+    pub peer_errors: Vec<String>,
+}
+
+// SAFETY: the raw pointers a `State` holds point into user buffers (valid until their request
+// completes, by the MPI rule stated on `request`) and into the attached bsend buffer; the state
+// lives behind the engine lock, so only one thread touches them at a time.
+unsafe impl Send for State {}
+
+/// The engine: state plus drivers.
+pub(crate) struct Engine {
+    pub st: State,
+    pub drv: Drivers,
+}
+
+impl State {
+    /// State for world rank `me` of `nprocs`, one gate per peer.
+    pub(super) fn new(me: u32, nprocs: u32, mut gates: Vec<Gate>, strategy: Strategy) -> State {
+        let strat = strategy.make();
+        for g in &mut gates {
+            if strat.push_rendezvous(g) {
+                // The sender cuts the data over its rails: it must push it.
+                g.can_get = false;
+                g.can_put = false;
+            }
+        }
+        let all: Arc<[u32]> = (0..nprocs).collect();
+        let comms = vec![
+            Some(Comm {
+                remote: None,
+                ctx: 0,
+                rank: me as i32,
+                size: nprocs as i32,
+                world: all,
+            }),
+            Some(Comm {
+                remote: None,
+                ctx: 2,
+                rank: 0,
+                size: 1,
+                world: Arc::from(vec![me]),
+            }),
+        ];
+        State {
+            me,
+            nprocs,
+            gates,
+            reqs: Slab::default(),
+            mq: Vec::new(),
+            comms,
+            messages: Vec::new(),
+            next_msg: 0,
+            strategy,
+            packs_on_post: strat.packs_on_post(),
+            strat,
+            order: (0..nprocs).map(|_| order::Order::default()).collect(),
+            polling: NO_DRIVER,
+            splits: Vec::new(),
+            gets: Vec::new(),
+            helps: Vec::new(),
+            spare: Vec::new(),
+            dirty: Vec::new(),
+            bsend: BsendBuffer::default(),
+            zcopy_min: std::env::var("MADMPI_ZCOPY_MIN")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(8192),
+            zcopy_sends: 0,
+            gather_sends: 0,
+            lost: Vec::new(),
+            scheds: Vec::new(),
+            peer_errors: Vec::new(),
+        }
+    }
+
+    pub fn comm(&self, c: CommId) -> Result<&Comm> {
+        match self.comms.get(c.0 as usize) {
+            Some(Some(c)) => Ok(c),
+            _ => err(
+                ErrorClass::Comm,
+                format!("invalid communicator (id {})", c.0),
+            ),
+        }
+    }
+
+    /// A completed request of an operation on MPI_PROC_NULL.
+    pub(super) fn null_request(&mut self) -> RequestId {
+        let mut r = Request::new(Op::None);
+        r.complete = true;
+        r.status = PROC_NULL_STATUS;
+        self.reqs.insert(r)
+    }
+
+    /// A persistent request, inactive until started.
+    pub fn persistent(&mut self, p: Persistent) -> Result<RequestId> {
+        match &p {
+            Persistent::Send {
+                dest,
+                tag,
+                comm,
+                dt,
+                ..
+            } => {
+                check_dest_tag(self.comm(*comm)?, *dest, *tag)?;
+                check_type(dt)?;
+            }
+            Persistent::Recv {
+                src, tag, comm, dt, ..
+            } => {
+                check_src_tag(self.comm(*comm)?, *src, *tag)?;
+                check_type(dt)?;
+            }
+            Persistent::Coll(_) => {}
+        }
+        let mut r = Request::new(Op::None);
+        r.active = false;
+        r.complete = true;
+        r.status = crate::request::EMPTY_STATUS;
+        r.persistent = Some(Box::new(p));
+        Ok(self.reqs.insert(r))
+    }
+
+    /// MPI_Start on a persistent request.
+    pub fn start(&mut self, id: RequestId) -> Result<()> {
+        let r = self.reqs.get(id).ok_or_else(bad_request)?;
+        let p = r.persistent.as_deref().cloned().ok_or_else(|| {
+            Error::new(
+                ErrorClass::Request,
+                "MPI_Start on a request that is not persistent",
+            )
+        })?;
+        if r.active {
+            return err(
+                ErrorClass::Request,
+                "MPI_Start on a persistent request that is already active",
+            );
+        }
+        if let Persistent::Coll(make) = &p {
+            // A collective runs in the persistent request itself, as a schedule.
+            let sched = make(self)?;
+            let r = self.reqs.get_mut(id).ok_or_else(bad_request)?;
+            r.op = Op::Sched(sched);
+            r.active = true;
+            r.complete = false;
+            r.status = crate::request::EMPTY_STATUS;
+            self.scheds.push(id);
+            self.advance_schedules();
+            return Ok(());
+        }
+        // The inner operation runs as its own request; its state moves into this one.
+        // SAFETY: the persistent request's buffer follows the same validity rule as any request.
+        let inner = unsafe {
+            match p {
+                Persistent::Send {
+                    buf,
+                    count,
+                    ref dt,
+                    dest,
+                    tag,
+                    comm,
+                    mode,
+                } => self.isend(buf, count, dt, dest, tag, comm, mode, false)?,
+                Persistent::Recv {
+                    buf,
+                    count,
+                    ref dt,
+                    src,
+                    tag,
+                    comm,
+                } => self.irecv(buf, count, dt, src, tag, comm, false)?,
+                Persistent::Coll(_) => unreachable!("started above"),
+            }
+        };
+        self.rebind(inner, id);
+        Ok(())
+    }
+
+    /// Move the live operation of request `from` into the (persistent) request `to`.
+    fn rebind(&mut self, from: RequestId, to: RequestId) {
+        let inner = self.reqs.remove(from).expect("just created");
+        // Every reference to `from` (posted queue, queued chunks) must now name `to`.
+        for q in &mut self.mq {
+            for e in q.posted.iter_mut() {
+                if e.2 == from {
+                    e.2 = to;
+                }
+            }
+        }
+        for g in &mut self.gates {
+            let pinned = g.rails.iter_mut().flat_map(|r| r.out.iter_mut());
+            for c in g.out.iter_mut().chain(pinned) {
+                if c.hdr.sreq == from.0 {
+                    c.hdr.sreq = to.0;
+                }
+                match &mut c.sent {
+                    OnSent::Send(r) | OnSent::Frag(r) if *r == from => *r = to,
+                    _ => {}
+                }
+            }
+        }
+        for gt in &mut self.gets {
+            if gt.rid == from {
+                gt.rid = to;
+            }
+        }
+        let r = self.reqs.get_mut(to).expect("checked by start");
+        r.op = inner.op;
+        r.complete = inner.complete;
+        r.status = inner.status;
+        r.active = true;
+    }
+
+    /// Mark a request complete (and free it if detached).
+    #[inline]
+    pub(super) fn complete(&mut self, id: RequestId) {
+        let Some(r) = self.reqs.get_mut(id) else {
+            return;
+        };
+        r.complete = true;
+        match &mut r.op {
+            Op::Recv(rv) => {
+                rv.posted = false;
+            }
+            Op::Send(s) => {
+                if let Some(x) = s.extra.take() {
+                    if let Some((off, _)) = x.bsend {
+                        self.bsend.release(off);
+                    }
+                }
+            }
+            _ => {}
+        }
+        if r.detached {
+            self.reqs.free(id);
+        }
+    }
+
+    pub(super) fn maybe_complete_send(&mut self, id: RequestId) {
+        let Some(r) = self.reqs.get_mut(id) else {
+            return;
+        };
+        if let Op::Send(s) = &r.op {
+            let frag_done = !s.fragmenting || s.frag_sent >= s.len;
+            if !s.queued && !s.await_ack && !s.cancel_wait && frag_done {
+                self.complete(id);
+            }
+        }
+    }
+
+    pub(super) fn peer_error(&mut self, msg: String) {
+        if self.peer_errors.len() < 16 {
+            eprintln!("madmpi: dropped {msg}");
+            self.peer_errors.push(msg);
+        }
+    }
+
+    /// Start a schedule as a new request (advanced once now, then by every progress call).
+    pub fn start_schedule(&mut self, s: Box<dyn Schedule>) -> Result<RequestId> {
+        let rid = self.reqs.insert(Request::new(Op::Sched(s)));
+        self.scheds.push(rid);
+        self.advance_schedules();
+        Ok(rid)
+    }
+
+    /// Advance every running schedule once.
+    pub fn advance_schedules(&mut self) {
+        let mut i = 0;
+        while i < self.scheds.len() {
+            let rid = self.scheds[i];
+            let Some(r) = self.reqs.get_mut(rid) else {
+                self.scheds.swap_remove(i);
+                continue;
+            };
+            let Op::Sched(mut s) = std::mem::replace(&mut r.op, Op::None) else {
+                self.scheds.swap_remove(i);
+                continue;
+            };
+            let res = s.advance(self);
+            let r = self
+                .reqs
+                .get_mut(rid)
+                .expect("schedules do not free their own request");
+            r.op = Op::Sched(s);
+            match res {
+                Ok(false) => i += 1,
+                Ok(true) => {
+                    self.scheds.swap_remove(i);
+                    self.complete(rid);
+                }
+                Err(e) => {
+                    r.status.error = Some(e.class);
+                    self.scheds.swap_remove(i);
+                    self.complete(rid);
+                }
+            }
+        }
+    }
+
+    /// Create a communicator: `ctx` (even; `ctx + 1` carries its collectives) must be agreed
+    /// by all its members and unused.
+    pub fn add_comm(&mut self, c: Comm) -> CommId {
+        match self.comms.iter().skip(2).position(|c| c.is_none()) {
+            Some(i) => {
+                self.comms[i + 2] = Some(c);
+                CommId(i as u32 + 2)
+            }
+            None => {
+                self.comms.push(Some(c));
+                CommId(self.comms.len() as u32 - 1)
+            }
+        }
+    }
+
+    /// Forget a communicator (MPI_Comm_free). Operations already started on it go on.
+    pub fn remove_comm(&mut self, id: CommId) -> Result<()> {
+        if id.0 < 2 {
+            return err(
+                ErrorClass::Comm,
+                "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
+            );
+        }
+        match self.comms.get_mut(id.0 as usize) {
+            Some(c @ Some(_)) => {
+                *c = None;
+                Ok(())
+            }
+            _ => err(
+                ErrorClass::Comm,
+                format!("invalid communicator (id {})", id.0),
+            ),
+        }
+    }
+
+    /// `peer` has died: fail every operation that involves it (sends to it, receives matched to
+    /// it, and posted receives that it could satisfy — its rank or MPI_ANY_SOURCE), so that
+    /// nobody waits forever. Later operations with it fail at once.
+    pub fn peer_lost(&mut self, peer: u32) {
+        let g = &mut self.gates[peer as usize];
+        if g.dead {
+            return;
+        }
+        g.dead = true;
+        crate::trace::peer_lost(peer);
+        g.out.clear();
+        g.packed.clear();
+        for r in &mut g.rails {
+            r.out.clear();
+        }
+        self.gets.retain(|x| x.peer != peer);
+        self.helps.retain(|x| x.peer != peer);
+        self.splits.retain(|x| x.peer != peer);
+        if !self.lost.contains(&peer) {
+            self.lost.push(peer);
+        }
+        let mut failed = Vec::new();
+        for (ctx, q) in self.mq.iter_mut().enumerate() {
+            let comm = self
+                .comms
+                .iter()
+                .flatten()
+                .find(|c| c.ctx == (ctx as u32 & !1));
+            q.unexpected.retain(|u| u.peer != peer);
+            q.posted.retain(|&(src, _, rid)| {
+                let hit = src == ANY_SOURCE
+                    || comm.is_some_and(|c| c.peers().get(src as usize) == Some(&peer));
+                if hit {
+                    failed.push(rid);
+                }
+                !hit
+            });
+        }
+        failed.extend(self.reqs.ids_where(|r| match &r.op {
+            Op::Send(s) => s.peer == peer && !r.complete,
+            Op::Recv(rv) => rv.peer == Some(peer) && !r.complete,
+            Op::None | Op::Sched(_) => false,
+        }));
+        for rid in failed {
+            if let Some(r) = self.reqs.get_mut(rid) {
+                r.status.error = Some(ErrorClass::ProcAborted);
+                if let Op::Send(s) = &mut r.op {
+                    s.queued = false;
+                    s.await_ack = false;
+                    s.cancel_wait = false;
+                    s.fragmenting = false;
+                }
+            }
+            self.complete(rid);
+        }
+    }
+
+    /// Requests the engine must finish before MPI_Finalize returns (buffered and freed sends,
+    /// control chunks not yet handed to a driver).
+    pub fn busy(&self) -> bool {
+        !self.dirty.is_empty() || !self.gets.is_empty() || self.reqs.detached_pending() > 0
+    }
+}
+
+pub(super) fn bad_request() -> Error {
+    Error::new(ErrorClass::Request, "invalid request handle")
+}
