@@ -1,6 +1,6 @@
 //! Process topologies: Cartesian grids, graphs, distributed graphs, their queries and
 //! MPI_Dims_create. No reordering is done (`reorder` is accepted and ignored, as the standard
-//! allows). The neighbourhood collectives are in `coll.rs`.
+//! allows). The neighbourhood collectives are in `coll/neighbor.rs`.
 
 use std::os::raw::c_int;
 
