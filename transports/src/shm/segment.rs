@@ -26,8 +26,9 @@ use crate::{Error, Result};
 /// "MADMPISH" read as a little-endian `u64`.
 const MAGIC: u64 = u64::from_le_bytes(*b"MADMPISH");
 /// Bumped whenever the layout changes, or what the packets mean (3: a rendezvous RTS may carry
-/// the start of its message).
-const VERSION: u32 = 3;
+/// the start of its message; 4: a Cts may ask for one piece of a message on one rail and message
+/// chunks are matched in sequence order).
+const VERSION: u32 = 4;
 /// Alignment of everything shared by two writers' caches (two x86 cache lines).
 const LINE: usize = 128;
 const PAGE: usize = 4096;

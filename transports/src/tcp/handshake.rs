@@ -38,8 +38,9 @@ pub(crate) const NONCE_LEN: usize = 32;
 const MAGIC: [u8; 8] = *b"MMPI-TCP";
 /// Handshake and framing version, bumped too when what the packets mean changes (peers of
 /// different versions refuse each other at the handshake instead of misreading): 2, a
-/// rendezvous RTS may carry the start of its message.
-pub(crate) const VERSION: u16 = 2;
+/// rendezvous RTS may carry the start of its message; 3, a Cts may ask for one piece of a
+/// message on one rail (`FLAG_PART`) and message chunks are matched in sequence order.
+pub(crate) const VERSION: u16 = 3;
 /// Domain-separation label of the MAC.
 const LABEL: &[u8] = b"madmpi-tcp-v1";
 /// First byte of an [`Auth`].
