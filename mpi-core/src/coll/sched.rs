@@ -433,15 +433,20 @@ impl Sched {
         self.finally(move |st| crate::comm::release(st, c))
     }
 
-    /// Fail: posted transfers may still write into scratch buffers, so those are leaked, and
-    /// the transfers free themselves when they complete.
+    /// Fail: posted transfers may still write into scratch buffers, so those are leaked (and
+    /// the transfers free themselves when they complete); with none in flight, nothing can
+    /// touch them any more and they are freed.
     fn abandon(&mut self, st: &mut State) {
+        let in_flight = !self.pending.is_empty();
         for id in self.pending.drain(..) {
             if let Some(r) = st.reqs.get_mut(id) {
                 r.detached = true;
             }
         }
-        std::mem::forget(std::mem::take(&mut self.bufs));
+        let bufs = std::mem::take(&mut self.bufs);
+        if in_flight {
+            std::mem::forget(bufs);
+        }
     }
 
     fn run_local(l: &mut Local, op: &Option<(Op, Datatype)>, st: &mut State) -> Result<Flow> {
