@@ -68,6 +68,16 @@ impl State {
                     // (A second Cts for the same send: the peer is confused.)
                     return self.peer_error(format!("from rank {peer}: a second Cts"));
                 }
+                if part {
+                    // (Checked before anything changes: a forged piece leaves the send as it
+                    // was.)
+                    let (off, n, len) = (h.msg_len, h.seq as u64, s.len as u64);
+                    if off.checked_add(n).is_none_or(|end| end > len) {
+                        return self.peer_error(format!(
+                            "from rank {peer}: a Cts for bytes {off}+{n} of a {len}-byte message"
+                        ));
+                    }
+                }
                 if !s.fragmenting {
                     self.gates[peer as usize].start_settled(s);
                     s.await_ack = false;
@@ -97,12 +107,8 @@ impl State {
                 let (ptr, len) = (s.ptr, s.len);
                 // The fragments start after what the RTS carried (`frag_sent` counts it).
                 let (from, to, rail) = if part {
+                    // (In range: checked above.)
                     let (off, n) = (h.msg_len as usize, h.seq as usize);
-                    if off.checked_add(n).is_none_or(|end| end > len) {
-                        return self.peer_error(format!(
-                            "from rank {peer}: a Cts for bytes {off}+{n} of a {len}-byte message"
-                        ));
-                    }
                     let rails = self.gates[peer as usize].rails.len();
                     (
                         off,

@@ -1338,3 +1338,47 @@ fn split_balance_cuts_rendezvous_by_bandwidth() {
         "3:1 split, got {per_rail:?}"
     );
 }
+
+/// A Cts asking for a piece outside the message, and message chunks numbered far ahead, behind
+/// or twice, are dropped as malformed with the peer named; the real traffic then completes.
+#[test]
+fn forged_pieces_and_sequence_numbers_are_refused() {
+    let mut net = Net::new(2, Strategy::Default, false, 7);
+    let d = payload(0, 3, 1000);
+    // SAFETY: `d` outlives the request (it completes in `recv_expect`).
+    let s = unsafe { send_bytes(&mut net.ranks[0], &d, 1, 2) };
+    for (off, n) in [(900u64, 500u32), (u64::MAX - 10, 20), (1001, 0)] {
+        let cts = Header {
+            kind: Kind::Cts as u8,
+            flags: wire::FLAG_PART,
+            msg_len: off,
+            seq: n,
+            sreq: s.0,
+            aux: 1,
+            ..Default::default()
+        };
+        let before = net.ranks[0].peer_errors.len();
+        net.ranks[0].handle_packet(1, &cts.encode());
+        assert_eq!(
+            net.ranks[0].peer_errors.len(),
+            before + 1,
+            "piece {off}+{n} of a 1000-byte message"
+        );
+        assert!(net.ranks[0].gates[1].rails.iter().all(|r| r.out.is_empty()));
+    }
+    for seq in [1u32 << 20, 0] {
+        let h = Header {
+            kind: Kind::Eager as u8,
+            seq,
+            len: 8,
+            msg_len: 8,
+            ..Default::default()
+        };
+        let mut pkt = h.encode().to_vec();
+        pkt.extend_from_slice(&[7u8; 8]);
+        let before = net.ranks[1].peer_errors.len();
+        net.ranks[1].handle_packet(0, &pkt);
+        assert_eq!(net.ranks[1].peer_errors.len(), before + 1, "seq {seq}");
+    }
+    net.recv_expect(1, 0, 2, &d, "the real message after the forged chunks");
+}
