@@ -48,6 +48,7 @@ pub(crate) fn singleton() -> Result<Drivers> {
         shm_prefix: "madmpi-singleton",
         multi_host: false,
         secret: None,
+        engine_version: crate::wire::VERSION,
     };
     let mut s = registry::start("self", 0, &job)?;
     s.open(&job)?;
@@ -109,6 +110,7 @@ pub(crate) fn start(p: &mut Client, me: u32, n: u32, host: &str, local: &[u32]) 
         shm_prefix: &prefix,
         multi_host: local.len() < n as usize,
         secret: None,
+        engine_version: crate::wire::VERSION,
     };
 
     // Phase 1 (a driver may run several instances: one TCP driver per interface).

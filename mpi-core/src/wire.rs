@@ -11,6 +11,12 @@ use crate::error::{Error, ErrorClass, Result};
 
 /// Bytes of a chunk header (the longest kind).
 pub const HDR_LEN: usize = 48;
+
+/// The version of what chunks mean, bumped when it changes (1: message chunks matched in
+/// sequence order; a Cts may ask for one piece on one rail, `FLAG_PART`). The drivers carry it
+/// without reading it (in the TCP hello, in the shared-memory segment's header), so that
+/// processes of different builds refuse each other when they connect instead of misreading.
+pub const VERSION: u32 = 1;
 /// Bytes of the header of an `Eager` chunk: bytes 0..24 as in the long header, then `sreq`.
 pub const EAGER_HDR_LEN: usize = 32;
 const _: () = assert!(

@@ -110,6 +110,9 @@ pub struct Job<'a> {
     pub multi_host: bool,
     /// The job's secret, for drivers that authenticate connections.
     pub secret: Option<[u8; 32]>,
+    /// The engine's protocol version: drivers carry it when they connect (and refuse a peer
+    /// of another one) without reading it.
+    pub engine_version: u32,
 }
 
 /// The name of the node segment of a job whose shared-memory objects start with `prefix`.
@@ -184,7 +187,8 @@ pub fn start(name: &str, index: usize, job: &Job<'_>) -> Result<Starting> {
     Ok(match name {
         "self" => Starting::Loop,
         "shm" => {
-            let cfg = ShmConfig::from_env()?;
+            let mut cfg = ShmConfig::from_env()?;
+            cfg.engine_version = job.engine_version;
             let name = segment_name(job.shm_prefix, job.local[0]);
             let seg = if job.local[0] == job.me {
                 Some(ShmSegment::create(&name, job.local.len(), &cfg)?)
@@ -225,7 +229,7 @@ impl Starting {
             Starting::Tcp { index, t } => {
                 let (index, multi_host) = (*index, job.multi_host);
                 let ifs = tcp_interfaces();
-                let cfg = TcpConfig::from_lookup(|k| match k {
+                let mut cfg = TcpConfig::from_lookup(|k| match k {
                     // This instance's interface of the list.
                     "MADMPI_TCP_IF" => ifs
                         .get(index)
@@ -235,6 +239,7 @@ impl Starting {
                     "MADMPI_TCP_PORT" if index > 0 => None,
                     _ => std::env::var(k).ok(),
                 })?;
+                cfg.engine_version = job.engine_version;
                 let secret = job
                     .secret
                     .ok_or_else(|| Error::Invalid("tcp: no job secret".into()))?;
@@ -505,6 +510,7 @@ mod tests {
                 shm_prefix: "madmpi-registry-test",
                 multi_host: false,
                 secret: Some([7; 32]),
+                engine_version: 1,
             };
             if e.name == "shm" {
                 continue; // needs a second process: tests/shm_processes.rs

@@ -25,9 +25,8 @@ use crate::{Error, Result};
 
 /// "MADMPISH" read as a little-endian `u64`.
 const MAGIC: u64 = u64::from_le_bytes(*b"MADMPISH");
-/// Bumped whenever the layout changes, or what the packets mean (3: a rendezvous RTS may carry
-/// the start of its message; 4: a Cts may ask for one piece of a message on one rail and message
-/// chunks are matched in sequence order).
+/// Bumped whenever the layout changes (3: a rendezvous RTS may carry the start of its message;
+/// 4: the header carries the engine's protocol version, which says what the packets mean).
 const VERSION: u32 = 4;
 /// Alignment of everything shared by two writers' caches (two x86 cache lines).
 const LINE: usize = 128;
@@ -63,7 +62,8 @@ struct SegHeader {
     ring_bytes: u64,
     total_bytes: u64,
     flags: u32,
-    _reserved: u32,
+    /// The engine's protocol version (opaque here; every process must share it).
+    engine: u32,
 }
 
 #[repr(C)]
@@ -119,6 +119,9 @@ pub struct ShmConfig {
     /// i.e. auto: on from [`ShmConfig::DOORBELL_AUTO_MIN_LOCAL`] local processes). Decided by
     /// the leader at [`ShmSegment::create`]; the others follow the segment.
     pub doorbell: Option<bool>,
+    /// The engine's protocol version, kept in the segment's header without being read: a
+    /// process of another build is refused when it opens the segment.
+    pub engine_version: u32,
 }
 
 impl Default for ShmConfig {
@@ -129,6 +132,7 @@ impl Default for ShmConfig {
             cma: true,
             split_min: DEFAULT_SPLIT_MIN,
             doorbell: None,
+            engine_version: 0,
         }
     }
 }
@@ -360,6 +364,7 @@ impl ShmSegment {
             ptr::addr_of_mut!((*hdr).ring_bytes).write(cfg.ring_bytes as u64);
             ptr::addr_of_mut!((*hdr).total_bytes).write(total);
             ptr::addr_of_mut!((*hdr).flags).write(if doorbell { FLAG_DOORBELL } else { 0 });
+            ptr::addr_of_mut!((*hdr).engine).write(cfg.engine_version);
             (*hdr).magic.store(MAGIC, Ordering::Release);
         }
         Ok(ShmSegment {
@@ -396,7 +401,7 @@ impl ShmSegment {
         // SAFETY: the mapping holds at least a header (checked above) and is page aligned; the
         // creator wrote the plain fields before publishing `magic` with Release, and we read
         // them only after seeing `magic` with Acquire. Nobody writes them afterwards.
-        let (magic, version, seg_nlocal, ring_bytes, total, flags) = unsafe {
+        let (magic, version, seg_nlocal, ring_bytes, total, flags, engine) = unsafe {
             let magic = (*hdr).magic.load(Ordering::Acquire);
             (
                 magic,
@@ -405,6 +410,7 @@ impl ShmSegment {
                 ptr::addr_of!((*hdr).ring_bytes).read(),
                 ptr::addr_of!((*hdr).total_bytes).read(),
                 ptr::addr_of!((*hdr).flags).read(),
+                ptr::addr_of!((*hdr).engine).read(),
             )
         };
         if magic != MAGIC {
@@ -415,6 +421,13 @@ impl ShmSegment {
         if version != VERSION {
             return Err(mismatch(format!(
                 "layout version {version}, this library has {VERSION}"
+            )));
+        }
+        if engine != cfg.engine_version {
+            return Err(mismatch(format!(
+                "engine protocol version {engine}, this process speaks {} (madmpi builds of \
+                 different versions on one node)",
+                cfg.engine_version
             )));
         }
         if seg_nlocal as usize != nlocal {
@@ -503,6 +516,31 @@ impl ShmSegment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process of another build (another engine protocol version) cannot open the segment.
+    #[test]
+    fn engines_of_different_versions_refuse_the_segment() {
+        let name = format!("/madmpi-test-engine-{}", std::process::id());
+        let mine = ShmConfig {
+            engine_version: 1,
+            ..ShmConfig::default()
+        };
+        let theirs = ShmConfig {
+            engine_version: 2,
+            ..ShmConfig::default()
+        };
+        let seg = ShmSegment::create(&name, 2, &mine).expect("create");
+        let e = ShmSegment::open(&name, 2, &theirs).err().expect("refused");
+        let same = ShmSegment::open(&name, 2, &mine);
+        ShmSegment::unlink(&name).expect("unlink");
+        drop(seg);
+        assert!(
+            e.to_string()
+                .contains("engine protocol version 1, this process speaks 2"),
+            "{e}"
+        );
+        assert!(same.is_ok());
+    }
 
     #[test]
     fn config_from_env_values() {

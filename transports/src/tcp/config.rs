@@ -50,6 +50,9 @@ pub struct TcpConfig {
     /// Most connections in the handshake at once; more are closed at once (a flood of
     /// foreign connections cannot exhaust the process).
     pub max_handshakes: usize,
+    /// The engine's protocol version, carried in the hello without being read: a peer with
+    /// another one is refused (mismatched builds).
+    pub engine_version: u32,
 }
 
 impl Default for TcpConfig {
@@ -75,6 +78,7 @@ impl Default for TcpConfig {
             connect_timeout: Duration::from_secs(30),
             linger: Duration::from_secs(5),
             max_handshakes: 256,
+            engine_version: 0,
         }
     }
 }

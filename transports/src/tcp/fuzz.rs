@@ -75,6 +75,7 @@ fn random_hello(rng: &mut Rng) -> Hello {
         rank: rng.edgy_u32(),
         target: rng.edgy_u32(),
         max_packet: rng.edgy_u32(),
+        engine: rng.edgy_u32(),
         nonce,
     }
 }

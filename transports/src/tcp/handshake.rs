@@ -38,8 +38,8 @@ pub(crate) const NONCE_LEN: usize = 32;
 const MAGIC: [u8; 8] = *b"MMPI-TCP";
 /// Handshake and framing version, bumped too when what the packets mean changes (peers of
 /// different versions refuse each other at the handshake instead of misreading): 2, a
-/// rendezvous RTS may carry the start of its message; 3, a Cts may ask for one piece of a
-/// message on one rail (`FLAG_PART`) and message chunks are matched in sequence order.
+/// rendezvous RTS may carry the start of its message; 3, the hello carries the engine's
+/// protocol version (what the packets mean is the engine's business from then on).
 pub(crate) const VERSION: u16 = 3;
 /// Domain-separation label of the MAC.
 const LABEL: &[u8] = b"madmpi-tcp-v1";
@@ -79,6 +79,8 @@ pub(crate) struct Hello {
     pub target: u32,
     /// The sender's largest packet (must match ours: both ends check frame lengths with it).
     pub max_packet: u32,
+    /// The sender's engine protocol version (opaque here; must match ours).
+    pub engine: u32,
     /// Fresh random bytes.
     pub nonce: [u8; NONCE_LEN],
 }
@@ -94,6 +96,7 @@ impl Hello {
         b[16..20].copy_from_slice(&self.rank.to_le_bytes());
         b[20..24].copy_from_slice(&self.target.to_le_bytes());
         b[24..28].copy_from_slice(&self.max_packet.to_le_bytes());
+        b[28..32].copy_from_slice(&self.engine.to_le_bytes());
         b[32..64].copy_from_slice(&self.nonce);
         b
     }
@@ -114,7 +117,7 @@ impl Hello {
             b'A' => Role::Acceptor,
             r => return Err(format!("unknown role byte {r:#04x}")),
         };
-        if b[11] != 0 || b[28..32] != [0; 4] {
+        if b[11] != 0 {
             return Err("reserved hello bytes are not zero".into());
         }
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
@@ -126,6 +129,7 @@ impl Hello {
             rank: u32_at(16),
             target: u32_at(20),
             max_packet: u32_at(24),
+            engine: u32_at(28),
             nonce,
         })
     }
@@ -262,6 +266,7 @@ mod tests {
             rank: 1,
             target: 2,
             max_packet: 1 << 20,
+            engine: 3,
             nonce: [7; 32],
         };
         let b = h.encode();
@@ -278,7 +283,7 @@ mod tests {
         bad[10] = b'Z';
         assert!(Hello::decode(&bad).unwrap_err().contains("role"));
         let mut bad = b;
-        bad[30] = 1;
+        bad[11] = 1;
         assert!(Hello::decode(&bad).unwrap_err().contains("reserved"));
     }
 

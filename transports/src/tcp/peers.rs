@@ -363,6 +363,7 @@ impl TcpTransport {
         let mut nonce = [0u8; NONCE_LEN];
         sys::random(&mut nonce).map_err(|e| format!("getrandom: {e}"))?;
         let (me, nprocs, max_packet) = (self.me, self.nprocs, self.cfg.max_packet as u32);
+        let engine = self.cfg.engine_version;
         let c = self.conn(idx);
         c.nonce = nonce;
         let hello = Hello {
@@ -374,6 +375,7 @@ impl TcpTransport {
                 Role::Acceptor => handshake::ANY_RANK,
             },
             max_packet,
+            engine,
             nonce,
         };
         c.out.extend_from_slice(&hello.encode());
@@ -478,6 +480,7 @@ impl TcpTransport {
     fn on_hello(&mut self, idx: usize, msg: &[u8]) -> std::result::Result<(), Fail> {
         let h = Hello::decode(msg.try_into().expect("HELLO_LEN bytes")).map_err(Fail::Fatal)?;
         let (me, nprocs, max_packet) = (self.me, self.nprocs, self.cfg.max_packet as u32);
+        let engine = self.cfg.engine_version;
         let c = self.conn(idx);
         let expected_role = match c.role {
             Role::Connector => Role::Acceptor,
@@ -490,6 +493,13 @@ impl TcpTransport {
             return Err(Fail::Fatal(format!(
                 "peer is in a job of {} ranks, this one has {nprocs}",
                 h.nprocs
+            )));
+        }
+        if h.engine != engine {
+            return Err(Fail::Fatal(format!(
+                "peer speaks engine protocol version {}, this rank {engine} (madmpi builds of \
+                 different versions in one job)",
+                h.engine
             )));
         }
         if h.max_packet != max_packet {

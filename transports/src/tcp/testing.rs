@@ -3,7 +3,8 @@
 use super::handshake::{Auth, Hello, Role, Transcript, Verdict};
 pub use super::handshake::{AUTH_LEN, HELLO_LEN};
 
-/// The connector's hello to `target`, from `rank`, with `nonce`.
+/// The connector's hello to `target`, from `rank`, with `nonce`, for a transport whose
+/// engine protocol version is the default configuration's (0).
 pub fn client_hello(
     rank: u32,
     target: u32,
@@ -17,6 +18,7 @@ pub fn client_hello(
         rank,
         target,
         max_packet,
+        engine: 0,
         nonce,
     }
     .encode()

@@ -722,3 +722,27 @@ fn large_receive_buffers_are_given_back() {
     );
     assert!(b.pool.spare.len() <= RX_POOL_KEEP);
 }
+
+/// Processes whose engines speak different protocol versions (mismatched builds) refuse each
+/// other at the handshake, the versions in the log, instead of misreading each other's packets.
+#[test]
+fn engines_of_different_versions_refuse_each_other() {
+    let mut a = TcpTransport::listen(PeerId(0), 2, SECRET, &cfg_with(|c| c.engine_version = 1))
+        .expect("listen a");
+    let mut b = TcpTransport::listen(PeerId(1), 2, SECRET, &cfg_with(|c| c.engine_version = 2))
+        .expect("listen b");
+    a.add_peer(PeerId(1), &b.business_card()).unwrap();
+    b.add_peer(PeerId(0), &a.business_card()).unwrap();
+    pump_until(&mut a, &mut b, |a, _| {
+        matches!(
+            a.try_send(PeerId(1), &[IoSlice::new(b"hi")]),
+            Err(Error::PeerLost(PeerId(1)))
+        )
+    });
+    let log = [a.take_log(), b.take_log()].concat().join("\n");
+    assert!(
+        log.contains("engine protocol version 2, this rank 1")
+            || log.contains("engine protocol version 1, this rank 2"),
+        "{log}"
+    );
+}
