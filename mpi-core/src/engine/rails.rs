@@ -55,8 +55,6 @@ pub(crate) struct Rail {
     pub samples: u32,
     /// Data fragments pinned to this rail (pieces a Cts asked for on it).
     pub out: VecDeque<OutChunk>,
-    /// The driver reported the peer lost on this rail.
-    pub dead: bool,
 }
 
 impl Rail {
@@ -72,7 +70,6 @@ impl Rail {
             bw: c.bandwidth_mbps as f64,
             samples: 0,
             out: VecDeque::new(),
-            dead: false,
         }
     }
 

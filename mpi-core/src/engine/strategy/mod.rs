@@ -130,7 +130,8 @@ pub(crate) fn one_chunk(g: &Gate) -> Commit {
     }
 }
 
-/// The live rails of a gate with their indexes.
+/// The rails a strategy may use, with their indexes: all of them (a rail whose driver loses
+/// the peer fails the whole gate, see `docs/architecture.md`).
 pub(crate) fn live(g: &Gate) -> impl Iterator<Item = (usize, &Rail)> {
-    g.rails.iter().enumerate().filter(|(_, r)| !r.dead)
+    g.rails.iter().enumerate()
 }
