@@ -17,6 +17,7 @@ mod coll;
 mod comm;
 mod engine;
 pub mod error;
+pub mod group;
 mod log;
 pub mod op;
 mod request;
@@ -41,6 +42,7 @@ pub use comm::{
 };
 pub use engine::{Strategy, BSEND_OVERHEAD};
 pub use error::{Error, ErrorClass, Result};
+pub use group::{Group, GroupComparison};
 pub use madmpi_datatypes::Datatype;
 pub use op::{BuiltinOp, Op};
 pub use request::{RequestId, SendMode, Status, EMPTY_STATUS, PROC_NULL_STATUS};

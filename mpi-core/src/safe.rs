@@ -19,6 +19,7 @@ use std::marker::PhantomData;
 use madmpi_datatypes::{Basic, Datatype};
 
 use crate::error::Result;
+use crate::group::Group;
 use crate::request::{RequestId, SendMode, Status};
 use crate::{CommId, ThreadLevel};
 
@@ -135,6 +136,14 @@ impl Communicator {
     /// MPI_Comm_size.
     pub fn size(&self) -> i32 {
         crate::comm_size(self.id).expect("communicator is valid")
+    }
+
+    /// MPI_Comm_group: the processes of this communicator, in rank order.
+    pub fn group(&self) -> Group {
+        crate::comm_info(self.id)
+            .expect("communicator is valid")
+            .local
+            .into()
     }
 
     /// MPI_Send.

@@ -1,6 +1,6 @@
-//! The native Rust API under the real launcher: the `ring` and `pingpong` examples of the
-//! `madmpi` crate (built by `make`) run under `bin/mpirun` on 1 to 4 ranks, over shared memory
-//! and over TCP.
+//! The native Rust API under the real launcher: the `ring`, `pingpong` and `groups` examples of
+//! the `madmpi` crate (built by `make`) run under `bin/mpirun` on 1 to 4 ranks, over shared
+//! memory and over TCP.
 
 use std::path::PathBuf;
 
@@ -49,4 +49,29 @@ fn ring_over_tcp() {
         "unexpected output: {}",
         out.stdout
     );
+}
+
+/// `Communicator::group` and the group operations of the Rust API on 1 to 4 ranks.
+#[test]
+fn groups_on_1_to_4_ranks() {
+    let Some(groups) = example("groups") else {
+        return;
+    };
+    for n in 1..=4usize {
+        let out = Job::new(&groups, n).run();
+        assert!(
+            out.success(),
+            "groups on {n} ranks failed: {}",
+            out.context()
+        );
+        assert!(
+            out.stdout.contains(&format!(
+                "groups: {n} ranks, {} even, {} odd",
+                n.div_ceil(2),
+                n / 2
+            )),
+            "unexpected output: {}",
+            out.stdout
+        );
+    }
 }

@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 
-use madmpi::{CommId, ErrorClass};
+use madmpi::{CommId, ErrorClass, Group};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
 use super::attr::{self, Obj};
 use super::common::*;
-use super::group::{compare, group};
+use super::group::{compare_code, group};
 use super::info::{new_info, pairs, Pairs};
 use crate::abi::*;
 use crate::errors;
@@ -230,7 +230,7 @@ pub unsafe fn MPI_Comm_create(comm: MPI_Comm, grp: MPI_Group, newcomm: *mut MPI_
         let c = handles::comm(comm)?;
         let o = out(newcomm, "newcomm")?;
         let g = group(grp)?;
-        *o = register_opt(madmpi::comm_create_from_group(c, &g)?, comm)?;
+        *o = register_opt(madmpi::comm_create_from_group(c, g.world_ranks())?, comm)?;
         Ok(())
     })();
     finish(comm, r, &|| {
@@ -248,7 +248,7 @@ pub unsafe fn MPI_Comm_create_group(
         let c = handles::comm(comm)?;
         let o = out(newcomm, "newcomm")?;
         let g = group(grp)?;
-        *o = register_opt(madmpi::comm_create_group(c, &g, tag)?, comm)?;
+        *o = register_opt(madmpi::comm_create_group(c, g.world_ranks(), tag)?, comm)?;
         Ok(())
     })();
     finish(comm, r, &|| {
@@ -300,6 +300,9 @@ pub unsafe fn MPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_
         }
         let ia = madmpi::comm_info(a)?;
         let ib = madmpi::comm_info(b)?;
+        let compare = |a: &std::sync::Arc<[u32]>, b: &std::sync::Arc<[u32]>| {
+            compare_code(Group::from(a.clone()).compare(&Group::from(b.clone())))
+        };
         let local = compare(&ia.local, &ib.local);
         *o = match (&ia.remote, &ib.remote) {
             (None, None) => match local {

@@ -1,34 +1,43 @@
-//! Groups: ordered sets of processes, held as lists of world ranks in a handle table
-//! (`MPI_GROUP_EMPTY` is the predefined empty group; operations that produce an empty group
-//! return it). Pure set logic: nothing here talks to other processes.
+//! The C interface of groups: a handle table of [`madmpi::Group`]s (`MPI_GROUP_EMPTY` is the
+//! predefined empty group; operations that produce an empty group return it), argument
+//! conversion and error reporting. The set logic is `madmpi::group`'s; nothing here talks to
+//! other processes.
 
 use std::os::raw::c_int;
-use std::sync::Arc;
 
-use madmpi::ErrorClass;
+use madmpi::{ErrorClass, Group, GroupComparison};
 use parking_lot::{const_mutex, Mutex};
 
 use super::common::*;
 use crate::abi::*;
 use crate::handles::{self, Kind, Table};
 
-static GROUPS: Mutex<Table<Arc<[u32]>>> = const_mutex(Table::new(Kind::Group));
+static GROUPS: Mutex<Table<Group>> = const_mutex(Table::new(Kind::Group));
 
-/// The world ranks of group `g`.
-pub(crate) fn group(g: MPI_Group) -> R<Arc<[u32]>> {
+/// Group `g`.
+pub(crate) fn group(g: MPI_Group) -> R<Group> {
     match g as usize {
-        0x109 => Ok(Arc::from(Vec::new())),
+        0x109 => Ok(Group::empty()),
         0x108 => fail(ErrorClass::Group, "invalid group: MPI_GROUP_NULL"),
         h => GROUPS.lock().get(h).cloned(),
     }
 }
 
 /// A handle for a group (MPI_GROUP_EMPTY when it is empty).
-pub(crate) fn new_group(v: Arc<[u32]>) -> R<MPI_Group> {
-    if v.is_empty() {
+pub(crate) fn new_group(g: Group) -> R<MPI_Group> {
+    if g.is_empty() {
         return Ok(MPI_GROUP_EMPTY);
     }
-    Ok(GROUPS.lock().insert(v)? as MPI_Group)
+    Ok(GROUPS.lock().insert(g)? as MPI_Group)
+}
+
+/// MPI_IDENT, MPI_SIMILAR or MPI_UNEQUAL.
+pub(crate) fn compare_code(c: GroupComparison) -> c_int {
+    match c {
+        GroupComparison::Ident => MPI_IDENT,
+        GroupComparison::Similar => MPI_SIMILAR,
+        GroupComparison::Unequal => MPI_UNEQUAL,
+    }
 }
 
 fn group_name(g: MPI_Group) -> String {
@@ -43,17 +52,6 @@ fn done(name: &str, r: R<()>) -> c_int {
     finish_self(name, r)
 }
 
-/// Rank `r` of a group of `n`, checked.
-fn rank_in(r: c_int, n: usize) -> R<usize> {
-    if r < 0 || r as usize >= n {
-        return fail(
-            ErrorClass::Rank,
-            format!("invalid rank {r} (group size {n})"),
-        );
-    }
-    Ok(r as usize)
-}
-
 fn ints<'a>(p: *const c_int, n: c_int, what: &str) -> R<&'a [c_int]> {
     if n < 0 {
         return fail(ErrorClass::Arg, format!("invalid count {n}"));
@@ -61,10 +59,18 @@ fn ints<'a>(p: *const c_int, n: c_int, what: &str) -> R<&'a [c_int]> {
     Ok(array(p as *mut c_int, n as usize, what)?)
 }
 
+/// `n` triplets (first, last, stride).
+fn triplets<'a>(p: *mut [c_int; 3], n: c_int) -> R<&'a [[c_int; 3]]> {
+    if n < 0 {
+        return fail(ErrorClass::Arg, format!("invalid count {n}"));
+    }
+    Ok(array(p, n as usize, "ranges")?)
+}
+
 pub unsafe fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c_int {
     let r = (|| {
         let g = self::group(group)?;
-        *out(size, "size")? = g.len() as c_int;
+        *out(size, "size")? = g.size();
         Ok(())
     })();
     done("MPI_Group_size", r)
@@ -74,10 +80,7 @@ pub unsafe fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c_int {
     let r = (|| {
         let g = self::group(group)?;
         let me = madmpi::world_rank()?;
-        *out(rank, "rank")? = g
-            .iter()
-            .position(|&x| x == me)
-            .map_or(MPI_UNDEFINED, |p| p as c_int);
+        *out(rank, "rank")? = g.rank_of(me).unwrap_or(MPI_UNDEFINED);
         Ok(())
     })();
     done("MPI_Group_rank", r)
@@ -95,44 +98,16 @@ pub unsafe fn MPI_Group_translate_ranks(
         let g2 = group(group2)?;
         let r1 = ints(ranks1, n, "ranks1")?;
         let out = array(ranks2, r1.len(), "ranks2")?;
-        let mut res = Vec::with_capacity(r1.len());
-        for &x in r1 {
-            res.push(if x == MPI_PROC_NULL {
-                MPI_PROC_NULL
-            } else {
-                let w = g1[rank_in(x, g1.len())?];
-                g2.iter()
-                    .position(|&y| y == w)
-                    .map_or(MPI_UNDEFINED, |p| p as c_int)
-            });
-        }
-        out.copy_from_slice(&res);
+        out.copy_from_slice(&g1.translate_ranks(r1, &g2)?);
         Ok(())
     })();
     done("MPI_Group_translate_ranks", r)
 }
 
-/// MPI_IDENT, MPI_SIMILAR or MPI_UNEQUAL.
-pub(crate) fn compare(a: &[u32], b: &[u32]) -> c_int {
-    if a == b {
-        return MPI_IDENT;
-    }
-    if a.len() == b.len() {
-        let mut x = a.to_vec();
-        let mut y = b.to_vec();
-        x.sort_unstable();
-        y.sort_unstable();
-        if x == y {
-            return MPI_SIMILAR;
-        }
-    }
-    MPI_UNEQUAL
-}
-
 pub unsafe fn MPI_Group_compare(group1: MPI_Group, group2: MPI_Group, result: *mut c_int) -> c_int {
     let r = (|| {
         let (a, b) = (group(group1)?, group(group2)?);
-        *out(result, "result")? = compare(&a, &b);
+        *out(result, "result")? = compare_code(a.compare(&b));
         Ok(())
     })();
     done("MPI_Group_compare", r)
@@ -143,12 +118,12 @@ fn binary(
     g1: MPI_Group,
     g2: MPI_Group,
     newgroup: *mut MPI_Group,
-    f: impl FnOnce(&[u32], &[u32]) -> Vec<u32>,
+    f: impl FnOnce(&Group, &Group) -> Group,
 ) -> c_int {
     let r = (|| {
         let (a, b) = (group(g1)?, group(g2)?);
         let o = out(newgroup, "newgroup")?;
-        *o = new_group(f(&a, &b).into())?;
+        *o = new_group(f(&a, &b))?;
         Ok(())
     })();
     done(name, r)
@@ -159,11 +134,7 @@ pub unsafe fn MPI_Group_union(
     group2: MPI_Group,
     newgroup: *mut MPI_Group,
 ) -> c_int {
-    binary("MPI_Group_union", group1, group2, newgroup, |a, b| {
-        let mut v = a.to_vec();
-        v.extend(b.iter().filter(|x| !a.contains(x)));
-        v
-    })
+    binary("MPI_Group_union", group1, group2, newgroup, Group::union)
 }
 
 pub unsafe fn MPI_Group_intersection(
@@ -176,7 +147,7 @@ pub unsafe fn MPI_Group_intersection(
         group1,
         group2,
         newgroup,
-        |a, b| a.iter().copied().filter(|x| b.contains(x)).collect(),
+        Group::intersection,
     )
 }
 
@@ -185,36 +156,25 @@ pub unsafe fn MPI_Group_difference(
     group2: MPI_Group,
     newgroup: *mut MPI_Group,
 ) -> c_int {
-    binary("MPI_Group_difference", group1, group2, newgroup, |a, b| {
-        a.iter().copied().filter(|x| !b.contains(x)).collect()
-    })
-}
-
-/// Distinct valid ranks of a group of `n`.
-fn distinct(ranks: &[c_int], n: usize) -> R<Vec<usize>> {
-    let mut seen = vec![false; n];
-    let mut v = Vec::with_capacity(ranks.len());
-    for &r in ranks {
-        let i = rank_in(r, n)?;
-        if seen[i] {
-            return fail(ErrorClass::Rank, format!("rank {r} appears twice"));
-        }
-        seen[i] = true;
-        v.push(i);
-    }
-    Ok(v)
+    binary(
+        "MPI_Group_difference",
+        group1,
+        group2,
+        newgroup,
+        Group::difference,
+    )
 }
 
 fn select(
     name: &str,
     group: MPI_Group,
     newgroup: *mut MPI_Group,
-    f: impl FnOnce(&[u32]) -> R<Vec<u32>>,
+    f: impl FnOnce(&Group) -> R<Group>,
 ) -> c_int {
     let r: R<()> = (|| {
         let g = self::group(group)?;
         let o = out(newgroup, "newgroup")?;
-        *o = new_group(f(&g)?.into())?;
+        *o = new_group(f(&g)?)?;
         Ok(())
     })();
     finish_self(
@@ -232,8 +192,7 @@ pub unsafe fn MPI_Group_incl(
     newgroup: *mut MPI_Group,
 ) -> c_int {
     select("MPI_Group_incl", group, newgroup, |g| {
-        let rs = distinct(ints(ranks, n, "ranks")?, g.len())?;
-        Ok(rs.iter().map(|&i| g[i]).collect())
+        g.incl(ints(ranks, n, "ranks")?)
     })
 }
 
@@ -244,41 +203,8 @@ pub unsafe fn MPI_Group_excl(
     newgroup: *mut MPI_Group,
 ) -> c_int {
     select("MPI_Group_excl", group, newgroup, |g| {
-        let rs = distinct(ints(ranks, n, "ranks")?, g.len())?;
-        Ok(g.iter()
-            .enumerate()
-            .filter(|(i, _)| !rs.contains(i))
-            .map(|(_, &w)| w)
-            .collect())
+        g.excl(ints(ranks, n, "ranks")?)
     })
-}
-
-/// The ranks of `n` triplets (first, last, stride).
-fn ranges(p: *mut [c_int; 3], n: c_int, size: usize) -> R<Vec<c_int>> {
-    if n < 0 {
-        return fail(ErrorClass::Arg, format!("invalid count {n}"));
-    }
-    let t = array(p, n as usize, "ranges")?;
-    let mut v = Vec::new();
-    for &[first, last, stride] in t.iter() {
-        if stride == 0 {
-            return fail(ErrorClass::Arg, "a range has stride 0");
-        }
-        rank_in(first, size)?;
-        rank_in(last, size)?;
-        if (stride > 0 && first > last) || (stride < 0 && first < last) {
-            return fail(
-                ErrorClass::Arg,
-                format!("range ({first}, {last}, {stride}) is empty"),
-            );
-        }
-        let mut r = first as i64;
-        while (stride > 0 && r <= last as i64) || (stride < 0 && r >= last as i64) {
-            v.push(r as c_int);
-            r += stride as i64;
-        }
-    }
-    Ok(v)
 }
 
 pub unsafe fn MPI_Group_range_incl(
@@ -288,8 +214,7 @@ pub unsafe fn MPI_Group_range_incl(
     newgroup: *mut MPI_Group,
 ) -> c_int {
     select("MPI_Group_range_incl", group, newgroup, |g| {
-        let rs = distinct(&self::ranges(ranges, n, g.len())?, g.len())?;
-        Ok(rs.iter().map(|&i| g[i]).collect())
+        g.range_incl(triplets(ranges, n)?)
     })
 }
 
@@ -300,12 +225,7 @@ pub unsafe fn MPI_Group_range_excl(
     newgroup: *mut MPI_Group,
 ) -> c_int {
     select("MPI_Group_range_excl", group, newgroup, |g| {
-        let rs = distinct(&self::ranges(ranges, n, g.len())?, g.len())?;
-        Ok(g.iter()
-            .enumerate()
-            .filter(|(i, _)| !rs.contains(i))
-            .map(|(_, &w)| w)
-            .collect())
+        g.range_excl(triplets(ranges, n)?)
     })
 }
 
@@ -330,7 +250,7 @@ pub unsafe fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
     let r = (|| {
         let c = handles::comm(comm)?;
         let o = out(group, "group")?;
-        *o = new_group(madmpi::comm_info(c)?.local)?;
+        *o = new_group(madmpi::comm_info(c)?.local.into())?;
         Ok(())
     })();
     finish(comm, r, &|| {
@@ -345,7 +265,7 @@ pub unsafe fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_
         let rem = madmpi::comm_info(c)?
             .remote
             .ok_or_else(|| madmpi::Error::new(ErrorClass::Comm, "not an intercommunicator"))?;
-        *o = new_group(rem)?;
+        *o = new_group(rem.into())?;
         Ok(())
     })();
     finish(comm, r, &|| {
