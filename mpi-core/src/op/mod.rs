@@ -16,6 +16,10 @@
 //!
 //! User functions run with the engine lock held (they are called by the progress engine): like
 //! the standard says, they must not call MPI communication functions.
+//!
+//! Here: the operation types, their checks and the entry points for packed and user-layout data;
+//! `kind` classifies the basic types, `builtin` holds the predefined operations' arithmetic,
+//! `buffer` the aligned scratch buffers.
 
 mod buffer;
 mod builtin;
