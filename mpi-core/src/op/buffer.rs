@@ -1,5 +1,6 @@
 //! Scratch memory for reductions: buffers aligned for any C type.
 
+/// A zeroed scratch buffer aligned for any C type (16 bytes).
 pub(crate) struct AlignedBuf(Vec<u128>);
 
 impl AlignedBuf {

@@ -8,6 +8,7 @@ use super::kind::{available, kind, Fl, Kind};
 use super::BuiltinOp;
 use crate::error::{err, ErrorClass, Result};
 
+/// Read element `i` of type `T` (unaligned).
 #[inline(always)]
 unsafe fn rd<T: Copy>(p: *const u8, i: usize) -> T {
     std::ptr::read_unaligned((p as *const T).add(i))
