@@ -40,7 +40,7 @@
 #define MAX_SIZE (4L << 20)
 #define MAX_REPS 101
 /* Failed polls before each further poll is preceded by sched_yield: the
- * budget of madmpi's own wait loop (mpi-core/src/api.rs, 2000 polls when
+ * budget of madmpi's own wait loop (mpi-core/src/api/wait.rs, 2000 polls when
  * every rank has a core), so both wait alike on a shared machine. */
 #define SPINS 2000
 

@@ -1,0 +1,196 @@
+//! The engine slot and how a call reaches it: the engine lock, or owner mode for the thread
+//! that initialized MPI at MPI_THREAD_SINGLE/FUNNELED (see `EngineCell`), and the errors of a
+//! call that may not reach it (another thread, a re-entrant call, MPI not running).
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use super::lifetime::{FINALIZED, PHASE};
+use super::wait::Backoff;
+use crate::engine::Engine;
+use crate::error::{err, ErrorClass, Result};
+
+/// The engine, and how calls reach it.
+///
+/// At MPI_THREAD_SERIALIZED and MULTIPLE every call takes the engine lock: acquired with one
+/// atomic exchange (spinning briefly, then yielding), released with a plain store. (A locked
+/// instruction waits until every earlier store of the core has left it; at the end of a call
+/// those are its writes to the shared-memory rings, which the other core is reading, so a
+/// release by compare-and-swap, as a general-purpose mutex does it, stalls every call for a
+/// cross-core transfer.)
+///
+/// At MPI_THREAD_SINGLE and FUNNELED only the thread that initialized MPI may call it (the
+/// standard's rule), so that thread owns the engine and reaches it without the lock: *owner
+/// mode*, no atomic read-modify-write per call. Any other thread then gets an error instead of
+/// a data race. Owner mode is switched on and off by the owner only, the switch-on under the
+/// lock, so a thread that took the lock before sees it when it looks again under the lock.
+pub(super) struct EngineCell {
+    /// Owner mode.
+    pub(super) owned: AtomicBool,
+    /// The lock; in owner mode, the guard against a re-entrant call (an error, never a second
+    /// `&mut Engine`).
+    held: AtomicBool,
+    engine: UnsafeCell<Option<Engine>>,
+}
+
+// SAFETY: the engine is reached only through `with_slot`, which gives one thread at a time a
+// reference: the lock holder, or in owner mode the owner (others are refused).
+unsafe impl Sync for EngineCell {}
+
+pub(super) static ENGINE: EngineCell = EngineCell {
+    owned: AtomicBool::new(false),
+    held: AtomicBool::new(false),
+    engine: UnsafeCell::new(None),
+};
+
+/// The thread that initialized MPI at MPI_THREAD_SINGLE or FUNNELED (its [`thread_word`], 0
+/// for none). A thread id rather than a thread-local flag: in a shared library a thread-local
+/// costs a call to `__tls_get_addr` on every MPI call, the thread id one load.
+pub(super) static OWNER_THREAD: AtomicUsize = AtomicUsize::new(0);
+
+/// A word that identifies the calling thread among the live ones, never 0: the address of
+/// its thread control block. On x86-64 Linux that is the first word of the `fs` segment (the
+/// value `pthread_self` returns, read inline instead of through a call into libc on every MPI
+/// call); elsewhere `pthread_self` itself.
+#[inline(always)]
+pub(super) fn thread_word() -> usize {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let tcb: usize;
+        // SAFETY: on x86-64 Linux (glibc and musl alike) `fs` points at the thread control
+        // block, whose first word is its own address; reading it has no other effect.
+        unsafe {
+            std::arch::asm!(
+                "mov {}, qword ptr fs:[0]",
+                out(reg) tcb,
+                options(nostack, readonly, preserves_flags, pure)
+            )
+        };
+        tcb
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        // SAFETY: pthread_self has no preconditions.
+        unsafe { libc::pthread_self() as usize }
+    }
+}
+
+/// Whether the calling thread owns the engine.
+#[inline(always)]
+pub(super) fn is_owner() -> bool {
+    OWNER_THREAD.load(Ordering::Relaxed) == thread_word()
+}
+
+/// Clears a flag when dropped (also when `f` panics).
+struct Clear<'a>(&'a AtomicBool);
+
+impl Drop for Clear<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// Run `f` on the engine slot, alone: see [`EngineCell`].
+#[inline]
+pub(super) fn with_slot<T>(f: impl FnOnce(&mut Option<Engine>) -> Result<T>) -> Result<T> {
+    let c = &ENGINE;
+    if c.owned.load(Ordering::Relaxed) {
+        if !is_owner() {
+            return not_owner();
+        }
+        if c.held.load(Ordering::Relaxed) {
+            return reentrant();
+        }
+        c.held.store(true, Ordering::Relaxed);
+        let _c = Clear(&c.held);
+        // SAFETY: owner mode: only this thread reaches the engine, and `held` keeps it from
+        // doing so twice at once.
+        return f(unsafe { &mut *c.engine.get() });
+    }
+    if c.held.swap(true, Ordering::Acquire) {
+        let mut b = Backoff::new();
+        loop {
+            b.snooze();
+            if !c.held.load(Ordering::Relaxed) && !c.held.swap(true, Ordering::Acquire) {
+                break;
+            }
+        }
+    }
+    let _c = Clear(&c.held);
+    if c.owned.load(Ordering::Relaxed) {
+        // Owner mode began while we waited.
+        return if is_owner() { reentrant() } else { not_owner() };
+    }
+    // SAFETY: we hold the lock.
+    f(unsafe { &mut *c.engine.get() })
+}
+
+#[cold]
+fn not_owner<T>() -> Result<T> {
+    err(
+        ErrorClass::Other,
+        "MPI called from a thread other than the one that initialized it (the thread level is \
+         MPI_THREAD_SINGLE or MPI_THREAD_FUNNELED; initialize with MPI_Init_thread and \
+         MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE to call MPI from several threads)",
+    )
+}
+
+#[cold]
+fn reentrant<T>() -> Result<T> {
+    err(
+        ErrorClass::Other,
+        "MPI called from inside an MPI call (a callback that calls MPI back)",
+    )
+}
+
+/// Run `f` on the engine when the calling thread owns it (MPI_THREAD_SINGLE/FUNNELED) and is
+/// not already inside it; `None` otherwise (the caller then takes the path through [`with`]).
+#[inline(always)]
+pub(super) fn with_owned<T>(f: impl FnOnce(&mut Engine) -> Option<T>) -> Option<T> {
+    let c = &ENGINE;
+    if !c.owned.load(Ordering::Relaxed) || c.held.load(Ordering::Relaxed) || !is_owner() {
+        return None;
+    }
+    c.held.store(true, Ordering::Relaxed);
+    let _c = Clear(&c.held);
+    // SAFETY: owner mode, on the owner thread, not re-entered: as in `with_slot`.
+    unsafe { &mut *c.engine.get() }.as_mut().and_then(f)
+}
+
+/// Run `f` on the engine, alone (see [`EngineCell`]).
+#[inline]
+pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
+    with_slot(|slot| match slot.as_mut() {
+        Some(e) => f(e),
+        None => not_running(),
+    })
+}
+
+pub(super) fn not_running<T>() -> Result<T> {
+    match PHASE.load(Ordering::Acquire) {
+        FINALIZED => err(ErrorClass::Other, "MPI has already been finalized"),
+        _ => err(
+            ErrorClass::Other,
+            "MPI is not initialized (call MPI_Init first)",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thread_word;
+
+    #[test]
+    fn thread_word_names_the_calling_thread() {
+        let here = thread_word();
+        assert_ne!(here, 0);
+        assert_eq!(here, thread_word());
+        // SAFETY: pthread_self has no preconditions.
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+        assert_eq!(here, unsafe { libc::pthread_self() } as usize);
+        let other = std::thread::spawn(thread_word).join().unwrap();
+        assert_ne!(other, 0);
+        assert_ne!(other, here);
+    }
+}

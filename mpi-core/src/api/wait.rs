@@ -1,0 +1,530 @@
+//! Waiting: how a blocked rank polls (spin, then yield the CPU: [`Backoff`], with its budget
+//! chosen at MPI_Init), polling the engine until a condition holds, and the completion calls
+//! (test, wait and their any/some/all variants, request status, free and cancel).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::engine_slot::with;
+use super::env_parse;
+use crate::engine::Engine;
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::request::{Op, RequestId, Status, EMPTY_STATUS};
+
+/// Polls before a waiting rank starts yielding its CPU: `MADMPI_SPIN`, else 2000 — or 16 when
+/// this host runs more ranks than it has CPUs, where the rank being waited for can only run if
+/// the waiting one gives its core away (set at MPI_Init).
+pub(super) static SPIN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(2000);
+
+/// CPUs this process may run on.
+fn cpus_available() -> usize {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            return (libc::CPU_COUNT(&set) as usize).max(1);
+        }
+    }
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Choose the spin budget for `local_ranks` ranks on this host. The CPUs they share are the
+/// launcher's (`MADMPI_HOST_CPUS`: a rank it bound to one CPU sees only that one), else this
+/// process's.
+pub(super) fn set_spin(local_ranks: usize) {
+    let cpus = env_parse("MADMPI_HOST_CPUS").unwrap_or_else(cpus_available);
+    let shared = local_ranks > cpus;
+    SHARED_CPUS.store(shared, Ordering::Relaxed);
+    let spin = env_parse("MADMPI_SPIN").unwrap_or(if shared { 16 } else { 2000 });
+    SPIN.store(spin, Ordering::Relaxed);
+}
+
+/// This host runs more ranks of the job than it has CPUs (set at MPI_Init).
+static SHARED_CPUS: AtomicBool = AtomicBool::new(false);
+
+/// Whether this host runs more ranks of the job than it has CPUs for them (so that some of
+/// them take turns on a CPU).
+pub(crate) fn cpus_shared() -> bool {
+    SHARED_CPUS.load(Ordering::Relaxed)
+}
+
+/// Polls made without even a `pause` before a waiting rank backs off.
+const FAST_POLLS: u32 = 128;
+
+/// Spin a little, then yield the CPU: waiting never monopolises a core.
+pub(crate) struct Backoff {
+    n: u32,
+    spin: u32,
+}
+
+impl Backoff {
+    pub(crate) fn new() -> Backoff {
+        Backoff::with_spin(SPIN.load(Ordering::Relaxed))
+    }
+
+    /// A backoff that yields after at most `spin` polls (and never later than the job's
+    /// budget, `MADMPI_SPIN`).
+    pub(crate) fn with_spin(spin: u32) -> Backoff {
+        Backoff {
+            n: 0,
+            spin: spin.min(SPIN.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Whether the spinning is over: each further `snooze` yields the CPU.
+    #[inline]
+    pub(crate) fn yielding(&self) -> bool {
+        self.n >= self.spin
+    }
+
+    #[inline]
+    pub(crate) fn snooze(&mut self) {
+        if self.n < self.spin {
+            self.n += 1;
+            // The first polls run back to back: a `pause` costs tens of nanoseconds, which is
+            // the latency of a message that is about to arrive.
+            if self.n > FAST_POLLS {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Hand the packets being built to the drivers at the start of a completion call, which may
+/// return without polling (its requests complete already): `aggreg`'s small sends are complete
+/// when posted, and their packet must neither wait for some later call nor for this call to
+/// take its completions first.
+#[inline(always)]
+fn send_pending(e: &mut Engine) -> Result<()> {
+    if e.st.nothing_queued() {
+        return Ok(());
+    }
+    e.flush()
+}
+
+/// Poll the engine until `f` yields a value.
+pub(crate) fn wait_until<T>(mut f: impl FnMut(&mut Engine) -> Result<Option<T>>) -> Result<T> {
+    let mut b = Backoff::new();
+    loop {
+        let r = with(|e| {
+            send_pending(e)?;
+            if let Some(v) = f(e)? {
+                return Ok(Some(v));
+            }
+            if e.progress()? {
+                return f(e);
+            }
+            Ok(None)
+        })?;
+        if let Some(v) = r {
+            return Ok(v);
+        }
+        b.snooze();
+    }
+}
+
+// -------------------------------------------------------------------- completion
+
+/// A completed operation: its status, and whether the request was freed (non-persistent) —
+/// the C layer then sets the handle to MPI_REQUEST_NULL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The status of the operation.
+    pub status: Status,
+    /// The request no longer exists.
+    pub freed: bool,
+}
+
+/// Take the completion of `r` if it is complete (inactive persistent requests complete at once
+/// with the empty status).
+#[inline]
+pub(super) fn take_if_complete(e: &mut Engine, r: RequestId) -> Result<Option<Completion>> {
+    match take_done(e, r) {
+        Taken::Done(c) => Ok(Some(c)),
+        Taken::Pending => Ok(None),
+        Taken::Invalid => err(ErrorClass::Request, "invalid request handle"),
+    }
+}
+
+/// What [`take_done`] found.
+pub(super) enum Taken {
+    Done(Completion),
+    Pending,
+    Invalid,
+}
+
+/// [`take_if_complete`] without the error value (for loops that checked the handles).
+#[inline(always)]
+pub(super) fn take_done(e: &mut Engine, r: RequestId) -> Taken {
+    let Some(req) = e.st.reqs.get_mut(r) else {
+        return Taken::Invalid;
+    };
+    if !req.active {
+        return Taken::Done(Completion {
+            status: EMPTY_STATUS,
+            freed: false,
+        });
+    }
+    if !req.complete {
+        return Taken::Pending;
+    }
+    let status = req.status;
+    if req.persistent.is_some() {
+        req.active = false;
+        req.op = Op::None;
+        Taken::Done(Completion {
+            status,
+            freed: false,
+        })
+    } else {
+        e.st.reqs.free(r);
+        Taken::Done(Completion {
+            status,
+            freed: true,
+        })
+    }
+}
+
+/// MPI_Test.
+pub fn test(r: RequestId) -> Result<Option<Completion>> {
+    with(|e| {
+        send_pending(e)?;
+        if let Some(c) = take_if_complete(e, r)? {
+            return Ok(Some(c));
+        }
+        e.progress()?;
+        take_if_complete(e, r)
+    })
+}
+
+/// MPI_Wait: the status, with `freed` as for [`test()`](fn@test).
+pub fn wait_completion(r: RequestId) -> Result<Completion> {
+    wait_until(|e| take_if_complete(e, r))
+}
+
+/// MPI_Wait, for callers that do not keep handles (the request is freed if not persistent).
+pub fn wait(r: RequestId) -> Result<Status> {
+    wait_completion(r).map(|c| c.status)
+}
+
+/// MPI_Request_get_status: the status if complete, without freeing.
+pub fn request_get_status(r: RequestId) -> Result<Option<Status>> {
+    with(|e| {
+        let check = |e: &mut Engine| -> Result<Option<Status>> {
+            let req =
+                e.st.reqs
+                    .get(r)
+                    .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+            Ok(if !req.active {
+                Some(EMPTY_STATUS)
+            } else if req.complete {
+                Some(req.status)
+            } else {
+                None
+            })
+        };
+        if let Some(s) = check(e)? {
+            return Ok(Some(s));
+        }
+        e.progress()?;
+        check(e)
+    })
+}
+
+/// One pass of progress on every driver.
+pub fn progress() -> Result<bool> {
+    with(|e| e.progress())
+}
+
+/// MPI_Waitany over `reqs` (None entries are MPI_REQUEST_NULL). Returns None when every entry is
+/// null or an inactive persistent request (the standard's MPI_UNDEFINED case).
+pub fn wait_any(reqs: &[Option<RequestId>]) -> Result<Option<(usize, Completion)>> {
+    if !reqs.iter().any(|r| r.is_some()) {
+        return Ok(None);
+    }
+    wait_until(|e| {
+        let mut any_active = false;
+        for (i, r) in reqs.iter().enumerate() {
+            let Some(r) = *r else { continue };
+            let req = e.st.reqs.get(r).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Request,
+                    format!("invalid request handle at index {i}"),
+                )
+            })?;
+            if !req.active {
+                continue;
+            }
+            any_active = true;
+            if req.complete {
+                let c = take_if_complete(e, r)?.expect("complete");
+                return Ok(Some(Some((i, c))));
+            }
+        }
+        Ok(if any_active { None } else { Some(None) })
+    })
+}
+
+/// MPI_Testany: `Ok(Err(()))`-free form: `Some(Some(..))` one completed, `Some(None)` no active
+/// request (MPI_UNDEFINED with flag true), `None` nothing completed yet.
+pub fn test_any(reqs: &[Option<RequestId>]) -> Result<Option<Option<(usize, Completion)>>> {
+    with(|e| {
+        e.progress()?;
+        let mut any_active = false;
+        for (i, r) in reqs.iter().enumerate() {
+            let Some(r) = *r else { continue };
+            let req = e.st.reqs.get(r).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Request,
+                    format!("invalid request handle at index {i}"),
+                )
+            })?;
+            if !req.active {
+                continue;
+            }
+            any_active = true;
+            if req.complete {
+                let c = take_if_complete(e, r)?.expect("complete");
+                return Ok(Some(Some((i, c))));
+            }
+        }
+        Ok(if any_active { None } else { Some(None) })
+    })
+}
+
+/// Collect every completed active request of `reqs` (for Testsome/Waitsome). Returns None when no
+/// request is active (MPI_UNDEFINED).
+fn some_complete(
+    e: &mut Engine,
+    reqs: &[Option<RequestId>],
+) -> Result<Option<Vec<(usize, Completion)>>> {
+    let mut any_active = false;
+    let mut done = Vec::new();
+    for (i, r) in reqs.iter().enumerate() {
+        let Some(r) = *r else { continue };
+        let req = e.st.reqs.get(r).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Request,
+                format!("invalid request handle at index {i}"),
+            )
+        })?;
+        if !req.active {
+            continue;
+        }
+        any_active = true;
+        if req.complete {
+            done.push((i, take_if_complete(e, r)?.expect("complete")));
+        }
+    }
+    Ok(if any_active { Some(done) } else { None })
+}
+
+/// MPI_Waitsome: at least one completion, or None when no request is active.
+pub fn wait_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Completion)>>> {
+    wait_until(|e| {
+        Ok(match some_complete(e, reqs)? {
+            None => Some(None),
+            Some(v) if v.is_empty() => None,
+            Some(v) => Some(Some(v)),
+        })
+    })
+}
+
+/// MPI_Testsome: the completions now (possibly none), or None when no request is active.
+pub fn test_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Completion)>>> {
+    with(|e| {
+        e.progress()?;
+        some_complete(e, reqs)
+    })
+}
+
+/// Whether every request of `reqs` from `*from` on is complete (inactive ones count as
+/// complete). `*from` moves past the ones found complete: they stay complete, so a wait loop
+/// never looks at them again.
+#[inline]
+fn complete_from(e: &Engine, reqs: &[Option<RequestId>], from: &mut usize) -> Result<bool> {
+    while let Some(&r) = reqs.get(*from) {
+        if let Some(r) = r {
+            let req = e.st.reqs.get(r).ok_or_else(|| bad_request_at(*from))?;
+            if req.active && !req.complete {
+                return Ok(false);
+            }
+        }
+        *from += 1;
+    }
+    Ok(true)
+}
+
+/// Take the completions of `reqs`, all complete (checked under the same lock).
+fn take_all(
+    e: &mut Engine,
+    reqs: &[Option<RequestId>],
+    out: &mut [Option<Completion>],
+) -> Result<()> {
+    for (r, o) in reqs.iter().zip(out.iter_mut()) {
+        *o = match *r {
+            None => None,
+            Some(r) => Some(
+                take_if_complete(e, r)?
+                    .ok_or_else(|| Error::new(ErrorClass::Intern, "request not complete"))?,
+            ),
+        };
+    }
+    Ok(())
+}
+
+/// Whether every active request of `reqs` is complete (MPI_Request_get_status_all's flag),
+/// without taking any.
+pub fn all_complete(reqs: &[Option<RequestId>]) -> Result<bool> {
+    with(|e| {
+        send_pending(e)?;
+        let mut from = 0;
+        if complete_from(e, reqs, &mut from)? {
+            return Ok(true);
+        }
+        e.progress()?;
+        complete_from(e, reqs, &mut from)
+    })
+}
+
+/// MPI_Testall: if every request of `reqs` is complete, their completions go to `out` (`None`
+/// for `None` entries) and the result is true; else nothing is taken.
+pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> Result<bool> {
+    with(|e| {
+        send_pending(e)?;
+        let mut from = 0;
+        if !complete_from(e, reqs, &mut from)? {
+            e.progress()?;
+            if !complete_from(e, reqs, &mut from)? {
+                return Ok(false);
+            }
+        }
+        take_all(e, reqs, out)?;
+        Ok(true)
+    })
+}
+
+/// MPI_Waitall: wait until every request of `reqs` is complete, and take their completions
+/// (see [`wait_all_with`]).
+pub fn wait_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> Result<()> {
+    out.fill(None);
+    wait_all_with(reqs, |r| *r, |i, c| out[i] = Some(*c))
+}
+
+/// MPI_Waitall without a completion array: `rid(&items[i])` names the request of entry `i`
+/// (`None`: a null one); each is taken once complete and handed to `each(i, completion)`
+/// (nothing for null entries). Requests are taken in order as they complete; in addition, the
+/// first time a request is found pending, the next [`AHEAD`] ones that are already complete
+/// are taken at once (sends complete at posting, typically, listed after receives): that work
+/// is then done while the receives are awaited rather than after they arrive. So `each` sees
+/// indices in order except for those. `each` runs with the engine held: it must not call MPI.
+/// An invalid request fails the call (some requests may have been taken).
+pub fn wait_all_with<T>(
+    items: &[T],
+    rid: impl Fn(&T) -> Option<RequestId>,
+    mut each: impl FnMut(usize, &Completion),
+) -> Result<()> {
+    let mut from = 0;
+    // Bit `i` of `early`: entry `base + i` was taken ahead of the in-order scan.
+    let (mut base, mut early) = (usize::MAX, 0u64);
+    wait_until(|e| {
+        while let Some(it) = items.get(from) {
+            let ahead = from.wrapping_sub(base);
+            if ahead < AHEAD && early >> ahead & 1 != 0 {
+                from += 1;
+                continue;
+            }
+            if let Some(r) = rid(it) {
+                match take_done(e, r) {
+                    Taken::Done(c) => each(from, &c),
+                    Taken::Pending => {
+                        if base == usize::MAX {
+                            base = from + 1;
+                            early = take_ahead(e, items, base, &rid, &mut each)?;
+                        }
+                        return Ok(None);
+                    }
+                    Taken::Invalid => return Err(bad_request_at(from)),
+                }
+            }
+            from += 1;
+        }
+        Ok(Some(()))
+    })
+}
+
+/// Entries [`wait_all_with`] looks at ahead of the first pending one (the bits of a word).
+const AHEAD: usize = 64;
+
+/// The look ahead of [`wait_all_with`]: take every request of `items[base..base + AHEAD]` that
+/// is complete now; bit `i` of the result says entry `base + i` was taken.
+#[inline(never)]
+fn take_ahead<T>(
+    e: &mut Engine,
+    items: &[T],
+    base: usize,
+    rid: &impl Fn(&T) -> Option<RequestId>,
+    each: &mut impl FnMut(usize, &Completion),
+) -> Result<u64> {
+    let mut taken = 0u64;
+    for (k, it) in items.iter().skip(base).take(AHEAD).enumerate() {
+        if let Some(r) = rid(it) {
+            match take_done(e, r) {
+                Taken::Done(c) => {
+                    each(base + k, &c);
+                    taken |= 1 << k;
+                }
+                Taken::Pending => {}
+                Taken::Invalid => return Err(bad_request_at(base + k)),
+            }
+        }
+    }
+    Ok(taken)
+}
+
+#[cold]
+fn bad_request_at(i: usize) -> Error {
+    Error::new(
+        ErrorClass::Request,
+        format!("invalid request handle at index {i}"),
+    )
+}
+
+/// MPI_Request_free: the request is freed now if complete, else when it completes.
+pub fn request_free(r: RequestId) -> Result<()> {
+    with(|e| {
+        let req =
+            e.st.reqs
+                .get_mut(r)
+                .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+        if !req.active || req.complete {
+            e.st.reqs.free(r);
+        } else {
+            req.detached = true;
+            req.persistent = None;
+        }
+        Ok(())
+    })
+}
+
+/// MPI_Cancel.
+pub fn cancel(r: RequestId) -> Result<()> {
+    with(|e| {
+        e.st.cancel(r)?;
+        e.flush()?;
+        // A send to self is withdrawn by our own progress alone (the request to drop the
+        // message and its answer go through the self driver): settle it now, so that the next
+        // MPI_Test or MPI_Request_get_status finds it complete and cancelled, as in MPICH. A
+        // few passes suffice; the bound only guards against a bug turning this into a hang.
+        for _ in 0..16 {
+            if !e.st.cancel_to_self_pending(r) {
+                break;
+            }
+            e.progress()?;
+        }
+        Ok(())
+    })
+}
