@@ -427,7 +427,38 @@ fn implemented_functions() -> BTreeSet<String> {
         &workspace().join("mpi-capi").join("src").join("imp"),
         &mut names,
     );
+    names.extend(generated_collectives());
     names
+}
+
+/// The collective wrappers `mpi-capi/build.rs` generates (into its `OUT_DIR`, which no file of
+/// `src/imp/` shows): every declared form of each base name of its `COLLECTIVES` list — the
+/// blocking one, `MPI_I*`, `*_init`, and the `_c` twin of each.
+fn generated_collectives() -> Vec<String> {
+    let build = read(&workspace().join("mpi-capi").join("build.rs"));
+    let start = build
+        .find("const COLLECTIVES: &[&str] = &[")
+        .expect("build.rs lists COLLECTIVES");
+    let list = &build[start..start + build[start..].find("];").expect("end of COLLECTIVES")];
+    let (_, functions) = signatures();
+    let declared: BTreeSet<&str> = functions.iter().map(|p| declared_name(p)).collect();
+    let mut out = Vec::new();
+    for base in list.split('"').skip(1).step_by(2) {
+        let stem = &base["MPI_".len()..];
+        for form in [
+            base.to_string(),
+            format!("MPI_I{}", stem.to_ascii_lowercase()),
+            format!("{base}_init"),
+        ] {
+            for name in [form.clone(), format!("{form}_c")] {
+                if declared.contains(name.as_str()) {
+                    out.push(name);
+                }
+            }
+        }
+    }
+    assert!(out.len() > 100, "generated collectives: {out:?}");
+    out
 }
 
 #[test]
