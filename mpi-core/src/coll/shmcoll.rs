@@ -1602,7 +1602,7 @@ pub(crate) unsafe fn reduce(
     })? {
         return Ok(false);
     }
-    super::reduce_checks(op, dt)?;
+    super::reduce::reduce_checks(op, dt)?;
     let esz = dt.size();
     if esz > MIN_CHUNK {
         return Ok(false);
