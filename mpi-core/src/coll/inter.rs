@@ -260,7 +260,7 @@ pub(super) fn reduce_scatter(
             vec![by.clone(); n],
         );
         let own = Data::new(rp, counts[me] * esz, &by);
-        super::scatterv_linear(b, &lt, 0, (v.rank == 0).then_some(&blocks), Some(&own));
+        super::rooted::scatterv_linear(b, &lt, 0, (v.rank == 0).then_some(&blocks), Some(&own));
     }
     if unpack {
         b.unpack(rp, recv, counts[me], dt);
