@@ -6,7 +6,6 @@ use madmpi_datatypes::Datatype;
 
 use super::engine_slot::{with, with_owned};
 use super::wait::{take_done, take_if_complete, wait, wait_until, Completion, Taken};
-use crate::engine::Strategy;
 use crate::error::{err, ErrorClass, Result};
 use crate::request::{Persistent, RequestId, SendMode, Status, EMPTY_STATUS};
 use crate::{CommId, MessageId};
@@ -38,7 +37,7 @@ pub unsafe fn isend(
         }
         // SAFETY: forwarded caller contract.
         let r = unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false)? };
-        if e.st.strategy == Strategy::Default {
+        if !e.st.packs_on_post {
             e.flush()?;
         }
         Ok(r)
@@ -302,7 +301,7 @@ pub unsafe fn recv_init(
 pub fn start(r: RequestId) -> Result<()> {
     with(|e| {
         e.st.start(r)?;
-        if e.st.strategy == Strategy::Default {
+        if !e.st.packs_on_post {
             e.flush()?;
         }
         Ok(())

@@ -66,11 +66,11 @@ pub(crate) struct State {
     pub comms: Vec<Option<Comm>>,
     pub(super) messages: Vec<(u64, Unexpected)>,
     pub(super) next_msg: u64,
-    /// The job's strategy, by name (the send fast paths test it), and its implementation.
-    pub strategy: Strategy,
+    /// The job's strategy.
     pub(super) strat: Box<dyn PacketStrategy>,
-    /// The strategy copies small sends into the packet being built when they are posted.
-    pub(super) packs_on_post: bool,
+    /// The strategy copies small sends into the packet being built when they are posted (and
+    /// queued chunks wait for the next progress call); otherwise a send leaves at once.
+    pub packs_on_post: bool,
     /// Per peer: the order of its messages, restored from their sequence numbers.
     pub(super) order: Vec<order::Order>,
     /// The driver being polled (the rail data arrives on).
@@ -149,7 +149,6 @@ impl State {
             comms,
             messages: Vec::new(),
             next_msg: 0,
-            strategy,
             packs_on_post: strat.packs_on_post(),
             strat,
             order: (0..nprocs).map(|_| order::Order::default()).collect(),
