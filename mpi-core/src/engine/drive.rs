@@ -476,16 +476,7 @@ impl Engine {
             return Ok(false);
         }
         let driver = gate.driver;
-        let Some(d) = self.drv.get(driver) else {
-            return Ok(false);
-        };
-        let name = d.caps().name;
-        let Some(helped) = d.helped_get() else {
-            return Ok(false);
-        };
-        let Some(min) = helped.split_min() else {
-            return Ok(false);
-        };
+        // The request first (cheap), the driver's limit then.
         let Some(Request {
             op: Op::Recv(rv), ..
         }) = self.st.reqs.get(g.rid)
@@ -494,7 +485,17 @@ impl Engine {
         };
         // Truncation: only what fits.
         let n = len.min(rv.target.cap as u64) as usize;
-        if rv.target.layout.is_some() || n < min.max(1) {
+        if rv.target.layout.is_some() || n == 0 {
+            return Ok(false);
+        }
+        let Some(d) = self.drv.get(driver) else {
+            return Ok(false);
+        };
+        let name = d.caps().name;
+        let Some(helped) = d.helped_get() else {
+            return Ok(false);
+        };
+        if helped.split_min().is_none_or(|min| n < min) {
             return Ok(false);
         }
         let local = rv.target.ptr;
