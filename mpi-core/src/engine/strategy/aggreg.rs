@@ -3,9 +3,9 @@
 //! limit. A gathered fragment, and a message larger than the rail's `solo_min`, travel alone.
 //! Small standard-mode sends are copied into the packet being built when they are posted
 //! (`packs_on_post`; the engine's `pack_routed`). With several rails, a packet the first rail
-//! cannot take now (its driver is busy) leaves on the next live one.
+//! cannot take now (its driver is busy) leaves on the next one.
 
-use super::{bit, live, Commit, PacketStrategy};
+use super::{bit, Commit, PacketStrategy};
 use crate::engine::{Gate, KIND_PACKED};
 use crate::wire;
 
@@ -26,8 +26,8 @@ impl PacketStrategy for Aggreg {
         let rail = if busy == 0 {
             0
         } else {
-            match live(g).find(|&(r, _)| busy & bit(r) == 0) {
-                Some((r, _)) => r,
+            match (0..g.rails.len()).find(|&r| busy & bit(r) == 0) {
+                Some(r) => r,
                 None => return Commit::NONE,
             }
         };

@@ -15,7 +15,6 @@ pub(crate) use aggreg::Aggreg;
 pub(crate) use default::Default;
 pub(crate) use split_balance::SplitBalance;
 
-use super::rails::Rail;
 use super::Gate;
 
 /// The strategy of a job (`MADMPI_STRATEGY`).
@@ -128,10 +127,4 @@ pub(crate) fn one_chunk(g: &Gate) -> Commit {
     } else {
         Commit { n: 1, rail: 0 }
     }
-}
-
-/// The rails a strategy may use, with their indexes: all of them (a rail whose driver loses
-/// the peer fails the whole gate, see `docs/architecture.md`).
-pub(crate) fn live(g: &Gate) -> impl Iterator<Item = (usize, &Rail)> {
-    g.rails.iter().enumerate()
 }

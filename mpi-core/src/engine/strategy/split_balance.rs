@@ -1,5 +1,5 @@
 //! `split_balance`: small messages and control chunks on the first rail (the lowest latency,
-//! one chunk per packet as under `default`); the data of a rendezvous cut over every live rail
+//! one chunk per packet as under `default`); the data of a rendezvous cut over every rail
 //! that reaches the peer, in proportion to the rails' bandwidth as this process measures it
 //! receiving ([`Rail::bw`](crate::engine::rails::Rail::bw): the caps' figure until pieces on
 //! the rail have been timed). A message too small to be worth cutting
@@ -8,7 +8,7 @@
 //! The receiver cuts (it asks for each piece on its rail with a Cts of its own), so it asks a
 //! gate with several rails for pushed data even where it could pull it from the first rail.
 
-use super::{live, one_chunk, Commit, PacketStrategy, Piece};
+use super::{one_chunk, Commit, PacketStrategy, Piece};
 use crate::engine::Gate;
 
 /// Pieces are cut at multiples of this many bytes (pages: the receiver's copies stay aligned).
@@ -49,7 +49,9 @@ impl PacketStrategy for SplitBalance {
     fn rdv_accept(&self, g: &Gate, from: usize, len: usize, out: &mut Vec<Piece>) {
         let total = len - from;
         // The rails that get a piece: the fastest first, as many as the size allows.
-        let mut rails: Vec<(usize, f64)> = live(g).map(|(i, r)| (i, r.bw.max(1.0))).collect();
+        let mut rails: Vec<(usize, f64)> = (g.rails.iter().enumerate())
+            .map(|(i, r)| (i, r.bw.max(1.0)))
+            .collect();
         rails.sort_by(|a, b| b.1.total_cmp(&a.1));
         let fit = (total / self.min_piece.max(1)).max(1);
         rails.truncate(fit);
@@ -80,6 +82,6 @@ impl PacketStrategy for SplitBalance {
     }
 
     fn push_rendezvous(&self, g: &Gate) -> bool {
-        live(g).nth(1).is_some()
+        g.rails.len() > 1
     }
 }
