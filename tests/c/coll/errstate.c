@@ -145,6 +145,32 @@ int main(int argc, char **argv)
                 CHECKF(rc != MPI_SUCCESS, "bcast truncation unreported");
         }
         valid(c, "a truncated bcast");
+        /* Counts on both sides of the shared-memory broadcast's paths (the
+         * root's slot up to 1008 bytes, chunks through its cells beyond, a
+         * copy by both from 64 KiB between two ranks), and a receive count of
+         * 0: the receivers still see the truncation, and the next collectives
+         * line up (each of these hung when the two sides took different
+         * paths). */
+        {
+            static const int counts[][2] = {
+                {500, 100}, {5000, 300}, {BIG / 4, 1000}, {BIG / 4, 100}, {1000, 0}, {40, 0}};
+            int *big = malloc(BIG);
+            CHECK(big != NULL);
+            for (unsigned i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+                for (int j = 0; j < counts[i][0]; j++)
+                    big[j] = me == 0 ? j : -1;
+                int rc = MPI_Bcast(big, me == 0 ? counts[i][0] : counts[i][1], MPI_INT, 0, c);
+                if (me == 0)
+                    MPI_OK(rc);
+                else if (is_madmpi())
+                    CHECKF(err_class(rc) == MPI_ERR_TRUNCATE,
+                           "bcast of %d ints into %d: rc %d", counts[i][0], counts[i][1], rc);
+                else
+                    CHECKF(rc != MPI_SUCCESS, "bcast truncation unreported");
+                valid(c, "a truncated bcast across the paths");
+            }
+            free(big);
+        }
         {
             int rc = MPI_Gather(buf, 4, MPI_INT, out, me == 0 ? 2 : 4, MPI_INT, 0, c);
             if (me == 0)

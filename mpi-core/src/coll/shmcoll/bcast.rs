@@ -38,10 +38,13 @@ impl Area {
     /// # Safety
     /// `buf` holds its elements (significant everywhere).
     pub(super) unsafe fn bcast(&mut self, buf: &Typed<'_>, nb: usize, root: usize) -> Result<()> {
-        if nb <= SMALL_MAX {
-            if nb > 0 {
-                self.bcast_small(buf, nb, root)?;
-            }
+        // Every member first takes the step of the root's slot, which carries the root's byte
+        // count (and the data itself up to `SMALL_MAX`). The path of the rest follows from that
+        // count alone, so members whose counts differ (an erroneous program) still take the
+        // same steps and learn of the truncation, instead of waiting for a step the root never
+        // takes.
+        let total = self.bcast_small(buf, nb, root)?;
+        if total <= SMALL_MAX {
             return Ok(());
         }
         let cma_min = if self.own_cpus {
@@ -49,12 +52,29 @@ impl Area {
         } else {
             CMA_BCAST_SHARED_MIN
         };
-        if self.cma && self.n == 2 && nb >= cma_min {
-            return self.bcast_cma(buf, nb, root);
+        if self.cma && self.n == 2 && total >= cma_min {
+            self.bcast_cma(buf, nb, total, root)?;
+        } else {
+            self.bcast_chunks(buf, nb, total, root)?;
         }
+        truncated(nb, total)
+    }
+
+    /// The chunked broadcast of `total` bytes through the root's cells (`nb`: this member's
+    /// own count; a receiver keeps what fits).
+    ///
+    /// # Safety
+    /// As [`Area::bcast`].
+    unsafe fn bcast_chunks(
+        &mut self,
+        buf: &Typed<'_>,
+        nb: usize,
+        total: usize,
+        root: usize,
+    ) -> Result<()> {
         let mut off = 0;
-        while off < nb {
-            let len = self.chunk.min(BCAST_CHUNK).min(nb - off);
+        while off < total {
+            let len = self.chunk.min(BCAST_CHUNK).min(total - off);
             let k = self.step();
             self.alloc(root, len);
             let p = self.data(root, 0);
@@ -65,7 +85,9 @@ impl Area {
                 self.lend(len, k);
             } else {
                 self.wait_posted(root, k)?;
-                buf.unpack(off, len, p);
+                if off < nb {
+                    buf.unpack(off, len.min(nb - off), p);
+                }
             }
             self.finish_step(k);
             off += len;
@@ -73,11 +95,11 @@ impl Area {
         Ok(())
     }
 
-    /// Broadcast of 1 to `SMALL_MAX` bytes: one step, through the root's next slot (what
-    /// [`Area::bcast`]'s loop does for one chunk, without the general case's branches). The
-    /// root reads the others' `done` only when it reuses a slot they may still be reading,
-    /// which its last look at them does not cover; the others read the slot's line, which
-    /// holds its flag and data.
+    /// The first step of every broadcast, through the root's next slot: the root writes its
+    /// byte count beside the slot's flag, and the data too when it fits (`SMALL_MAX`: the whole
+    /// broadcast is then this one step). Returns the root's count. The root reads the others'
+    /// `done` only when it reuses a slot they may still be reading, which its last look at them
+    /// does not cover; the others read the slot's line, which holds its flag, count and data.
     ///
     /// # Safety
     /// As [`Area::bcast`].
@@ -87,7 +109,7 @@ impl Area {
         buf: &Typed<'_>,
         nb: usize,
         root: usize,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let k = self.step();
         let a = self.slot_cursor[root];
         self.slot_cursor[root] = (a + 1) % SLOTS;
@@ -101,27 +123,26 @@ impl Area {
             if self.min_done < need {
                 self.await_done(need)?;
             }
-            buf.pack(0, nb, slot.add(HDR));
-            // The length beside the flag: a member whose count differs (an erroneous
-            // program) learns it, and takes what fits instead of reading the slot blind.
-            // (The second word of the slot header: aligned, ours until the flag says k.)
+            if nb <= SMALL_MAX {
+                buf.pack(0, nb, slot.add(HDR));
+            }
+            // The second word of the slot header: aligned, ours until the flag says k.
             slot.add(8).cast::<u64>().write(nb as u64);
             flag.store(k, Ordering::Release);
             self.slot_free_after[a] = k;
-        } else {
-            self.wait(root, || flag.load(Ordering::Acquire) >= k)?;
-            let sent = slot.add(8).cast::<u64>().read() as usize;
+            self.finish_step(k);
+            return Ok(nb);
+        }
+        self.wait(root, || flag.load(Ordering::Acquire) >= k)?;
+        let sent = slot.add(8).cast::<u64>().read() as usize;
+        if sent <= SMALL_MAX {
             buf.unpack(0, nb.min(sent), slot.add(HDR));
-            if sent > nb {
-                self.finish_step(k);
-                return err(
-                    ErrorClass::Truncate,
-                    format!("bcast: {sent} bytes broadcast into a buffer of {nb} bytes"),
-                );
-            }
         }
         self.finish_step(k);
-        Ok(())
+        if sent <= SMALL_MAX {
+            truncated(nb, sent)?;
+        }
+        Ok(sent)
     }
 
     /// Broadcast between two members in one step, copied by both: the root publishes where
@@ -133,16 +154,17 @@ impl Area {
     ///
     /// # Safety
     /// As [`Area::bcast`].
-    pub(super) unsafe fn bcast_cma(
+    unsafe fn bcast_cma(
         &mut self,
         buf: &Typed<'_>,
         nb: usize,
+        total: usize,
         root: usize,
     ) -> Result<()> {
         let k = self.step();
         let other = 1 - self.me;
         // The claim and report words carry the step as the board's generation.
-        let job = SplitJob::sized(k as u32, nb);
+        let job = SplitJob::sized(k as u32, total);
         let gen = u64::from(k as u32) << 32;
         if self.me == root {
             let src = match buf.flat {
@@ -190,9 +212,11 @@ impl Area {
                 }
             }
         }
-        let dst = match buf.flat {
+        // Straight into the user's buffer when it is contiguous and holds everything.
+        let direct = buf.flat.filter(|_| nb >= total);
+        let dst = match direct {
             Some(o) => buf.ptr.offset(o),
-            None => grow(&mut self.recv_buf, nb),
+            None => grow(&mut self.recv_buf, total),
         };
         let claim = self.seg.info(self.me, INFO_CLAIM);
         self.seg
@@ -205,7 +229,7 @@ impl Area {
             let src = self.info_of(root, INFO_ADDR);
             let read = |c: u32| {
                 let (off, len) = job.span(c);
-                // SAFETY: `dst` holds `nb` bytes; the root keeps its data until our `done`.
+                // SAFETY: `dst` holds `total` bytes; the root keeps its data until our `done`.
                 unsafe { self.copy_from(root, src + off as u64, dst.add(off), len) }
             };
             // After a failed copy, the chunks left are still taken (not copied), so that the
@@ -231,8 +255,8 @@ impl Area {
             }
             failed.map_or(Ok(()), Err)
         })();
-        if res.is_ok() && buf.flat.is_none() {
-            buf.unpack(0, nb, dst);
+        if res.is_ok() && direct.is_none() {
+            buf.unpack(0, nb.min(total), dst);
         }
         self.finish_step(k);
         res
@@ -292,4 +316,16 @@ impl Area {
         }
         Ok(())
     }
+}
+
+/// A member that expected `nb` bytes of a broadcast of `sent`: `MPI_ERR_TRUNCATE` when they
+/// do not fit (it kept what did).
+fn truncated(nb: usize, sent: usize) -> Result<()> {
+    if sent > nb {
+        return err(
+            ErrorClass::Truncate,
+            format!("bcast: {sent} bytes broadcast into a buffer of {nb} bytes"),
+        );
+    }
+    Ok(())
 }

@@ -48,8 +48,11 @@
 //!
 //! - barrier: everyone publishes `ready`, then waits for all the others (≤ `FLAT_MAX` members),
 //!   or a fan-in tree of radix `RADIX` and a release counter from rank 0 (more).
-//! - bcast: the root packs a chunk into its slot or cells and publishes; the others unpack
-//!   it (chunks of at most `BCAST_CHUNK`, pipelined). Between two members, from
+//! - bcast: the first step goes through the root's slot and carries the root's byte count,
+//!   and the data when it fits (`SMALL_MAX`); every member follows the path that count gives,
+//!   so members whose counts differ (an erroneous program) take the same steps and report
+//!   MPI_ERR_TRUNCATE rather than hang. Larger data: the root packs a chunk into its cells
+//!   and publishes; the others unpack it (chunks of at most `BCAST_CHUNK`, pipelined). Between two members, from
 //!   `CMA_BCAST_MIN` bytes, when they can, the root publishes the address of its (packed)
 //!   data instead and the other the address it wants it at; both then copy, chunk by chunk
 //!   taken from a claim word: the other reads chunks out of the root's memory, the root
