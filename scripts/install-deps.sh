@@ -1,10 +1,12 @@
 #!/bin/sh
 # Installs what building and testing madmpi needs, when it is missing: a C/C++ toolchain,
-# make, pkg-config and binutils (nm). With --bench, also MPICH and Open MPI (the references the
+# make, pkg-config and binutils (nm), and the build systems whose MPI discovery the tests check
+# (CMake; Meson with Ninja). With --bench, also MPICH and Open MPI (the references the
 # benchmarks compare against). Never fails a build for a package it cannot install: it says so.
 set -u
 need=""
-for tool in cc:gcc c++:g++ make:make pkg-config:pkg-config nm:binutils; do
+for tool in cc:gcc c++:g++ make:make pkg-config:pkg-config nm:binutils cmake:cmake meson:meson \
+    ninja:ninja-build; do
     cmd=${tool%%:*}; pkg=${tool#*:}
     command -v "$cmd" >/dev/null 2>&1 || need="$need $pkg"
 done

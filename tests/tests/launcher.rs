@@ -1385,6 +1385,75 @@ fn cmake_find_mpi_uses_our_wrappers() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Meson's `dependency('mpi', language: 'c')` asks pkg-config for `ompi-c` first: with our
+/// `lib/pkgconfig` on `PKG_CONFIG_PATH` it finds madmpi (the alias), even where another MPI's
+/// `.pc` files are installed, and the program runs under our mpirun.
+#[test]
+fn meson_dependency_mpi_finds_madmpi() {
+    let test = "meson_dependency_mpi_finds_madmpi";
+    if !have_tool("meson", test) || !have_tool("ninja", test) || !have_tool("pkg-config", test) {
+        return;
+    }
+    let root = repo_root().canonicalize().expect("repo root");
+    if !root.join("lib/libmadmpi.so").exists() || !root.join("lib/pkgconfig/ompi-c.pc").exists() {
+        println!("SKIP {test}: the build tree is not built (run make)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("madmpi-meson-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(
+        dir.join("meson.build"),
+        "project('t', 'c')\nmpi = dependency('mpi', language: 'c')\n\
+         executable('t', 't.c', dependencies: mpi)\n",
+    )
+    .expect("write meson.build");
+    std::fs::write(
+        dir.join("t.c"),
+        "#include <mpi.h>\n#include <stdio.h>\nint main(int argc, char **argv) { int r, n, l; \
+         char v[MPI_MAX_LIBRARY_VERSION_STRING]; MPI_Init(&argc, &argv); \
+         MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &n); \
+         MPI_Get_library_version(v, &l); printf(\"meson rank %d of %d: %.6s\\n\", r, n, v); \
+         MPI_Finalize(); return 0; }\n",
+    )
+    .expect("write t.c");
+    let run = |prog: &str, args: &[&str]| {
+        let out = Command::new(prog)
+            .args(args)
+            .current_dir(&dir)
+            .env("PKG_CONFIG_PATH", root.join("lib/pkgconfig"))
+            .output()
+            .unwrap_or_else(|e| panic!("run {prog}: {e}"));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{prog} {args:?}:\n{text}");
+        text
+    };
+    let setup = run("meson", &["setup", "build"]);
+    assert!(
+        setup.contains("Run-time dependency MPI for c found: YES"),
+        "meson setup:\n{setup}"
+    );
+    run("ninja", &["-C", "build"]);
+    let o = mpirun_with(
+        &["-n", "2", dir.join("build/t").to_str().expect("utf-8 path")],
+        None,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.dump());
+    let mut lines: Vec<&str> = o.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["meson rank 0 of 2: madmpi", "meson rank 1 of 2: madmpi"],
+        "{}",
+        o.dump()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn mpicc_compiles_against_mpi_h() {
     let root = repo_root();
