@@ -1,0 +1,389 @@
+//! Context ids: the per-process pool, the agreement of one id over a group (`agree_intra`)
+//! and across the two groups of an intercommunicator (`agree_inter`).
+
+use super::*;
+
+// ------------------------------------------------------------------------------------ id pool
+
+/// Context ids per process (the contexts go up to `2 * IDS`, the engine's [`CTX_LIMIT`]).
+pub(super) const IDS: usize = CTX_LIMIT as usize / 2;
+pub(super) const WORDS: usize = IDS / 64;
+/// The context of an MPI_Comm_idup communicator until its agreement completes: beyond the
+/// pool, never used by anyone.
+pub(super) const PLACEHOLDER_CTX: u32 = 2 * IDS as u32;
+
+/// The priority of an agreement: (parent context, collective tag) — the same on every member,
+/// so the lowest one in progress anywhere gets every member's free ids.
+pub(super) type Key = (u32, i32);
+
+pub(super) struct Pool {
+    free: [u64; WORDS],
+    /// Agreements in progress in this process.
+    pub(super) active: std::collections::BTreeSet<Key>,
+}
+
+pub(super) static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| {
+    let mut free = [u64::MAX; WORDS];
+    // ids 0 and 1: MPI_COMM_WORLD (context 0) and MPI_COMM_SELF (context 2).
+    free[0] &= !0b11;
+    Mutex::new(Pool {
+        free,
+        active: Default::default(),
+    })
+});
+
+pub(super) type Mask = [u64; WORDS];
+
+impl Pool {
+    /// Take every free id for agreement `key` if it has the priority here; otherwise none (it
+    /// will find nothing in common and retry until the one before it is done). Without the
+    /// priority, two agreements could take turns holding the ids on different processes and
+    /// both retry forever.
+    ///
+    /// The flag is false when the agreement had the priority and still found no free id: the
+    /// process has run out of ids, and the agreement must fail (everywhere) rather than retry.
+    fn reserve(&mut self, key: Key) -> (Mask, bool) {
+        if self.active.first().is_some_and(|&k| k != key) {
+            return ([0; WORDS], true);
+        }
+        let m = std::mem::replace(&mut self.free, [0; WORDS]);
+        let some = m.iter().any(|&w| w != 0);
+        (m, some)
+    }
+
+    /// Return the ids of `m` except `keep`.
+    fn release(&mut self, m: &Mask, keep: &[u32]) {
+        for (f, w) in self.free.iter_mut().zip(m.iter()) {
+            *f |= *w;
+        }
+        for &k in keep {
+            self.free[k as usize / 64] &= !(1u64 << (k % 64));
+        }
+    }
+
+    pub(super) fn give_back(&mut self, id: u32) {
+        if (id as usize) < IDS {
+            self.free[id as usize / 64] |= 1u64 << (id % 64);
+        }
+    }
+}
+
+/// The lowest ids set in `m`, skipping `not`.
+pub(super) fn lowest(m: &Mask, not: Option<u32>) -> Option<u32> {
+    for (i, &w) in m.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            let b = w.trailing_zeros();
+            let id = (i * 64) as u32 + b;
+            if Some(id) != not {
+                return Some(id);
+            }
+            w &= w - 1;
+        }
+    }
+    None
+}
+
+pub(super) fn and(a: &Mask, b: &Mask) -> Mask {
+    let mut r = [0; WORDS];
+    for i in 0..WORDS {
+        r[i] = a[i] & b[i];
+    }
+    r
+}
+
+pub(super) const MASK_BYTES: usize = WORDS * 8;
+/// A mask and the "ids left" word (all ones, or 0 for a process out of ids), ANDed together.
+pub(super) const BUF_BYTES: usize = MASK_BYTES + 8;
+
+/// The "ids left" word after a mask.
+pub(super) unsafe fn ids_left(p: *const u8) -> bool {
+    let mut w = [0u8; 8];
+    std::ptr::copy_nonoverlapping(p.add(MASK_BYTES), w.as_mut_ptr(), 8);
+    u64::from_ne_bytes(w) != 0
+}
+
+pub(super) fn out_of_ids() -> Error {
+    Error::new(
+        ErrorClass::Other,
+        format!("out of context ids: too many communicators in use (at most {IDS} per process)"),
+    )
+}
+
+pub(super) unsafe fn read_mask(p: *const u8) -> Mask {
+    let mut m = [0u64; WORDS];
+    std::ptr::copy_nonoverlapping(p, m.as_mut_ptr() as *mut u8, MASK_BYTES);
+    m
+}
+
+pub(super) unsafe fn write_mask(p: *mut u8, m: &Mask) {
+    std::ptr::copy_nonoverlapping(m.as_ptr() as *const u8, p, MASK_BYTES);
+}
+
+/// A raw pointer that may move into a step closure (the schedule owns what it points to).
+#[derive(Clone, Copy)]
+pub(super) struct P(pub(super) *mut u8);
+// SAFETY: points into a schedule's scratch buffer, only touched under the engine lock.
+unsafe impl Send for P {}
+
+impl P {
+    /// The pointer (a method, so that closures capture the whole `Send` wrapper).
+    pub(super) fn p(self) -> *mut u8 {
+        self.0
+    }
+}
+
+/// Shared between the steps of one agreement.
+#[derive(Default)]
+pub(super) struct Agreed {
+    snapshot: Option<Mask>,
+    key: Key,
+}
+
+pub(super) type Cell = Arc<Mutex<Agreed>>;
+
+/// Steps that reserve this process's free ids and AND them over `t` into the returned buffer.
+/// Returns (round to jump to for a retry, buffer with the AND).
+pub(super) fn mask_allreduce(b: &mut B, t: &Team, cell: &Cell) -> (usize, *mut u8) {
+    b.op = Some((Op::Builtin(BuiltinOp::Band), Datatype::basic(Basic::UInt64)));
+    let key = b.prio.unwrap_or_default();
+    cell.lock().key = key;
+    b.fence();
+    let start = b.round_index();
+    let mine = P(b.tmp(BUF_BYTES));
+    let all = b.tmp(BUF_BYTES);
+    let c = cell.clone();
+    b.call(move |_st| {
+        let (m, left) = POOL.lock().reserve(key);
+        let w = if left { u64::MAX } else { 0 };
+        // SAFETY: `mine` is a BUF_BYTES scratch buffer of this schedule.
+        unsafe {
+            write_mask(mine.p(), &m);
+            std::ptr::copy_nonoverlapping(w.to_ne_bytes().as_ptr(), mine.p().add(MASK_BYTES), 8);
+        }
+        c.lock().snapshot = Some(m);
+        Ok(Flow::Next)
+    });
+    algo::allreduce_doubling(b, t, mine.p(), all, WORDS + 1, 8);
+    (start, all)
+}
+
+/// Give back the snapshot except the ids kept; `done`: the agreement is over.
+pub(super) fn settle(cell: &Cell, keep: &[u32], done: bool) {
+    let mut g = cell.lock();
+    let mut p = POOL.lock();
+    if let Some(m) = g.snapshot.take() {
+        p.release(&m, keep);
+    }
+    if done {
+        p.active.remove(&g.key);
+    }
+}
+
+/// Agreement on one id over `t`, then `make(st, id)` (run by every member).
+pub(super) fn agree_intra(
+    b: &mut B,
+    t: &Team,
+    mut make: impl FnMut(&mut State, u32) -> Result<()> + Send + 'static,
+) {
+    let cell: Cell = Arc::default();
+    let (start, all) = mask_allreduce(b, t, &cell);
+    let all = P(all);
+    b.call(move |st| {
+        // SAFETY: `all` is a BUF_BYTES scratch buffer of this schedule.
+        let (m, left) = unsafe { (read_mask(all.p()), ids_left(all.p())) };
+        if !left {
+            settle(&cell, &[], true);
+            return Err(out_of_ids());
+        }
+        match lowest(&m, None) {
+            None => {
+                settle(&cell, &[], false);
+                Ok(Flow::Jump(start))
+            }
+            Some(id) => {
+                settle(&cell, &[id], true);
+                make(st, id)?;
+                Ok(Flow::Next)
+            }
+        }
+    });
+}
+
+// ------------------------------------------------------------------------------------ inter
+
+/// How two group leaders talk.
+pub(super) enum Leaders {
+    /// On the collective context of an intercommunicator (remote rank 0).
+    Coll(Team),
+    /// Point to point on a peer communicator with the user's tag (MPI_Intercomm_create).
+    User { comm: CommId, peer: i32, tag: i32 },
+}
+
+/// Agreement across two groups: allreduce of the masks in the local group `lt` (leader: local
+/// rank `leader`), exchange of (mask, `payload`) between the leaders, the leader's decision
+/// broadcast in the group; then `make(st, x, y, remote_payload)` with `x` common to both
+/// groups and `y` (when `need_local`) free in this group.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn agree_inter_at(
+    b: &mut B,
+    lt: &Team,
+    leader: i32,
+    how: Leaders,
+    payload: Vec<u8>,
+    max_remote: usize,
+    need_local: bool,
+    mut make: impl FnMut(&mut State, u32, u32, &[u8]) -> Result<()> + Send + 'static,
+) {
+    let cell: Cell = Arc::default();
+    let (start, all) = mask_allreduce(b, lt, &cell);
+    let msg_len = BUF_BYTES + 8 + payload.len();
+    let cap = BUF_BYTES + 8 + max_remote;
+    let out = P(b.tmp(msg_len));
+    let inb = P(b.tmp(cap));
+    let dec_len = 32 + max_remote;
+    let dec = P(b.tmp(dec_len));
+    let all = P(all);
+    let i_lead = lt.me == leader;
+    if i_lead {
+        let pl = payload.clone();
+        b.call(move |_| {
+            // SAFETY: `out` holds msg_len bytes; `all` a mask.
+            unsafe {
+                std::ptr::copy_nonoverlapping(all.p(), out.p(), BUF_BYTES);
+                let n = (pl.len() as u64).to_ne_bytes();
+                std::ptr::copy_nonoverlapping(n.as_ptr(), out.p().add(BUF_BYTES), 8);
+                std::ptr::copy_nonoverlapping(pl.as_ptr(), out.p().add(BUF_BYTES + 8), pl.len());
+            }
+            Ok(Flow::Next)
+        });
+        match &how {
+            Leaders::Coll(rt) => {
+                b.send_bytes(rt, 0, out.p(), msg_len);
+                b.recv_bytes(rt, 0, inb.p(), cap);
+            }
+            Leaders::User { comm, peer, tag } => {
+                b.user_xfer(true, *comm, *peer, *tag, out.p(), msg_len);
+                b.user_xfer(false, *comm, *peer, *tag, inb.p(), cap);
+            }
+        }
+        b.call(move |_| {
+            // SAFETY: the buffers have the sizes computed above; the peer's payload length
+            // is checked against the capacity.
+            unsafe {
+                let mine = read_mask(all.p());
+                let theirs = read_mask(inb.p());
+                let left = ids_left(all.p()) && ids_left(inb.p());
+                let mut n = [0u8; 8];
+                std::ptr::copy_nonoverlapping(inb.p().add(BUF_BYTES), n.as_mut_ptr(), 8);
+                let plen = (u64::from_ne_bytes(n) as usize).min(max_remote);
+                let both = and(&mine, &theirs);
+                let x = lowest(&both, None);
+                let ok = x.is_some_and(|x| {
+                    !need_local
+                        || (lowest(&mine, Some(x)).is_some() && lowest(&theirs, Some(x)).is_some())
+                });
+                let words: [u64; 4] = match x {
+                    // 2: a process is out of ids, everyone fails.
+                    _ if !left => [2, 0, 0, 0],
+                    Some(x) if ok => [
+                        1,
+                        x as u64,
+                        lowest(&mine, Some(x)).unwrap_or(0) as u64,
+                        plen as u64,
+                    ],
+                    _ => [0; 4],
+                };
+                std::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, dec.p(), 32);
+                std::ptr::copy_nonoverlapping(inb.p().add(BUF_BYTES + 8), dec.p().add(32), plen);
+            }
+            Ok(Flow::Next)
+        });
+    }
+    algo::bcast_binomial(
+        b,
+        lt,
+        leader,
+        dec.p(),
+        dec_len,
+        &crate::coll::sched::bytes(),
+    );
+    b.call(move |st| {
+        // SAFETY: `dec` holds dec_len bytes.
+        let (words, rest) = unsafe {
+            let mut w = [0u64; 4];
+            std::ptr::copy_nonoverlapping(dec.p(), w.as_mut_ptr() as *mut u8, 32);
+            let plen = (w[3] as usize).min(max_remote);
+            (
+                w,
+                std::slice::from_raw_parts(dec.p().add(32), plen).to_vec(),
+            )
+        };
+        if words[0] == 0 {
+            settle(&cell, &[], false);
+            return Ok(Flow::Jump(start));
+        }
+        if words[0] == 2 {
+            settle(&cell, &[], true);
+            return Err(out_of_ids());
+        }
+        let (x, y) = (words[1] as u32, words[2] as u32);
+        let keep = if need_local { vec![x, y] } else { vec![x] };
+        settle(&cell, &keep, true);
+        make(st, x, y, &rest)?;
+        Ok(Flow::Next)
+    });
+}
+
+pub(super) fn agree_inter(
+    b: &mut B,
+    lt: &Team,
+    how: Leaders,
+    payload: Vec<u8>,
+    max_remote: usize,
+    need_local: bool,
+    make: impl FnMut(&mut State, u32, u32, &[u8]) -> Result<()> + Send + 'static,
+) {
+    agree_inter_at(b, lt, 0, how, payload, max_remote, need_local, make)
+}
+
+pub(super) fn ranks_bytes(r: &[u32]) -> Vec<u8> {
+    r.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+pub(super) fn bytes_ranks(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4)
+        .map(|c| u32::from_ne_bytes(c.try_into().unwrap_or([0; 4])))
+        .collect()
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_reserves_and_releases() {
+        let mut p = Pool {
+            free: [u64::MAX; WORDS],
+            active: Default::default(),
+        };
+        p.free[0] &= !0b11;
+        p.active.insert((0, 0));
+        p.active.insert((0, 1024));
+        assert_eq!(lowest(&p.reserve((0, 1024)).0, None), None, "not its turn");
+        assert!(p.reserve((0, 1024)).1, "not out of ids either");
+        let (m, left) = p.reserve((0, 0));
+        assert!(left);
+        assert!(
+            !p.reserve((0, 0)).1,
+            "nothing left with the priority: out of ids"
+        );
+        assert_eq!(lowest(&m, None), Some(2));
+        assert_eq!(lowest(&p.free, None), None);
+        p.release(&m, &[2]);
+        assert_eq!(lowest(&p.free, None), Some(3));
+        let mut other = [0u64; WORDS];
+        other[1] = 1 << 5;
+        assert_eq!(lowest(&and(&p.free, &other), None), Some(69));
+        assert_eq!(lowest(&m, Some(2)), Some(3));
+    }
+}
