@@ -13,10 +13,11 @@ use crate::error::{Error, ErrorClass, Result};
 pub const HDR_LEN: usize = 48;
 
 /// The version of what chunks mean, bumped when it changes (1: message chunks matched in
-/// sequence order; a Cts may ask for one piece on one rail, `FLAG_PART`). The drivers carry it
+/// sequence order; a Cts may ask for one piece on one rail, `FLAG_PART`; 2: no `Help` chunk,
+/// the shm driver asks for help with a split copy itself). The drivers carry it
 /// without reading it (in the TCP hello, in the shared-memory segment's header), so that
 /// processes of different builds refuse each other when they connect instead of misreading.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Bytes of the header of an `Eager` chunk: bytes 0..24 as in the long header, then `sreq`.
 pub const EAGER_HDR_LEN: usize = 32;
 const _: () = assert!(
@@ -59,10 +60,7 @@ pub enum Kind {
     CancelReq = 7,
     /// Answer to `CancelReq`: `flags & FLAG_CANCELLED` says whether it was cancelled.
     CancelAck = 8,
-    /// The receiver of the RTS `sreq` is copying it and asks the sender to copy part of it
-    /// too (a split copy of the `shm` driver): `ctx` = board generation, `seq` = chunks,
-    /// `msg_len` = bytes, `aux` = receiver buffer address.
-    Help = 9,
+    // 9 was `Help` (version 1): the shm driver's split copy now asks for help on its own.
 }
 
 impl Kind {
@@ -76,7 +74,6 @@ impl Kind {
             6 => Kind::SyncAck,
             7 => Kind::CancelReq,
             8 => Kind::CancelAck,
-            9 => Kind::Help,
             _ => return None,
         })
     }

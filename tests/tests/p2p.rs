@@ -90,23 +90,31 @@ fn sendmodes_without_cma() {
         .assert_ok("sendmodes");
 }
 
-/// Sums of the `chunks_mine` of the `name` events ("split get", "split put") in a rank's
-/// trace file, and how many there were.
-fn split_events(dir: &std::path::Path, rank: u32, name: &str) -> (u64, u64, u64) {
+/// The shm driver's split-copy counters in rank `rank`'s trace (`driver counters`, written
+/// at MPI_Finalize): (split gets, chunks it copied itself, chunks the sender copied, chunks it
+/// copied for others).
+fn split_counters(dir: &std::path::Path, rank: u32) -> (u64, u64, u64, u64) {
     let path = dir.join(format!("madmpi-trace-rank{rank}.json"));
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("no trace at {}: {e}", path.display()));
     let v: serde_json::Value = serde_json::from_str(&text).expect("trace is JSON");
-    let (mut n, mut mine, mut theirs) = (0, 0, 0);
-    for e in v["traceEvents"].as_array().expect("events") {
-        if e["name"] == name {
-            assert_eq!(e["args"]["result"], "done", "a failed split copy: {e}");
-            n += 1;
-            mine += e["args"]["chunks_mine"].as_u64().expect("chunks_mine");
-            theirs += e["args"]["chunks_theirs"].as_u64().unwrap_or(0);
-        }
-    }
-    (n, mine, theirs)
+    let e = v["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["name"] == "driver counters" && e["args"]["driver"] == "shm")
+        .unwrap_or_else(|| panic!("rank {rank}: no shm driver counters in the trace"));
+    let c = |k: &str| {
+        e["args"][k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k} in {e}"))
+    };
+    (
+        c("split_gets"),
+        c("split_chunks_mine"),
+        c("split_chunks_theirs"),
+        c("split_chunks_helped"),
+    )
 }
 
 /// Large messages over shared memory are copied by both processes at once (a split copy):
@@ -127,13 +135,13 @@ fn split_copies() {
         return;
     }
     // Rank 1 receives one way, both ranks in the exchange.
-    let (gets, _, helped) = split_events(&dir, 1, "split get");
-    let (puts, written, _) = split_events(&dir, 0, "split put");
+    let (gets, _, theirs, _) = split_counters(&dir, 1);
+    let (_, _, _, written) = split_counters(&dir, 0);
     assert!(gets >= 50, "rank 1 split only {gets} receives");
     assert!(
-        helped > 0 && written > 0,
-        "the sender never copied a chunk: rank 1 saw {helped} helped chunks, rank 0 wrote \
-         {written} in {puts} helps"
+        theirs > 0 && written > 0,
+        "the sender never copied a chunk: rank 1 saw {theirs} chunks copied by rank 0, which \
+         says it wrote {written}"
     );
     let _ = std::fs::remove_dir_all(&dir);
     for (k, v) in [("MADMPI_SHM_SPLIT_MIN", "0"), ("MADMPI_SHM_CMA", "0")] {
@@ -146,7 +154,7 @@ fn split_copies() {
             .run()
             .assert_ok("split");
         for rank in [0, 1] {
-            let (n, _, _) = split_events(&dir, rank, "split get");
+            let (n, _, _, _) = split_counters(&dir, rank);
             assert_eq!(n, 0, "{k}={v}: rank {rank} split {n} receives");
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -2,8 +2,8 @@
 //! messages, a 1 MiB rendezvous message, non-blocking calls, a burst of small sends,
 //! collectives) runs under `bin/mpirun` with a trace directory, and each rank's file is parsed
 //! and checked: valid JSON in the Chrome trace-event format, one `pid` per rank, MPI calls,
-//! packets with their chunks, the rendezvous handshake of the large message (a split copy
-//! over shared memory), timestamps in order per track and aligned across ranks (one host: one
+//! packets with their chunks, the rendezvous handshake of the large message (a `get` over
+//! shared memory), timestamps in order per track and aligned across ranks (one host: one
 //! monotonic clock).
 //!
 //! madmpi-specific: skipped when `MADMPI_TEST_MPICC`/`MADMPI_TEST_MPIRUN` select another MPI.
@@ -222,28 +222,14 @@ fn trace_files_of_both_ranks() {
                 .is_some_and(|c| !c.is_empty())));
     }
     // The rendezvous of the 1 MiB message from rank 0 to rank 1: RTS, then either the receiver
-    // copies the data with the sender's help (HELP, split get, split put) or pulls it alone
-    // (get) and answers FIN, or (cross-memory attach refused by the OS) it sends CTS and the
-    // data comes in fragments.
+    // pulls the data (get; over shared memory from `MADMPI_SHM_SPLIT_MIN` the shm driver copies
+    // it with the sender's help, inside that get) and answers FIN, or (cross-memory attach
+    // refused by the OS) it sends CTS and the data comes in fragments.
     let rts = t0.named("RTS sent").next().expect("rank 0 sent an RTS");
     assert_eq!(rts["args"]["msg_len"].as_u64(), Some(1 << 20));
     assert_eq!(rts["args"]["tag"].as_u64(), Some(3));
     assert!(t1.has("RTS received"));
-    if t1.has("split get") {
-        let sg = t1.named("split get").next().expect("split get");
-        assert_eq!(sg["args"]["bytes"].as_u64(), Some(1 << 20));
-        assert_eq!(sg["args"]["result"], "done");
-        let (mine, theirs) = (&sg["args"]["chunks_mine"], &sg["args"]["chunks_theirs"]);
-        assert_eq!(
-            mine.as_u64().zip(theirs.as_u64()).map(|(m, t)| m + t),
-            Some(2)
-        );
-        assert!(t1.has("HELP sent") && t0.has("HELP received"));
-        assert!(t1.first_ts("split get") >= t1.first_ts("HELP sent"));
-        assert!(t0.first_ts("HELP received") >= t1.first_ts("HELP sent"));
-        assert!(t1.has("FIN sent") && t0.has("FIN received"));
-        assert!(t0.first_ts("FIN received") >= t1.first_ts("FIN sent"));
-    } else if t1.has("get") && t1.named("get").all(|e| e["args"]["result"] == "done") {
+    if t1.has("get") && t1.named("get").all(|e| e["args"]["result"] == "done") {
         let get = t1.named("get").next().expect("get");
         assert_eq!(get["args"]["bytes"].as_u64(), Some(1 << 20));
         assert!(t1.has("FIN sent") && t0.has("FIN received"));

@@ -581,6 +581,63 @@ mod split {
         }
     }
 
+    /// A `get` of one large block asks the sender's driver for help with a record of its own:
+    /// a sender that polls meanwhile serves it (the engine's callback never sees the record),
+    /// one that does not leaves the receiver to copy everything; the data lands either way.
+    #[test]
+    fn get_of_a_large_block_is_helped_by_the_senders_poll() {
+        let mut p = shm_pair(&cfg(4096, false, true), false);
+        let a_id = p.a_id();
+        // Four chunks of 4 MiB: the receiver's own copy leaves the polling thread time.
+        let n = (16 << 20) + 3;
+        // Alone first: nobody polls `a`.
+        let src = data(n, 1);
+        let mut dst = vec![0u8; n];
+        let whole = RemoteRegion {
+            addr: src.as_ptr() as u64,
+            len: n as u64,
+        };
+        p.b.get(a_id, whole, &mut [IoSliceMut::new(&mut dst)])
+            .expect("get");
+        assert!(dst == src);
+        // The request, read late, finds the transfer over and takes nothing.
+        for _ in 0..2 {
+            p.a.poll_recv(&mut |_, _| panic!("the engine got the driver's record"))
+                .expect("poll");
+        }
+        assert_eq!(p.a.chunks_helped(), 0);
+        // With the sender polling until the receiver is done: it helps.
+        let mut helped = false;
+        for round in 0..50u8 {
+            let src = data(n, round);
+            let mut dst = vec![0u8; n];
+            let whole = RemoteRegion {
+                addr: src.as_ptr() as u64,
+                len: n as u64,
+            };
+            let done = std::sync::atomic::AtomicBool::new(false);
+            let (a, b) = (&mut p.a, &mut p.b);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    while !done.load(std::sync::atomic::Ordering::Acquire) {
+                        a.poll_recv(&mut |_, _| panic!("the engine got the driver's record"))
+                            .expect("poll");
+                        std::thread::yield_now();
+                    }
+                });
+                b.get(a_id, whole, &mut [IoSliceMut::new(&mut dst)])
+                    .expect("get");
+                done.store(true, std::sync::atomic::Ordering::Release);
+            });
+            assert!(dst == src, "round {round}: data differs");
+            if p.a.chunks_helped() > 0 {
+                helped = true;
+                break;
+            }
+        }
+        assert!(helped, "the sender never helped in 50 transfers");
+    }
+
     /// A transfer of `src` (in `a`) to `dst` (in `b`), both ends in this process.
     struct Xfer {
         p: ShmPair,

@@ -195,6 +195,12 @@ pub trait Transport {
         self.try_send(peer, &[IoSlice::new(head), IoSlice::new(body)])
     }
 
+    /// What the driver counted so far (name, value): shown in traces (`driver counters`).
+    /// The default counts nothing.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
     /// Whether a packet may be waiting: `false` lets the engine skip the poll. The default
     /// always says yes.
     #[inline]

@@ -20,8 +20,7 @@ use crate::loopback::LoopbackTransport;
 use crate::shm::{ShmConfig, ShmSegment, ShmTransport};
 use crate::tcp::{ConnectMode, TcpConfig, TcpTransport};
 use crate::{
-    Caps, Error, PeerId, RecvSink, RemoteRegion, Result, SendOutcome, SplitCopy, SplitJob,
-    SplitParams, Transport,
+    Caps, Error, PeerId, RecvSink, RemoteRegion, Result, SendOutcome, SplitParams, Transport,
 };
 
 /// Which peers a driver can reach at all.
@@ -329,15 +328,6 @@ impl Driver {
         }
     }
 
-    /// A driver of the copy that the owner of the remote memory may help with, if this one
-    /// offers it (shared memory with cross-memory attach).
-    pub fn helped_get(&mut self) -> Option<&mut dyn HelpedGet> {
-        match self {
-            Driver::Shm(s) => Some(s),
-            _ => None,
-        }
-    }
-
     /// The name of the node's shared segment, for a driver that maps one (the node-wide
     /// collectives live beside it).
     pub fn segment_name(&self) -> Option<&str> {
@@ -367,6 +357,10 @@ impl Transport for Driver {
     #[inline]
     fn may_have_input(&self) -> bool {
         each!(self, t => t.may_have_input())
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        each!(self, t => t.counters())
     }
 
     fn poll_recv(&mut self, deliver: &mut dyn FnMut(PeerId, &[u8])) -> Result<usize> {
@@ -409,79 +403,6 @@ impl Transport for Driver {
 
     fn deregister(&mut self, key: &[u8]) {
         each!(self, t => t.deregister(key))
-    }
-}
-
-/// A `get` the owner of the remote memory may help with: both processes copy parts of one
-/// transfer at once (the shared-memory split copy; see [`crate::shm`]).
-pub trait HelpedGet {
-    /// Transfers of at least this many bytes are worth splitting (`None`: never).
-    fn split_min(&self) -> Option<usize>;
-
-    /// Open the board of transfers from `peer` for a new one; returns its generation.
-    ///
-    /// # Errors
-    ///
-    /// When `peer` cannot be reached this way.
-    fn split_open(&mut self, peer: PeerId) -> Result<u32>;
-
-    /// The receiving side: copy `job` from `remote` in `peer`'s memory into `local`.
-    ///
-    /// # Safety
-    ///
-    /// `local` is valid for writes of `job.len()` bytes, and nothing else touches that memory
-    /// until this returns.
-    unsafe fn split_get(
-        &mut self,
-        peer: PeerId,
-        job: SplitJob,
-        remote: u64,
-        local: *mut u8,
-    ) -> Result<SplitCopy>;
-
-    /// The helping side: write chunks of `job` from `local` to `remote` in `peer`'s memory.
-    ///
-    /// # Safety
-    ///
-    /// `local` is valid for reads of `job.len()` bytes until this returns.
-    unsafe fn split_put(
-        &mut self,
-        peer: PeerId,
-        job: SplitJob,
-        local: *const u8,
-        remote: u64,
-    ) -> Result<u32>;
-}
-
-impl HelpedGet for ShmTransport {
-    fn split_min(&self) -> Option<usize> {
-        ShmTransport::split_min(self)
-    }
-
-    fn split_open(&mut self, peer: PeerId) -> Result<u32> {
-        ShmTransport::split_open(self, peer)
-    }
-
-    unsafe fn split_get(
-        &mut self,
-        peer: PeerId,
-        job: SplitJob,
-        remote: u64,
-        local: *mut u8,
-    ) -> Result<SplitCopy> {
-        // SAFETY: forwarded caller contract.
-        unsafe { ShmTransport::split_get(self, peer, job, remote, local) }
-    }
-
-    unsafe fn split_put(
-        &mut self,
-        peer: PeerId,
-        job: SplitJob,
-        local: *const u8,
-        remote: u64,
-    ) -> Result<u32> {
-        // SAFETY: forwarded caller contract.
-        unsafe { ShmTransport::split_put(self, peer, job, local, remote) }
     }
 }
 

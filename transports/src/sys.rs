@@ -218,8 +218,8 @@ pub(crate) unsafe fn cma_copy(
     let mut done = 0usize;
     while done < len {
         let l = [libc::iovec {
-            // SAFETY: `done < len`: inside the caller's memory.
-            iov_base: unsafe { local.add(done) }.cast(),
+            // Only the kernel dereferences it (an address outside our memory is EFAULT).
+            iov_base: local.wrapping_add(done).cast(),
             iov_len: len - done,
         }];
         let r = [libc::iovec {

@@ -214,6 +214,9 @@ pub fn finalize() -> Result<()> {
         p.finalize()?;
     }
     with_slot(|slot| {
+        if let Some(e) = slot.as_ref() {
+            crate::trace::driver_counters(&e.drv.list);
+        }
         *slot = None;
         Ok(())
     })?;

@@ -7,13 +7,13 @@
 use std::collections::VecDeque;
 use std::io::{IoSlice, IoSliceMut};
 
-use madmpi_transports::{PeerId, RemoteRegion, SendOutcome, SplitJob, SplitParams, Transport};
+use madmpi_transports::{PeerId, RemoteRegion, SendOutcome, SplitParams, Transport};
 
 use super::rails::{DriverId, Drivers};
 use super::strategy;
 use super::{
-    gate_for, gather_worthy, pad_len, raw_slice, wire, Engine, HelpReq, NotPacked, OutChunk,
-    PendingGet, Route, State, Strategy, KIND_PACKED, PAD, SPLIT_MIN,
+    gate_for, gather_worthy, pad_len, raw_slice, wire, Engine, NotPacked, OutChunk, Route, State,
+    Strategy, KIND_PACKED, PAD, SPLIT_MIN,
 };
 use crate::error::{err, ErrorClass, Result};
 use crate::request::{Op, Request, RequestId, SendOp};
@@ -416,16 +416,6 @@ impl Engine {
                 st.peer_lost(p.0);
             }
         }
-        if !self.st.helps.is_empty() {
-            if self.st.gets.is_empty() {
-                self.run_helps();
-            } else {
-                // Our own receives first: a helper that is busy copying its own data only
-                // makes the receiver wait for it (both directions at once lose ~15 %); left
-                // alone, the receiver copies everything.
-                self.st.helps.clear();
-            }
-        }
         if !self.st.gets.is_empty() {
             self.run_gets()?;
         }
@@ -439,148 +429,12 @@ impl Engine {
     }
 
     fn run_gets(&mut self) -> Result<()> {
-        // Those split here are done; the others go on to a plain `get`.
-        let mut gets = std::mem::take(&mut self.st.gets);
-        let mut res = Ok(());
-        gets.retain(|g| match res.is_ok().then(|| self.split_get(g)) {
-            Some(Ok(done)) => !done,
-            Some(Err(e)) => {
-                res = Err(e);
-                true
-            }
-            None => true,
-        });
-        self.st.gets = gets;
-        res?;
         let drv = &mut self.drv;
         self.st
             .run_gets(&mut |id, peer, remote, local| match drv.get(id) {
                 Some(t) => t.get(PeerId(peer), remote, local),
                 None => Err(madmpi_transports::Error::Unsupported("get")),
             })
-    }
-
-    /// Receive the matched rendezvous `g` by a split copy (a driver whose `get` the sender
-    /// may help with: shared memory), if it is one worth splitting (one contiguous block of at
-    /// least the driver's minimum into a contiguous buffer): ask the sender to help
-    /// (`Kind::Help`, sent at once), copy, complete, tell the sender (`Fin`). False, having
-    /// done nothing, when it is not; also when the copy was refused, for the plain `get` to
-    /// find out and fall back.
-    fn split_get(&mut self, g: &PendingGet) -> Result<bool> {
-        let peer = g.peer;
-        let gate = &self.st.gates[peer as usize];
-        let &[(0, addr, len)] = g.ranges.as_slice() else {
-            return Ok(false);
-        };
-        if !gate.can_get {
-            return Ok(false);
-        }
-        let driver = gate.driver;
-        // The request first (cheap), the driver's limit then.
-        let Some(Request {
-            op: Op::Recv(rv), ..
-        }) = self.st.reqs.get(g.rid)
-        else {
-            return Ok(false);
-        };
-        // Truncation: only what fits.
-        let n = len.min(rv.target.cap as u64) as usize;
-        if rv.target.layout.is_some() || n == 0 {
-            return Ok(false);
-        }
-        let Some(d) = self.drv.get(driver) else {
-            return Ok(false);
-        };
-        let name = d.caps().name;
-        let Some(helped) = d.helped_get() else {
-            return Ok(false);
-        };
-        if helped.split_min().is_none_or(|min| n < min) {
-            return Ok(false);
-        }
-        let local = rv.target.ptr;
-        let Ok(gen) = helped.split_open(PeerId(peer)) else {
-            return Ok(false);
-        };
-        let job = SplitJob::sized(gen, n);
-        let chunks = job.chunks();
-        let hb = Header {
-            kind: Kind::Help as u8,
-            ctx: gen,
-            seq: chunks,
-            msg_len: n as u64,
-            sreq: g.sreq,
-            aux: local as u64,
-            ..Default::default()
-        }
-        .encode();
-        let t0 = crate::trace::now();
-        let d = self.drv.get(driver).expect("found above");
-        // The sender may not hear (a full ring): the copy is ours to finish all the same.
-        let told = d.try_send2(PeerId(peer), &hb, &[]);
-        crate::trace::sent_now(peer, || name, &hb, &told, t0);
-        let helped = d.helped_get().expect("found above");
-        let t0 = crate::trace::now();
-        // SAFETY: the receive buffer holds `cap >= n` bytes and is ours until completion.
-        let res = unsafe { helped.split_get(PeerId(peer), job, addr, local) };
-        crate::trace::split_get(peer, g.sreq, n, &res, t0);
-        match res {
-            Ok(_) => {
-                self.st.complete(g.rid);
-                self.st.queue_ctrl(peer, Kind::Fin, 0, g.sreq, 0);
-                Ok(true)
-            }
-            Err(
-                madmpi_transports::Error::PermissionDenied(_)
-                | madmpi_transports::Error::Unsupported(_),
-            ) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Help the receivers that asked (`Kind::Help`) with the split copies of our rendezvous
-    /// sends that are still waiting for them.
-    fn run_helps(&mut self) {
-        let mut helps = std::mem::take(&mut self.st.helps);
-        for h in helps.drain(..) {
-            self.help(&h);
-        }
-        // The list keeps its buffer.
-        self.st.helps = helps;
-    }
-
-    fn help(&mut self, h: &HelpReq) {
-        let driver = self.st.gates[h.peer as usize].driver;
-        let Some(helped) = self.drv.get(driver).and_then(|d| d.helped_get()) else {
-            return;
-        };
-        // Only a send still waiting for its Fin: its data is where the RTS said.
-        let Some(Request {
-            op: Op::Send(s), ..
-        }) = self.st.reqs.get(RequestId(h.sreq))
-        else {
-            return;
-        };
-        let plain = s.extra.as_ref().is_none_or(|x| x.layout.is_none());
-        if s.peer != h.peer || !s.await_ack || s.fragmenting || !plain || h.job.len() > s.len {
-            return;
-        }
-        let t0 = crate::trace::now();
-        // SAFETY: the send buffer holds `s.len >= job.len()` bytes until the request
-        // completes, which it cannot do before this returns.
-        let res = unsafe { helped.split_put(PeerId(h.peer), h.job, s.ptr, h.remote) };
-        crate::trace::split_put(h.peer, h.sreq, h.job.len(), &res, t0);
-        match res {
-            Ok(_) => {}
-            Err(madmpi_transports::Error::PeerLost(p)) => self.st.peer_lost(p.0),
-            Err(madmpi_transports::Error::PermissionDenied(why)) => {
-                tracing::info!(peer = h.peer, %why, "cannot help split copies of this peer");
-                self.st.gates[h.peer as usize].can_put = false;
-            }
-            Err(e) => self
-                .st
-                .peer_error(format!("from rank {}: a split copy: {e}", h.peer)),
-        }
     }
 }
 

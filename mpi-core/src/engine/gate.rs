@@ -81,9 +81,6 @@ pub(crate) struct Gate {
     pub(super) max_iov: usize,
     /// Rendezvous data may be pulled with `get`.
     pub(super) can_get: bool,
-    /// This process may write into the peer's memory (to help a split copy): false once
-    /// refused.
-    pub(super) can_put: bool,
     pub(super) queued: bool,
     /// The peer has died: every operation involving it fails with MPI_ERR_PROC_ABORTED.
     pub(super) dead: bool,
@@ -147,7 +144,6 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
         solo_min: solo,
         max_iov: iov,
         can_get: get,
-        can_put: get,
         queued: false,
         dead: false,
         packed: Vec::new(),

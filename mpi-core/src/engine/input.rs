@@ -1,15 +1,15 @@
 //! Inputs: what a peer's packet does. `handle_packet` cuts it into chunks; message chunks are
 //! put back in order (`hold`, `release_held`) and matched or queued as unexpected; control chunks
-//! (Cts, Fin, acknowledgements, cancellation, help) advance their requests. The [`RecvSink`]
+//! (Cts, Fin, acknowledgements, cancellation) advance their requests. The [`RecvSink`]
 //! implementation lets a driver write a large fragment or a matched message straight into the
 //! receive buffer (`place_message`, `take_posted_contiguous`).
 //!
 //! Input only changes state and queues replies: it never calls a driver and never trusts a peer
 //! (malformed input is dropped and recorded).
 
-use madmpi_transports::{PeerId, Placement, RecvSink, SplitJob};
+use madmpi_transports::{PeerId, Placement, RecvSink};
 
-use super::{gather_worthy, HelpReq, OnSent, OutChunk, State, UBody, Unexpected};
+use super::{gather_worthy, OnSent, OutChunk, State, UBody, Unexpected};
 use crate::request::{Op, Request, RequestId};
 use crate::wire::{self, Chunks, Header, Kind, HDR_LEN};
 
@@ -189,22 +189,6 @@ impl State {
                 }
                 let flags = if found { wire::FLAG_CANCELLED } else { 0 };
                 self.queue_ctrl(peer, Kind::CancelAck, flags, h.sreq, 0);
-            }
-            Kind::Help => {
-                let Some(job) = SplitJob::new(h.ctx, h.msg_len as usize, h.seq) else {
-                    return self.peer_error(format!(
-                        "from rank {peer}: a split copy in {} chunks",
-                        h.seq
-                    ));
-                };
-                if self.gates[peer as usize].can_put {
-                    self.helps.push(HelpReq {
-                        peer,
-                        sreq: h.sreq,
-                        job,
-                        remote: h.aux,
-                    });
-                }
             }
             Kind::CancelAck => {
                 let id = RequestId(h.sreq);

@@ -41,7 +41,7 @@ use input::SPLIT_MIN;
 pub(crate) use matching::CTX_LIMIT;
 use matching::{matches, MatchQ, UBody, Unexpected};
 pub(crate) use rails::Drivers;
-use recv::{check_src_tag, HelpReq, PendingGet, SplitRecv};
+use recv::{check_src_tag, PendingGet, SplitRecv};
 pub use send::BSEND_OVERHEAD;
 use send::{check_dest_tag, check_type, gather_worthy, BsendBuffer};
 use state::bad_request;

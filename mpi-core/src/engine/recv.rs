@@ -1,14 +1,12 @@
 //! Receives: `irecv` and its fast path `irecv_posted`, `imrecv`, the delivery of a matched
 //! message into its receive (`deliver`, `deliver_eager`, `matched`, `write_prefix`), and the
 //! receiving side of the rendezvous: asking for the data (`request_data`, cut over the rails),
-//! timing its pieces ([`SplitRecv`]), the `get`s queued for the progress loop ([`PendingGet`]) and
-//! the help requests of a split copy ([`HelpReq`]).
+//! timing its pieces ([`SplitRecv`]) and the `get`s queued for the progress loop ([`PendingGet`]).
 //!
-//! This module never calls a driver: `get`s and help are queued here and run by `drive`. It never
+//! This module never calls a driver: `get`s are queued here and run by `drive`. It never
 //! blocks.
 
 use madmpi_datatypes::Datatype;
-use madmpi_transports::SplitJob;
 
 use super::strategy::Piece;
 use super::{check_type, matches, Comm, OnSent, OutChunk, State, UBody, Unexpected};
@@ -34,15 +32,6 @@ pub(super) struct PendingGet {
     pub(super) ranges: Vec<(u64, u64, u64)>,
     pub(super) rid: RequestId,
     pub(super) sreq: u64,
-}
-
-/// A receiver's request for help with the split copy of our rendezvous send `sreq`
-/// (`Kind::Help`): write chunks of it to `remote` in its memory.
-pub(super) struct HelpReq {
-    pub(super) peer: u32,
-    pub(super) sreq: u64,
-    pub(super) job: SplitJob,
-    pub(super) remote: u64,
 }
 
 impl State {

@@ -71,9 +71,7 @@ fn concat(iov: &[std::io::IoSlice<'_>]) -> Vec<u8> {
 /// A gate of `rails` simulated rails.
 fn sim_gate(can_get: bool, rails: usize) -> Gate {
     let caps = sim_caps(can_get);
-    let mut g = gate_for((0..rails).map(|r| (r as DriverId, &caps)).collect());
-    g.can_put = false;
-    g
+    gate_for((0..rails).map(|r| (r as DriverId, &caps)).collect())
 }
 
 impl Net {

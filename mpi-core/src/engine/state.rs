@@ -12,7 +12,7 @@ use super::rails::Drivers;
 use super::rails::{DriverId, NO_DRIVER};
 use super::strategy::PacketStrategy;
 use super::{
-    check_dest_tag, check_src_tag, check_type, order, BsendBuffer, Gate, HelpReq, MatchQ, OnSent,
+    check_dest_tag, check_src_tag, check_type, order, BsendBuffer, Gate, MatchQ, OnSent,
     PendingGet, SplitRecv, Strategy, Unexpected,
 };
 use crate::error::{err, Error, ErrorClass, Result};
@@ -79,7 +79,6 @@ pub(crate) struct State {
     /// timed to learn the rails' bandwidth.
     pub(super) splits: Vec<SplitRecv>,
     pub(super) gets: Vec<PendingGet>,
-    pub(super) helps: Vec<HelpReq>,
     /// Buffers of unexpected eager messages already delivered, kept for the next ones: a
     /// fresh allocation of tens of KiB per message is memory the allocator gave back to the
     /// system and faults in again, page by page (a third of the receiver's time when a sender
@@ -120,7 +119,6 @@ impl State {
             if strat.push_rendezvous(g) {
                 // The sender cuts the data over its rails: it must push it.
                 g.can_get = false;
-                g.can_put = false;
             }
         }
         let all: Arc<[u32]> = (0..nprocs).collect();
@@ -155,7 +153,6 @@ impl State {
             polling: NO_DRIVER,
             splits: Vec::new(),
             gets: Vec::new(),
-            helps: Vec::new(),
             spare: Vec::new(),
             dirty: Vec::new(),
             bsend: BsendBuffer::default(),
@@ -445,7 +442,6 @@ impl State {
             r.out.clear();
         }
         self.gets.retain(|x| x.peer != peer);
-        self.helps.retain(|x| x.peer != peer);
         self.splits.retain(|x| x.peer != peer);
         if !self.lost.contains(&peer) {
             self.lost.push(peer);

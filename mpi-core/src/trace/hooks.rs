@@ -395,74 +395,34 @@ fn get_slow(
     });
 }
 
-/// The receiver copied the `bytes` of rendezvous `sreq` from `peer` with the sender's help
-/// (a split copy), from `t0` to now; `res` says how the chunks were shared out.
-#[inline(always)]
-pub(crate) fn split_get(
-    peer: u32,
-    sreq: u64,
-    bytes: usize,
-    res: &std::result::Result<madmpi_transports::shm::SplitCopy, madmpi_transports::Error>,
-    t0: u64,
-) {
+/// What each driver counted over the run ([`Transport::counters`]), recorded once, before the
+/// engine goes at MPI_Finalize.
+///
+/// [`Transport::counters`]: madmpi_transports::Transport::counters
+pub(crate) fn driver_counters(list: &[madmpi_transports::registry::Driver]) {
     if on() {
-        let r = res.as_ref().map(|c| (c.mine, Some(c.theirs)));
-        split_slow("split get", peer, sreq, bytes, r, t0)
-    }
-}
-
-/// The sender helped `peer` copy the `bytes` of its rendezvous `sreq`, from `t0` to now; `res`
-/// is the number of chunks it wrote.
-#[inline(always)]
-pub(crate) fn split_put(
-    peer: u32,
-    sreq: u64,
-    bytes: usize,
-    res: &std::result::Result<u32, madmpi_transports::Error>,
-    t0: u64,
-) {
-    if on() {
-        split_slow(
-            "split put",
-            peer,
-            sreq,
-            bytes,
-            res.as_ref().map(|&n| (n, None)),
-            t0,
-        )
+        counters_slow(list);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn split_slow(
-    name: &'static str,
-    peer: u32,
-    sreq: u64,
-    bytes: usize,
-    res: std::result::Result<(u32, Option<u32>), &madmpi_transports::Error>,
-    t0: u64,
-) {
-    let end = mono();
-    let t0 = if t0 == 0 { end } else { t0 };
-    let ((mine, theirs), result) = match res {
-        Ok(c) => (c, "done".to_string()),
-        Err(e) => ((0, None), format!("error: {e}")),
-    };
-    record(Ev {
-        ts: t0,
-        dur: end - t0,
-        tid: TID_RDV,
-        name,
-        args: Args::Split {
-            peer,
-            sreq,
-            bytes: bytes as u64,
-            mine,
-            theirs,
-            result,
-        },
-    });
+fn counters_slow(list: &[madmpi_transports::registry::Driver]) {
+    use madmpi_transports::Transport;
+    for d in list {
+        let values = d.counters();
+        if !values.is_empty() {
+            record(instant(
+                mono(),
+                TID_TRANSPORT,
+                "driver counters",
+                Args::Counters {
+                    driver: d.caps().name,
+                    values,
+                },
+            ));
+        }
+    }
 }
 
 /// `peer` was found dead (also logged).

@@ -43,8 +43,7 @@ use crate::wire::{self, Header, Kind};
 
 pub use hooks::{call, call_finalize, call_init, call_p2p, Call};
 pub(crate) use hooks::{
-    get, peer_lost, placing, queued, received, received_placed, sent, sent_now, split_get,
-    split_put,
+    driver_counters, get, peer_lost, placing, queued, received, received_placed, sent, sent_now,
 };
 use write::write_json;
 
@@ -187,16 +186,12 @@ enum Args {
         blocks: usize,
         result: String,
     },
-    Split {
-        peer: u32,
-        sreq: u64,
-        bytes: u64,
-        mine: u32,
-        theirs: Option<u32>,
-        result: String,
-    },
     Peer {
         peer: u32,
+    },
+    Counters {
+        driver: &'static str,
+        values: Vec<(&'static str, u64)>,
     },
     Truncated {
         max: usize,
@@ -293,7 +288,6 @@ fn kind_name(k: u8) -> &'static str {
         Some(Kind::SyncAck) => "sync_ack",
         Some(Kind::CancelReq) => "cancel_req",
         Some(Kind::CancelAck) => "cancel_ack",
-        Some(Kind::Help) => "help",
         None => "unknown",
     }
 }
@@ -307,8 +301,6 @@ fn ctrl_name(kind: u8, sent: bool) -> Option<&'static str> {
         (k, false) if k == Kind::Cts as u8 => "CTS received",
         (k, true) if k == Kind::Fin as u8 => "FIN sent",
         (k, false) if k == Kind::Fin as u8 => "FIN received",
-        (k, true) if k == Kind::Help as u8 => "HELP sent",
-        (k, false) if k == Kind::Help as u8 => "HELP received",
         _ => return None,
     })
 }

@@ -162,26 +162,14 @@ fn args_json(out: &mut String, a: &Args) {
             );
             json_str(out, result);
         }
-        Args::Split {
-            peer,
-            sreq,
-            bytes,
-            mine,
-            theirs,
-            result,
-        } => {
-            let _ = write!(
-                out,
-                ",\"args\":{{\"peer\":{peer},\"sreq\":{sreq},\"bytes\":{bytes},\"chunks_mine\":{mine}"
-            );
-            if let Some(t) = theirs {
-                let _ = write!(out, ",\"chunks_theirs\":{t}");
-            }
-            out.push_str(",\"result\":");
-            json_str(out, result);
-        }
         Args::Peer { peer } => {
             let _ = write!(out, ",\"args\":{{\"peer\":{peer}");
+        }
+        Args::Counters { driver, values } => {
+            let _ = write!(out, ",\"args\":{{\"driver\":\"{driver}\"");
+            for (k, v) in values {
+                let _ = write!(out, ",\"{k}\":{v}");
+            }
         }
         Args::Aborted { why } => {
             out.push_str(",\"args\":{\"why\":");

@@ -57,9 +57,14 @@
 //! chunks of it with `process_vm_readv` while `src` writes others with `process_vm_writev`.
 //! One core's copy does not saturate the memory system, so two copying halves finish in about
 //! half the time (measured here: 1 MiB in ~23 µs instead of ~55 µs). Line 2 of the control
-//! block of ring `(src → dst)` is the board of these transfers, one at a time; only `dst` opens
-//! it ([`ShmTransport::split_open`]), tells `src` by a packet of its own, then both claim
-//! chunks ([`ShmTransport::split_get`], [`ShmTransport::split_put`]):
+//! block of ring `(src → dst)` is the board of these transfers, one at a time. It all happens
+//! inside the driver's [`Transport::get`] of one block of at least `split_min` bytes: `dst`
+//! opens the board ([`ShmTransport::split_open`]), tells `src` with a driver record on the
+//! ring `(dst → src)` (`DRIVER` set in its header: the generation, the chunks, the length and
+//! both addresses), then copies ([`ShmTransport::split_get`]); `src`'s driver reads the record
+//! in a poll and serves it in its next one ([`ShmTransport::split_put`]), unless a `get` of its
+//! own comes first (its own receive first). The engine sees a `get` and nothing else. Both
+//! claim chunks:
 //!
 //! - `claim` = `generation << 32 | next chunk`. Opening bumps the generation; a chunk is taken
 //!   by a compare-and-swap that also checks the generation, so a helper that arrives after the
@@ -71,7 +76,11 @@
 //!   claimed (its writes refused): it still counts it as done, and the owner copies it.
 //!
 //! The helper never waits for anything, and the owner waits only for chunks already claimed:
-//! two processes each owning a transfer from the other cannot deadlock.
+//! two processes each owning a transfer from the other cannot deadlock. The helper does not
+//! check that the addresses of a request are a send of its own: only the kernel reads at
+//! them (`process_vm_writev`: an address outside its memory is an error), and only while the
+//! board is at the request's generation, i.e. while the receiver is copying that transfer,
+//! which is while the send whose data is there waits for its `Fin`.
 //!
 //! # For the engine
 //!
@@ -117,6 +126,7 @@ mod segment;
 mod split;
 pub(crate) use segment::{create_mapping, open_mapping};
 pub use segment::{ShmConfig, ShmSegment};
+use split::SplitCounts;
 pub use split::{take_chunk, SplitCopy, SplitJob, MAX_SPLIT_CHUNKS};
 
 use ring::{Consumer, Producer};
@@ -231,6 +241,13 @@ pub struct ShmTransport {
     slots: Vec<NonNull<ProcSlot>>,
     /// Reused by `get`.
     iov_scratch: Vec<libc::iovec>,
+    /// Help requests of split copies read by a poll, served by the next (`None`: malformed).
+    helps: Vec<(PeerId, Option<split::HelpAsk>)>,
+    /// Local indices whose memory this process may not write (a help refused once).
+    no_put: Vec<bool>,
+    /// Split copies (`get`s) and how their chunks were shared out; chunks of other
+    /// processes' split copies this one wrote (`helped`).
+    split: SplitCounts,
     /// Keeps the mapping alive; declared last so it is dropped after the pointers above.
     seg: ShmSegment,
 }
@@ -332,6 +349,9 @@ impl ShmTransport {
             ranks,
             slots,
             iov_scratch: Vec::with_capacity(IOV_MAX),
+            helps: Vec::new(),
+            no_put: vec![false; n],
+            split: SplitCounts::default(),
             seg,
         })
     }
@@ -491,10 +511,13 @@ impl ShmTransport {
         let mut total = 0;
         let mut more = false;
         let mut i = start;
+        let mut helps = std::mem::take(&mut self.helps);
         for _ in 0..n {
             let r = &mut self.rx[i];
             let peer = r.peer;
-            let got = r.cons.pop_all(&mut |p| deliver(peer, p))?;
+            let got = r.cons.pop_all(&mut |p| deliver(peer, p), &mut |p| {
+                helps.push((peer, split::HelpAsk::decode(p)))
+            })?;
             // A ring left non-empty (one lap per call) must be visited again even if the
             // doorbell stays quiet.
             more |= got > 0 && r.cons.pending();
@@ -509,6 +532,8 @@ impl ShmTransport {
         if !more {
             self.seen = bell;
         }
+        // Served at the next poll, unless a `get` of ours comes first (see `helped_get`).
+        self.helps = helps;
         Ok(total)
     }
 }
@@ -536,6 +561,9 @@ impl Transport for ShmTransport {
     /// incomplete); without, whether a record waits at the head of some ring.
     #[inline]
     fn poll_recv(&mut self, deliver: &mut dyn FnMut(PeerId, &[u8])) -> Result<usize> {
+        if !self.helps.is_empty() {
+            self.serve_helps()?;
+        }
         let mut bell = 0;
         if self.doorbell {
             // SAFETY: the slot lies in the mapping owned by `self.seg`.
@@ -550,6 +578,16 @@ impl Transport for ShmTransport {
             return Ok(0);
         }
         self.scan(bell, deliver)
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let c = &self.split;
+        vec![
+            ("split_gets", c.gets),
+            ("split_chunks_mine", c.mine),
+            ("split_chunks_theirs", c.theirs),
+            ("split_chunks_helped", c.helped),
+        ]
     }
 
     fn get(
@@ -586,6 +624,11 @@ impl Transport for ShmTransport {
                 "get: rank {} has not attached to the shm segment yet",
                 peer.0
             )));
+        }
+        if let [one] = local {
+            if self.split_min().is_some_and(|m| one.len() >= m) {
+                return self.helped_get(peer, remote.addr, one);
+            }
         }
 
         let mut scratch = std::mem::take(&mut self.iov_scratch);

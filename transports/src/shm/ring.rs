@@ -26,6 +26,9 @@ const REC_HDR: usize = 8;
 const SKIP: u64 = u64::MAX;
 /// Set in every record header, so that a header is never 0 (0 means "no record yet").
 const READY: u64 = 1 << 63;
+/// Set in the header of a record for the driver itself (a split copy's help request), which
+/// the consumer hands to its second callback instead of the engine's.
+const DRIVER: u64 = 1 << 62;
 
 /// Round up to the record alignment.
 #[inline(always)]
@@ -101,10 +104,23 @@ impl Producer {
         })
     }
 
+    /// [`Producer::try_push`] of a record for the peer's driver (see [`DRIVER`]).
+    pub(super) fn try_push_driver(&mut self, bytes: &[u8]) -> bool {
+        // SAFETY: `fill` writes the `len` bytes of the slice, which cannot overlap the ring.
+        self.push_flagged(bytes.len(), DRIVER, |dst| unsafe {
+            crate::copy_bytes(bytes.as_ptr(), dst, bytes.len());
+        })
+    }
+
     /// [`Producer::try_push`] of a record whose `len` bytes `fill` writes at the pointer it is
     /// given (room for exactly `len` bytes).
     #[inline(always)]
     pub(super) fn try_push_with(&mut self, len: usize, fill: impl FnOnce(*mut u8)) -> bool {
+        self.push_flagged(len, 0, fill)
+    }
+
+    #[inline(always)]
+    fn push_flagged(&mut self, len: usize, flag: u64, fill: impl FnOnce(*mut u8)) -> bool {
         let cap = self.mask + 1;
         let rec = REC_HDR + align8(len);
         let pos = self.tail as usize & self.mask;
@@ -132,7 +148,7 @@ impl Producer {
         unsafe {
             fill(base.add(at + REC_HDR));
             header(base, next).store(0, Ordering::Relaxed);
-            header(base, at).store(READY | len as u64, Ordering::Release);
+            header(base, at).store(READY | flag | len as u64, Ordering::Release);
             if wraps {
                 // Published last: the consumer, waiting at `pos`, then finds the record at 0.
                 header(base, pos).store(SKIP, Ordering::Release);
@@ -194,19 +210,29 @@ impl Consumer {
         self.peek() != 0
     }
 
-    /// Hand the records published so far to `f`, oldest first, and at most one ring's worth
-    /// (so the loop is bounded even if the producer keeps up). A record is consumed before `f`
-    /// runs: if `f` panics it is not delivered again.
+    /// Hand the records published so far to `f` (the driver's own records to `g`), oldest
+    /// first, and at most one ring's worth (so the loop is bounded even if the producer keeps
+    /// up). A record is consumed before its callback runs: if that panics it is not delivered
+    /// again. Returns how many records were handed over.
     #[inline]
-    pub(super) fn pop_all(&mut self, f: &mut dyn FnMut(&[u8])) -> Result<usize> {
+    pub(super) fn pop_all(
+        &mut self,
+        f: &mut dyn FnMut(&[u8]),
+        g: &mut dyn FnMut(&[u8]),
+    ) -> Result<usize> {
         let word = self.peek();
         if word == 0 {
             return Ok(0);
         }
-        self.pop_from(word, f)
+        self.pop_from(word, f, g)
     }
 
-    fn pop_from(&mut self, mut word: u64, f: &mut dyn FnMut(&[u8])) -> Result<usize> {
+    fn pop_from(
+        &mut self,
+        mut word: u64,
+        f: &mut dyn FnMut(&[u8]),
+        g: &mut dyn FnMut(&[u8]),
+    ) -> Result<usize> {
         let cap = self.mask + 1;
         let base = self.data.as_ptr();
         let start = self.head;
@@ -217,7 +243,7 @@ impl Consumer {
             if word == SKIP {
                 self.head += to_end as u64;
             } else {
-                let len = word & !READY;
+                let len = word & !(READY | DRIVER);
                 if word & READY == 0 || len >= cap as u64 {
                     return Err(Error::Malformed(format!(
                         "shm ring: bad record header {word:#x} at {pos}"
@@ -236,8 +262,12 @@ impl Consumer {
                 // write it again before we publish a `head` past it, which happens only after
                 // `f` returns, so the slice is stable while it lives.
                 let payload = unsafe { std::slice::from_raw_parts(base.add(pos + REC_HDR), len) };
-                prefetch(payload);
-                f(payload);
+                if word & DRIVER == 0 {
+                    prefetch(payload);
+                    f(payload);
+                } else {
+                    g(payload);
+                }
                 self.ctrl().head.0.store(self.head, Ordering::Release);
                 n += 1;
             }
@@ -328,7 +358,11 @@ mod tests {
 
     fn pop(r: &mut TestRing) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
-        r.cons.pop_all(&mut |p| out.push(p.to_vec())).unwrap();
+        r.cons
+            .pop_all(&mut |p| out.push(p.to_vec()), &mut |_| {
+                panic!("driver record")
+            })
+            .unwrap();
         out
     }
 
@@ -438,7 +472,10 @@ mod tests {
             // SAFETY: test ring memory is alive; offset 0 is inside and 8-aligned.
             unsafe { header(base, 0) }.store(bad, Ordering::Release);
             assert!(
-                matches!(r.cons.pop_all(&mut |_| {}), Err(Error::Malformed(_))),
+                matches!(
+                    r.cons.pop_all(&mut |_| {}, &mut |_| {}),
+                    Err(Error::Malformed(_))
+                ),
                 "{bad:#x}"
             );
         }
@@ -450,7 +487,9 @@ mod tests {
         assert!(push(&mut r, b"first"));
         assert!(push(&mut r, b"second"));
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            r.cons.pop_all(&mut |_| panic!("engine bug")).ok();
+            r.cons
+                .pop_all(&mut |_| panic!("engine bug"), &mut |_| {})
+                .ok();
         }));
         assert!(res.is_err());
         assert_eq!(pop(&mut r), vec![b"second".to_vec()]);

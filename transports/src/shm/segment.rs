@@ -26,8 +26,10 @@ use crate::{Error, Result};
 /// "MADMPISH" read as a little-endian `u64`.
 const MAGIC: u64 = u64::from_le_bytes(*b"MADMPISH");
 /// Bumped whenever the layout changes (3: a rendezvous RTS may carry the start of its message;
-/// 4: the header carries the engine's protocol version, which says what the packets mean).
-const VERSION: u32 = 4;
+/// 4: the header carries the engine's protocol version, which says what the packets mean;
+/// 5: a ring record may be the driver's own, `DRIVER` in its header: a split copy's help
+/// request).
+const VERSION: u32 = 5;
 /// Alignment of everything shared by two writers' caches (two x86 cache lines).
 const LINE: usize = 128;
 const PAGE: usize = 4096;

@@ -4,10 +4,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use std::io::IoSliceMut;
+
 use super::segment::{SplitBoard, STATE_CLOSED};
 use super::{ShmTransport, PEER_CHECK_AFTER};
 use crate::sys;
-use crate::{Error, PeerId, Result};
+use crate::{Error, PeerId, Result, SendOutcome};
 
 /// The most chunks one split copy may have.
 pub const MAX_SPLIT_CHUNKS: u32 = 1 << 16;
@@ -113,7 +115,127 @@ fn claim_rest(b: &SplitBoard, gen: u32, chunks: u32) -> u32 {
     }
 }
 
+/// A receiver's request for help with a split copy: a driver record on the ring towards the
+/// sender (generation, chunks, length, the sender's address, the receiver's address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct HelpAsk {
+    job: SplitJob,
+    from: u64,
+    to: u64,
+}
+
+/// What a driver's split copies did (its [`Transport::counters`](crate::Transport::counters)).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct SplitCounts {
+    pub(super) gets: u64,
+    pub(super) mine: u64,
+    pub(super) theirs: u64,
+    pub(super) helped: u64,
+}
+
+/// Bytes of an encoded [`HelpAsk`].
+const HELP_BYTES: usize = 32;
+
+impl HelpAsk {
+    fn encode(&self) -> [u8; HELP_BYTES] {
+        let mut b = [0u8; HELP_BYTES];
+        b[0..4].copy_from_slice(&self.job.gen.to_le_bytes());
+        b[4..8].copy_from_slice(&self.job.chunks.to_le_bytes());
+        b[8..16].copy_from_slice(&(self.job.len as u64).to_le_bytes());
+        b[16..24].copy_from_slice(&self.from.to_le_bytes());
+        b[24..32].copy_from_slice(&self.to.to_le_bytes());
+        b
+    }
+
+    /// `None` for a record that is not one (wrong length, a chunk count out of range).
+    pub(super) fn decode(p: &[u8]) -> Option<HelpAsk> {
+        let p: &[u8; HELP_BYTES] = p.try_into().ok()?;
+        let word = |a: usize| u64::from_le_bytes(p[a..a + 8].try_into().expect("8 bytes"));
+        let gen = u32::from_le_bytes(p[0..4].try_into().expect("4 bytes"));
+        let chunks = u32::from_le_bytes(p[4..8].try_into().expect("4 bytes"));
+        let job = SplitJob::new(gen, usize::try_from(word(8)).ok()?, chunks)?;
+        Some(HelpAsk {
+            job,
+            from: word(16),
+            to: word(24),
+        })
+    }
+}
+
 impl ShmTransport {
+    /// The `get` of one large block (at least [`split_min`](Self::split_min)): open the board,
+    /// ask the sender for help with a driver record on our ring towards it (a full ring: we
+    /// copy alone), and copy. Help requests of others not served yet are dropped: our own
+    /// receive first (when both directions copy at once, each helping the other, both lose
+    /// ~15 %; left alone, their receivers copy everything).
+    pub(super) fn helped_get(
+        &mut self,
+        peer: PeerId,
+        from: u64,
+        local: &mut IoSliceMut<'_>,
+    ) -> Result<()> {
+        self.helps.clear();
+        let gen = self.split_open(peer)?;
+        let job = SplitJob::sized(gen, local.len());
+        let ask = HelpAsk {
+            job,
+            from,
+            to: local.as_mut_ptr() as u64,
+        }
+        .encode();
+        match self.push_record(peer, ask.len(), |p| p.try_push_driver(&ask)) {
+            Ok(SendOutcome::Done | SendOutcome::WouldBlock) => {}
+            Err(e) => return Err(e),
+        }
+        // SAFETY: `local` is valid for writes of `job.len()` bytes and borrowed mutably.
+        let c = unsafe { self.split_get(peer, job, from, local.as_mut_ptr()) }?;
+        self.split.gets += 1;
+        self.split.mine += u64::from(c.mine);
+        self.split.theirs += u64::from(c.theirs);
+        Ok(())
+    }
+
+    /// Serve the help requests a poll read, in order. A request whose transfer is over (or
+    /// another's) takes no chunk; one this process may not write (refused once) is left to the
+    /// receiver, which copies every chunk it does not see taken.
+    #[cold]
+    pub(super) fn serve_helps(&mut self) -> Result<()> {
+        let mut helps = std::mem::take(&mut self.helps);
+        let mut res = Ok(());
+        for (peer, ask) in helps.drain(..) {
+            let Some(ask) = ask else {
+                res = Err(Error::Malformed(format!(
+                    "shm: a split-copy request from rank {} that is not one",
+                    peer.0
+                )));
+                continue;
+            };
+            let Some(j) = self.local_index(peer) else {
+                continue;
+            };
+            if self.no_put[j] {
+                continue;
+            }
+            // SAFETY: nothing here dereferences `ask.from`: the kernel reads it (an address
+            // outside our memory is EFAULT), and only while the receiver's board is at this
+            // generation, i.e. while the send whose data is there waits for the receiver.
+            match unsafe { self.split_put(peer, ask.job, ask.from as *const u8, ask.to) } {
+                Ok(n) => self.split.helped += u64::from(n),
+                Err(Error::PermissionDenied(_)) => self.no_put[j] = true,
+                // The receiver copies what we could not; a lost peer shows elsewhere.
+                Err(_) => {}
+            }
+        }
+        // The list keeps its buffer.
+        self.helps = helps;
+        res
+    }
+
+    /// Chunks of other processes' split copies this process has written so far.
+    pub fn chunks_helped(&self) -> u64 {
+        self.split.helped
+    }
+
     /// Local index and pid of `peer`, which must be another attached process of the node.
     fn cma_peer(&self, peer: PeerId) -> Result<(usize, i32)> {
         let Some(j) = self.local_index(peer).filter(|&j| j != self.me) else {
@@ -259,7 +381,10 @@ impl ShmTransport {
     ///
     /// # Safety
     ///
-    /// `local` is valid for reads of `job.len()` bytes during the call.
+    /// The chunks are read from `local` by the kernel (`process_vm_writev`), never through a
+    /// reference: an address outside this process's memory is an error, not undefined
+    /// behaviour. The caller makes sure that what is there is the transfer's data while the
+    /// receiver's board is at `job`'s generation.
     pub unsafe fn split_put(
         &mut self,
         peer: PeerId,
@@ -275,12 +400,12 @@ impl ShmTransport {
         let mut n = 0;
         while let Some(k) = take_chunk(&b.claim, &job) {
             let (off, len) = job.span(k);
-            // SAFETY: chunk `k` lies inside `local` (caller's contract); it is only read.
+            // SAFETY: only the kernel reads at `local` (see above).
             let res = unsafe {
                 sys::cma_copy(
                     pid,
                     true,
-                    local.add(off).cast_mut(),
+                    local.wrapping_add(off).cast_mut(),
                     remote.wrapping_add(off as u64),
                     len,
                 )
