@@ -62,7 +62,8 @@
 //! opens the board ([`ShmTransport::split_open`]), tells `src` with a driver record on the
 //! ring `(dst → src)` (`DRIVER` set in its header: the generation, the chunks, the length and
 //! both addresses), then copies ([`ShmTransport::split_get`]); `src`'s driver reads the record
-//! in a poll and serves it in its next one ([`ShmTransport::split_put`]), unless a `get` of its
+//! in a poll and serves it ([`ShmTransport::split_put`]) at once when that poll had nothing
+//! for the engine (a sender waiting for its send), else in its next poll unless a `get` of its
 //! own comes first (its own receive first). The engine sees a `get` and nothing else. Both
 //! claim chunks:
 //!
@@ -241,7 +242,7 @@ pub struct ShmTransport {
     slots: Vec<NonNull<ProcSlot>>,
     /// Reused by `get`.
     iov_scratch: Vec<libc::iovec>,
-    /// Help requests of split copies read by a poll, served by the next (`None`: malformed).
+    /// Help requests of split copies read by a poll and not served yet (`None`: malformed).
     helps: Vec<(PeerId, Option<split::HelpAsk>)>,
     /// Local indices whose memory this process may not write (a help refused once).
     no_put: Vec<bool>,
@@ -512,6 +513,7 @@ impl ShmTransport {
         let mut more = false;
         let mut i = start;
         let mut helps = std::mem::take(&mut self.helps);
+        let asked_before = helps.len();
         for _ in 0..n {
             let r = &mut self.rx[i];
             let peer = r.peer;
@@ -532,8 +534,14 @@ impl ShmTransport {
         if !more {
             self.seen = bell;
         }
-        // Served at the next poll, unless a `get` of ours comes first (see `helped_get`).
+        // Help at once when the engine got nothing from this poll (a sender waiting for its
+        // send: nothing else to do). Otherwise at the next poll, unless a `get` of ours comes
+        // first (see `helped_get`): what the engine got may be a message of its own to copy.
+        let engine_got = total - (helps.len() - asked_before);
         self.helps = helps;
+        if engine_got == 0 && !self.helps.is_empty() {
+            self.serve_helps()?;
+        }
         Ok(total)
     }
 }
