@@ -245,6 +245,15 @@ fn coll() {
     );
 }
 
+#[test]
+fn ringbcast() {
+    smoke(
+        "ringbcast",
+        &args(&["--max", "1024"]),
+        &[("iprobe", "lat_us"), ("test", "lat_us")],
+    );
+}
+
 /// A bad option is refused with a usage message, not ignored.
 #[test]
 fn bad_option_is_refused() {

@@ -208,6 +208,27 @@ fn probe_4() {
     ok("probe", 4);
 }
 
+/// Waiting by polling (Iprobe, Improbe, Test, Testany, Testsome, Testall,
+/// Request_get_status in application loops) on a ring, with more ranks than CPUs as the
+/// library sees it: fruitless polls yield the CPU after a few, and report exactly what is
+/// there.
+#[test]
+fn polling_4_shared_cpus() {
+    Job::new(&prog("polling"), 4)
+        .env("MADMPI_HOST_CPUS", "1")
+        .run()
+        .assert_ok("polling");
+}
+
+/// The same with the spin budget of dedicated CPUs.
+#[test]
+fn polling_3() {
+    Job::new(&prog("polling"), 3)
+        .env("MADMPI_HOST_CPUS", "64")
+        .run()
+        .assert_ok("polling");
+}
+
 #[test]
 fn bsend_2() {
     ok("bsend", 2);

@@ -458,6 +458,14 @@ const HEADLINES: &[(&str, &str, &str, u64, u32, &str)] = &[
         "overlap 1 MiB, no MPI calls (%)",
     ),
     ("coll", "allreduce", "lat_us", 8, 0, "allreduce 8 B (µs)"),
+    (
+        "ringbcast",
+        "iprobe",
+        "lat_us",
+        1 << 20,
+        0,
+        "ring broadcast 1 MiB, Iprobe polling (µs)",
+    ),
 ];
 
 /// Renders summary.md.

@@ -5,7 +5,7 @@
 use madmpi_datatypes::Datatype;
 
 use super::engine_slot::{with, with_owned};
-use super::wait::{take_done, take_if_complete, wait, wait_until, Completion, Taken};
+use super::wait::{polled_opt, take_done, take_if_complete, wait, wait_until, Completion, Taken};
 use crate::error::{err, ErrorClass, Result};
 use crate::request::{Persistent, RequestId, SendMode, Status, EMPTY_STATUS};
 use crate::{CommId, MessageId};
@@ -312,13 +312,13 @@ pub fn start(r: RequestId) -> Result<()> {
 
 /// MPI_Iprobe.
 pub fn iprobe(src: i32, tag: i32, comm: CommId) -> Result<Option<Status>> {
-    with(|e| {
+    polled_opt(with(|e| {
         if let Some(s) = e.st.iprobe(src, tag, comm)? {
             return Ok(Some(s));
         }
         e.progress()?;
         e.st.iprobe(src, tag, comm)
-    })
+    }))
 }
 
 /// MPI_Probe.
@@ -328,13 +328,13 @@ pub fn probe(src: i32, tag: i32, comm: CommId) -> Result<Status> {
 
 /// MPI_Improbe.
 pub fn improbe(src: i32, tag: i32, comm: CommId) -> Result<Option<(MessageId, Status)>> {
-    with(|e| {
+    polled_opt(with(|e| {
         if let Some(s) = e.st.improbe(src, tag, comm)? {
             return Ok(Some(s));
         }
         e.progress()?;
         e.st.improbe(src, tag, comm)
-    })
+    }))
 }
 
 /// MPI_Mprobe.
