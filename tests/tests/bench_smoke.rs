@@ -516,7 +516,7 @@ fn runner_compares_the_two_schedulers() {
     for (id, r) in &runs {
         assert!(r.contains("\"status\": \"ok\""), "{id}: {r}");
         match id.as_str() {
-            "ours" => assert!(r.contains("MADMPI_STRATEGY=default "), "{r}"),
+            "ours" => assert!(r.contains("MADMPI_STRATEGY=adaptive "), "{r}"),
             "ours-aggreg" => {
                 assert!(r.contains("MADMPI_STRATEGY=aggreg "), "{r}");
                 aggreg_benches.push(bench_of(r));

@@ -67,13 +67,30 @@ fn requests_aggreg_strategy() {
     }
 }
 
+/// The one-chunk-per-packet strategy, no longer the default, still passes the request tests.
+#[test]
+fn requests_default_strategy() {
+    for name in [
+        "sendmodes",
+        "cancel",
+        "completion",
+        "ordering",
+        "persistent",
+    ] {
+        Job::new(&prog(name), 2)
+            .env("MADMPI_STRATEGY", "default")
+            .run()
+            .assert_ok(name);
+    }
+}
+
 /// A send complete when posted (`aggreg` copies it into the packet being built) still leaves
 /// when MPI_Wait, MPI_Test or MPI_Waitall returns or an MPI_Irecv is posted, not at the
 /// sender's next MPI call (the receiver tells the sender, which makes no MPI call meanwhile,
 /// through a file).
 #[test]
 fn complete_sends_leave_at_completion() {
-    for strategy in ["aggreg", "default"] {
+    for strategy in ["aggreg", "default", "adaptive"] {
         Job::new(&prog("leave"), 2)
             .env("MADMPI_STRATEGY", strategy)
             .run()
