@@ -245,6 +245,15 @@ fn coll() {
     );
 }
 
+#[test]
+fn ringbcast() {
+    smoke(
+        "ringbcast",
+        &args(&["--max", "1024"]),
+        &[("iprobe", "lat_us"), ("test", "lat_us")],
+    );
+}
+
 /// A bad option is refused with a usage message, not ignored.
 #[test]
 fn bad_option_is_refused() {
@@ -507,7 +516,7 @@ fn runner_compares_the_two_schedulers() {
     for (id, r) in &runs {
         assert!(r.contains("\"status\": \"ok\""), "{id}: {r}");
         match id.as_str() {
-            "ours" => assert!(r.contains("MADMPI_STRATEGY=default "), "{r}"),
+            "ours" => assert!(r.contains("MADMPI_STRATEGY=adaptive "), "{r}"),
             "ours-aggreg" => {
                 assert!(r.contains("MADMPI_STRATEGY=aggreg "), "{r}");
                 aggreg_benches.push(bench_of(r));

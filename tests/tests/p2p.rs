@@ -67,13 +67,30 @@ fn requests_aggreg_strategy() {
     }
 }
 
+/// The one-chunk-per-packet strategy, no longer the default, still passes the request tests.
+#[test]
+fn requests_default_strategy() {
+    for name in [
+        "sendmodes",
+        "cancel",
+        "completion",
+        "ordering",
+        "persistent",
+    ] {
+        Job::new(&prog(name), 2)
+            .env("MADMPI_STRATEGY", "default")
+            .run()
+            .assert_ok(name);
+    }
+}
+
 /// A send complete when posted (`aggreg` copies it into the packet being built) still leaves
 /// when MPI_Wait, MPI_Test or MPI_Waitall returns or an MPI_Irecv is posted, not at the
 /// sender's next MPI call (the receiver tells the sender, which makes no MPI call meanwhile,
 /// through a file).
 #[test]
 fn complete_sends_leave_at_completion() {
-    for strategy in ["aggreg", "default"] {
+    for strategy in ["aggreg", "default", "adaptive"] {
         Job::new(&prog("leave"), 2)
             .env("MADMPI_STRATEGY", strategy)
             .run()
@@ -214,6 +231,27 @@ fn probe_2() {
 #[test]
 fn probe_4() {
     ok("probe", 4);
+}
+
+/// Waiting by polling (Iprobe, Improbe, Test, Testany, Testsome, Testall,
+/// Request_get_status in application loops) on a ring, with more ranks than CPUs as the
+/// library sees it: fruitless polls yield the CPU after a few, and report exactly what is
+/// there.
+#[test]
+fn polling_4_shared_cpus() {
+    Job::new(&prog("polling"), 4)
+        .env("MADMPI_HOST_CPUS", "1")
+        .run()
+        .assert_ok("polling");
+}
+
+/// The same with the spin budget of dedicated CPUs.
+#[test]
+fn polling_3() {
+    Job::new(&prog("polling"), 3)
+        .env("MADMPI_HOST_CPUS", "64")
+        .run()
+        .assert_ok("polling");
 }
 
 #[test]

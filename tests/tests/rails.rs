@@ -52,6 +52,11 @@ fn shm_and_tcp_rails_default() {
 }
 
 #[test]
+fn shm_and_tcp_rails_adaptive() {
+    programs_pass("adaptive");
+}
+
+#[test]
 fn shm_and_tcp_rails_aggreg() {
     programs_pass("aggreg");
 }

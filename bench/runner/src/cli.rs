@@ -24,8 +24,10 @@ options:
                        MADMPI_STRATEGY=aggreg, run for pingpong, multiseg
                        and msgrate only, not a peer)
   --bench LIST         comma-separated subset of the benchmarks
-                       (pingpong,barrier,msgrate,multiseg,indexed,overlap,coll)
-  --ranks N            ranks for barrier/coll (default 4; barrier also runs on 2)
+                       (pingpong,barrier,msgrate,multiseg,indexed,overlap,coll,
+                       ringbcast)
+  --ranks N            ranks for barrier/coll/ringbcast (default 4; barrier also
+                       runs on 2)
   --timeout SECS       limit per run (default 300, 120 with --quick)
   --no-install         never apt-get install missing peers (default: install
                        when root and MPICH/Open MPI are missing)
@@ -53,8 +55,15 @@ pub struct Options {
 }
 
 /// Benchmarks that exist, in the order they run.
-pub const BENCHES: [&str; 7] = [
-    "pingpong", "barrier", "msgrate", "multiseg", "indexed", "overlap", "coll",
+pub const BENCHES: [&str; 8] = [
+    "pingpong",
+    "barrier",
+    "msgrate",
+    "multiseg",
+    "indexed",
+    "overlap",
+    "coll",
+    "ringbcast",
 ];
 
 /// What went wrong with the command line (or a request for help).

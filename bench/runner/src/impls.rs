@@ -48,7 +48,7 @@ impl Kind {
     /// The `MADMPI_STRATEGY` our runs get (None for the others).
     pub fn strategy(self) -> Option<&'static str> {
         match self {
-            Kind::Ours => Some("default"),
+            Kind::Ours => Some("adaptive"),
             Kind::OursAggreg => Some("aggreg"),
             _ => None,
         }
@@ -443,13 +443,13 @@ mod tests {
         assert_eq!(
             s.env,
             [
-                pair("MADMPI_STRATEGY", "default"),
+                pair("MADMPI_STRATEGY", "adaptive"),
                 pair("MADMPI_TRANSPORTS", "tcp")
             ]
         );
         assert_eq!(
             ours.launch(Transport::Shm, 2, exe, &args).env,
-            [pair("MADMPI_STRATEGY", "default")]
+            [pair("MADMPI_STRATEGY", "adaptive")]
         );
 
         let mpich = Impl::new(Kind::Mpich, repo, Path::new("/b"));

@@ -270,7 +270,7 @@ fn prepare(
 }
 
 /// The launches of one round, in order. Barrier runs on 2 and on N ranks;
-/// collectives on N; the point-to-point benchmarks on 2.
+/// collectives and the ring broadcasts on N; the point-to-point benchmarks on 2.
 fn plan(o: &Options, wanted: &[&'static str]) -> Vec<Job> {
     let mut base = Vec::new();
     if o.quick {
@@ -281,7 +281,7 @@ fn plan(o: &Options, wanted: &[&'static str]) -> Vec<Job> {
     for &b in wanted {
         let ranks: Vec<u32> = match b {
             "barrier" if o.ranks != 2 => vec![2, o.ranks],
-            "barrier" | "coll" => vec![o.ranks],
+            "barrier" | "coll" | "ringbcast" => vec![o.ranks],
             _ => vec![2],
         };
         for r in ranks {
@@ -540,6 +540,10 @@ mod tests {
         assert_eq!(barrier, [2, 4]);
         assert!(jobs.iter().all(|j| j.args == ["--quick"]));
         assert_eq!(jobs.iter().find(|j| j.bench == "coll").unwrap().ranks, 4);
+        assert_eq!(
+            jobs.iter().find(|j| j.bench == "ringbcast").unwrap().ranks,
+            4
+        );
         assert_eq!(
             jobs.iter().find(|j| j.bench == "pingpong").unwrap().ranks,
             2

@@ -195,7 +195,7 @@ pub fn multiseg_verdict(t: Transport, size: u64, cells: &BTreeMap<Kind, Cell>) -
 }
 
 /// aggreg / default of the medians and of the best repetitions, if both ran.
-pub fn aggreg_over_default(cells: &BTreeMap<Kind, Cell>) -> Option<(f64, f64)> {
+pub fn aggreg_over_ours(cells: &BTreeMap<Kind, Cell>) -> Option<(f64, f64)> {
     let d = cells.get(&Kind::Ours)?;
     let a = cells.get(&Kind::OursAggreg)?;
     (d.med != 0.0 && d.best != 0.0).then(|| (a.med / d.med, a.best / d.best))
@@ -458,6 +458,14 @@ const HEADLINES: &[(&str, &str, &str, u64, u32, &str)] = &[
         "overlap 1 MiB, no MPI calls (%)",
     ),
     ("coll", "allreduce", "lat_us", 8, 0, "allreduce 8 B (µs)"),
+    (
+        "ringbcast",
+        "iprobe",
+        "lat_us",
+        1 << 20,
+        0,
+        "ring broadcast 1 MiB, Iprobe polling (µs)",
+    ),
 ];
 
 /// Renders summary.md.
@@ -539,7 +547,7 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             let _ = writeln!(
                 s,
                 "`ours (aggreg)` is ours with the aggregating packet scheduler \
-                 (`MADMPI_STRATEGY=aggreg`; `ours` runs with `MADMPI_STRATEGY=default`), same \
+                 (`MADMPI_STRATEGY=aggreg`; `ours` runs with `MADMPI_STRATEGY=adaptive`, the default), same \
                  binaries, run on the ping-pong, multiseg and msgrate benchmarks only. It is not \
                  a peer: `ours/best peer` ignores it; `aggreg/best peer` is its own ratio. \
                  Target (issue #6): for segments up to 1 KiB, multiseg with aggreg at least {}× \
@@ -757,12 +765,14 @@ fn scheduler_section(s: &mut String, t: Transport, all: &BTreeMap<TableKey, Tabl
     let _ = writeln!(s, "## Scheduler overhead ({t})\n");
     let _ = writeln!(
         s,
-        "`ours (default)` runs with `MADMPI_STRATEGY=default` (each send leaves at once), \
+        "`ours (adaptive)` runs with `MADMPI_STRATEGY=adaptive` (the default: the first send to a \
+         peer after a progress call leaves at once, those posted after it before the next one \
+         leave together), \
          `ours (aggreg)` with `MADMPI_STRATEGY=aggreg` (NewMadeleine's aggregation: \
          non-blocking sends stay queued until the next progress call, and the chunks queued \
          for one peer, across communicators, leave in one packet); same binaries, interleaved \
          in the same rounds, back to back (which runs first alternates from round to round). Cells: median over runs (min–max over runs). \
-         `aggreg/default` compares medians, `paired` is the median over rounds of the ratio of \
+         `aggreg/adaptive` compares medians, `paired` is the median over rounds of the ratio of \
          the two runs of a round (what the machine did during a round weighs on both), `best` \
          compares the best single repetitions (least disturbed by other load).\n"
     );
@@ -786,18 +796,18 @@ fn scheduler_section(s: &mut String, t: Transport, all: &BTreeMap<TableKey, Tabl
             let _ = writeln!(
                 s,
                 "### One-segment ping-pong latency (`pingpong` `lat`, µs, lower is better)\n\n\
-                 Target (issue #6): aggreg within 3 % of default, aggreg/default ≤ \
+                 Target (issue #6): aggreg within 3 % of adaptive, aggreg/adaptive ≤ \
                  {OVERHEAD_TARGET:.2}; the verdict uses the paired ratio.\n"
             );
             let _ = writeln!(
                 s,
-                "| size | ours (default) | ours (aggreg) | aggreg/default | paired | best | target ≤ \
+                "| size | ours (adaptive) | ours (aggreg) | aggreg/adaptive | paired | best | target ≤ \
                  {OVERHEAD_TARGET:.2} |\n|---:|---:|---:|---:|---:|---:|---|"
             );
             for (size, row) in rows {
                 let cells = cells_of(row, key.better);
                 let paired = paired_ratio(row, Kind::OursAggreg, Kind::Ours);
-                let (r, p, b, v) = match (aggreg_over_default(&cells), paired) {
+                let (r, p, b, v) = match (aggreg_over_ours(&cells), paired) {
                     (Some((r, b)), Some(p)) => (
                         format!("{r:.3}"),
                         format!("{p:.3}"),
@@ -827,16 +837,16 @@ fn scheduler_section(s: &mut String, t: Transport, all: &BTreeMap<TableKey, Tabl
             let _ = writeln!(
                 s,
                 "### Message rate (`msgrate` `uni`, 10⁶ messages/s, higher is better)\n\n\
-                 aggreg/default > 1 means aggregation sends more messages per second.\n"
+                 aggreg/adaptive > 1 means aggregation sends more messages per second.\n"
             );
             let _ = writeln!(
                 s,
-                "| size | ours (default) | ours (aggreg) | aggreg/default | best |\n\
+                "| size | ours (adaptive) | ours (aggreg) | aggreg/adaptive | best |\n\
                  |---:|---:|---:|---:|---:|"
             );
             for (size, row) in rows {
                 let cells = cells_of(row, key.better);
-                let (r, b) = aggreg_over_default(&cells)
+                let (r, b) = aggreg_over_ours(&cells)
                     .map_or(("–".into(), "–".into()), |(r, b)| {
                         (format!("{r:.3}"), format!("{b:.3}"))
                     });
@@ -868,7 +878,7 @@ fn scheduler_section(s: &mut String, t: Transport, all: &BTreeMap<TableKey, Tabl
             );
             let _ = writeln!(
                 s,
-                "| segment | ours (default) | ours (aggreg) | best peer | aggreg/default | \
+                "| segment | ours (adaptive) | ours (aggreg) | best peer | aggreg/adaptive | \
                  aggreg/best peer |\n|---:|---:|---:|---:|---:|---|"
             );
             for (size, row) in rows {
@@ -876,8 +886,7 @@ fn scheduler_section(s: &mut String, t: Transport, all: &BTreeMap<TableKey, Tabl
                 let peer = best_peer(key.better, &cells).map_or("–".into(), |(k, _)| {
                     format!("{}: {}", k.title(), cell_text(cells.get(&k), runs, false))
                 });
-                let r =
-                    aggreg_over_default(&cells).map_or("–".into(), |(r, _)| format!("{r:.3}"));
+                let r = aggreg_over_ours(&cells).map_or("–".into(), |(r, _)| format!("{r:.3}"));
                 let v = multiseg_verdict(t, *size, &cells).unwrap_or_else(|| "–".into());
                 let _ = writeln!(
                     s,
@@ -1312,10 +1321,10 @@ mod tests {
             !sched.contains("| 4 KiB |"),
             "sizes up to 1 KiB only: {sched}"
         );
-        // Message rate: aggreg/default 1.25.
+        // Message rate: aggreg/adaptive 1.25.
         let r = row(&sched[sched.find("### Message rate").unwrap()..], "| 8 B |");
         assert_eq!(r[3..], ["1.250", "1.250"]);
-        // Multiseg: best peer MPICH (50 µs), aggreg/default 0.25, target met.
+        // Multiseg: best peer MPICH (50 µs), aggreg/adaptive 0.25, target met.
         let ms = &sched[sched.find("### Multi-segment").unwrap()..];
         let r = row(ms, "| 4 B |");
         assert_eq!(r[3], "MPICH: 50.00 (50.00–50.00)");

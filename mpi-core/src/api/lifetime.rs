@@ -119,7 +119,7 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
                 ),
             )
         })?,
-        Err(_) => Strategy::Default,
+        Err(_) => Strategy::Adaptive,
     };
     let mut pmi = Client::from_env()?;
     crate::log::install(pmi.as_ref().map_or(0, |p| p.rank()));

@@ -5,7 +5,7 @@
 use madmpi_datatypes::Datatype;
 
 use super::engine_slot::{with, with_owned};
-use super::wait::{take_done, take_if_complete, wait, wait_until, Completion, Taken};
+use super::wait::{polled_opt, take_done, take_if_complete, wait, wait_until, Completion, Taken};
 use crate::error::{err, ErrorClass, Result};
 use crate::request::{Persistent, RequestId, SendMode, Status, EMPTY_STATUS};
 use crate::{CommId, MessageId};
@@ -37,7 +37,7 @@ pub unsafe fn isend(
         }
         // SAFETY: forwarded caller contract.
         let r = unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false)? };
-        if !e.st.packs_on_post {
+        if !e.st.packs_on_post || e.st.lone_at_once {
             e.flush()?;
         }
         Ok(r)
@@ -301,7 +301,7 @@ pub unsafe fn recv_init(
 pub fn start(r: RequestId) -> Result<()> {
     with(|e| {
         e.st.start(r)?;
-        if !e.st.packs_on_post {
+        if !e.st.packs_on_post || e.st.lone_at_once {
             e.flush()?;
         }
         Ok(())
@@ -312,13 +312,13 @@ pub fn start(r: RequestId) -> Result<()> {
 
 /// MPI_Iprobe.
 pub fn iprobe(src: i32, tag: i32, comm: CommId) -> Result<Option<Status>> {
-    with(|e| {
+    polled_opt(with(|e| {
         if let Some(s) = e.st.iprobe(src, tag, comm)? {
             return Ok(Some(s));
         }
         e.progress()?;
         e.st.iprobe(src, tag, comm)
-    })
+    }))
 }
 
 /// MPI_Probe.
@@ -328,13 +328,13 @@ pub fn probe(src: i32, tag: i32, comm: CommId) -> Result<Status> {
 
 /// MPI_Improbe.
 pub fn improbe(src: i32, tag: i32, comm: CommId) -> Result<Option<(MessageId, Status)>> {
-    with(|e| {
+    polled_opt(with(|e| {
         if let Some(s) = e.st.improbe(src, tag, comm)? {
             return Ok(Some(s));
         }
         e.progress()?;
         e.st.improbe(src, tag, comm)
-    })
+    }))
 }
 
 /// MPI_Mprobe.

@@ -2,7 +2,7 @@
 //! chosen at MPI_Init), polling the engine until a condition holds, and the completion calls
 //! (test, wait and their any/some/all variants, request status, free and cancel).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use super::engine_slot::with;
 use super::env_parse;
@@ -13,7 +13,7 @@ use crate::request::{Op, RequestId, Status, EMPTY_STATUS};
 /// Polls before a waiting rank starts yielding its CPU: `MADMPI_SPIN`, else 2000 — or 16 when
 /// this host runs more ranks than it has CPUs, where the rank being waited for can only run if
 /// the waiting one gives its core away (set at MPI_Init).
-pub(super) static SPIN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(2000);
+pub(super) static SPIN: AtomicU32 = AtomicU32::new(2000);
 
 /// CPUs this process may run on.
 fn cpus_available() -> usize {
@@ -91,6 +91,50 @@ impl Backoff {
             std::thread::yield_now();
         }
     }
+}
+
+/// Polling calls in a row (MPI_Test, MPI_Iprobe and their kin, counted across calls) that
+/// found nothing. An application that waits by calling them in a loop never blocks in MPI, so
+/// no [`Backoff`] gives its CPU away: with more ranks than CPUs, the rank it waits for may not
+/// run until the scheduler's time slice ends (milliseconds per message of a ring broadcast).
+/// Past the spin budget ([`SPIN`]) every further fruitless poll yields the CPU, as a blocked
+/// wait does; a poll that finds something resets the count. Plain loads and stores: threads
+/// polling at once may lose an increment, which only delays the first yield.
+static IDLE_POLLS: AtomicU32 = AtomicU32::new(0);
+
+/// Account for the outcome of a polling call (after the engine was released): see
+/// [`IDLE_POLLS`]. The found path costs one load (a store only after fruitless polls).
+#[inline(always)]
+pub(super) fn polled(found: bool) {
+    if found {
+        if IDLE_POLLS.load(Ordering::Relaxed) != 0 {
+            IDLE_POLLS.store(0, Ordering::Relaxed);
+        }
+    } else {
+        idle_poll();
+    }
+}
+
+/// A polling call found nothing: count it, or yield the CPU once the count is past the spin
+/// budget.
+#[inline]
+fn idle_poll() {
+    let n = IDLE_POLLS.load(Ordering::Relaxed);
+    if n < SPIN.load(Ordering::Relaxed) {
+        IDLE_POLLS.store(n + 1, Ordering::Relaxed);
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// [`polled`] for a call that returns an optional result (`None`: nothing found); errors are
+/// passed on uncounted.
+#[inline(always)]
+pub(super) fn polled_opt<T>(r: Result<Option<T>>) -> Result<Option<T>> {
+    if let Ok(v) = &r {
+        polled(v.is_some());
+    }
+    r
 }
 
 /// Hand the packets being built to the drivers at the start of a completion call, which may
@@ -190,14 +234,14 @@ pub(super) fn take_done(e: &mut Engine, r: RequestId) -> Taken {
 
 /// MPI_Test.
 pub fn test(r: RequestId) -> Result<Option<Completion>> {
-    with(|e| {
+    polled_opt(with(|e| {
         send_pending(e)?;
         if let Some(c) = take_if_complete(e, r)? {
             return Ok(Some(c));
         }
         e.progress()?;
         take_if_complete(e, r)
-    })
+    }))
 }
 
 /// MPI_Wait: the status, with `freed` as for [`test()`](fn@test).
@@ -212,7 +256,7 @@ pub fn wait(r: RequestId) -> Result<Status> {
 
 /// MPI_Request_get_status: the status if complete, without freeing.
 pub fn request_get_status(r: RequestId) -> Result<Option<Status>> {
-    with(|e| {
+    polled_opt(with(|e| {
         let check = |e: &mut Engine| -> Result<Option<Status>> {
             let req =
                 e.st.reqs
@@ -231,7 +275,7 @@ pub fn request_get_status(r: RequestId) -> Result<Option<Status>> {
         }
         e.progress()?;
         check(e)
-    })
+    }))
 }
 
 /// One pass of progress on every driver.
@@ -271,7 +315,7 @@ pub fn wait_any(reqs: &[Option<RequestId>]) -> Result<Option<(usize, Completion)
 /// MPI_Testany: `Ok(Err(()))`-free form: `Some(Some(..))` one completed, `Some(None)` no active
 /// request (MPI_UNDEFINED with flag true), `None` nothing completed yet.
 pub fn test_any(reqs: &[Option<RequestId>]) -> Result<Option<Option<(usize, Completion)>>> {
-    with(|e| {
+    polled_opt(with(|e| {
         e.progress()?;
         let mut any_active = false;
         for (i, r) in reqs.iter().enumerate() {
@@ -292,7 +336,7 @@ pub fn test_any(reqs: &[Option<RequestId>]) -> Result<Option<Option<(usize, Comp
             }
         }
         Ok(if any_active { None } else { Some(None) })
-    })
+    }))
 }
 
 /// Collect every completed active request of `reqs` (for Testsome/Waitsome). Returns None when no
@@ -335,10 +379,14 @@ pub fn wait_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Comple
 
 /// MPI_Testsome: the completions now (possibly none), or None when no request is active.
 pub fn test_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Completion)>>> {
-    with(|e| {
+    let r = with(|e| {
         e.progress()?;
         some_complete(e, reqs)
-    })
+    });
+    if let Ok(v) = &r {
+        polled(v.as_ref().is_none_or(|v| !v.is_empty()));
+    }
+    r
 }
 
 /// Whether every request of `reqs` from `*from` on is complete (inactive ones count as
@@ -379,7 +427,7 @@ fn take_all(
 /// Whether every active request of `reqs` is complete (MPI_Request_get_status_all's flag),
 /// without taking any.
 pub fn all_complete(reqs: &[Option<RequestId>]) -> Result<bool> {
-    with(|e| {
+    polled_bool(with(|e| {
         send_pending(e)?;
         let mut from = 0;
         if complete_from(e, reqs, &mut from)? {
@@ -387,13 +435,22 @@ pub fn all_complete(reqs: &[Option<RequestId>]) -> Result<bool> {
         }
         e.progress()?;
         complete_from(e, reqs, &mut from)
-    })
+    }))
+}
+
+/// [`polled`] for a call that returns whether it found what it polled for.
+#[inline(always)]
+fn polled_bool(r: Result<bool>) -> Result<bool> {
+    if let Ok(found) = r {
+        polled(found);
+    }
+    r
 }
 
 /// MPI_Testall: if every request of `reqs` is complete, their completions go to `out` (`None`
 /// for `None` entries) and the result is true; else nothing is taken.
 pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> Result<bool> {
-    with(|e| {
+    polled_bool(with(|e| {
         send_pending(e)?;
         let mut from = 0;
         if !complete_from(e, reqs, &mut from)? {
@@ -404,7 +461,7 @@ pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
         }
         take_all(e, reqs, out)?;
         Ok(true)
-    })
+    }))
 }
 
 /// MPI_Waitall: wait until every request of `reqs` is complete, and take their completions

@@ -246,6 +246,19 @@ impl Engine {
             // SAFETY: forwarded caller contract.
             return unsafe { self.isend_routed(r, buf) };
         }
+        if self.st.lone_at_once {
+            let epoch = self.st.epoch;
+            let g = &mut self.st.gates[r.peer as usize];
+            if g.lone_epoch != epoch {
+                // The first send to this peer since the last progress call: it leaves at
+                // once (when the gate and driver are free); the next ones are packed.
+                g.lone_epoch = epoch;
+                // SAFETY: forwarded caller contract.
+                if let Some(id) = unsafe { self.isend_routed(r, buf)? } {
+                    return Ok(Some(id));
+                }
+            }
+        }
         // SAFETY: forwarded caller contract.
         match unsafe { self.st.pack_routed(r, buf) } {
             Ok(id) => return Ok(Some(id)),
@@ -397,6 +410,7 @@ impl Engine {
     /// Returns whether anything arrived.
     #[inline]
     pub fn progress(&mut self) -> Result<bool> {
+        self.st.epoch = self.st.epoch.wrapping_add(1);
         if !self.st.dirty.is_empty() {
             self.flush()?;
         }

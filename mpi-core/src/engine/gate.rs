@@ -93,6 +93,9 @@ pub(crate) struct Gate {
     /// Sends to this peer whose RTS carried the start of the message and that wait for their
     /// Cts.
     pub(super) prefixed: u32,
+    /// The engine's progress epoch (`State::epoch`) in which a send to this peer last left at
+    /// once under `lone_at_once`; the sends after it in the same epoch are packed.
+    pub(super) lone_epoch: u32,
 }
 
 impl Gate {
@@ -149,6 +152,7 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
         packed: Vec::new(),
         placing: None,
         prefixed: 0,
+        lone_epoch: u32::MAX,
     }
 }
 

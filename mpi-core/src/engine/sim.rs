@@ -315,6 +315,8 @@ fn matching_order_and_rendezvous() {
             (Strategy::Aggreg, false, 2, true),
             (Strategy::SplitBalance, false, 3, false),
             (Strategy::SplitBalance, true, 2, true),
+            (Strategy::Adaptive, true, 1, false),
+            (Strategy::Adaptive, false, 2, true),
         ] {
             let n = 4u32;
             let per = 12u64;
@@ -328,9 +330,10 @@ fn matching_order_and_rendezvous() {
                     let len = [0usize, 8, 40, 64, 65, 300, 1000][rng.below(7)];
                     let data = payload(src, k, len);
                     let st = &mut net.ranks[src as usize];
-                    // `aggreg` packs small non-blocking sends when they are posted (as
-                    // `api::isend` does), mixed here with queued chunks.
-                    let packed = if strategy == Strategy::Aggreg && rng.below(2) == 0 {
+                    // `aggreg` and `adaptive` pack small non-blocking sends when they are
+                    // posted (as `api::isend` does), mixed here with queued chunks.
+                    let packs = matches!(strategy, Strategy::Aggreg | Strategy::Adaptive);
+                    let packed = if packs && rng.below(2) == 0 {
                         // SAFETY: `data` is kept in `sends` until the end of the test.
                         unsafe { send_packed(st, &data[..len], 0, (k % 3) as i32) }
                     } else {
@@ -735,7 +738,7 @@ fn committed(t: madmpi_datatypes::Result<Datatype>) -> Datatype {
 #[test]
 fn derived_datatypes_zero_copy_and_fallback() {
     for can_get in [true, false] {
-        for strategy in [Strategy::Default, Strategy::Aggreg] {
+        for strategy in [Strategy::Default, Strategy::Aggreg, Strategy::Adaptive] {
             let mut net = Net::new(2, strategy, can_get, 17);
             let b = byte();
             // 40 bytes at 0, 600 bytes at 100, 30 bytes at 800, 300 bytes at 900: 970 bytes.
@@ -884,7 +887,7 @@ fn derived_datatypes_zero_copy_and_fallback() {
 /// order either way, under both strategies.
 #[test]
 fn sparse_sends_without_get_gather_their_blocks() {
-    for strategy in [Strategy::Default, Strategy::Aggreg] {
+    for strategy in [Strategy::Default, Strategy::Aggreg, Strategy::Adaptive] {
         for can_get in [false, true] {
             let mut net = Net::new(2, strategy, can_get, 23);
             let b = byte();

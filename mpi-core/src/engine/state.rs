@@ -71,6 +71,12 @@ pub(crate) struct State {
     /// The strategy copies small sends into the packet being built when they are posted (and
     /// queued chunks wait for the next progress call); otherwise a send leaves at once.
     pub packs_on_post: bool,
+    /// With `packs_on_post`: the first small send to a peer after a progress call leaves at
+    /// once ([`PacketStrategy::lone_at_once`]), and sends off the fast path are flushed.
+    pub lone_at_once: bool,
+    /// Progress calls so far (wrapping): a gate that sent at once in the current one
+    /// (`Gate::lone_epoch`) packs what follows.
+    pub(super) epoch: u32,
     /// Per peer: the order of its messages, restored from their sequence numbers.
     pub(super) order: Vec<order::Order>,
     /// The driver being polled (the rail data arrives on).
@@ -148,6 +154,8 @@ impl State {
             messages: Vec::new(),
             next_msg: 0,
             packs_on_post: strat.packs_on_post(),
+            lone_at_once: strat.packs_on_post() && strat.lone_at_once(),
+            epoch: 0,
             strat,
             order: (0..nprocs).map(|_| order::Order::default()).collect(),
             polling: NO_DRIVER,

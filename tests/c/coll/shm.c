@@ -465,6 +465,7 @@ int main(int argc, char **argv)
         derived(half, 3000);
         noncommutative(MPI_COMM_WORLD, 3);
         noncommutative(MPI_COMM_WORLD, 9000);
+        noncommutative(MPI_COMM_WORLD, 150001);
         noncommutative(half, 5000);
     }
     int maps = coll_maps();

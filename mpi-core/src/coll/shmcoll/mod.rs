@@ -104,6 +104,7 @@ mod area;
 mod bcast;
 mod life;
 mod reduce;
+mod reduce_cma;
 
 use area::*;
 use life::*;
@@ -153,6 +154,10 @@ const CMA_BCAST_MIN: usize = 32 << 10;
 /// 13.5 µs).
 const CMA_BCAST_SHARED_MIN: usize = 256 << 10;
 const CMA_ALLTOALL_MIN: usize = 8 << 10;
+/// From this many bytes, reduce and allreduce go by cross-memory attach when the members can
+/// (`reduce_cma.rs`): three waits whatever the size and one copy per byte on each side, where
+/// the cells take two waits per half ring and three copies.
+const CMA_REDUCE_MIN: usize = 64 << 10;
 /// What a probe word holds.
 const PROBE: u64 = 0x6d61_646d_7069_636d;
 /// Words of the info lines.

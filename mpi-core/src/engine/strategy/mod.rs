@@ -7,10 +7,12 @@
 //! engine learns of the rails (their measured bandwidth, [`Rail::bw`]) is kept on the gate, for
 //! every strategy to read.
 
+mod adaptive;
 mod aggreg;
 mod default;
 mod split_balance;
 
+pub(crate) use adaptive::Adaptive;
 pub(crate) use aggreg::Aggreg;
 pub(crate) use default::Default;
 pub(crate) use split_balance::SplitBalance;
@@ -20,6 +22,9 @@ use super::Gate;
 /// The strategy of a job (`MADMPI_STRATEGY`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
+    /// The default: the first small send to a peer after a progress call leaves at once, the
+    /// ones posted after it before the next progress call leave together (see `adaptive.rs`).
+    Adaptive,
     /// One chunk per packet, sent as soon as the gate is idle.
     Default,
     /// Chunks accumulate until the next progress call, then as many as fit go in one packet.
@@ -31,11 +36,12 @@ pub enum Strategy {
 
 impl Strategy {
     /// Every strategy's name, as `MADMPI_STRATEGY` takes it.
-    pub const NAMES: &'static str = "default, aggreg, split_balance";
+    pub const NAMES: &'static str = "adaptive, default, aggreg, split_balance";
 
     /// Parse a strategy name.
     pub fn parse(s: &str) -> Option<Strategy> {
         match s {
+            "adaptive" => Some(Strategy::Adaptive),
             "default" => Some(Strategy::Default),
             "aggreg" | "aggregation" => Some(Strategy::Aggreg),
             "split_balance" | "split" => Some(Strategy::SplitBalance),
@@ -46,6 +52,7 @@ impl Strategy {
     /// Its implementation.
     pub(crate) fn make(self) -> Box<dyn PacketStrategy> {
         match self {
+            Strategy::Adaptive => Box::new(Adaptive),
             Strategy::Default => Box::new(Default),
             Strategy::Aggreg => Box::new(Aggreg),
             Strategy::SplitBalance => Box::new(SplitBalance::from_env()),
@@ -81,6 +88,13 @@ pub(crate) trait PacketStrategy: Send {
     /// Small contiguous standard-mode sends are copied into the packet being built when they
     /// are posted (and leave together at the next progress call).
     fn packs_on_post(&self) -> bool {
+        false
+    }
+
+    /// With `packs_on_post`: the first small send to a peer after a progress call leaves at
+    /// once instead of opening a packet (the others posted before the next progress call are
+    /// packed), and sends posted outside the fast path leave at once.
+    fn lone_at_once(&self) -> bool {
         false
     }
 
