@@ -7,8 +7,8 @@
 //!
 //! Selection: `MADMPI_TRANSPORTS=emu`, `MADMPI_EMU=bip` (a list, `bip,sisci`, starts one driver
 //! per network: several rails to each peer). `MADMPI_EMU_LOSS` (reliable profiles only),
-//! `MADMPI_EMU_SCI_DMA`, `MADMPI_EMU_REGCACHE`, `MADMPI_EMU_RING_BYTES`, `MADMPI_EMU_SEED`:
-//! see `docs/networks.md`.
+//! `MADMPI_EMU_SCI_DMA`, `MADMPI_EMU_OFF`, `MADMPI_EMU_REGCACHE`, `MADMPI_EMU_RING_BYTES`,
+//! `MADMPI_EMU_SEED`: see `docs/networks.md`.
 //!
 //! With a reliable profile, a thread plays the NIC's firmware while the host does not poll
 //! (in `MPI_Finalize`'s barrier, say): it acknowledges, and resends what timed out, as
@@ -168,7 +168,45 @@ impl EmuConfig {
                     .map_err(|_| Error::Invalid(format!("{k}={s}: not a number"))),
             }
         };
-        let dma = num("MADMPI_EMU_SCI_DMA", 0)? != 0;
+        let mut modules = profile.default_modules();
+        if num("MADMPI_EMU_SCI_DMA", 0)? != 0 {
+            modules |= (1 << profile.modules.len()) - 1;
+        }
+        for off in get("MADMPI_EMU_OFF").unwrap_or_default().split(',') {
+            let off = off.trim();
+            if off.is_empty() {
+                continue;
+            }
+            // A name of another network of the list is for that one.
+            if PROFILES
+                .iter()
+                .any(|p| p.modules.iter().any(|m| m.name == off))
+            {
+                if let Some(k) = profile.modules.iter().position(|m| m.name == off) {
+                    modules &= !(1 << k);
+                }
+                continue;
+            }
+            let known: Vec<&str> = PROFILES
+                .iter()
+                .flat_map(|p| p.modules.iter().map(|m| m.name))
+                .collect();
+            return Err(Error::Invalid(format!(
+                "MADMPI_EMU_OFF: unknown module '{off}' (known: {})",
+                known.join(", ")
+            )));
+        }
+        if !profile
+            .modules
+            .iter()
+            .enumerate()
+            .any(|(k, m)| m.upto == usize::MAX && modules & (1 << k) != 0)
+        {
+            return Err(Error::Invalid(format!(
+                "MADMPI_EMU_OFF: no module of {} is left for large packets",
+                profile.name
+            )));
+        }
         let reg_cache = num("MADMPI_EMU_REGCACHE", profile.reg_cache as u64)? as usize;
         let ring_bytes = num("MADMPI_EMU_RING_BYTES", DEFAULT_RING as u64)? as usize;
         let seed = num(
@@ -179,7 +217,7 @@ impl EmuConfig {
             nic: NicConfig {
                 profile,
                 loss,
-                dma,
+                modules,
                 reg_cache,
                 seed: seed ^ index as u64,
             },

@@ -29,8 +29,8 @@ pub struct NicConfig {
     pub profile: &'static Profile,
     /// Probability of each frame being dropped, and (separately) of one bit being flipped.
     pub loss: f64,
-    /// Optional modules (SCI DMA) enabled.
-    pub dma: bool,
+    /// The modules in use (bit `k`: module `k` of the profile).
+    pub modules: u64,
     /// Registration cache entries.
     pub reg_cache: usize,
     /// Seed of the fault injector.
@@ -131,7 +131,7 @@ impl Nic {
         let max_packet = wire.caps().max_packet - HDR;
         let m0 = &cfg.profile.modules[0];
         let rtt = 2 * (m0.o_s + m0.l + m0.o_r);
-        let rto = 500_000 + 2 * cfg.profile.one_way_ns(max_packet, cfg.dma);
+        let rto = 500_000 + 2 * cfg.profile.one_way_ns(max_packet, cfg.modules);
         Nic {
             rng: cfg.seed | 1,
             cfg,
@@ -299,7 +299,7 @@ impl Nic {
             return Ok(SendOutcome::WouldBlock);
         }
         let prof = self.cfg.profile;
-        let mi = prof.module_for(len, self.cfg.dma);
+        let mi = prof.module_for(len, self.cfg.modules);
         let m = prof.modules[mi];
         let reliable = self.reliable();
         {
@@ -466,7 +466,7 @@ impl Nic {
             }
             match h.kind {
                 Kind::Data => {
-                    let want = prof.module_for(h.len as usize, self.cfg.dma);
+                    let want = prof.module_for(h.len as usize, self.cfg.modules);
                     if want != h.module as usize {
                         return Err(Error::Malformed(format!(
                             "emu: rank {} sent {} bytes with module {}, this side selects {}",

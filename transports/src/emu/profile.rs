@@ -256,19 +256,30 @@ pub fn find(name: &str) -> Result<&'static Profile> {
 }
 
 impl Profile {
-    /// The index of the module for a packet of `n` bytes (`dma`: optional modules enabled).
-    pub fn module_for(&self, n: usize, dma: bool) -> usize {
+    /// The modules in use by default (bit `k`: module `k`): all but the optional ones.
+    pub fn default_modules(&self) -> u64 {
         self.modules
             .iter()
-            .position(|m| n <= m.upto && (dma || !m.optional))
+            .enumerate()
+            .filter(|(_, m)| !m.optional)
+            .fold(0, |a, (k, _)| a | 1 << k)
+    }
+
+    /// The index of the module for a packet of `n` bytes, among the modules `on` (a bit set,
+    /// as [`default_modules`](Self::default_modules)): the first in use whose range holds it.
+    pub fn module_for(&self, n: usize, on: u64) -> usize {
+        self.modules
+            .iter()
+            .enumerate()
+            .position(|(k, m)| n <= m.upto && on & (1 << k) != 0)
             .unwrap_or(self.modules.len() - 1)
     }
 
     /// Predicted one-way time of a lone packet of `n` bytes (no queueing, credits available,
-    /// registration not cached, handshake included), ns: the model's arithmetic, for tests
-    /// and for the benchmark's table.
-    pub fn one_way_ns(&self, n: usize, dma: bool) -> u64 {
-        let m = &self.modules[self.module_for(n, dma)];
+    /// registration not cached, handshake included) on the modules `on`, ns: the model's
+    /// arithmetic, for tests and for the benchmark's table.
+    pub fn one_way_ns(&self, n: usize, on: u64) -> u64 {
+        let m = &self.modules[self.module_for(n, on)];
         let ctl = &self.modules[0];
         let hs = if m.handshake {
             2 * (ctl.o_s + ctl.l + ctl.o_r)
@@ -279,8 +290,8 @@ impl Profile {
     }
 
     /// Streaming bandwidth of packets of `n` bytes, MB/s (the NIC's occupancy per packet).
-    pub fn stream_mbps(&self, n: usize, dma: bool) -> f64 {
-        let m = &self.modules[self.module_for(n, dma)];
+    pub fn stream_mbps(&self, n: usize, on: u64) -> f64 {
+        let m = &self.modules[self.module_for(n, on)];
         let busy = m.send_cpu_ns(n) + m.reg_ns(n) + m.wire_ns(n);
         n as f64 * 1000.0 / busy.max(1) as f64
     }
@@ -310,32 +321,34 @@ mod tests {
     #[test]
     fn model_arithmetic() {
         let bip = find("bip").unwrap();
+        let on = bip.default_modules();
         // 0 bytes: o_s + L + o_r = 5 us; 1 kB on the short module adds 1024 * 7.936 ns.
-        assert_eq!(bip.one_way_ns(0, false), 5000);
-        assert_eq!(bip.module_for(1024, false), 0);
-        assert_eq!(bip.one_way_ns(1024, false), 5000 + 1024 * 7936 / 1000);
+        assert_eq!(bip.one_way_ns(0, on), 5000);
+        assert_eq!(bip.module_for(1024, on), 0);
+        assert_eq!(bip.one_way_ns(1024, on), 5000 + 1024 * 7936 / 1000);
         // Long: handshake (two control packets of 5 us) before the data.
-        assert_eq!(bip.module_for(1025, false), 1);
-        assert_eq!(
-            bip.one_way_ns(1025, false),
-            10_000 + 5000 + 1025 * 7936 / 1000
-        );
-        let bw = bip.stream_mbps(1 << 20, false);
+        assert_eq!(bip.module_for(1025, on), 1);
+        assert_eq!(bip.one_way_ns(1025, on), 10_000 + 5000 + 1025 * 7936 / 1000);
+        let bw = bip.stream_mbps(1 << 20, on);
         assert!((125.0..126.1).contains(&bw), "{bw}");
         // SCI: 64-byte units, the DMA module only when asked.
         let sci = find("sisci").unwrap();
+        let (on, dma) = (sci.default_modules(), 0b1111);
+        assert_eq!(on, 0b1011);
         assert_eq!(
-            sci.one_way_ns(1, false),
+            sci.one_way_ns(1, on),
             800 + 2300 + 800 + 64 * 13_333 / 1000
         );
         assert_eq!(
-            sci.modules[sci.module_for(64 << 10, false)].name,
+            sci.modules[sci.module_for(64 << 10, on)].name,
             "sci-double-buffer"
         );
-        assert_eq!(sci.modules[sci.module_for(64 << 10, true)].name, "sci-dma");
+        assert_eq!(sci.modules[sci.module_for(64 << 10, dma)].name, "sci-dma");
         // VIA: the pool copies (first 512 B), dynamic registration pays a page.
         let via = find("via").unwrap();
-        assert_eq!(via.modules[via.module_for(5 * KB, false)].name, "via-pool");
+        assert_eq!(via.modules[via.module_for(5 * KB, 0b111)].name, "via-pool");
+        // Without the pool, small blocks are registered dynamically.
+        assert_eq!(via.modules[via.module_for(100, 0b110)].name, "via-dynamic");
         let m = &via.modules[1];
         assert_eq!(m.reg_ns(6000), 9000 + 2 * 500);
         assert_eq!(via.modules[0].send_cpu_ns(4096), 5000 + 512 * 6700 / 1000);

@@ -51,7 +51,7 @@ fn cfg(profile: &'static Profile, loss: f64) -> EmuConfig {
         nic: NicConfig {
             profile,
             loss,
-            dma: false,
+            modules: profile.default_modules(),
             reg_cache: profile.reg_cache,
             seed: 42,
         },
@@ -109,7 +109,9 @@ fn conformance_with_credits_backpressure() {
 fn conformance_every_network() {
     for p in PROFILES {
         let mut c = cfg(p, 0.0);
-        c.nic.dma = p.name == "sisci";
+        if p.name == "sisci" {
+            c.nic.modules = 0b1111; // with the DMA module
+        }
         let mut pr = pair(&c);
         conformance::reachability(&mut pr);
         conformance::zero_length(&mut pr);
@@ -213,7 +215,7 @@ fn modules_must_agree_on_both_sides() {
     let name = seg_name("emu-switch");
     let _guard = Unlink(name.clone());
     let mut ca = cfg(sci, 0.0);
-    ca.nic.dma = true;
+    ca.nic.modules = 0b1111;
     let cb = cfg(sci, 0.0);
     let s0 = ShmSegment::create(&name, 2, &ca.shm(1)).unwrap();
     let s1 = ShmSegment::open(&name, 2, &cb.shm(1)).unwrap();
@@ -261,6 +263,21 @@ fn loss_needs_a_reliable_network() {
     );
     let c = EmuConfig::from_env_with(1, lossy).expect("bcl3 takes it");
     assert_eq!((c.nic.profile.name, c.nic.loss), ("bcl3", 0.001));
+    // Modules turned off by name; unknown names and no module left for large packets refused.
+    let off = |v: &'static str| {
+        move |k: &str| match k {
+            "MADMPI_EMU" => Some("via".into()),
+            "MADMPI_EMU_OFF" => Some(v.into()),
+            _ => None,
+        }
+    };
+    let c = EmuConfig::from_env_with(0, off("via-pool, sci-dma")).expect("via without pool");
+    assert_eq!(c.nic.modules, 0b110);
+    let e = EmuConfig::from_env_with(0, off("pool"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("'pool'") && e.contains("via-pool"), "{e}");
+    assert!(EmuConfig::from_env_with(0, off("via-rdma")).is_err());
 }
 
 /// BCL-3's reliable link over a wire that drops and corrupts one frame in 10^4 each:
