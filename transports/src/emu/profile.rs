@@ -335,10 +335,7 @@ mod tests {
         let sci = find("sisci").unwrap();
         let (on, dma) = (sci.default_modules(), 0b1111);
         assert_eq!(on, 0b1011);
-        assert_eq!(
-            sci.one_way_ns(1, on),
-            800 + 2300 + 800 + 64 * 13_333 / 1000
-        );
+        assert_eq!(sci.one_way_ns(1, on), 800 + 2300 + 800 + 64 * 13_333 / 1000);
         assert_eq!(
             sci.modules[sci.module_for(64 << 10, on)].name,
             "sci-double-buffer"
