@@ -17,6 +17,9 @@ pub(crate) trait Pair {
     fn b(&mut self) -> &mut dyn Transport;
     fn a_id(&self) -> PeerId;
     fn b_id(&self) -> PeerId;
+    /// Wait until what was sent has arrived (a driver whose packets take time on the wire,
+    /// as the emulated networks'); nothing by default.
+    fn settle(&mut self) {}
 }
 
 /// xorshift64*: deterministic sizes and contents without a dependency.
@@ -53,7 +56,8 @@ fn packet(seq: u64, len: usize, out: &mut Vec<u8>) {
 }
 
 /// Poll `b` until it delivers nothing more, collecting packets from `a`.
-fn drain(p: &mut dyn Pair, into: &mut VecDeque<Vec<u8>>) {
+pub(crate) fn drain(p: &mut dyn Pair, into: &mut VecDeque<Vec<u8>>) {
+    p.settle();
     let a = p.a_id();
     loop {
         let n = p

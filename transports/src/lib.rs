@@ -60,6 +60,7 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
+pub mod emu;
 pub mod loopback;
 pub mod registry;
 pub mod shm;

@@ -16,6 +16,7 @@
 
 use std::io::{IoSlice, IoSliceMut};
 
+use crate::emu::{EmuConfig, EmuTransport};
 use crate::loopback::LoopbackTransport;
 use crate::shm::{ShmConfig, ShmSegment, ShmTransport};
 use crate::tcp::{ConnectMode, TcpConfig, TcpTransport};
@@ -62,6 +63,13 @@ pub const ENTRIES: &[Entry] = &[
         name: "tcp",
         scope: Scope::Any,
         needs_secret: true,
+    },
+    // Emulated networks (`MADMPI_EMU`): last, so only chosen when asked for
+    // (`MADMPI_TRANSPORTS=emu` or `MADMPI_RAILS`).
+    Entry {
+        name: "emu",
+        scope: Scope::Node,
+        needs_secret: false,
     },
 ];
 
@@ -133,6 +141,17 @@ pub enum Starting {
         /// The mapped segment, once created or opened.
         seg: Option<ShmSegment>,
     },
+    /// `emu`: network `index` of `MADMPI_EMU`, its wire segment (as `Shm`).
+    Emu {
+        /// Which network of the list.
+        index: usize,
+        /// Its settings.
+        cfg: EmuConfig,
+        /// Segment name.
+        name: String,
+        /// The mapped segment, once created or opened.
+        seg: Option<ShmSegment>,
+    },
     /// `tcp`: the listener, open from phase 2; `index` among the interfaces of
     /// `MADMPI_TCP_IF` (one driver, one rail, per interface).
     Tcp {
@@ -163,6 +182,9 @@ fn tcp_interfaces() -> Vec<String> {
 ///
 /// More TCP interfaces than [`TCP_NAMES`] holds.
 pub fn instances(name: &str) -> Result<usize> {
+    if name == "emu" {
+        return Ok(crate::emu::profiles_from_env()?.len());
+    }
     if name != "tcp" {
         return Ok(1);
     }
@@ -197,6 +219,25 @@ pub fn start(name: &str, index: usize, job: &Job<'_>) -> Result<Starting> {
             Starting::Shm { name, cfg, seg }
         }
         "tcp" => Starting::Tcp { index, t: None },
+        "emu" => {
+            let cfg = EmuConfig::from_env(index)?;
+            let name = crate::emu::segment_name(&segment_name(job.shm_prefix, job.local[0]), index);
+            let seg = if job.local[0] == job.me {
+                Some(ShmSegment::create(
+                    &name,
+                    job.local.len(),
+                    &cfg.shm(job.engine_version),
+                )?)
+            } else {
+                None
+            };
+            Starting::Emu {
+                index,
+                cfg,
+                name,
+                seg,
+            }
+        }
         other => return Err(Error::Invalid(format!("no driver named {other}"))),
     })
 }
@@ -208,6 +249,9 @@ impl Starting {
             Starting::Loop => "self",
             Starting::Shm { .. } => "shm",
             Starting::Tcp { index, .. } => TCP_NAMES[(*index).min(TCP_NAMES.len() - 1)],
+            Starting::Emu { index, .. } => {
+                crate::emu::NAMES[(*index).min(crate::emu::NAMES.len() - 1)]
+            }
         }
     }
 
@@ -222,6 +266,16 @@ impl Starting {
             Starting::Shm { name, cfg, seg } => {
                 if seg.is_none() {
                     *seg = Some(ShmSegment::open(name, job.local.len(), cfg)?);
+                }
+                Ok(None)
+            }
+            Starting::Emu { name, cfg, seg, .. } => {
+                if seg.is_none() {
+                    *seg = Some(ShmSegment::open(
+                        name,
+                        job.local.len(),
+                        &cfg.shm(job.engine_version),
+                    )?);
                 }
                 Ok(None)
             }
@@ -278,6 +332,25 @@ impl Starting {
                 let ranks = job.local.iter().map(|&r| PeerId(r)).collect();
                 Ok(Driver::Shm(ShmTransport::new(seg, my_local, ranks)?))
             }
+            Starting::Emu {
+                index,
+                cfg,
+                name,
+                seg,
+            } => {
+                let seg = seg.ok_or_else(|| Error::Invalid("emu: segment not opened".into()))?;
+                if job.local[0] == job.me {
+                    ShmSegment::unlink(&name)?;
+                }
+                let my_local =
+                    job.local.iter().position(|&r| r == job.me).ok_or_else(|| {
+                        Error::Invalid("emu: this rank is not on its node".into())
+                    })?;
+                let ranks = job.local.iter().map(|&r| PeerId(r)).collect();
+                Ok(Driver::Emu(EmuTransport::new(
+                    seg, my_local, ranks, &cfg, index,
+                )?))
+            }
             Starting::Tcp { t, .. } => {
                 let (mut t, mode) =
                     t.ok_or_else(|| Error::Invalid("tcp: listener not opened".into()))?;
@@ -303,6 +376,8 @@ pub enum Driver {
     Shm(ShmTransport),
     /// `tcp`.
     Tcp(TcpTransport),
+    /// `emu`.
+    Emu(EmuTransport),
 }
 
 macro_rules! each {
@@ -311,6 +386,7 @@ macro_rules! each {
             Driver::Loop($t) => $e,
             Driver::Shm($t) => $e,
             Driver::Tcp($t) => $e,
+            Driver::Emu($t) => $e,
         }
     };
 }
@@ -325,6 +401,7 @@ impl Driver {
             Driver::Tcp(t) => t.poll_recv_split(split, sink),
             Driver::Loop(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
             Driver::Shm(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
+            Driver::Emu(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
         }
     }
 
@@ -418,7 +495,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("MADMPI_TRANSPORTS=shm,ib"), "{e}");
-        assert!(e.contains("'ib'") && e.contains("self, shm, tcp"), "{e}");
+        assert!(
+            e.contains("'ib'") && e.contains("self, shm, tcp, emu"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -25,7 +25,8 @@ options:
                        and msgrate only, not a peer)
   --bench LIST         comma-separated subset of the benchmarks
                        (pingpong,barrier,msgrate,multiseg,indexed,overlap,coll,
-                       ringbcast)
+                       ringbcast; networks: ours over each emulated network,
+                       next to the papers' published points; see docs/networks.md)
   --ranks N            ranks for barrier/coll/ringbcast (default 4; barrier also
                        runs on 2)
   --timeout SECS       limit per run (default 300, 120 with --quick)
@@ -52,6 +53,8 @@ pub struct Options {
     pub repo: PathBuf,
     pub out: Option<PathBuf>,
     pub bench_args: Vec<String>,
+    /// `--bench` named `networks`: ping-pong over each emulated network (ours only).
+    pub networks: bool,
 }
 
 /// Benchmarks that exist, in the order they run.
@@ -89,6 +92,7 @@ pub fn parse(
         repo: default_repo,
         out: None,
         bench_args: Vec::new(),
+        networks: false,
     };
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
@@ -145,15 +149,19 @@ pub fn parse(
             "--bench" => {
                 let mut v = Vec::new();
                 for s in value("--bench")?.split(',').filter(|s| !s.is_empty()) {
+                    if s == "networks" {
+                        o.networks = true;
+                        continue;
+                    }
                     if !BENCHES.contains(&s) {
                         return Err(CliError::Bad(format!(
-                            "--bench: unknown `{s}` ({})",
+                            "--bench: unknown `{s}` ({}, networks)",
                             BENCHES.join(", ")
                         )));
                     }
                     v.push(s.to_string());
                 }
-                if v.is_empty() {
+                if v.is_empty() && !o.networks {
                     return Err(CliError::Bad("--bench: empty list".into()));
                 }
                 o.benches = Some(v);

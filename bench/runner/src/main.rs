@@ -13,6 +13,7 @@
 mod cli;
 mod impls;
 mod json;
+mod networks;
 mod parse;
 mod plots;
 mod proc;
@@ -86,6 +87,30 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         if let Some(n) = impls::install_peers(&log_dir) {
             eprintln!("madmpi-bench: {n}");
             notes.push(n);
+        }
+    }
+
+    if o.networks {
+        let md = networks::run(&o.repo, &run_dir, &log_dir, o.quick, o.timeout)
+            .unwrap_or_else(|e| format!("## Emulated networks\n\nnot measured: {e}\n"));
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let text = format!(
+            "# madmpi networks benchmark, {run_name}\n\nhost {}, {} CPUs, load average at \
+             the end (1, 5, 15 min): {}\n\n{md}",
+            hostname(),
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let path = run_dir.join("networks.md");
+        std::fs::write(&path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("{text}");
+        eprintln!("madmpi-bench: wrote {}", path.display());
+        if o.benches.as_ref().is_some_and(|b| b.is_empty()) {
+            update_latest(&results_root, &run_name);
+            return Ok(ExitCode::SUCCESS);
         }
     }
 

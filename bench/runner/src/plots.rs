@@ -250,7 +250,7 @@ fn chart(
 
 /// Registers the embedded font once (plotters' ab_glyph feature has no
 /// fonts of its own).
-fn fonts() -> Result<(), String> {
+pub(crate) fn fonts() -> Result<(), String> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
         plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())

@@ -1,0 +1,149 @@
+//! The emulated networks (`MADMPI_TRANSPORTS=emu`, `MADMPI_EMU`): the self-checking C programs
+//! of point-to-point, datatypes and collectives pass over Myrinet/BIP (credits, receiver
+//! handshake), SCI (64-byte PIO, double buffering), VIA (registration, credits) and BCL-3 over
+//! a lossy link (drops and bit flips, recovered by CRC, ACK/NAK and retransmission), and over
+//! two emulated NICs at once (BIP + SCI rails) under each strategy. Timing is not checked
+//! here (the machine is shared): `bench/runner --bench networks` measures it.
+//!
+//! madmpi-specific: skipped when `MADMPI_TEST_MPICC`/`MADMPI_TEST_MPIRUN` select another MPI.
+
+use std::collections::HashMap;
+
+use madmpi_tests::harness::{c_program, scratch, toolchain, Job};
+use serde_json::Value;
+
+fn ours() -> bool {
+    if !toolchain().ours {
+        eprintln!("SKIP: the emulated networks are madmpi's");
+        return false;
+    }
+    true
+}
+
+/// Each program over the networks `emu` (one name, or a list: rails), with `extra` variables.
+fn programs_pass(emu: &str, extra: &[(&str, &str)]) {
+    if !ours() {
+        return;
+    }
+    let progs: &[(&str, &str, usize)] = &[
+        ("p2p", "ordering", 4),
+        ("p2p", "sendmodes", 4),
+        ("p2p", "probe", 2),
+        ("p2p", "truncate", 2),
+        ("p2p", "datatypes", 2),
+        ("dt", "halo", 3),
+        ("coll", "basic", 3),
+        ("coll", "nonblocking", 4),
+    ];
+    for &(dir, name, ranks) in progs {
+        let mut job = Job::new(&c_program(dir, name, &[]), ranks)
+            .env("MADMPI_TRANSPORTS", "emu")
+            .env("MADMPI_EMU", emu);
+        for (k, v) in extra {
+            job = job.env(k, v);
+        }
+        let o = job.run();
+        eprintln!(
+            "{name} on {ranks} ranks over {emu} {extra:?}: {:?}",
+            o.elapsed
+        );
+        o.assert_ok(name);
+    }
+}
+
+#[test]
+fn programs_over_bip() {
+    programs_pass("bip", &[]);
+}
+
+#[test]
+fn programs_over_sisci_with_dma() {
+    programs_pass("sisci", &[("MADMPI_EMU_SCI_DMA", "1")]);
+}
+
+#[test]
+fn programs_over_via() {
+    programs_pass("via", &[("MADMPI_STRATEGY", "aggreg")]);
+}
+
+#[test]
+fn programs_over_lossy_bcl3() {
+    programs_pass("bcl3", &[("MADMPI_EMU_LOSS", "1e-4")]);
+    // Ten times lossier: many more retransmissions, same results.
+    programs_pass("bcl3", &[("MADMPI_EMU_LOSS", "1e-3")]);
+}
+
+#[test]
+fn programs_over_bip_and_sisci_rails() {
+    for s in ["default", "aggreg", "split_balance"] {
+        programs_pass("bip,sisci", &[("MADMPI_STRATEGY", s)]);
+    }
+}
+
+/// `split_balance` over two emulated NICs: the 1 MiB rendezvous of `traced.c` is cut over
+/// both, and every byte arrives (the program checks them).
+#[test]
+fn split_balance_uses_both_emulated_nics() {
+    if !ours() {
+        return;
+    }
+    let dir = scratch().join(format!("emu-trace-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    Job::new(&c_program("trace", "traced", &[]), 2)
+        .env("MADMPI_TRANSPORTS", "emu")
+        .env("MADMPI_EMU", "bip,sisci")
+        .env("MADMPI_STRATEGY", "split_balance")
+        .env("MADMPI_TRACE", &dir.display().to_string())
+        .run()
+        .assert_ok("traced");
+    let text = std::fs::read_to_string(dir.join("madmpi-trace-rank0.json")).expect("trace");
+    let v: Value = serde_json::from_str(&text).expect("JSON");
+    let mut data: HashMap<String, u64> = HashMap::new();
+    for e in v["traceEvents"].as_array().expect("events") {
+        if e["name"] != "packet" || e["args"]["peer"] != 1 {
+            continue;
+        }
+        let driver = e["args"]["driver"].as_str().expect("driver").to_owned();
+        for c in e["args"]["chunks"].as_array().expect("chunks") {
+            if c["kind"].as_str() == Some("data") {
+                *data.entry(driver.clone()).or_default() += c["len"].as_u64().expect("len");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        data.get("emu").is_some_and(|&n| n > 0) && data.get("emu1").is_some_and(|&n| n > 0),
+        "rendezvous data on both emulated NICs: {data:?}"
+    );
+}
+
+/// An unknown network, and a loss rate on a network without retransmission, are refused
+/// with the list of what is known.
+#[test]
+fn bad_settings_are_clear_errors() {
+    if !ours() {
+        return;
+    }
+    let o = Job::new(&c_program("p2p", "basic", &[]), 2)
+        .env("MADMPI_TRANSPORTS", "emu")
+        .env("MADMPI_EMU", "bip,infiniband")
+        .run();
+    assert!(!o.success(), "{}", o.context());
+    assert!(
+        o.stderr.contains("unknown network profile 'infiniband'")
+            && o.stderr.contains("bip, gm, mx, sisci, via, elan, bcl3"),
+        "{}",
+        o.context()
+    );
+    let o = Job::new(&c_program("p2p", "basic", &[]), 2)
+        .env("MADMPI_TRANSPORTS", "emu")
+        .env("MADMPI_EMU", "gm")
+        .env("MADMPI_EMU_LOSS", "1e-4")
+        .run();
+    assert!(!o.success(), "{}", o.context());
+    assert!(
+        o.stderr.contains("MADMPI_EMU_LOSS") && o.stderr.contains("bcl3"),
+        "{}",
+        o.context()
+    );
+}

@@ -1,0 +1,613 @@
+//! The emulated NIC of one process: timing (the LogGP model of [`super::profile`]), the
+//! protocol of each transmission module (credits, receiver handshake, registration), and the
+//! reliable link of BCL-3 (sequence numbers, CRC, ACK/NAK, go-back-N retransmission) over a
+//! wire that drops and corrupts frames when asked (`MADMPI_EMU_LOSS`).
+//!
+//! The wire is a `shm` segment of its own (per-pair rings): a frame is written at once, with
+//! the time at which the emulated network makes it visible; the receiving side keeps frames
+//! that arrived early in a queue per peer and handles them, in order, once that time has come.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::IoSlice;
+
+use super::clock::{now_ns, spin_until};
+use super::frame::{frame_crc, Header, Kind, HDR};
+use super::profile::Profile;
+use super::Stats;
+use crate::shm::ShmTransport;
+use crate::{Error, PeerId, Result, SendOutcome, Transport};
+
+/// Frames a reliable sender keeps unacknowledged per peer before it stalls.
+const WINDOW: usize = 64;
+/// Bytes a reliable sender keeps unacknowledged per peer before it stalls.
+const WINDOW_BYTES: usize = 2 << 20;
+
+/// The knobs of one emulated NIC.
+#[derive(Clone, Debug)]
+pub struct NicConfig {
+    /// The network.
+    pub profile: &'static Profile,
+    /// Probability of each frame being dropped, and (separately) of one bit being flipped.
+    pub loss: f64,
+    /// The modules in use (bit `k`: module `k` of the profile).
+    pub modules: u64,
+    /// Registration cache entries.
+    pub reg_cache: usize,
+    /// Seed of the fault injector.
+    pub seed: u64,
+}
+
+/// A frame sent and not yet acknowledged (reliable profiles).
+struct Sent {
+    seq: u32,
+    frame: Vec<u8>,
+    sent_at: u64,
+}
+
+#[derive(Default)]
+struct Tx {
+    /// When the last frame towards this peer becomes visible (the link keeps order).
+    last_visible: u64,
+    /// Credits left per module.
+    credits: Vec<u32>,
+    /// A request to send is out (handshake modules).
+    rts_sent: bool,
+    /// The receiver said it is ready: the next handshake packet may leave.
+    granted: bool,
+    next_seq: u32,
+    unacked: VecDeque<Sent>,
+    unacked_bytes: usize,
+    last_retx: u64,
+    /// Control frames the ring had no room for (unreliable profiles).
+    ctl_pending: VecDeque<Vec<u8>>,
+}
+
+#[derive(Default)]
+struct Rx {
+    /// Frames taken from the ring, not yet visible or not yet handled.
+    wire: VecDeque<Vec<u8>>,
+    /// Data accepted by the NIC, for the host: (module, frame).
+    ready: VecDeque<(u8, Vec<u8>)>,
+    /// Next sequence number expected.
+    expected: u32,
+    /// Static buffers consumed since the last credit return, per module.
+    consumed: Vec<u32>,
+    ack_due: bool,
+    /// The last NAK: (expected, when).
+    nak: Option<(u32, u64)>,
+}
+
+struct Peer {
+    id: PeerId,
+    tx: Tx,
+    rx: Rx,
+}
+
+/// One process's emulated NIC.
+pub(crate) struct Nic {
+    cfg: NicConfig,
+    wire: ShmTransport,
+    max_packet: usize,
+    peers: Vec<Peer>,
+    index: HashMap<u32, usize>,
+    /// When the NIC can start the next packet.
+    nic_free: u64,
+    /// Registered ranges (start, end), most recent last.
+    regs: VecDeque<(u64, u64)>,
+    rng: u64,
+    rto: u64,
+    rtt: u64,
+    /// When the host or the firmware last serviced the NIC.
+    pub(crate) last_service: u64,
+    /// An error found by the firmware thread, for the host's next call.
+    pub(crate) deferred: Option<Error>,
+    pub(crate) stats: Stats,
+}
+
+fn seq_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+impl Nic {
+    pub(crate) fn new(cfg: NicConfig, wire: ShmTransport, peers: &[PeerId], me: PeerId) -> Nic {
+        let nmod = cfg.profile.modules.len();
+        let credits: Vec<u32> = cfg.profile.modules.iter().map(|m| m.credits).collect();
+        let mut list = Vec::new();
+        let mut index = HashMap::new();
+        for &p in peers.iter().filter(|&&p| p != me) {
+            index.insert(p.0, list.len());
+            list.push(Peer {
+                id: p,
+                tx: Tx {
+                    credits: credits.clone(),
+                    ..Tx::default()
+                },
+                rx: Rx {
+                    consumed: vec![0; nmod],
+                    ..Rx::default()
+                },
+            });
+        }
+        let max_packet = wire.caps().max_packet - HDR;
+        let m0 = &cfg.profile.modules[0];
+        let rtt = 2 * (m0.o_s + m0.l + m0.o_r);
+        let rto = 500_000 + 2 * cfg.profile.one_way_ns(max_packet, cfg.modules);
+        Nic {
+            rng: cfg.seed | 1,
+            cfg,
+            wire,
+            max_packet,
+            peers: list,
+            index,
+            nic_free: 0,
+            regs: VecDeque::new(),
+            rto,
+            rtt,
+            last_service: 0,
+            deferred: None,
+            stats: Stats::default(),
+        }
+    }
+
+    pub(crate) fn wire(&mut self) -> &mut ShmTransport {
+        &mut self.wire
+    }
+
+    pub(crate) fn max_packet(&self) -> usize {
+        self.max_packet
+    }
+
+    pub(crate) fn reaches(&self, peer: PeerId) -> bool {
+        self.index.contains_key(&peer.0)
+    }
+
+    pub(crate) fn reliable(&self) -> bool {
+        self.cfg.profile.reliable
+    }
+
+    pub(crate) fn rto(&self) -> u64 {
+        self.rto
+    }
+
+    fn peer_index(&self, peer: PeerId) -> Result<usize> {
+        self.index.get(&peer.0).copied().ok_or_else(|| {
+            Error::Invalid(format!(
+                "emu: rank {} is not another process of this node",
+                peer.0
+            ))
+        })
+    }
+
+    fn rand(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Whether `[addr, addr+len)` is registered already (a hit refreshes the entry).
+    fn reg_hit(&mut self, addr: u64, len: usize) -> bool {
+        let (s, e) = (addr & !4095, (addr + len as u64).div_ceil(4096) * 4096);
+        if let Some(k) = self.regs.iter().position(|&(a, b)| a <= s && e <= b) {
+            let r = self.regs.remove(k).unwrap_or((s, e));
+            self.regs.push_back(r);
+            return true;
+        }
+        false
+    }
+
+    fn reg_insert(&mut self, addr: u64, len: usize) {
+        if self.cfg.reg_cache == 0 {
+            return;
+        }
+        let (s, e) = (addr & !4095, (addr + len as u64).div_ceil(4096) * 4096);
+        if self.regs.len() >= self.cfg.reg_cache {
+            self.regs.pop_front();
+        }
+        self.regs.push_back((s, e));
+    }
+
+    /// Put a frame on the wire, where the fault injector may drop it or flip one bit of it.
+    /// `Ok(false)`: the ring is full, nothing was written.
+    fn transmit(&mut self, i: usize, frame: &[&[u8]]) -> Result<bool> {
+        let peer = self.peers[i].id;
+        if self.cfg.loss > 0.0 {
+            let r = (self.rand() >> 11) as f64 / (1u64 << 53) as f64;
+            if r < self.cfg.loss {
+                self.stats.dropped += 1;
+                return Ok(true);
+            }
+            if r < 2.0 * self.cfg.loss {
+                let mut bad = frame.concat();
+                let bit = self.rand() as usize % (bad.len() * 8);
+                bad[bit / 8] ^= 1 << (bit % 8);
+                self.stats.flipped += 1;
+                return Ok(self.wire.try_send(peer, &[IoSlice::new(&bad)])? == SendOutcome::Done);
+            }
+        }
+        let iov: Vec<IoSlice<'_>> = frame.iter().map(|b| IoSlice::new(b)).collect();
+        Ok(self.wire.try_send(peer, &iov)? == SendOutcome::Done)
+    }
+
+    /// Seal a reliable frame: sequence number (if sequenced), CRC.
+    fn seal(frame: &mut [u8], seq: Option<u32>, visible: u64) {
+        if let Some(s) = seq {
+            frame[8..12].copy_from_slice(&s.to_le_bytes());
+        }
+        frame[16..24].copy_from_slice(&visible.to_le_bytes());
+        let c = frame_crc(frame);
+        frame[24..28].copy_from_slice(&c.to_le_bytes());
+    }
+
+    /// Send a control frame to peer `i` (errors towards a peer that is gone are ignored:
+    /// the loss is reported by the data path and `poll_lost`).
+    fn send_ctl(&mut self, i: usize, kind: Kind, module: u8, aux: u32, now: u64) {
+        let m0 = self.cfg.profile.modules[0];
+        let reliable = self.reliable();
+        let mut h = Header::new(kind, 0);
+        h.module = module;
+        h.aux = aux;
+        let tx = &mut self.peers[i].tx;
+        h.visible = tx.last_visible.max(now + m0.o_s + m0.l);
+        tx.last_visible = h.visible;
+        let mut frame = h.encode().to_vec();
+        if reliable {
+            let seq = kind.sequenced().then_some(tx.next_seq);
+            Self::seal(&mut frame, seq, h.visible);
+            if let Some(s) = seq {
+                tx.next_seq = s.wrapping_add(1);
+                tx.unacked_bytes += frame.len();
+                tx.unacked.push_back(Sent {
+                    seq: s,
+                    frame: frame.clone(),
+                    sent_at: now,
+                });
+            }
+            // A frame the ring cannot take is lost like a dropped one: the timeout resends.
+            let _ = self.transmit(i, &[&frame]);
+            return;
+        }
+        if !tx.ctl_pending.is_empty() {
+            tx.ctl_pending.push_back(frame);
+            return;
+        }
+        match self.transmit(i, &[&frame]) {
+            Ok(true) | Err(_) => {}
+            Ok(false) => self.peers[i].tx.ctl_pending.push_back(frame),
+        }
+    }
+
+    /// The host offers a packet.
+    pub(crate) fn try_send(&mut self, peer: PeerId, iov: &[IoSlice<'_>]) -> Result<SendOutcome> {
+        if let Some(e) = self.deferred.take() {
+            return Err(e);
+        }
+        let i = self.peer_index(peer)?;
+        let len: usize = iov.iter().map(|b| b.len()).sum();
+        if len > self.max_packet {
+            return Err(Error::Invalid(format!(
+                "emu: packet of {len} bytes exceeds max_packet {}",
+                self.max_packet
+            )));
+        }
+        let now = now_ns();
+        self.service(now)?;
+        if now < self.nic_free {
+            self.stats.nic_busy += 1;
+            return Ok(SendOutcome::WouldBlock);
+        }
+        let prof = self.cfg.profile;
+        let mi = prof.module_for(len, self.cfg.modules);
+        let m = prof.modules[mi];
+        let reliable = self.reliable();
+        {
+            let tx = &self.peers[i].tx;
+            if reliable && (tx.unacked.len() >= WINDOW || tx.unacked_bytes >= WINDOW_BYTES) {
+                self.stats.window_stalls += 1;
+                return Ok(SendOutcome::WouldBlock);
+            }
+            if m.credits > 0 && tx.credits[mi] == 0 {
+                self.stats.credit_stalls += 1;
+                return Ok(SendOutcome::WouldBlock);
+            }
+        }
+        if m.handshake && !self.peers[i].tx.granted {
+            if !self.peers[i].tx.rts_sent {
+                self.peers[i].tx.rts_sent = true;
+                self.stats.handshakes += 1;
+                self.send_ctl(i, Kind::Rts, mi as u8, len as u32, now);
+            }
+            return Ok(SendOutcome::WouldBlock);
+        }
+        // Registration of the sender's buffer (the largest piece: the user's data).
+        let (addr, blen) = iov
+            .iter()
+            .max_by_key(|b| b.len())
+            .map_or((0, 0), |b| (b.as_ptr() as u64, b.len()));
+        let reg = if m.reg.is_some() {
+            if self.cfg.reg_cache > 0 && self.reg_hit(addr, blen) {
+                self.stats.reg_hits += 1;
+                0
+            } else {
+                m.reg_ns(blen)
+            }
+        } else {
+            0
+        };
+        let cpu = m.send_cpu_ns(len) + reg;
+        let wire_t = m.wire_ns(len);
+        let tx = &mut self.peers[i].tx;
+        let visible = tx.last_visible.max(now + cpu + m.l + wire_t);
+        let mut h = Header::new(Kind::Data, len);
+        h.module = mi as u8;
+        h.visible = visible;
+        if reliable {
+            let mut frame = Vec::with_capacity(HDR + len);
+            frame.extend_from_slice(&h.encode());
+            for b in iov {
+                frame.extend_from_slice(b);
+            }
+            let seq = tx.next_seq;
+            Self::seal(&mut frame, Some(seq), visible);
+            if !self.transmit(i, &[&frame])? {
+                return Ok(SendOutcome::WouldBlock);
+            }
+            let tx = &mut self.peers[i].tx;
+            tx.next_seq = seq.wrapping_add(1);
+            tx.unacked_bytes += frame.len();
+            tx.unacked.push_back(Sent {
+                seq,
+                frame,
+                sent_at: now,
+            });
+        } else {
+            let hb = h.encode();
+            let mut parts: Vec<&[u8]> = Vec::with_capacity(iov.len() + 1);
+            parts.push(&hb);
+            parts.extend(iov.iter().map(|b| &b[..]));
+            if !self.transmit(i, &parts)? {
+                return Ok(SendOutcome::WouldBlock);
+            }
+        }
+        if m.reg.is_some() && reg > 0 {
+            self.stats.reg_misses += 1;
+            self.reg_insert(addr, blen);
+        }
+        let tx = &mut self.peers[i].tx;
+        tx.last_visible = visible;
+        if m.credits > 0 {
+            tx.credits[mi] -= 1;
+        }
+        if m.handshake {
+            tx.granted = false;
+            tx.rts_sent = false;
+        }
+        self.nic_free = now + cpu + wire_t;
+        self.stats.sent[mi] += 1;
+        // The host's share: its overhead (and registration or copy).
+        spin_until(now + cpu);
+        Ok(SendOutcome::Done)
+    }
+
+    /// The NIC's work: take frames from the wire, handle the visible ones (control frames,
+    /// checks, acknowledgements), resend what timed out. Data goes to the host's queue.
+    pub(crate) fn service(&mut self, now: u64) -> Result<()> {
+        self.last_service = now;
+        let Nic {
+            wire, peers, index, ..
+        } = self;
+        wire.poll_recv(&mut |from, bytes| {
+            if let Some(&i) = index.get(&from.0) {
+                peers[i].rx.wire.push_back(bytes.to_vec());
+            }
+        })?;
+        for i in 0..self.peers.len() {
+            self.handle_arrivals(i, now)?;
+            self.flush_ctl(i);
+            if self.reliable() {
+                self.reliability(i, now);
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_ctl(&mut self, i: usize) {
+        while let Some(f) = self.peers[i].tx.ctl_pending.pop_front() {
+            match self.transmit(i, &[&f]) {
+                Ok(true) | Err(_) => {}
+                Ok(false) => {
+                    self.peers[i].tx.ctl_pending.push_front(f);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn handle_arrivals(&mut self, i: usize, now: u64) -> Result<()> {
+        let reliable = self.reliable();
+        let prof = self.cfg.profile;
+        while let Some(f) = self.peers[i].rx.wire.front() {
+            if reliable {
+                // The NIC checks the CRC as the frame arrives: a damaged frame is dropped
+                // (and the gap it leaves asked for again).
+                let ok = f.len() >= HDR
+                    && u32::from_le_bytes(f[24..28].try_into().unwrap_or_default()) == frame_crc(f);
+                if !ok {
+                    self.peers[i].rx.wire.pop_front();
+                    self.stats.crc_errors += 1;
+                    self.nak(i, now);
+                    continue;
+                }
+            }
+            let h = Header::decode(f)?;
+            if h.visible > now {
+                return Ok(());
+            }
+            let Some(f) = self.peers[i].rx.wire.pop_front() else {
+                return Ok(());
+            };
+            if reliable && h.kind.sequenced() {
+                let rx = &mut self.peers[i].rx;
+                if h.seq != rx.expected {
+                    if seq_before(h.seq, rx.expected) {
+                        // A duplicate (our ACK was lost or late): acknowledge again.
+                        self.stats.duplicates += 1;
+                        rx.ack_due = true;
+                    } else {
+                        self.stats.out_of_order += 1;
+                        self.nak(i, now);
+                    }
+                    continue;
+                }
+                rx.expected = rx.expected.wrapping_add(1);
+                rx.ack_due = true;
+            }
+            match h.kind {
+                Kind::Data => {
+                    let want = prof.module_for(h.len as usize, self.cfg.modules);
+                    if want != h.module as usize {
+                        return Err(Error::Malformed(format!(
+                            "emu: rank {} sent {} bytes with module {}, this side selects {}",
+                            self.peers[i].id.0, h.len, h.module, prof.modules[want].name
+                        )));
+                    }
+                    self.peers[i].rx.ready.push_back((h.module, f));
+                }
+                Kind::Rts => self.send_ctl(i, Kind::Cts, h.module, 0, now),
+                Kind::Cts => self.peers[i].tx.granted = true,
+                Kind::Credit => {
+                    let c = self.peers[i].tx.credits.get_mut(h.module as usize);
+                    let cap = prof.modules.get(h.module as usize).map_or(0, |m| m.credits);
+                    match c {
+                        Some(c) if *c + h.aux <= cap => *c += h.aux,
+                        _ => {
+                            return Err(Error::Malformed(format!(
+                                "emu: rank {} returned {} credits of module {}",
+                                self.peers[i].id.0, h.aux, h.module
+                            )))
+                        }
+                    }
+                }
+                Kind::Ack => self.acked(i, h.aux),
+                Kind::Nak => {
+                    self.acked(i, h.aux);
+                    if now >= self.peers[i].tx.last_retx + self.rtt {
+                        self.retransmit(i, now);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn nak(&mut self, i: usize, now: u64) {
+        let rx = &mut self.peers[i].rx;
+        let exp = rx.expected;
+        if matches!(rx.nak, Some((e, t)) if e == exp && now < t + self.rtt) {
+            return;
+        }
+        rx.nak = Some((exp, now));
+        self.stats.naks += 1;
+        self.send_ctl(i, Kind::Nak, 0, exp, now);
+    }
+
+    fn acked(&mut self, i: usize, upto: u32) {
+        let tx = &mut self.peers[i].tx;
+        while let Some(s) = tx.unacked.front() {
+            if !seq_before(s.seq, upto) {
+                break;
+            }
+            tx.unacked_bytes -= s.frame.len();
+            tx.unacked.pop_front();
+        }
+    }
+
+    /// Go-back-N: resend every unacknowledged frame, in order, on the NIC (no host time).
+    fn retransmit(&mut self, i: usize, now: u64) {
+        let prof = self.cfg.profile;
+        let mut k = 0;
+        while k < self.peers[i].tx.unacked.len() {
+            let start = self.nic_free.max(now);
+            let (frame, len, module) = {
+                let s = &self.peers[i].tx.unacked[k];
+                (s.frame.clone(), s.frame.len() - HDR, s.frame[1] as usize)
+            };
+            let m = prof.modules.get(module).unwrap_or(&prof.modules[0]);
+            let tx = &mut self.peers[i].tx;
+            let visible = tx.last_visible.max(start + m.o_s + m.l + m.wire_ns(len));
+            let mut frame = frame;
+            Self::seal(&mut frame, None, visible);
+            match self.transmit(i, &[&frame]) {
+                Ok(true) => {}
+                Ok(false) | Err(_) => break,
+            }
+            self.stats.retransmitted += 1;
+            self.nic_free = start + m.o_s + m.wire_ns(len);
+            let tx = &mut self.peers[i].tx;
+            tx.last_visible = visible;
+            tx.unacked[k].frame = frame;
+            tx.unacked[k].sent_at = now;
+            k += 1;
+        }
+        self.peers[i].tx.last_retx = now;
+    }
+
+    fn reliability(&mut self, i: usize, now: u64) {
+        if self.peers[i].rx.ack_due {
+            self.peers[i].rx.ack_due = false;
+            let exp = self.peers[i].rx.expected;
+            self.send_ctl(i, Kind::Ack, 0, exp, now);
+        }
+        let timed_out = self.peers[i]
+            .tx
+            .unacked
+            .front()
+            .is_some_and(|s| now >= s.sent_at + self.rto);
+        if timed_out {
+            self.stats.timeouts += 1;
+            self.retransmit(i, now);
+        }
+    }
+
+    /// The host takes what the NIC accepted: each packet costs it `o_r`; static buffers are
+    /// returned to the sender as credits, half a pool at a time.
+    pub(crate) fn poll(&mut self, deliver: &mut dyn FnMut(PeerId, &[u8])) -> Result<usize> {
+        if let Some(e) = self.deferred.take() {
+            return Err(e);
+        }
+        let now = now_ns();
+        self.service(now)?;
+        let prof = self.cfg.profile;
+        let mut n = 0;
+        for i in 0..self.peers.len() {
+            while let Some((mi, f)) = self.peers[i].rx.ready.pop_front() {
+                let m = &prof.modules[mi as usize];
+                spin_until(now_ns() + m.o_r);
+                deliver(self.peers[i].id, &f[HDR..]);
+                n += 1;
+                if m.credits > 0 {
+                    let rx = &mut self.peers[i].rx;
+                    rx.consumed[mi as usize] += 1;
+                    if rx.consumed[mi as usize] >= m.credits.div_ceil(2) {
+                        let c = std::mem::take(&mut rx.consumed[mi as usize]);
+                        self.send_ctl(i, Kind::Credit, mi, c, now_ns());
+                    }
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// Nothing of ours is in flight: every frame sent is visible and (reliable) acknowledged,
+    /// every frame received handled. For tests.
+    pub(crate) fn idle(&self, now: u64) -> bool {
+        self.peers.iter().all(|p| {
+            p.tx.last_visible <= now
+                && p.tx.unacked.is_empty()
+                && p.tx.ctl_pending.is_empty()
+                && p.rx.wire.is_empty()
+        })
+    }
+}

@@ -1,0 +1,362 @@
+//! The emulated networks: each profile is a list of transmission modules chosen by packet size
+//! (Madeleine II's switch), each with LogGP-style parameters and the protocol features of the
+//! network's driver. The numbers and their sources are in `docs/networks.md`.
+//!
+//! The model, per packet of `n` bytes posted at time `t` on module `m`:
+//! - the sender's CPU is busy `o_s` (plus a registration or copy cost where the module has one);
+//! - the sender's NIC is busy until `t + o_s + w(n)`, where `w(n) = units(n) · unit · G` (the
+//!   wire time; `unit` is 64 for SCI's write-combining buffers, 1 otherwise): the next packet
+//!   cannot start before;
+//! - the packet is visible to the receiver at `t + o_s + L + w(n)` (never before the previous
+//!   packet of that direction: the link keeps order);
+//! - taking it costs the receiver's CPU `o_r`.
+
+use crate::{Error, Result};
+
+/// A registration cost: memory pinned before the NIC may touch it (VIA, BCL-3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reg {
+    /// Cost of one registration, in ns.
+    pub base_ns: u64,
+    /// Added per 4 KiB page, in ns.
+    pub page_ns: u64,
+}
+
+/// One transmission module (a range of packet sizes and how they travel).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Module {
+    /// Name (shown in statistics and errors).
+    pub name: &'static str,
+    /// Packets of at most this many bytes (frame payload) take this module, if no earlier one.
+    pub upto: usize,
+    /// Sender overhead, ns.
+    pub o_s: u64,
+    /// Receiver overhead, ns.
+    pub o_r: u64,
+    /// Wire latency, ns.
+    pub l: u64,
+    /// Gap per byte, in picoseconds (1e6 / bandwidth in MB/s).
+    pub g_ps: u64,
+    /// Bytes travel in units of this size (SCI write-combining: 64); 1 otherwise.
+    pub unit: usize,
+    /// Static receive buffers per peer (credit-based flow control); 0: none.
+    pub credits: u32,
+    /// The receiver acknowledges that it is ready before the data leaves (BIP long messages,
+    /// VIA RDMA write, BCL-3 normal channel).
+    pub handshake: bool,
+    /// The sender's buffer is registered for this module (unless in the registration cache).
+    pub reg: Option<Reg>,
+    /// The data is copied into a pre-registered buffer first: ps per byte of the first
+    /// `copy_window` bytes (the rest of the copy overlaps the wire, pipelined).
+    pub copy_ps: u64,
+    /// See `copy_ps`.
+    pub copy_window: usize,
+    /// Only used when the profile's optional modules are enabled (SCI DMA).
+    pub optional: bool,
+}
+
+impl Module {
+    const fn base(
+        name: &'static str,
+        upto: usize,
+        o_s: u64,
+        l: u64,
+        o_r: u64,
+        mbps: u64,
+    ) -> Module {
+        Module {
+            name,
+            upto,
+            o_s,
+            o_r,
+            l,
+            g_ps: 1_000_000 / mbps,
+            unit: 1,
+            credits: 0,
+            handshake: false,
+            reg: None,
+            copy_ps: 0,
+            copy_window: 0,
+            optional: false,
+        }
+    }
+    const fn credits(mut self, c: u32) -> Module {
+        self.credits = c;
+        self
+    }
+    const fn handshake(mut self) -> Module {
+        self.handshake = true;
+        self
+    }
+    const fn unit(mut self, u: usize) -> Module {
+        self.unit = u;
+        self
+    }
+    const fn reg(mut self, base_ns: u64, page_ns: u64) -> Module {
+        self.reg = Some(Reg { base_ns, page_ns });
+        self
+    }
+    const fn copy(mut self, ps: u64, window: usize) -> Module {
+        self.copy_ps = ps;
+        self.copy_window = window;
+        self
+    }
+    const fn optional(mut self) -> Module {
+        self.optional = true;
+        self
+    }
+
+    /// Wire time of `n` bytes, ns.
+    pub fn wire_ns(&self, n: usize) -> u64 {
+        let units = n.div_ceil(self.unit.max(1)) * self.unit.max(1);
+        (units as u64 * self.g_ps) / 1000
+    }
+
+    /// The sender's CPU time for `n` bytes, without registration, ns.
+    pub fn send_cpu_ns(&self, n: usize) -> u64 {
+        self.o_s + (n.min(self.copy_window) as u64 * self.copy_ps) / 1000
+    }
+
+    /// Registration cost of `len` bytes (not cached), ns.
+    pub fn reg_ns(&self, len: usize) -> u64 {
+        self.reg
+            .map_or(0, |r| r.base_ns + len.div_ceil(4096) as u64 * r.page_ns)
+    }
+}
+
+/// One emulated network.
+#[derive(Clone, Copy, Debug)]
+pub struct Profile {
+    /// `MADMPI_EMU` name.
+    pub name: &'static str,
+    /// What it emulates.
+    pub about: &'static str,
+    /// Modules, by increasing `upto` (the last one takes every larger packet).
+    pub modules: &'static [Module],
+    /// Sequence numbers, CRC, ACK/NAK and retransmission (BCL-3): the only profiles that may
+    /// run over a lossy link (`MADMPI_EMU_LOSS`).
+    pub reliable: bool,
+    /// Entries of the registration (pin-down) cache; 0: every registration is paid.
+    pub reg_cache: usize,
+    /// The engine's eager threshold over this network.
+    pub eager: usize,
+}
+
+const KB: usize = 1024;
+const MAX: usize = usize::MAX;
+
+/// Every profile.
+pub const PROFILES: &[Profile] = &[
+    Profile {
+        name: "bip",
+        about: "Myrinet BIP (Madeleine II, seed 000): raw 5 us / 126 MB/s",
+        modules: &[
+            Module::base("bip-short", KB, 1000, 3000, 1000, 126).credits(32),
+            Module::base("bip-long", MAX, 1000, 3000, 1000, 126).handshake(),
+        ],
+        reliable: false,
+        reg_cache: 0,
+        eager: 16 * KB,
+    },
+    Profile {
+        name: "gm",
+        about: "Myrinet GM (seed 004, table 1): 13.37-21 us / >140 MB/s",
+        modules: &[Module::base("gm", MAX, 2500, 8400, 2500, 145)],
+        reliable: false,
+        reg_cache: 0,
+        eager: 16 * KB,
+    },
+    Profile {
+        name: "mx",
+        about: "Myri-10G MX (era documentation, issue 18): ~2.5 us / ~1150 MB/s",
+        modules: &[
+            Module::base("mx-eager", 32 * KB, 500, 1500, 500, 1150),
+            Module::base("mx-rndv", MAX, 500, 1500, 500, 1150).handshake(),
+        ],
+        reliable: false,
+        reg_cache: 0,
+        eager: 32 * KB,
+    },
+    Profile {
+        name: "sisci",
+        about: "Dolphin SCI / SISCI (Madeleine II, seed 000): 3.9 us / 82 MB/s",
+        modules: &[
+            // PIO through 64-byte write-combining buffers: one flush.
+            Module::base("sci-pio-short", 112, 800, 2300, 800, 75).unit(64),
+            // Regular remote write: data, flush, mailbox flag, flush again.
+            Module::base("sci-regular", 8 * KB, 2000, 2300, 800, 70).unit(64),
+            // DMA, capped at 35 MB/s (inactive in the paper; MADMPI_EMU_SCI_DMA=1).
+            Module::base("sci-dma", MAX, 10_000, 2300, 800, 35).optional(),
+            // Regular mode, double-buffered above 8 kB: copy overlaps the wire.
+            Module::base("sci-double-buffer", MAX, 2000, 2300, 800, 82).unit(64),
+        ],
+        reliable: false,
+        reg_cache: 0,
+        eager: 16 * KB,
+    },
+    Profile {
+        name: "via",
+        about: "M-VIA over Fast Ethernet (seeds 000, 002): 35-53 us / ~11 MB/s",
+        modules: &[
+            // Pre-registered pool of 512-byte buffers: a copy (pipelined), credits.
+            Module::base("via-pool", 5 * KB, 5000, 25_000, 5000, 11)
+                .credits(16)
+                .copy(6_700, 512),
+            // Dynamic registration, message passing (up to the 32 kB MTU), credits.
+            Module::base("via-dynamic", 32 * KB, 5000, 25_000, 14_000, 11)
+                .credits(16)
+                .reg(9000, 500),
+            // Dynamic registration, RDMA write after the receiver's acknowledgement.
+            Module::base("via-rdma", MAX, 5000, 25_000, 14_000, 11)
+                .handshake()
+                .reg(9000, 500),
+        ],
+        reliable: false,
+        reg_cache: 0,
+        eager: 16 * KB,
+    },
+    Profile {
+        name: "elan",
+        about: "Quadrics QsNet II / Elan4 (era documentation, issue 18): ~1.5 us / ~835 MB/s",
+        modules: &[Module::base("elan", MAX, 300, 900, 300, 835)],
+        reliable: false,
+        reg_cache: 0,
+        eager: 16 * KB,
+    },
+    Profile {
+        name: "bcl3",
+        about: "BCL-3 over Myrinet (seed 004): 18.3 us / 146 MB/s, ACK/NAK reliability",
+        modules: &[
+            // System channel: small messages into pooled buffers (kernel trap to send).
+            Module::base("bcl3-system", 4 * KB, 5000, 10_300, 3000, 146),
+            // Normal channel: rendezvous with pinned-down user buffers (pin-down cache).
+            Module::base("bcl3-normal", MAX, 5000, 10_300, 3000, 146)
+                .handshake()
+                .reg(5000, 250),
+        ],
+        reliable: true,
+        reg_cache: 64,
+        eager: 16 * KB,
+    },
+];
+
+/// The profile named `name`.
+///
+/// # Errors
+///
+/// [`Error::Invalid`] listing the known profiles.
+pub fn find(name: &str) -> Result<&'static Profile> {
+    PROFILES.iter().find(|p| p.name == name).ok_or_else(|| {
+        let known: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
+        Error::Invalid(format!(
+            "MADMPI_EMU: unknown network profile '{name}' (known: {})",
+            known.join(", ")
+        ))
+    })
+}
+
+impl Profile {
+    /// The modules in use by default (bit `k`: module `k`): all but the optional ones.
+    pub fn default_modules(&self) -> u64 {
+        self.modules
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.optional)
+            .fold(0, |a, (k, _)| a | 1 << k)
+    }
+
+    /// The index of the module for a packet of `n` bytes, among the modules `on` (a bit set,
+    /// as [`default_modules`](Self::default_modules)): the first in use whose range holds it.
+    pub fn module_for(&self, n: usize, on: u64) -> usize {
+        self.modules
+            .iter()
+            .enumerate()
+            .position(|(k, m)| n <= m.upto && on & (1 << k) != 0)
+            .unwrap_or(self.modules.len() - 1)
+    }
+
+    /// Predicted one-way time of a lone packet of `n` bytes (no queueing, credits available,
+    /// registration not cached, handshake included) on the modules `on`, ns: the model's
+    /// arithmetic, for tests and for the benchmark's table.
+    pub fn one_way_ns(&self, n: usize, on: u64) -> u64 {
+        let m = &self.modules[self.module_for(n, on)];
+        let ctl = &self.modules[0];
+        let hs = if m.handshake {
+            2 * (ctl.o_s + ctl.l + ctl.o_r)
+        } else {
+            0
+        };
+        hs + m.send_cpu_ns(n) + m.reg_ns(n) + m.l + m.wire_ns(n) + m.o_r
+    }
+
+    /// Streaming bandwidth of packets of `n` bytes, MB/s (the NIC's occupancy per packet).
+    pub fn stream_mbps(&self, n: usize, on: u64) -> f64 {
+        let m = &self.modules[self.module_for(n, on)];
+        let busy = m.send_cpu_ns(n) + m.reg_ns(n) + m.wire_ns(n);
+        n as f64 * 1000.0 / busy.max(1) as f64
+    }
+
+    /// Nominal latency (ns) and bandwidth (MB/s) for [`crate::Caps`].
+    pub fn nominal(&self) -> (u64, u64) {
+        let m0 = &self.modules[0];
+        let last = &self.modules[self.modules.len() - 1];
+        (m0.o_s + m0.l + m0.o_r, 1_000_000 / last.g_ps.max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modules_are_ordered_and_complete() {
+        for p in PROFILES {
+            assert!(!p.modules.is_empty(), "{}", p.name);
+            assert_eq!(p.modules[p.modules.len() - 1].upto, MAX, "{}", p.name);
+            let req: Vec<_> = p.modules.iter().filter(|m| !m.optional).collect();
+            assert!(req.windows(2).all(|w| w[0].upto < w[1].upto), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn model_arithmetic() {
+        let bip = find("bip").unwrap();
+        let on = bip.default_modules();
+        // 0 bytes: o_s + L + o_r = 5 us; 1 kB on the short module adds 1024 * 7.936 ns.
+        assert_eq!(bip.one_way_ns(0, on), 5000);
+        assert_eq!(bip.module_for(1024, on), 0);
+        assert_eq!(bip.one_way_ns(1024, on), 5000 + 1024 * 7936 / 1000);
+        // Long: handshake (two control packets of 5 us) before the data.
+        assert_eq!(bip.module_for(1025, on), 1);
+        assert_eq!(bip.one_way_ns(1025, on), 10_000 + 5000 + 1025 * 7936 / 1000);
+        let bw = bip.stream_mbps(1 << 20, on);
+        assert!((125.0..126.1).contains(&bw), "{bw}");
+        // SCI: 64-byte units, the DMA module only when asked.
+        let sci = find("sisci").unwrap();
+        let (on, dma) = (sci.default_modules(), 0b1111);
+        assert_eq!(on, 0b1011);
+        assert_eq!(sci.one_way_ns(1, on), 800 + 2300 + 800 + 64 * 13_333 / 1000);
+        assert_eq!(
+            sci.modules[sci.module_for(64 << 10, on)].name,
+            "sci-double-buffer"
+        );
+        assert_eq!(sci.modules[sci.module_for(64 << 10, dma)].name, "sci-dma");
+        // VIA: the pool copies (first 512 B), dynamic registration pays a page.
+        let via = find("via").unwrap();
+        assert_eq!(via.modules[via.module_for(5 * KB, 0b111)].name, "via-pool");
+        // Without the pool, small blocks are registered dynamically.
+        assert_eq!(via.modules[via.module_for(100, 0b110)].name, "via-dynamic");
+        let m = &via.modules[1];
+        assert_eq!(m.reg_ns(6000), 9000 + 2 * 500);
+        assert_eq!(via.modules[0].send_cpu_ns(4096), 5000 + 512 * 6700 / 1000);
+    }
+
+    #[test]
+    fn unknown_profile_lists_the_known_ones() {
+        let e = find("myrinet").unwrap_err().to_string();
+        assert!(
+            e.contains("'myrinet'") && e.contains("bip, gm, mx, sisci, via, elan, bcl3"),
+            "{e}"
+        );
+    }
+}
