@@ -49,3 +49,11 @@ fn grequest_1_and_3() {
     ok_shm_tcp("grequest", 1);
     ok_shm_tcp("grequest", 3);
 }
+
+/// MPI-4.1 buffered-send buffers: automatic, per communicator, flush, attach after detach.
+#[test]
+fn buffers_1_to_4() {
+    for n in 1..=4 {
+        ok_shm_tcp("buffers", n);
+    }
+}

@@ -8,6 +8,7 @@
 //! the object involved (`crate::errors`).
 
 mod attr;
+mod buffers;
 mod coll;
 mod comm;
 mod comm_mgmt;
@@ -27,6 +28,7 @@ mod status;
 mod topo;
 
 pub use attr::*;
+pub use buffers::*;
 pub use coll::*;
 pub use comm::*;
 pub use comm_mgmt::*;
