@@ -690,6 +690,10 @@ pub fn requests(rs: &[MPI_Request], out: &mut [Option<ReqEntry>]) -> Result<(), 
 #[inline]
 pub fn drop_request(r: MPI_Request) {
     REQ_SIDE.clear(r as usize);
+    // A generalized request's free_fn runs when its handle goes (one load when there is none).
+    if crate::imp::grequest::any() {
+        crate::imp::grequest::dropped(r as usize);
+    }
 }
 
 /// Forget several request handles.

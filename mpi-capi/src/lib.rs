@@ -13,6 +13,7 @@
 //!   exists and otherwise report `MPI_ERR_UNSUPPORTED_OPERATION` naming the function.
 //! - `errors`: error classes/codes/strings and the error handlers.
 //! - `handles`: the typed handle tables.
+//! - `madeleine`: the `mad_*` functions of `include/madeleine.h` (the Madeleine API).
 
 #![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
 #![allow(clippy::missing_safety_doc)]
@@ -22,6 +23,7 @@ pub mod convert;
 pub mod errors;
 pub mod handles;
 pub mod imp;
+pub mod madeleine;
 
 mod generated {
     #![allow(

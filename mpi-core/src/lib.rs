@@ -1,9 +1,10 @@
 //! madmpi: an MPI implementation after NewMadeleine's MAD-MPI — the engine and the native Rust API.
 //!
-//! Two levels:
+//! Three levels:
 //! - the raw API at the crate root ([`init`], [`isend`], [`irecv`], [`wait`], …), used by the C
 //!   library: it takes raw buffers and typed ids and reports [`Error`]s with MPI error classes;
-//! - the safe API in [`safe`] ([`safe::Universe`], [`safe::Communicator`]) for Rust programs.
+//! - the safe API in [`safe`] ([`safe::Universe`], [`safe::Communicator`]) for Rust programs;
+//! - Madeleine II's message construction in [`madeleine`] (channels, pack/unpack with modes).
 //!
 //! One engine per process lives behind a lock, so every function here may be called from any
 //! thread (MPI_THREAD_MULTIPLE). Waiting functions poll the engine, spinning briefly and then
@@ -19,6 +20,7 @@ mod engine;
 pub mod error;
 pub mod group;
 mod log;
+pub mod madeleine;
 pub mod op;
 mod request;
 pub mod safe;

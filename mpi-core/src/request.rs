@@ -176,7 +176,7 @@ pub(crate) struct SendExtra {
     /// Zero-copy rendezvous of a non-contiguous datatype: buffer, type, count (packed only if
     /// the receiver asks for fragments).
     pub layout: Option<(*const u8, Datatype, usize)>,
-    /// Offset and reserved length in the attached buffer (buffered sends).
+    /// The buffer (its id) and the offset in it of a buffered send's reservation.
     pub bsend: Option<(usize, usize)>,
 }
 
@@ -203,7 +203,7 @@ impl SendOp {
         self.extra.get_or_insert_with(Box::default)
     }
 
-    /// The attached-buffer reservation of a buffered send.
+    /// The buffer reservation of a buffered send (buffer id, offset).
     pub fn bsend(&self) -> Option<(usize, usize)> {
         self.extra.as_ref().and_then(|x| x.bsend)
     }

@@ -1,6 +1,6 @@
-//! The native Rust API under the real launcher: the `ring`, `pingpong` and `groups` examples of
-//! the `madmpi` crate (built by `make`) run under `bin/mpirun` on 1 to 4 ranks, over shared
-//! memory and over TCP.
+//! The native Rust API under the real launcher: the `ring`, `pingpong`, `groups` and
+//! `madeleine_rpc` examples of the `madmpi` crate (built by `make`) run under `bin/mpirun` on 1
+//! to 4 ranks, over shared memory and over TCP.
 
 use std::path::PathBuf;
 
@@ -69,6 +69,38 @@ fn groups_on_1_to_4_ranks() {
                 "groups: {n} ranks, {} even, {} odd",
                 n.div_ceil(2),
                 n / 2
+            )),
+            "unexpected output: {}",
+            out.stdout
+        );
+    }
+}
+
+/// The Madeleine API's RPC example (a header unpacked EXPRESS gives the size of arrays
+/// unpacked CHEAPER) on 2 to 4 ranks over shared memory, over TCP and under `aggreg`.
+#[test]
+fn madeleine_rpc_over_shm_and_tcp() {
+    let Some(rpc) = example("madeleine_rpc") else {
+        return;
+    };
+    let runs: &[(usize, &str, &str)] = &[
+        (2, "MADMPI_TRANSPORTS", "shm,tcp"),
+        (2, "MADMPI_TRANSPORTS", "tcp"),
+        (3, "MADMPI_STRATEGY", "aggreg"),
+        (4, "MADMPI_TRANSPORTS", "tcp"),
+    ];
+    for &(n, k, v) in runs {
+        let out = Job::new(&rpc, n).env(k, v).run();
+        assert!(
+            out.success(),
+            "madeleine_rpc on {n} ranks with {k}={v} failed: {}",
+            out.context()
+        );
+        assert!(
+            out.stdout.contains(&format!(
+                "madeleine_rpc: {} calls to {} servers, every answer right",
+                8 * (n - 1),
+                n - 1
             )),
             "unexpected output: {}",
             out.stdout

@@ -8,33 +8,39 @@
 //! the object involved (`crate::errors`).
 
 mod attr;
+mod buffers;
 mod coll;
 mod comm;
 mod comm_mgmt;
 mod common;
 mod datatype;
 mod errh;
+pub(crate) mod grequest;
 mod group;
 mod info;
 mod init;
 mod op;
 mod p2p;
+mod p2p_ext;
 mod pack;
 mod request;
 mod status;
 mod topo;
 
 pub use attr::*;
+pub use buffers::*;
 pub use coll::*;
 pub use comm::*;
 pub use comm_mgmt::*;
 pub use datatype::*;
 pub use errh::*;
+pub use grequest::*;
 pub use group::*;
 pub use info::*;
 pub use init::*;
 pub use op::*;
 pub use p2p::*;
+pub use p2p_ext::*;
 pub use pack::*;
 pub use request::*;
 pub use status::*;

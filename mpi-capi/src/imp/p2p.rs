@@ -1,5 +1,5 @@
 //! Point-to-point communication: the send modes, receives, send-receive, persistent request
-//! creation, probes and matched receives, the buffered-send buffer.
+//! creation, probes and matched receives.
 //!
 //! Every function with an `int` count has an `_c` twin with an `MPI_Count`; both go through the
 //! same code with an `i64` count.
@@ -7,7 +7,7 @@
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
 
-use madmpi::{Datatype, ErrorClass, SendMode};
+use madmpi::{Datatype, SendMode};
 
 use super::common::*;
 use crate::abi::*;
@@ -1411,66 +1411,4 @@ pub unsafe fn MPI_Imrecv_c(
     request: *mut MPI_Request,
 ) -> c_int {
     imrecv("MPI_Imrecv_c", buf, count, datatype, message, request)
-}
-
-// ------------------------------------------------------------------------------------ bsend buffer
-
-fn attach(buffer: *mut c_void, size: i64) -> R<()> {
-    if buffer == MPI_BUFFER_AUTOMATIC {
-        return fail(
-            ErrorClass::Buffer,
-            "MPI_BUFFER_AUTOMATIC is not supported (attach a buffer)",
-        );
-    }
-    let n = usize::try_from(size).or_else(|_| {
-        fail(
-            ErrorClass::Arg,
-            format!("invalid size {size} (must be >= 0)"),
-        )
-    })?;
-    if buffer.is_null() && n > 0 {
-        return fail(ErrorClass::Buffer, "invalid buffer pointer NULL");
-    }
-    madmpi::buffer_attach(buffer as *mut u8, n)
-}
-
-/// Detach the buffer: (address, size), or (NULL, 0) when none is attached (as MPICH does).
-fn detach() -> R<(*mut c_void, usize)> {
-    match madmpi::buffer_detach() {
-        Ok((p, n)) => Ok((p as *mut c_void, n)),
-        Err(e) if e.class == ErrorClass::Buffer => Ok((std::ptr::null_mut(), 0)),
-        Err(e) => Err(e),
-    }
-}
-
-pub unsafe fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    finish_self("MPI_Buffer_attach", attach(buffer, size as i64))
-}
-
-pub unsafe fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> c_int {
-    finish_self("MPI_Buffer_attach_c", attach(buffer, size))
-}
-
-pub unsafe fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    let r = (|| {
-        let addr = out(buffer_addr as *mut *mut c_void, "buffer_addr")?;
-        let sz = out(size, "size")?;
-        let (p, n) = detach()?;
-        *addr = p;
-        *sz = c_int::try_from(n).unwrap_or(c_int::MAX);
-        Ok(())
-    })();
-    finish_self("MPI_Buffer_detach", r)
-}
-
-pub unsafe fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count) -> c_int {
-    let r = (|| {
-        let addr = out(buffer_addr as *mut *mut c_void, "buffer_addr")?;
-        let sz = out(size, "size")?;
-        let (p, n) = detach()?;
-        *addr = p;
-        *sz = n as MPI_Count;
-        Ok(())
-    })();
-    finish_self("MPI_Buffer_detach_c", r)
 }

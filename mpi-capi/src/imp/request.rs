@@ -189,7 +189,13 @@ pub unsafe fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
     match read_request(request) {
         Ok(Some((h, e))) => match madmpi::request_free(e.rid) {
             Ok(()) => {
-                handles::drop_request(h);
+                // An incomplete generalized request keeps its handle for
+                // MPI_Grequest_complete, which then frees it.
+                if !(super::grequest::any() && super::grequest::keeps_handle(h as usize)) {
+                    handles::drop_request(h);
+                } else {
+                    super::grequest::dropped(h as usize);
+                }
                 // SAFETY: read_request checked that `request` is non-null.
                 unsafe { *request = MPI_REQUEST_NULL };
                 MPI_SUCCESS
@@ -213,6 +219,11 @@ pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
         unsafe { *request }
     };
     let call = || req_call("MPI_Cancel", h0);
+    if super::grequest::any() {
+        if let Some(rc) = super::grequest::cancel(h0 as usize) {
+            return finish_code(rc, &call);
+        }
+    }
     match read_request(request) {
         Ok(Some((_, e))) => finish(e.comm as MPI_Comm, madmpi::cancel(e.rid), &call),
         Ok(None) => errors::raise(
@@ -222,6 +233,14 @@ pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
         ),
         Err(err) => errors::raise(MPI_COMM_SELF, &call, err),
     }
+}
+
+/// A callback's return code as this call's result (through MPI_COMM_SELF's handler).
+fn finish_code(rc: c_int, call: &dyn Fn() -> String) -> c_int {
+    if rc == MPI_SUCCESS {
+        return MPI_SUCCESS;
+    }
+    errors::raise_code(MPI_COMM_SELF, call, rc, "the cancel callback failed")
 }
 
 pub unsafe fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {

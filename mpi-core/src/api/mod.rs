@@ -4,8 +4,11 @@
 //!
 //! Here: the communicator queries; `engine_slot` holds the engine and how calls reach it,
 //! `lifetime` MPI_Init/Finalize/Abort and the process-wide state, `wait` polling and the
-//! completion calls, `p2p` the point-to-point calls and probes. Every call is re-exported here.
+//! completion calls, `p2p` the point-to-point calls and probes, `compound` the requests made of
+//! others (MPI_Isendrecv) or completed by the application (generalized requests). Every call is re-exported here.
 
+mod buffers;
+mod compound;
 mod engine_slot;
 mod lifetime;
 mod p2p;
@@ -14,18 +17,24 @@ mod wait;
 use crate::error::Result;
 use crate::CommId;
 
+pub use buffers::{
+    buffer_attach, buffer_attach_to, buffer_detach, buffer_detach_from, buffer_flush,
+    buffer_iflush, AttachedBuffer,
+};
+pub use compound::{grequest_complete, grequest_start, isendrecv, isendrecv_replace};
 pub(crate) use engine_slot::with;
 pub use lifetime::{
     abort, appnum, exit_code, finalize, finalized, init, initialized, is_thread_main, lost_ranks,
     processor_name, query_thread, rank_host, universe_size, wtick, wtime,
 };
 pub use p2p::{
-    buffer_attach, buffer_detach, improbe, imrecv, iprobe, irecv, irecv_now, isend, isend_now,
-    mprobe, probe, recv, recv_init, recv_now, send, send_init, send_now, start,
+    improbe, imrecv, iprobe, irecv, irecv_now, isend, isend_now, mprobe, probe, recv, recv_init,
+    recv_now, send, send_init, send_now, start,
 };
 pub use wait::{
-    all_complete, cancel, progress, request_free, request_get_status, test, test_all, test_any,
-    test_some, wait, wait_all, wait_all_with, wait_any, wait_completion, wait_some, Completion,
+    all_complete, cancel, progress, request_free, request_get_status, request_get_status_any,
+    request_get_status_some, test, test_all, test_any, test_some, wait, wait_all, wait_all_with,
+    wait_any, wait_completion, wait_some, Completion,
 };
 pub(crate) use wait::{cpus_shared, wait_until, Backoff};
 

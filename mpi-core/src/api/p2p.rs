@@ -1,6 +1,5 @@
 //! Point-to-point calls: sends and receives (blocking, nonblocking, persistent, and the
-//! owner-mode fast paths that complete in one engine visit), probes, matched receives and the
-//! buffered-send buffer.
+//! owner-mode fast paths that complete in one engine visit), probes and matched receives.
 
 use madmpi_datatypes::Datatype;
 
@@ -308,7 +307,7 @@ pub fn start(r: RequestId) -> Result<()> {
     })
 }
 
-// -------------------------------------------------------------------- probes and buffers
+// -------------------------------------------------------------------- probes
 
 /// MPI_Iprobe.
 pub fn iprobe(src: i32, tag: i32, comm: CommId) -> Result<Option<Status>> {
@@ -358,24 +357,4 @@ pub unsafe fn imrecv(
         e.flush()?;
         Ok(r)
     })
-}
-
-/// MPI_Buffer_attach.
-pub fn buffer_attach(base: *mut u8, size: usize) -> Result<()> {
-    with(|e| e.st.buffer_attach(base as usize, size))
-}
-
-/// MPI_Buffer_detach: waits until every buffered message has been handed off, then returns the
-/// buffer that was attached.
-pub fn buffer_detach() -> Result<(*mut u8, usize)> {
-    let b = wait_until(|e| {
-        if e.st.bsend.in_use() {
-            return Ok(None);
-        }
-        Ok(Some(std::mem::take(&mut e.st.bsend)))
-    })?;
-    if b.size == 0 {
-        return err(ErrorClass::Buffer, "no buffer is attached");
-    }
-    Ok((b.base as *mut u8, b.size))
 }

@@ -278,6 +278,46 @@ pub fn request_get_status(r: RequestId) -> Result<Option<Status>> {
     }))
 }
 
+/// The statuses of the complete active requests of `reqs`, without taking them: `None` when
+/// no request is active.
+fn statuses_now(e: &Engine, reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Status)>>> {
+    let mut any_active = false;
+    let mut done = Vec::new();
+    for (i, r) in reqs.iter().enumerate() {
+        let Some(r) = *r else { continue };
+        let req = e.st.reqs.get(r).ok_or_else(|| bad_request_at(i))?;
+        if !req.active {
+            continue;
+        }
+        any_active = true;
+        if req.complete {
+            done.push((i, req.status));
+        }
+    }
+    Ok(any_active.then_some(done))
+}
+
+/// MPI_Request_get_status_some: the statuses of every complete active request (possibly
+/// none), nothing freed or made inactive; `None` when no request is active.
+pub fn request_get_status_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Status)>>> {
+    with(|e| {
+        send_pending(e)?;
+        e.progress()?;
+        statuses_now(e, reqs)
+    })
+}
+
+/// MPI_Request_get_status_any: `Some(Some((i, status)))` for one complete active request
+/// (nothing freed), `Some(None)` when no request is active, `None` when none is complete.
+pub fn request_get_status_any(
+    reqs: &[Option<RequestId>],
+) -> Result<Option<Option<(usize, Status)>>> {
+    Ok(match request_get_status_some(reqs)? {
+        None => Some(None),
+        Some(v) => v.into_iter().next().map(Some),
+    })
+}
+
 /// One pass of progress on every driver.
 pub fn progress() -> Result<bool> {
     with(|e| e.progress())

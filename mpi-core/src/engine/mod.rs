@@ -25,6 +25,7 @@
 
 use crate::wire;
 
+mod bsend;
 mod drive;
 mod gate;
 mod input;
@@ -36,14 +37,16 @@ mod send;
 mod state;
 pub(crate) mod strategy;
 
+pub(crate) use bsend::BsendBuffer;
+use bsend::Buffers;
+pub use bsend::BSEND_OVERHEAD;
 use gate::{gate_for, Gate, NotPacked, OnSent, OutChunk, Route, KIND_PACKED};
 use input::SPLIT_MIN;
 pub(crate) use matching::CTX_LIMIT;
 use matching::{matches, MatchQ, UBody, Unexpected};
 pub(crate) use rails::Drivers;
 use recv::{check_src_tag, PendingGet, SplitRecv};
-pub use send::BSEND_OVERHEAD;
-use send::{check_dest_tag, check_type, gather_worthy, BsendBuffer};
+use send::{check_dest_tag, check_type, gather_worthy};
 use state::bad_request;
 pub(crate) use state::{Comm, Engine, Schedule, State};
 pub use strategy::Strategy;

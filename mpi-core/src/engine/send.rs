@@ -14,54 +14,9 @@ use crate::request::{Op, Request, RequestId, SendExtra, SendMode, SendOp};
 use crate::wire::{self, Header, Kind};
 use crate::{CommId, PROC_NULL, TAG_UB};
 
-/// Bytes reserved per buffered message beyond its data (MPI_BSEND_OVERHEAD).
-pub const BSEND_OVERHEAD: usize = 512;
-
 /// Largest message `aggreg` copies into the packet being built when it is posted (beyond,
 /// copying costs more than the queued chunk it saves).
 const PACK_COPY_MAX: usize = 1024;
-
-/// The attached buffer of MPI_Buffer_attach and its first-fit allocator.
-#[derive(Default)]
-pub(crate) struct BsendBuffer {
-    pub base: usize,
-    pub size: usize,
-    /// Allocated (offset, len), sorted by offset.
-    pub(super) used: Vec<(usize, usize)>,
-}
-
-impl BsendBuffer {
-    fn alloc(&mut self, len: usize) -> Option<usize> {
-        let mut at = 0usize;
-        for (i, &(off, l)) in self.used.iter().enumerate() {
-            if off - at >= len {
-                self.used.insert(i, (at, len));
-                return Some(at);
-            }
-            at = off + l;
-        }
-        if self.size.saturating_sub(at) >= len {
-            self.used.push((at, len));
-            Some(at)
-        } else {
-            None
-        }
-    }
-
-    pub(super) fn release(&mut self, off: usize) {
-        if let Some(i) = self.used.iter().position(|&(o, _)| o == off) {
-            self.used.remove(i);
-        }
-    }
-
-    fn free_bytes(&self) -> usize {
-        self.size - self.used.iter().map(|&(_, l)| l).sum::<usize>()
-    }
-
-    pub fn in_use(&self) -> bool {
-        !self.used.is_empty()
-    }
-}
 
 impl State {
     /// Where a contiguous message of the send fast paths goes: `None` when the arguments need
@@ -143,31 +98,11 @@ impl State {
         let mut pieces = None;
         let mut stream = false;
         let ptr: *const u8 = if mode == SendMode::Buffered {
-            // Exactly what MPI_Pack_size + MPI_BSEND_OVERHEAD promises the user suffices, for
-            // each message in the buffer at once: no padding (the data is bytes, copied and
-            // sent as bytes; nothing reads it aligned).
-            let need = bytes + BSEND_OVERHEAD;
-            let off = self.bsend.alloc(need).ok_or_else(|| {
-                Error::new(
-                    ErrorClass::BufferSpace,
-                    format!(
-                        "attached buffer too small for a buffered send of {bytes} bytes: needs {need} \
-                         (data + MPI_BSEND_OVERHEAD), {} free of {}",
-                        self.bsend.free_bytes(),
-                        self.bsend.size
-                    ),
-                )
-            })?;
-            let dst = (self.bsend.base + off) as *mut u8;
-            // SAFETY: [off, off+need) lies inside the attached buffer, reserved for this message.
-            let out = std::slice::from_raw_parts_mut(dst, bytes);
-            if dt.is_contiguous() {
-                std::ptr::copy_nonoverlapping(buf.offset(dt.true_lb()), dst, bytes);
-            } else {
-                dt.pack(buf, count, 0, out);
-            }
-            bsend = Some((off, need));
-            dst
+            // SAFETY: forwarded caller contract.
+            let (p, slot, own) = unsafe { self.bsend_reserve(comm, buf, count, dt, bytes)? };
+            bsend = Some(slot);
+            staging = own;
+            p
         } else if let Some((off, _)) = dt.contiguous_span(count) {
             buf.wrapping_offset(off)
         } else if bytes > self.gates[peer as usize].eager_max && self.gates[peer as usize].can_get {
@@ -431,21 +366,6 @@ impl State {
             _ => false,
         }
     }
-
-    pub fn buffer_attach(&mut self, base: usize, size: usize) -> Result<()> {
-        if self.bsend.size != 0 {
-            return err(
-                ErrorClass::Buffer,
-                "a buffer is already attached (detach it first)",
-            );
-        }
-        self.bsend = BsendBuffer {
-            base,
-            size,
-            used: Vec::new(),
-        };
-        Ok(())
-    }
 }
 
 /// Whether a message of `count` elements of a sparse type is better sent by gathering its
@@ -455,6 +375,27 @@ pub(super) fn gather_worthy(dt: &Datatype, count: usize) -> bool {
     const MIN_AVG_BLOCK: usize = 2048;
     let s = dt.block_stats(count);
     s.segments > 0 && s.bytes / s.segments >= MIN_AVG_BLOCK
+}
+
+impl State {
+    /// The argument checks of a send (`recv`: of a receive) alone, for a call that posts
+    /// several operations and must post none when one of them is wrong (MPI_Isendrecv).
+    pub(crate) fn check_args(
+        &self,
+        comm: CommId,
+        peer: i32,
+        tag: i32,
+        dt: &Datatype,
+        recv: bool,
+    ) -> Result<()> {
+        let c = self.comm(comm)?;
+        if recv {
+            super::check_src_tag(c, peer, tag)?;
+        } else {
+            check_dest_tag(c, peer, tag)?;
+        }
+        check_type(dt)
+    }
 }
 
 pub(super) fn check_type(dt: &Datatype) -> Result<()> {

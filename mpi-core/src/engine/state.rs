@@ -12,7 +12,7 @@ use super::rails::Drivers;
 use super::rails::{DriverId, NO_DRIVER};
 use super::strategy::PacketStrategy;
 use super::{
-    check_dest_tag, check_src_tag, check_type, order, BsendBuffer, Gate, MatchQ, OnSent,
+    check_dest_tag, check_src_tag, check_type, order, Buffers, Gate, MatchQ, OnSent,
     PendingGet, SplitRecv, Strategy, Unexpected,
 };
 use crate::error::{err, Error, ErrorClass, Result};
@@ -26,6 +26,11 @@ pub(crate) trait Schedule: Send {
     /// Start what can start and look at what finished: `Ok(true)` when the whole operation is
     /// complete; an error completes the request with that error.
     fn advance(&mut self, st: &mut State) -> Result<bool>;
+
+    /// The status of the completed operation (the empty status when `None`: collectives).
+    fn status(&self) -> Option<crate::Status> {
+        None
+    }
 }
 
 /// A communicator as the engine sees it.
@@ -91,7 +96,8 @@ pub(crate) struct State {
     /// of 64 KiB messages runs ahead over TCP).
     pub(super) spare: Vec<Vec<u8>>,
     pub(super) dirty: Vec<u32>,
-    pub bsend: BsendBuffer,
+    /// The buffers of buffered sends (the process's and the communicators').
+    pub(crate) bsends: Buffers,
     /// Blocks of sparse datatypes at least this large travel zero-copy (`MADMPI_ZCOPY_MIN`).
     pub zcopy_min: usize,
     /// Rendezvous sent with a piece table (zero-copy blocks), for statistics and tests.
@@ -163,7 +169,7 @@ impl State {
             gets: Vec::new(),
             spare: Vec::new(),
             dirty: Vec::new(),
-            bsend: BsendBuffer::default(),
+            bsends: Buffers::default(),
             zcopy_min: std::env::var("MADMPI_ZCOPY_MIN")
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
@@ -315,7 +321,7 @@ impl State {
 
     /// Mark a request complete (and free it if detached).
     #[inline]
-    pub(super) fn complete(&mut self, id: RequestId) {
+    pub(crate) fn complete(&mut self, id: RequestId) {
         let Some(r) = self.reqs.get_mut(id) else {
             return;
         };
@@ -326,8 +332,8 @@ impl State {
             }
             Op::Send(s) => {
                 if let Some(x) = s.extra.take() {
-                    if let Some((off, _)) = x.bsend {
-                        self.bsend.release(off);
+                    if let Some(slot) = x.bsend {
+                        self.bsends.release(slot);
                     }
                 }
             }
@@ -379,11 +385,18 @@ impl State {
                 continue;
             };
             let res = s.advance(self);
+            let status = match res {
+                Ok(true) => s.status(),
+                _ => None,
+            };
             let r = self
                 .reqs
                 .get_mut(rid)
                 .expect("schedules do not free their own request");
             r.op = Op::Sched(s);
+            if let Some(st) = status {
+                r.status = st;
+            }
             match res {
                 Ok(false) => i += 1,
                 Ok(true) => {

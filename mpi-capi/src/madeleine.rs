@@ -1,0 +1,324 @@
+//! The C ABI of the Madeleine API (`include/madeleine.h`): `mad_*` functions over
+//! `madmpi::madeleine`. Channels and connections are integer handles looked up in tables, so a
+//! wrong, ended or closed one is an error (`MPI_ERR_ARG`), never a crash. Errors go to the error
+//! handler of the communicator the channel was opened on, as MPI errors do, and return its code.
+//!
+//! Each exported function keeps the shape of the MPI ones: panic boundary → lookup → one call
+//! into the core → error mapping → error handler.
+
+use std::collections::HashMap;
+use std::os::raw::{c_int, c_void};
+use std::sync::Mutex;
+
+use madmpi::madeleine::{self, Channel, Packing, RecvMode, SendMode, Unpacking};
+use madmpi::{Error, ErrorClass};
+
+use crate::abi::*;
+use crate::errors;
+use crate::handles;
+
+type R<T> = Result<T, Error>;
+
+/// `mad_send_SAFER` and the other flags of `madeleine.h`.
+const SEND_SAFER: c_int = 0;
+const SEND_LATER: c_int = 1;
+const SEND_CHEAPER: c_int = 2;
+const RECEIVE_EXPRESS: c_int = 0;
+const RECEIVE_CHEAPER: c_int = 1;
+
+/// Handles start here, far from small integers and from MPI's handles.
+const HANDLE_BASE: usize = 0x4d41_4400_0000;
+
+enum Conn {
+    Pack(Packing<'static>),
+    Unpack(Unpacking<'static>),
+}
+
+struct Entry {
+    conn: Conn,
+    /// The communicator whose error handler reports this connection's errors.
+    comm: MPI_Comm,
+}
+
+struct ChannelEntry {
+    channel: Channel,
+    comm: MPI_Comm,
+}
+
+#[derive(Default)]
+struct Tables {
+    next: usize,
+    channels: HashMap<usize, ChannelEntry>,
+    conns: HashMap<usize, Entry>,
+}
+
+/// A connection's pieces are raw pointers into the user's memory, valid as `mad_pack`'s and
+/// `mad_unpack`'s contracts say: the tables only hold them between calls.
+struct Shared(Mutex<Option<Tables>>);
+// SAFETY: the raw pointers held are the C program's buffers, which it may hand to any thread;
+// every access goes through the mutex.
+unsafe impl Sync for Shared {}
+
+static TABLES: Shared = Shared(Mutex::new(None));
+
+fn tables<T>(f: impl FnOnce(&mut Tables) -> T) -> T {
+    let mut g = TABLES.0.lock().unwrap_or_else(|p| p.into_inner());
+    f(g.get_or_insert_with(Tables::default))
+}
+
+fn fresh(t: &mut Tables) -> usize {
+    t.next += 1;
+    HANDLE_BASE + t.next
+}
+
+fn bad(what: &str) -> Error {
+    Error::new(ErrorClass::Arg, format!("invalid {what}"))
+}
+
+fn send_mode(m: c_int) -> R<SendMode> {
+    match m {
+        SEND_SAFER => Ok(SendMode::Safer),
+        SEND_LATER => Ok(SendMode::Later),
+        SEND_CHEAPER => Ok(SendMode::Cheaper),
+        _ => Err(bad(&format!("send mode {m}"))),
+    }
+}
+
+fn recv_mode(m: c_int) -> R<RecvMode> {
+    match m {
+        RECEIVE_EXPRESS => Ok(RecvMode::Express),
+        RECEIVE_CHEAPER => Ok(RecvMode::Cheaper),
+        _ => Err(bad(&format!("receive mode {m}"))),
+    }
+}
+
+/// Run `f` inside a panic boundary; report its error on `comm`'s handler.
+fn guard(name: &'static str, comm: MPI_Comm, f: impl FnOnce() -> R<()>) -> c_int {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(Error::new(
+            ErrorClass::Intern,
+            "internal error (panic) in the library",
+        ))
+    });
+    match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => errors::raise(comm, &|| name.to_string(), e),
+    }
+}
+
+fn out<T>(p: *mut T, what: &str) -> R<&'static mut T> {
+    // SAFETY: a non-null output argument points to storage (the caller's contract).
+    unsafe { p.as_mut() }.ok_or_else(|| bad(&format!("argument: {what} is NULL")))
+}
+
+fn channel_comm(ch: usize) -> MPI_Comm {
+    tables(|t| t.channels.get(&ch).map(|c| c.comm)).unwrap_or(MPI_COMM_WORLD)
+}
+
+fn conn_comm(c: usize) -> MPI_Comm {
+    tables(|t| t.conns.get(&c).map(|c| c.comm)).unwrap_or(MPI_COMM_WORLD)
+}
+
+/// `int mad_open_channel(MPI_Comm comm, mad_channel_t *channel)`: collective over `comm`.
+#[no_mangle]
+pub unsafe extern "C" fn mad_open_channel(comm: MPI_Comm, channel: *mut *mut c_void) -> c_int {
+    guard("mad_open_channel", comm, || {
+        let out = out(channel, "channel")?;
+        let c = handles::comm(comm)?;
+        let ch = Channel::open(c)?;
+        let h = tables(|t| {
+            let h = fresh(t);
+            t.channels.insert(h, ChannelEntry { channel: ch, comm });
+            h
+        });
+        *out = h as *mut c_void;
+        Ok(())
+    })
+}
+
+/// `int mad_close_channel(mad_channel_t *channel)`: sets `*channel` to NULL.
+#[no_mangle]
+pub unsafe extern "C" fn mad_close_channel(channel: *mut *mut c_void) -> c_int {
+    let h = channel.as_ref().map_or(0, |p| *p as usize);
+    guard("mad_close_channel", channel_comm(h), || {
+        let out = out(channel, "channel")?;
+        let e = tables(|t| t.channels.remove(&h)).ok_or_else(|| bad("channel"))?;
+        *out = std::ptr::null_mut();
+        e.channel.close()
+    })
+}
+
+fn begin(
+    name: &'static str,
+    channel: *mut c_void,
+    remote: Option<c_int>,
+    connection: *mut *mut c_void,
+    pack: bool,
+) -> c_int {
+    let ch = channel as usize;
+    let comm = channel_comm(ch);
+    guard(name, comm, || {
+        let out = out(connection, "connection")?;
+        // The channel stays in the table while the call blocks: take what the call needs.
+        let id = tables(|t| t.channels.get(&ch).map(|c| c.channel.comm()))
+            .ok_or_else(|| bad("channel"))?;
+        let conn = match (pack, remote) {
+            (true, Some(dest)) => Conn::Pack(madeleine::begin_packing(id, dest)?),
+            (false, None) => Conn::Unpack(madeleine::begin_unpacking(id, madmpi::ANY_SOURCE)?),
+            (false, Some(src)) => Conn::Unpack(madeleine::begin_unpacking(id, src)?),
+            (true, None) => unreachable!("packing has a destination"),
+        };
+        let h = tables(|t| {
+            let h = fresh(t);
+            t.conns.insert(h, Entry { conn, comm });
+            h
+        });
+        *out = h as *mut c_void;
+        Ok(())
+    })
+}
+
+/// `int mad_begin_packing(mad_channel_t channel, int remote, mad_connection_t *connection)`.
+#[no_mangle]
+pub unsafe extern "C" fn mad_begin_packing(
+    channel: *mut c_void,
+    remote: c_int,
+    connection: *mut *mut c_void,
+) -> c_int {
+    begin("mad_begin_packing", channel, Some(remote), connection, true)
+}
+
+/// `int mad_begin_unpacking(mad_channel_t channel, mad_connection_t *connection)`.
+#[no_mangle]
+pub unsafe extern "C" fn mad_begin_unpacking(
+    channel: *mut c_void,
+    connection: *mut *mut c_void,
+) -> c_int {
+    begin("mad_begin_unpacking", channel, None, connection, false)
+}
+
+/// `int mad_begin_unpacking_from(mad_channel_t channel, int remote, mad_connection_t *c)`.
+#[no_mangle]
+pub unsafe extern "C" fn mad_begin_unpacking_from(
+    channel: *mut c_void,
+    remote: c_int,
+    connection: *mut *mut c_void,
+) -> c_int {
+    begin(
+        "mad_begin_unpacking_from",
+        channel,
+        Some(remote),
+        connection,
+        false,
+    )
+}
+
+/// `int mad_pack(mad_connection_t c, const void *data, size_t size, int send, int receive)`.
+#[no_mangle]
+pub unsafe extern "C" fn mad_pack(
+    connection: *mut c_void,
+    data: *const c_void,
+    size: usize,
+    send_mode_: c_int,
+    receive_mode: c_int,
+) -> c_int {
+    let h = connection as usize;
+    guard("mad_pack", conn_comm(h), || {
+        let (s, r) = (send_mode(send_mode_)?, recv_mode(receive_mode)?);
+        tables(|t| match t.conns.get_mut(&h) {
+            // SAFETY: mad_pack's contract (madeleine.h): `data` holds `size` bytes, readable
+            // as the send mode says.
+            Some(Entry {
+                conn: Conn::Pack(p),
+                ..
+            }) => unsafe { p.pack_raw(data as *const u8, size, s, r) },
+            _ => Err(bad("connection (not a message being packed)")),
+        })
+    })
+}
+
+/// `int mad_unpack(mad_connection_t c, void *data, size_t size, int send, int receive)`.
+#[no_mangle]
+pub unsafe extern "C" fn mad_unpack(
+    connection: *mut c_void,
+    data: *mut c_void,
+    size: usize,
+    send_mode_: c_int,
+    receive_mode: c_int,
+) -> c_int {
+    let h = connection as usize;
+    guard("mad_unpack", conn_comm(h), || {
+        let (s, r) = (send_mode(send_mode_)?, recv_mode(receive_mode)?);
+        tables(|t| match t.conns.get_mut(&h) {
+            // SAFETY: mad_unpack's contract (madeleine.h): `data` holds `size` writable bytes
+            // until the call returns (EXPRESS) or until mad_end_unpacking (CHEAPER).
+            Some(Entry {
+                conn: Conn::Unpack(u),
+                ..
+            }) => unsafe { u.unpack_raw(data as *mut u8, size, s, r) },
+            _ => Err(bad("connection (not a message being unpacked)")),
+        })
+    })
+}
+
+fn end(name: &'static str, connection: *mut *mut c_void, pack: bool) -> c_int {
+    // SAFETY: a non-null `connection` points to a handle (the caller's contract).
+    let h = unsafe { connection.as_ref() }.map_or(0, |p| *p as usize);
+    guard(name, conn_comm(h), || {
+        let out = out(connection, "connection")?;
+        let e = tables(|t| match t.conns.get(&h) {
+            Some(Entry {
+                conn: Conn::Pack(_),
+                ..
+            }) if pack => t.conns.remove(&h),
+            Some(Entry {
+                conn: Conn::Unpack(_),
+                ..
+            }) if !pack => t.conns.remove(&h),
+            _ => None,
+        })
+        .ok_or_else(|| bad("connection"))?;
+        *out = std::ptr::null_mut();
+        match e.conn {
+            Conn::Pack(p) => p.end_packing(),
+            Conn::Unpack(u) => u.end_unpacking(),
+        }
+    })
+}
+
+/// `int mad_end_packing(mad_connection_t *connection)`: sends the message, sets `*connection`
+/// to NULL.
+#[no_mangle]
+pub unsafe extern "C" fn mad_end_packing(connection: *mut *mut c_void) -> c_int {
+    end("mad_end_packing", connection, true)
+}
+
+/// `int mad_end_unpacking(mad_connection_t *connection)`: every piece is in place; sets
+/// `*connection` to NULL.
+#[no_mangle]
+pub unsafe extern "C" fn mad_end_unpacking(connection: *mut *mut c_void) -> c_int {
+    end("mad_end_unpacking", connection, false)
+}
+
+/// `int mad_connection_remote(mad_connection_t connection, int *rank)`: the peer's rank in the
+/// channel (the sender of a message being unpacked, the destination of one being packed).
+#[no_mangle]
+pub unsafe extern "C" fn mad_connection_remote(connection: *mut c_void, rank: *mut c_int) -> c_int {
+    let h = connection as usize;
+    guard("mad_connection_remote", conn_comm(h), || {
+        let out = out(rank, "rank")?;
+        *out = tables(|t| match t.conns.get(&h) {
+            Some(Entry {
+                conn: Conn::Pack(p),
+                ..
+            }) => Some(p.dest()),
+            Some(Entry {
+                conn: Conn::Unpack(u),
+                ..
+            }) => Some(u.source()),
+            None => None,
+        })
+        .ok_or_else(|| bad("connection"))?;
+        Ok(())
+    })
+}
