@@ -225,6 +225,10 @@ mod tests {
         assert_eq!(o.runs, 2);
         assert!(!o.install);
         assert_eq!(o.bench_args, ["--reps", "7"]);
+        assert_eq!(
+            p(&["--transport", "ofi"]).unwrap().transports,
+            [Transport::Ofi]
+        );
         let o = p(&["--impl", "openmpi,ours-aggreg,ours,ours"]).unwrap();
         assert_eq!(o.impls, [Kind::Ours, Kind::OursAggreg, Kind::OpenMpi]);
     }

@@ -498,6 +498,31 @@ mod tests {
         assert!(!s.argv.join(" ").contains("btl"));
     }
 
+    /// `--transport ofi`: ours and Open MPI on libfabric's provider, MPICH (ch4:ucx) not run.
+    #[test]
+    fn ofi_mode() {
+        let (repo, exe) = (Path::new("/repo"), Path::new("/b/pingpong"));
+        let prov = ofi_provider();
+        let ours = Impl::new(Kind::Ours, repo, Path::new("/b"));
+        let env = ours.launch(Transport::Ofi, 2, exe, &[]).env;
+        assert!(
+            env.contains(&("MADMPI_TRANSPORTS".into(), "ofi".into())),
+            "{env:?}"
+        );
+        assert!(
+            env.contains(&("MADMPI_OFI_PROVIDER".into(), prov.clone())),
+            "{env:?}"
+        );
+        let ompi = Impl::new(Kind::OpenMpi, repo, Path::new("/b"));
+        let s = ompi.launch(Transport::Ofi, 2, exe, &[]);
+        let line = s.argv.join(" ");
+        assert!(line.contains("--mca pml cm --mca mtl ofi"), "{line}");
+        assert!(s.env.contains(&("FI_PROVIDER".into(), prov)), "{:?}", s.env);
+        let mpich = Impl::new(Kind::Mpich, repo, Path::new("/b"));
+        assert!(!mpich.runs_on(Transport::Ofi) && mpich.runs_on(Transport::Tcp));
+        assert!(ours.runs_on(Transport::Ofi) && ompi.runs_on(Transport::Ofi));
+    }
+
     #[test]
     fn raw_tcp_baseline_runs_directly_and_only_over_tcp() {
         let raw = Impl::new(Kind::RawTcp, Path::new("/repo"), Path::new("/b"));
