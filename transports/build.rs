@@ -19,9 +19,18 @@ fn main() {
         Ok(lib) => lib,
         Err(e) => {
             println!(
-                "cargo::warning=libfabric 1.17+ not found through pkg-config ({}): the ofi \
-                 transport is not built (install libfabric-dev, or scripts/install-deps.sh)",
-                e.to_string().lines().next().unwrap_or_default()
+                "cargo::warning=libfabric 1.17+ not found through pkg-config: the ofi transport \
+                 is not built (install libfabric-dev, or run scripts/install-deps.sh)"
+            );
+            // pkg-config's answer, on one line.
+            let why: String = e
+                .to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            println!(
+                "cargo::warning=pkg-config said: {}",
+                why.chars().take(300).collect::<String>()
             );
             return;
         }

@@ -243,8 +243,8 @@ pub fn start(name: &str, index: usize, job: &Job<'_>) -> Result<Starting> {
         #[cfg(not(madmpi_ofi))]
         "ofi" => {
             return Err(Error::Unsupported(
-                "ofi (this build of madmpi has no libfabric: libfabric-dev 1.17+ was not found \
-                 when it was built)",
+                "the ofi transport (this build of madmpi has no libfabric: libfabric-dev 1.17+ \
+                 was not found when it was built)",
             ))
         }
         other => return Err(Error::Invalid(format!("no driver named {other}"))),
