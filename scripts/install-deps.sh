@@ -1,8 +1,10 @@
 #!/bin/sh
 # Installs what building and testing madmpi needs, when it is missing: a C/C++ toolchain,
-# make, pkg-config and binutils (nm), and the build systems whose MPI discovery the tests check
-# (CMake; Meson with Ninja). With --bench, also MPICH and Open MPI (the references the
-# benchmarks compare against). Never fails a build for a package it cannot install: it says so.
+# make, pkg-config, binutils (nm), the build systems whose MPI discovery the tests check (CMake;
+# Meson with Ninja), and libfabric (headers for the ofi transport, fi_info and fi_pingpong for
+# its tests and benchmarks). With --bench, also MPICH and Open MPI (the references the
+# benchmarks compare against). Never fails a build for a package it cannot install: it says so
+# (without libfabric, the build leaves the ofi transport out and says so).
 set -u
 need=""
 for tool in cc:gcc c++:g++ make:make pkg-config:pkg-config nm:binutils cmake:cmake meson:meson \
@@ -10,6 +12,8 @@ for tool in cc:gcc c++:g++ make:make pkg-config:pkg-config nm:binutils cmake:cma
     cmd=${tool%%:*}; pkg=${tool#*:}
     command -v "$cmd" >/dev/null 2>&1 || need="$need $pkg"
 done
+pkg-config --exists libfabric 2>/dev/null || need="$need libfabric-dev"
+command -v fi_pingpong >/dev/null 2>&1 || need="$need libfabric-bin"
 if [ "${1:-}" = "--bench" ]; then
     command -v mpicc.mpich >/dev/null 2>&1 || need="$need mpich libmpich-dev"
     command -v mpicc.openmpi >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"

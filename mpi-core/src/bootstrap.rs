@@ -63,13 +63,22 @@ pub(crate) fn singleton() -> Result<Drivers> {
 pub(crate) fn start(p: &mut Client, me: u32, n: u32, host: &str, local: &[u32]) -> Result<Started> {
     let allowed = env_list("MADMPI_TRANSPORTS")?;
     let rails = env_list("MADMPI_RAILS")?.unwrap_or_default();
-    let allows = |name: &str| name == "self" || allowed.as_ref().is_none_or(|a| a.contains(&name));
+    let multi_host = local.len() < n as usize;
+    // Unlisted, a driver starts if it does by default (ofi only across hosts, with a fast
+    // provider) or MADMPI_RAILS names it.
+    let allows = |e: &registry::Entry| {
+        e.name == "self"
+            || match &allowed {
+                Some(a) => a.contains(&e.name),
+                None => rails.contains(&e.name) || (e.by_default)(multi_host),
+            }
+    };
     let on_node = |r: u32| local.contains(&r);
 
     // Which peers each driver reaches: the best one that can, and those MADMPI_RAILS adds.
     let mut plan: Vec<(&'static str, Vec<u32>)> = Vec::new();
     let mut reached = vec![false; n as usize];
-    for e in registry::ENTRIES.iter().filter(|e| allows(e.name)) {
+    for e in registry::ENTRIES.iter().filter(|e| allows(e)) {
         let can = |r: u32| match e.scope {
             Scope::Itself => r == me,
             Scope::Node => r != me && on_node(r) && local.len() >= 2,
@@ -108,7 +117,7 @@ pub(crate) fn start(p: &mut Client, me: u32, n: u32, host: &str, local: &[u32]) 
         n,
         local,
         shm_prefix: &prefix,
-        multi_host: local.len() < n as usize,
+        multi_host,
         secret: None,
         engine_version: crate::wire::VERSION,
     };

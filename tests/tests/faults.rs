@@ -113,6 +113,21 @@ fn killed_rank_ends_the_job_on_tcp() {
     killed_rank_ends_the_job(Some("tcp"), 1);
 }
 
+/// Over libfabric (`ofi`, its default provider here: `tcp;ofi_rxm`). Skipped when libfabric's
+/// development files are missing, as the library is then built without the transport.
+#[test]
+fn killed_rank_ends_the_job_on_ofi() {
+    let found = Command::new("pkg-config")
+        .args(["--exists", "libfabric"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("SKIP: no libfabric (pkg-config), the library has no ofi transport");
+        return;
+    }
+    killed_rank_ends_the_job(Some("ofi"), 1);
+}
+
 #[test]
 fn killed_rank_zero_ends_the_job_on_tcp() {
     // Rank 0 leads the ranks' process group: the rest must still be found and ended.

@@ -517,6 +517,48 @@ fn c_examples_two_hosts_by_two_ranks() {
     );
 }
 
+/// The `ofi` transport between hosts (libfabric's `tcp;ofi_rxm` over the veth, shared memory
+/// inside each host): the ping-pong's megabytes cross the veth through it. Skipped when the
+/// library has no libfabric (no `pkg-config` entry at build time).
+#[test]
+fn ofi_between_hosts() {
+    let _one = serial();
+    let found = Command::new("pkg-config")
+        .args(["--exists", "libfabric"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("SKIP ofi_between_hosts: no libfabric, the library has no ofi transport");
+        return;
+    }
+    let Some(h) = hosts_or_skip("ofi_between_hosts") else {
+        return;
+    };
+    let rx = example(
+        &h,
+        "nodea,nodeb",
+        "examples-c/pingpong.c",
+        &[],
+        "pingpong: OK (4 ranks)",
+        &[
+            "MADMPI_TRANSPORTS=shm,ofi",
+            "MADMPI_OFI_PROVIDER=tcp;ofi_rxm",
+        ],
+    );
+    assert!(rx > 20_000_000, "only {rx} bytes crossed the veth");
+    example(
+        &h,
+        "nodea:2,nodeb:2",
+        "tests/c/faults/traffic.c",
+        &["200"],
+        "OK traffic",
+        &[
+            "MADMPI_TRANSPORTS=shm,ofi",
+            "MADMPI_OFI_PROVIDER=tcp;ofi_rxm",
+        ],
+    );
+}
+
 #[test]
 fn point_to_point_traffic_crosses_the_veth() {
     let _one = serial();

@@ -62,6 +62,8 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
 
 pub mod emu;
 pub mod loopback;
+#[cfg(madmpi_ofi)]
+pub mod ofi;
 pub mod registry;
 pub mod shm;
 pub mod shmcoll;

@@ -18,6 +18,8 @@ use std::io::{IoSlice, IoSliceMut};
 
 use crate::emu::{EmuConfig, EmuTransport};
 use crate::loopback::LoopbackTransport;
+#[cfg(madmpi_ofi)]
+use crate::ofi::{OfiConfig, OfiTransport};
 use crate::shm::{ShmConfig, ShmSegment, ShmTransport};
 use crate::tcp::{ConnectMode, TcpConfig, TcpTransport};
 use crate::{
@@ -44,6 +46,36 @@ pub struct Entry {
     pub scope: Scope,
     /// It needs the job's secret (it authenticates its connections).
     pub needs_secret: bool,
+    /// Whether it is started when `MADMPI_TRANSPORTS` does not list the drivers, given
+    /// whether the job spans several hosts.
+    pub by_default: fn(multi_host: bool) -> bool,
+}
+
+fn always(_multi_host: bool) -> bool {
+    true
+}
+
+fn never(_multi_host: bool) -> bool {
+    false
+}
+
+/// `ofi` starts by itself only in a job spanning hosts, with a fast provider (not TCP, UDP or
+/// shared memory, which the `tcp` and `shm` drivers serve as well): InfiniBand, EFA,
+/// Slingshot, Omni-Path. Elsewhere `MADMPI_TRANSPORTS` asks for it.
+fn ofi_by_default(multi_host: bool) -> bool {
+    #[cfg(madmpi_ofi)]
+    {
+        multi_host
+            && crate::ofi::OfiConfig::from_env()
+                .ok()
+                .and_then(|c| crate::ofi::probe(&c).ok())
+                .is_some_and(|p| crate::ofi::is_fast(&p))
+    }
+    #[cfg(not(madmpi_ofi))]
+    {
+        let _ = multi_host;
+        false
+    }
 }
 
 /// Every driver, best first: among the drivers that reach a peer, the first listed carries its
@@ -53,16 +85,25 @@ pub const ENTRIES: &[Entry] = &[
         name: "self",
         scope: Scope::Itself,
         needs_secret: false,
+        by_default: always,
     },
     Entry {
         name: "shm",
         scope: Scope::Node,
         needs_secret: false,
+        by_default: always,
+    },
+    Entry {
+        name: "ofi",
+        scope: Scope::Any,
+        needs_secret: false,
+        by_default: ofi_by_default,
     },
     Entry {
         name: "tcp",
         scope: Scope::Any,
         needs_secret: true,
+        by_default: always,
     },
     // Emulated networks (`MADMPI_EMU`): last, so only chosen when asked for
     // (`MADMPI_TRANSPORTS=emu` or `MADMPI_RAILS`).
@@ -70,6 +111,7 @@ pub const ENTRIES: &[Entry] = &[
         name: "emu",
         scope: Scope::Node,
         needs_secret: false,
+        by_default: never,
     },
 ];
 
@@ -160,6 +202,9 @@ pub enum Starting {
         /// The listener and its connection mode.
         t: Option<(TcpTransport, ConnectMode)>,
     },
+    /// `ofi`: the endpoint, open from phase 2.
+    #[cfg(madmpi_ofi)]
+    Ofi(Option<OfiTransport>),
 }
 
 /// Names of the TCP drivers, one per interface of `MADMPI_TCP_IF` (a comma-separated list makes
@@ -238,6 +283,15 @@ pub fn start(name: &str, index: usize, job: &Job<'_>) -> Result<Starting> {
                 seg,
             }
         }
+        #[cfg(madmpi_ofi)]
+        "ofi" => Starting::Ofi(None),
+        #[cfg(not(madmpi_ofi))]
+        "ofi" => {
+            return Err(Error::Unsupported(
+                "the ofi transport (this build of madmpi has no libfabric: libfabric-dev 1.17+ \
+                 was not found when it was built)",
+            ))
+        }
         other => return Err(Error::Invalid(format!("no driver named {other}"))),
     })
 }
@@ -252,6 +306,8 @@ impl Starting {
             Starting::Emu { index, .. } => {
                 crate::emu::NAMES[(*index).min(crate::emu::NAMES.len() - 1)]
             }
+            #[cfg(madmpi_ofi)]
+            Starting::Ofi(_) => "ofi",
         }
     }
 
@@ -301,6 +357,14 @@ impl Starting {
                 let card = l.business_card();
                 *t = Some((l, cfg.connect));
                 Ok(Some(card))
+            }
+            #[cfg(madmpi_ofi)]
+            Starting::Ofi(t) => {
+                let cfg = OfiConfig::from_env()?;
+                let o = OfiTransport::open(PeerId(job.me), job.n, job.engine_version, &cfg)?;
+                let card = o.card();
+                *t = Some(o);
+                Ok(card)
             }
         }
     }
@@ -363,6 +427,15 @@ impl Starting {
                 }
                 Ok(Driver::Tcp(t))
             }
+            #[cfg(madmpi_ofi)]
+            Starting::Ofi(t) => {
+                let mut t = t.ok_or_else(|| Error::Invalid("ofi: endpoint not opened".into()))?;
+                for &p in peers {
+                    let card = card_of(p)?;
+                    t.connect(PeerId(p), &card)?;
+                }
+                Ok(Driver::Ofi(t))
+            }
         }
     }
 }
@@ -378,6 +451,9 @@ pub enum Driver {
     Tcp(TcpTransport),
     /// `emu`.
     Emu(EmuTransport),
+    /// `ofi` (libfabric).
+    #[cfg(madmpi_ofi)]
+    Ofi(OfiTransport),
 }
 
 macro_rules! each {
@@ -387,6 +463,8 @@ macro_rules! each {
             Driver::Shm($t) => $e,
             Driver::Tcp($t) => $e,
             Driver::Emu($t) => $e,
+            #[cfg(madmpi_ofi)]
+            Driver::Ofi($t) => $e,
         }
     };
 }
@@ -402,6 +480,8 @@ impl Driver {
             Driver::Loop(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
             Driver::Shm(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
             Driver::Emu(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
+            #[cfg(madmpi_ofi)]
+            Driver::Ofi(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
         }
     }
 
@@ -496,7 +576,7 @@ mod tests {
             .to_string();
         assert!(e.contains("MADMPI_TRANSPORTS=shm,ib"), "{e}");
         assert!(
-            e.contains("'ib'") && e.contains("self, shm, tcp, emu"),
+            e.contains("'ib'") && e.contains("self, shm, ofi, tcp, emu"),
             "{e}"
         );
     }
@@ -515,6 +595,12 @@ mod tests {
             };
             if e.name == "shm" {
                 continue; // needs a second process: tests/shm_processes.rs
+            }
+            if e.name == "ofi" && !cfg!(madmpi_ofi) {
+                let err = start(e.name, 0, &job).err().expect("ofi is not built");
+                assert!(err.to_string().contains("no libfabric"), "{err}");
+                eprintln!("ofi not built (no libfabric), its start-up not tested: {err}");
+                continue;
             }
             let mut s = start(e.name, 0, &job).unwrap();
             let card = s.open(&job).unwrap();

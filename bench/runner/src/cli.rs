@@ -18,7 +18,9 @@ a busy-polling TCP ping-pong without MPI: the `raw TCP` baseline.
 options:
   --quick              fewer sizes and iterations, 3 runs (under 3 minutes)
   --runs R             runs of every benchmark per implementation (default 5)
-  --transport T        shm (default), tcp, or both
+  --transport T        shm (default), tcp, both, or ofi (libfabric: ours and Open
+                       MPI's cm/ofi on MADMPI_OFI_PROVIDER, default tcp;ofi_rxm;
+                       MPICH's Debian build has no ofi device and does not run)
   --impl LIST          comma-separated subset of ours,ours-aggreg,mpich,openmpi
                        (default: all; ours-aggreg is ours with
                        MADMPI_STRATEGY=aggreg, run for pingpong, multiseg
@@ -119,9 +121,10 @@ pub fn parse(
                     "shm" => vec![Transport::Shm],
                     "tcp" => vec![Transport::Tcp],
                     "both" => vec![Transport::Shm, Transport::Tcp],
+                    "ofi" => vec![Transport::Ofi],
                     other => {
                         return Err(CliError::Bad(format!(
-                            "--transport: `{other}` is not shm, tcp or both"
+                            "--transport: `{other}` is not shm, tcp, ofi or both"
                         )))
                     }
                 }
@@ -239,6 +242,10 @@ mod tests {
         assert_eq!(o.runs, 2);
         assert!(!o.install);
         assert_eq!(o.bench_args, ["--reps", "7"]);
+        assert_eq!(
+            p(&["--transport", "ofi"]).unwrap().transports,
+            [Transport::Ofi]
+        );
         let o = p(&["--impl", "openmpi,ours-aggreg,ours,ours"]).unwrap();
         assert_eq!(o.impls, [Kind::Ours, Kind::OursAggreg, Kind::OpenMpi]);
     }

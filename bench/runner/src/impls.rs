@@ -91,6 +91,19 @@ pub enum Transport {
     Shm,
     /// TCP forced, even between ranks of one node.
     Tcp,
+    /// libfabric forced, even between ranks of one node: ours with `MADMPI_TRANSPORTS=ofi`,
+    /// Open MPI with its `cm` PML and `ofi` MTL, both on the provider [`ofi_provider`] names
+    /// (MPICH's Debian build is ch4:ucx: it does not run in this mode).
+    Ofi,
+}
+
+/// The libfabric provider of the `ofi` mode: `MADMPI_OFI_PROVIDER` if set, else `tcp;ofi_rxm`
+/// (libfabric's TCP provider under its reliable-datagram layer, the one that runs anywhere).
+pub fn ofi_provider() -> String {
+    std::env::var("MADMPI_OFI_PROVIDER")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| "tcp;ofi_rxm".into())
 }
 
 impl Transport {
@@ -98,6 +111,7 @@ impl Transport {
         match self {
             Transport::Shm => "shm",
             Transport::Tcp => "tcp",
+            Transport::Ofi => "ofi",
         }
     }
 }
@@ -182,7 +196,12 @@ impl Impl {
 
     /// Whether this runs in `transport` mode (the raw TCP baseline: TCP only).
     pub fn runs_on(&self, transport: Transport) -> bool {
-        self.kind.is_mpi() || transport == Transport::Tcp
+        match self.kind {
+            Kind::RawTcp => transport == Transport::Tcp,
+            // Debian's MPICH reaches networks through UCX, not libfabric.
+            Kind::Mpich => transport != Transport::Ofi,
+            _ => true,
+        }
     }
 
     /// Path of the built program for benchmark `bench`, if it built.
@@ -209,6 +228,10 @@ impl Impl {
                 if transport == Transport::Tcp {
                     env.push(("MADMPI_TRANSPORTS".into(), "tcp".into()));
                 }
+                if transport == Transport::Ofi {
+                    env.push(("MADMPI_TRANSPORTS".into(), "ofi".into()));
+                    env.push(("MADMPI_OFI_PROVIDER".into(), ofi_provider()));
+                }
             }
             Kind::Mpich => {
                 if transport == Transport::Tcp {
@@ -230,6 +253,15 @@ impl Impl {
                     argv.extend(
                         ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"].map(String::from),
                     );
+                }
+                if transport == Transport::Ofi {
+                    // The cm PML with the ofi MTL: every message through libfabric, on the
+                    // same provider as ours (its core name: the MTL picks the layering).
+                    let prov = ofi_provider();
+                    let core = prov.split(';').next().unwrap_or_default().to_string();
+                    argv.extend(["--mca", "pml", "cm", "--mca", "mtl", "ofi"].map(String::from));
+                    argv.extend(["--mca".into(), "mtl_ofi_provider_include".into(), core]);
+                    env.push(("FI_PROVIDER".into(), prov));
                 }
             }
         }
@@ -464,6 +496,31 @@ mod tests {
         assert!(line.contains("--mca btl tcp,self"), "{line}");
         let s = ompi.launch(Transport::Shm, 2, exe, &[]);
         assert!(!s.argv.join(" ").contains("btl"));
+    }
+
+    /// `--transport ofi`: ours and Open MPI on libfabric's provider, MPICH (ch4:ucx) not run.
+    #[test]
+    fn ofi_mode() {
+        let (repo, exe) = (Path::new("/repo"), Path::new("/b/pingpong"));
+        let prov = ofi_provider();
+        let ours = Impl::new(Kind::Ours, repo, Path::new("/b"));
+        let env = ours.launch(Transport::Ofi, 2, exe, &[]).env;
+        assert!(
+            env.contains(&("MADMPI_TRANSPORTS".into(), "ofi".into())),
+            "{env:?}"
+        );
+        assert!(
+            env.contains(&("MADMPI_OFI_PROVIDER".into(), prov.clone())),
+            "{env:?}"
+        );
+        let ompi = Impl::new(Kind::OpenMpi, repo, Path::new("/b"));
+        let s = ompi.launch(Transport::Ofi, 2, exe, &[]);
+        let line = s.argv.join(" ");
+        assert!(line.contains("--mca pml cm --mca mtl ofi"), "{line}");
+        assert!(s.env.contains(&("FI_PROVIDER".into(), prov)), "{:?}", s.env);
+        let mpich = Impl::new(Kind::Mpich, repo, Path::new("/b"));
+        assert!(!mpich.runs_on(Transport::Ofi) && mpich.runs_on(Transport::Tcp));
+        assert!(ours.runs_on(Transport::Ofi) && ompi.runs_on(Transport::Ofi));
     }
 
     #[test]

@@ -164,7 +164,7 @@ pub fn best_peer(better: Better, cells: &BTreeMap<Kind, Cell>) -> Option<(Kind, 
 /// the better of MPICH and Open MPI.
 pub fn multiseg_target(t: Transport) -> f64 {
     match t {
-        Transport::Tcp => 4.0,
+        Transport::Tcp | Transport::Ofi => 4.0,
         Transport::Shm => 1.2,
     }
 }

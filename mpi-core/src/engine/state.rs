@@ -12,8 +12,8 @@ use super::rails::Drivers;
 use super::rails::{DriverId, NO_DRIVER};
 use super::strategy::PacketStrategy;
 use super::{
-    check_dest_tag, check_src_tag, check_type, order, Buffers, Gate, MatchQ, OnSent,
-    PendingGet, SplitRecv, Strategy, Unexpected,
+    check_dest_tag, check_src_tag, check_type, order, Buffers, Gate, MatchQ, OnSent, PendingGet,
+    SplitRecv, Strategy, Unexpected,
 };
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{Op, Persistent, Request, RequestId, Slab, PROC_NULL_STATUS};

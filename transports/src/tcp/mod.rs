@@ -108,6 +108,8 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+#[cfg(madmpi_ofi)]
+pub(crate) use config::parse_size;
 pub use config::{ConnectMode, TcpConfig};
 use conn::{frame_header, Conn, Fail, Phase, RxPool, FRAME_HDR, KIND_BYE, KIND_PACKET};
 use conn::{RX_MIN_FREE, SMALL_WRITE};

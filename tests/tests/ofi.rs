@@ -1,0 +1,161 @@
+//! The `ofi` transport (libfabric) under MPI programs on one host: the self-checking C programs
+//! of point-to-point, datatypes and collectives with `MADMPI_TRANSPORTS=ofi`, over libfabric's
+//! `tcp;ofi_rxm` provider and its `shm` provider, with small packets (many fragments per
+//! rendezvous), as a rail beside `shm`, and the messages a user sees (`MADMPI_LOG=info` names
+//! the provider per peer; a provider that does not exist is named with the libfabric call).
+//!
+//! Skipped, with the reason printed, only when the library was built without libfabric (it
+//! then says so when asked for `ofi`). madmpi-specific: skipped under another MPI.
+
+use std::sync::OnceLock;
+
+use madmpi_tests::harness::{c_program, toolchain, Job, Outcome};
+
+/// Whether the library has the `ofi` transport: a two-rank job asking for it either runs or
+/// says the build has no libfabric (then every test here is skipped).
+fn ofi() -> bool {
+    static HAVE: OnceLock<bool> = OnceLock::new();
+    *HAVE.get_or_init(|| {
+        if !toolchain().ours {
+            eprintln!("SKIP: the ofi transport is madmpi's");
+            return false;
+        }
+        let o = Job::new(&c_program("p2p", "basic", &[]), 2)
+            .env("MADMPI_TRANSPORTS", "ofi")
+            .env("MADMPI_OFI_PROVIDER", "tcp;ofi_rxm")
+            .run();
+        if !o.success() && o.stderr.contains("no libfabric") {
+            eprintln!("SKIP: this build has no libfabric: {}", o.stderr.trim());
+            return false;
+        }
+        o.assert_ok("basic");
+        true
+    })
+}
+
+fn job(dir: &str, name: &str, ranks: usize, provider: &str) -> Job {
+    Job::new(&c_program(dir, name, &[]), ranks)
+        .env("MADMPI_TRANSPORTS", "ofi")
+        .env("MADMPI_OFI_PROVIDER", provider)
+}
+
+/// (directory, program, ranks): the rank counts the programs are written for.
+const PROGRAMS: &[(&str, &str, usize)] = &[
+    ("p2p", "ordering", 4),
+    ("p2p", "sendmodes", 4),
+    ("p2p", "probe", 4),
+    ("p2p", "truncate", 2),
+    ("p2p", "datatypes", 2),
+    ("p2p", "cancel", 2),
+    ("p2p", "persistent", 2),
+    ("p2p", "stress", 4),
+    ("dt", "halo", 3),
+    ("dt", "pack", 2),
+    ("coll", "basic", 3),
+    ("coll", "nonblocking", 4),
+    ("coll", "ops", 4),
+];
+
+/// The programs that move the most data and exercise the most protocols (every send mode,
+/// truncation, datatypes, stress, collectives): for the variants of the full list.
+const SUBSET: &[&str] = &["sendmodes", "truncate", "datatypes", "stress", "basic"];
+
+fn programs_pass(provider: &str, env: &[(&str, &str)], all: bool) {
+    if !ofi() {
+        return;
+    }
+    for &(dir, name, ranks) in PROGRAMS {
+        if !all && !SUBSET.contains(&name) {
+            continue;
+        }
+        let mut j = job(dir, name, ranks, provider);
+        for (k, v) in env {
+            j = j.env(k, v);
+        }
+        let o = j.run();
+        eprintln!("{name} on {ranks} ranks over {provider}: {:?}", o.elapsed);
+        o.assert_ok(name);
+    }
+}
+
+#[test]
+fn programs_over_tcp_provider() {
+    programs_pass("tcp;ofi_rxm", &[], true);
+}
+
+#[test]
+fn programs_over_tcp_provider_aggreg() {
+    programs_pass("tcp;ofi_rxm", &[("MADMPI_STRATEGY", "aggreg")], false);
+}
+
+/// Packets of 1 KiB and two send credits: every rendezvous is cut in many fragments, and the
+/// senders meet backpressure all the time.
+#[test]
+fn programs_over_tcp_provider_small_packets() {
+    programs_pass(
+        "tcp;ofi_rxm",
+        &[
+            ("MADMPI_OFI_MAX_PACKET", "1k"),
+            ("MADMPI_OFI_EAGER", "512"),
+            ("MADMPI_OFI_TX", "2"),
+        ],
+        false,
+    );
+}
+
+#[test]
+fn programs_over_shm_provider() {
+    programs_pass("shm", &[], true);
+}
+
+/// `MADMPI_RAILS=shm,ofi`: both drivers carry traffic to each peer of the host.
+#[test]
+fn shm_and_ofi_rails() {
+    if !ofi() {
+        return;
+    }
+    for strategy in ["default", "split_balance"] {
+        for &(dir, name, ranks) in PROGRAMS.iter().filter(|p| SUBSET.contains(&p.1)) {
+            Job::new(&c_program(dir, name, &[]), ranks)
+                .env("MADMPI_RAILS", "shm,ofi")
+                .env("MADMPI_OFI_PROVIDER", "tcp;ofi_rxm")
+                .env("MADMPI_STRATEGY", strategy)
+                .run()
+                .assert_ok(name);
+        }
+    }
+}
+
+/// `MADMPI_LOG=info` names the provider each peer is reached through; `FI_PROVIDER` selects
+/// it when `MADMPI_OFI_PROVIDER` does not.
+#[test]
+fn log_names_the_provider_per_peer() {
+    if !ofi() {
+        return;
+    }
+    let o: Outcome = Job::new(&c_program("p2p", "basic", &[]), 3)
+        .env("MADMPI_TRANSPORTS", "ofi")
+        .env("FI_PROVIDER", "shm")
+        .env("MADMPI_LOG", "info")
+        .run();
+    o.assert_ok("basic");
+    for (me, peer) in [(0, 1), (0, 2), (1, 0), (2, 1)] {
+        let line = format!("ofi: rank {me} reaches rank {peer} through provider shm");
+        assert!(o.stderr.contains(&line), "no '{line}': {}", o.context());
+    }
+}
+
+/// A provider that does not exist: the job fails, naming it and the libfabric call.
+#[test]
+fn unknown_provider_is_named() {
+    if !ofi() {
+        return;
+    }
+    let o = job("p2p", "basic", 2, "no-such-provider").run();
+    assert!(!o.success(), "{}", o.context());
+    assert!(
+        o.stderr.contains("no-such-provider") && o.stderr.contains("fi_getinfo"),
+        "{}",
+        o.context()
+    );
+}

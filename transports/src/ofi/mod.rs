@@ -1,0 +1,564 @@
+//! The `ofi` driver: packets over a libfabric (OFI) reliable-datagram endpoint (`FI_EP_RDM`),
+//! so that madmpi reaches the networks production MPIs reach through libfabric — InfiniBand
+//! and RoCE (`verbs;ofi_rxm`), AWS EFA (`efa`), HPE Slingshot (`cxi`), Omni-Path (`psm2`,
+//! `opx`) — and, on any machine, TCP (`tcp;ofi_rxm`) and shared memory (`shm`).
+//!
+//! How it moves a packet:
+//! - one endpoint per process, one completion queue for sends and receives, an address vector
+//!   filled at start-up from the peers' address cards ([`Transport::card`] /
+//!   [`Transport::connect`]); the provider must keep a peer's messages in order
+//!   (`FI_ORDER_SAS`);
+//! - a send copies the packet, behind an 8-byte driver header (sender rank, engine protocol
+//!   version: the endpoint is connectionless, so the sender is named in the packet), into a
+//!   free buffer of the send pool (registered when the provider wants `FI_MR_LOCAL`) and posts
+//!   it with `fi_send`. The pool's free buffers are the link's credits: none free, or the
+//!   provider's `FI_EAGAIN`, is [`SendOutcome::WouldBlock`]; a buffer is free again when its
+//!   send completes;
+//! - a pool of receive buffers stays posted; [`Transport::poll_recv`] reads the completion
+//!   queue, delivers each received packet from its buffer and posts the buffer again;
+//! - a send that completes in error names its peer lost ([`Transport::poll_lost`]).
+//!
+//! Rendezvous data travels as fragments (the engine cuts them to [`Caps::max_packet`]):
+//! `can_get` is false. Errors name the provider and the libfabric call, with `fi_strerror`.
+//! The driver authenticates nothing: like other MPIs over libfabric, it relies on the fabric
+//! (a job's endpoints are reachable by the hosts of the network).
+
+mod config;
+mod ffi;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::io::{IoSlice, IoSliceMut};
+
+pub use config::OfiConfig;
+use ffi::{Access, Completions, Context, CqEntry, Endpoint, MemReg};
+
+use crate::{Caps, Error, PeerId, RemoteRegion, Result, SendOutcome, Transport};
+
+/// The driver's header before every packet: sender rank (u32 LE), engine version (u32 LE).
+const HDR: usize = 8;
+
+/// A posted receive not completed yet.
+const PENDING: usize = usize::MAX;
+/// A receive that completed in error.
+const FAILED: usize = usize::MAX - 1;
+
+/// Completions read per `fi_cq_read`.
+const CQ_BATCH: usize = 32;
+
+/// Providers that reach other hosts no faster than the `tcp` driver (or not at all): a job
+/// spanning hosts prefers `ofi` over `tcp` only when the provider is none of these.
+const SLOW_PROVIDERS: &[&str] = &["tcp", "udp", "sockets", "net", "shm"];
+
+/// Whether `provider` (`tcp;ofi_rxm`, `verbs;ofi_rxm`, `efa`...) is a fast network: its core
+/// provider (the first name) is not a socket or shared-memory one.
+pub fn is_fast(provider: &str) -> bool {
+    let core = provider.split(';').next().unwrap_or_default();
+    !SLOW_PROVIDERS.contains(&core)
+}
+
+/// The provider libfabric offers for this driver under `cfg` (a fast network or not: see
+/// [`is_fast`]).
+///
+/// # Errors
+///
+/// No provider fits (the error names the provider asked for and `fi_getinfo`'s answer).
+pub fn probe(cfg: &OfiConfig) -> Result<String> {
+    ffi::probe(cfg.provider.as_deref())
+}
+
+/// Buffers of one size carved from one allocation, registered once.
+struct Pool {
+    /// Registration of the whole allocation (when the provider wants `FI_MR_LOCAL`); dropped
+    /// before the memory, and after the endpoint is closed (see [`OfiTransport`]'s drop).
+    mr: Option<MemReg>,
+    mem: Vec<u64>,
+    slot: usize,
+}
+
+impl Pool {
+    fn new(ep: &Endpoint, count: usize, slot: usize) -> Result<Pool> {
+        let slot = slot.next_multiple_of(64);
+        let mut mem = vec![0u64; count * slot / 8];
+        let mr = if ep.attr().mr_local {
+            // SAFETY: the allocation lives in the pool, whose registration is dropped first.
+            Some(unsafe { ep.register(mem.as_mut_ptr().cast(), mem.len() * 8, Access::Local, 0)? })
+        } else {
+            None
+        };
+        Ok(Pool { mr, mem, slot })
+    }
+
+    fn ptr(&mut self, i: usize) -> *mut u8 {
+        // SAFETY: `i` is below the pool's count: the offset stays inside the allocation.
+        unsafe { self.mem.as_mut_ptr().cast::<u8>().add(i * self.slot) }
+    }
+
+    fn desc(&self) -> *mut std::ffi::c_void {
+        self.mr.as_ref().map_or(std::ptr::null_mut(), |m| m.desc)
+    }
+}
+
+/// A peer as the driver knows it.
+#[derive(Clone, Copy, Debug)]
+struct Peer {
+    /// Its address in the address vector.
+    addr: u64,
+    /// A send to it failed: every later send answers [`Error::PeerLost`].
+    lost: bool,
+}
+
+/// The `ofi` driver (see the [module documentation](self)).
+pub struct OfiTransport {
+    // Dropped in this order after `Drop::drop` closed the endpoint: the registrations, then
+    // the endpoint's other objects (domain last).
+    rx: Pool,
+    tx: Pool,
+    ep: Endpoint,
+    /// One libfabric context per operation in flight: receives `0..rx_count`, then sends.
+    ctx: Box<[Context]>,
+    rx_count: usize,
+    /// Receive buffers to post again (delivered, or the provider said `FI_EAGAIN`).
+    rx_idle: Vec<u32>,
+    /// Posted receive buffers, in the order they were posted: the provider matches incoming
+    /// messages to them in that order (and a peer's messages in their sending order), but may
+    /// complete them out of it (a large message later than a small one that followed it), so
+    /// packets are delivered from the front of this queue.
+    rx_posted: VecDeque<u32>,
+    /// Per receive buffer: the length received once completed, [`PENDING`] while posted,
+    /// [`FAILED`] if the receive failed.
+    rx_len: Vec<usize>,
+    /// Free send buffers (the credits).
+    tx_free: Vec<u32>,
+    /// The destination of each send buffer in flight.
+    tx_peer: Vec<u32>,
+    peers: Vec<Option<Peer>>,
+    lost: VecDeque<PeerId>,
+    me: u32,
+    version: u32,
+    caps: Caps,
+    address: Vec<u8>,
+    /// Malformed packets seen (logged, the first few on stderr).
+    dropped: u64,
+}
+
+impl OfiTransport {
+    /// Open the endpoint of rank `me` of `n`, whose peers run engine protocol `version`.
+    ///
+    /// # Errors
+    ///
+    /// No provider fits `cfg`, or a libfabric call fails (named with the provider).
+    pub fn open(me: PeerId, n: u32, version: u32, cfg: &OfiConfig) -> Result<OfiTransport> {
+        let cq_size = cfg.rx_buffers + cfg.tx_buffers + CQ_BATCH;
+        let ep = Endpoint::open(cfg.provider.as_deref(), false, cq_size)?;
+        let a = ep.attr().clone();
+        let clamp = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        let max_msg = clamp(a.max_msg_size).max(HDR + 1);
+        let max_packet = cfg.max_packet.min(max_msg - HDR);
+        let rx_count = cfg.rx_buffers.min(clamp(a.rx_size).max(2));
+        let tx_count = cfg.tx_buffers.min(clamp(a.tx_size).max(1));
+        let rx = Pool::new(&ep, rx_count, max_packet + HDR)?;
+        let tx = Pool::new(&ep, tx_count, max_packet + HDR)?;
+        let fast = is_fast(&a.provider);
+        let shm = a.provider.split(';').next() == Some("shm");
+        let address = ep.name()?;
+        tracing::info!(
+            rank = me.0,
+            provider = %a.provider,
+            fabric = %a.fabric,
+            domain = %a.domain,
+            max_msg_size = a.max_msg_size,
+            inject_size = a.inject_size,
+            iov_limit = a.iov_limit,
+            rma = a.rma,
+            rma_iov_limit = a.rma_iov_limit,
+            mr_local = a.mr_local,
+            mr_virt_addr = a.mr_virt_addr,
+            max_packet,
+            rx_count,
+            tx_count,
+            "ofi: endpoint open"
+        );
+        let mut t = OfiTransport {
+            rx,
+            tx,
+            ep,
+            ctx: vec![Context::default(); rx_count + tx_count].into_boxed_slice(),
+            rx_count,
+            rx_idle: (0..rx_count as u32).rev().collect(),
+            rx_posted: VecDeque::with_capacity(rx_count),
+            rx_len: vec![PENDING; rx_count],
+            tx_free: (0..tx_count as u32).rev().collect(),
+            tx_peer: vec![u32::MAX; tx_count],
+            peers: vec![None; n as usize],
+            lost: VecDeque::new(),
+            me: me.0,
+            version,
+            caps: Caps {
+                name: "ofi",
+                // Figures by class of provider; the engine orders rails by them.
+                latency_ns: if shm {
+                    1_000
+                } else if fast {
+                    2_000
+                } else {
+                    20_000
+                },
+                bandwidth_mbps: if fast || shm { 10_000 } else { 1_000 },
+                max_packet,
+                eager_threshold: cfg.eager_threshold.min(max_packet / 2),
+                // Packets are gathered into a bounce buffer: any number of pieces.
+                max_iov: 1024,
+                can_get: false,
+                preference: 60,
+                aggreg_max: max_packet.min(32 << 10),
+                solo_min: usize::MAX,
+                registers_memory: false,
+            },
+            address,
+            dropped: 0,
+        };
+        t.post_receives()?;
+        Ok(t)
+    }
+
+    /// The provider in use (`tcp;ofi_rxm`, `efa`, ...).
+    pub fn provider(&self) -> &str {
+        &self.ep.attr().provider
+    }
+
+    /// Post every idle receive buffer again.
+    fn post_receives(&mut self) -> Result<()> {
+        while let Some(&i) = self.rx_idle.last() {
+            let len = self.rx.slot;
+            let (buf, desc) = (self.rx.ptr(i as usize), self.rx.desc());
+            let ctx: *mut Context = &mut self.ctx[i as usize];
+            // SAFETY: the buffer and its context belong to receive `i`, which is not posted;
+            // both live until the endpoint is closed (drop).
+            if !unsafe { self.ep.recv(buf, len, desc, ctx)? } {
+                break;
+            }
+            self.rx_idle.pop();
+            self.rx_len[i as usize] = PENDING;
+            self.rx_posted.push_back(i);
+        }
+        Ok(())
+    }
+
+    fn check_peer(&self, peer: PeerId) -> Result<Peer> {
+        self.peers
+            .get(peer.0 as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| Error::Invalid(format!("ofi: rank {} is not a peer", peer.0)))
+    }
+
+    fn note_dropped(&mut self, why: String) {
+        self.dropped += 1;
+        if self.dropped <= 8 {
+            eprintln!(
+                "madmpi ofi (rank {}, provider {}): {why}",
+                self.me,
+                self.provider()
+            );
+        }
+        tracing::warn!(rank = self.me, provider = %self.provider(), "ofi: {why}");
+    }
+
+    /// Record the completion of operation `i` (`len` bytes received for a receive).
+    fn complete(&mut self, i: usize, len: usize) {
+        if i >= self.rx_count {
+            let s = i - self.rx_count;
+            self.tx_peer[s] = u32::MAX;
+            self.tx_free.push(s as u32);
+        } else {
+            self.rx_len[i] = len.min(FAILED - 1);
+        }
+    }
+
+    /// Deliver the completed receives at the front of the posted order. Returns how many
+    /// packets were delivered.
+    fn deliver_ready(&mut self, deliver: &mut dyn FnMut(PeerId, &[u8])) -> usize {
+        let mut delivered = 0;
+        while let Some(&i) = self.rx_posted.front() {
+            let len = self.rx_len[i as usize];
+            if len == PENDING {
+                break;
+            }
+            self.rx_posted.pop_front();
+            self.rx_idle.push(i);
+            if len != FAILED && self.deliver_one(i as usize, len, deliver) {
+                delivered += 1;
+            }
+        }
+        delivered
+    }
+
+    /// Deliver the packet of `len` bytes in receive buffer `i`, if it is well-formed.
+    fn deliver_one(
+        &mut self,
+        i: usize,
+        len: usize,
+        deliver: &mut dyn FnMut(PeerId, &[u8]),
+    ) -> bool {
+        let p = self.rx.ptr(i);
+        if len < HDR || len > self.rx.slot {
+            self.note_dropped(format!("a packet of {len} bytes has no driver header"));
+            return false;
+        }
+        // SAFETY: the provider wrote `len` bytes into receive buffer `i`, which is not posted
+        // again before this returns.
+        let bytes = unsafe { std::slice::from_raw_parts(p, len) };
+        let from = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let version = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+        let known = self.peers.get(from as usize).copied().flatten();
+        match known {
+            _ if version != self.version => {
+                self.note_dropped(format!(
+                    "a packet from rank {from} of engine protocol {version} (this one speaks \
+                     {}): dropped",
+                    self.version
+                ));
+                false
+            }
+            None => {
+                self.note_dropped(format!("a packet from unknown rank {from}: dropped"));
+                false
+            }
+            Some(peer) if peer.lost => false,
+            Some(_) => {
+                deliver(PeerId(from), &bytes[HDR..]);
+                true
+            }
+        }
+    }
+
+    /// An operation completed in error: a send names its peer lost; a failed receive is
+    /// reported and its buffer posted again.
+    fn failed(&mut self, ctx: *mut Context, text: String) -> Result<()> {
+        let base = self.ctx.as_ptr() as usize;
+        let at = (ctx as usize).wrapping_sub(base) / std::mem::size_of::<Context>();
+        if ctx.is_null() || (ctx as usize) < base || at >= self.ctx.len() {
+            return Err(Error::Io {
+                what: format!("ofi (provider {}): fi_cq_readerr", self.provider()),
+                source: std::io::Error::other(format!("an operation of no context: {text}")),
+            });
+        }
+        if at < self.rx_count {
+            self.rx_len[at] = FAILED;
+            self.note_dropped(format!("a receive failed: {text}"));
+            return Ok(());
+        }
+        let s = at - self.rx_count;
+        let peer = std::mem::replace(&mut self.tx_peer[s], u32::MAX);
+        self.tx_free.push(s as u32);
+        if let Some(Some(p)) = self.peers.get_mut(peer as usize) {
+            if !p.lost {
+                p.lost = true;
+                self.lost.push_back(PeerId(peer));
+                let prov = self.ep.attr().provider.clone();
+                eprintln!(
+                    "madmpi ofi (rank {}, provider {prov}): send to rank {peer} failed: {text}",
+                    self.me
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Read the completion queue once (a batch) and record what completed. Returns how many
+    /// entries were read.
+    fn progress(&mut self) -> Result<usize> {
+        let mut entries = [CqEntry::default(); CQ_BATCH];
+        let base = self.ctx.as_ptr() as usize;
+        let n = match self.ep.cq_read(&mut entries)? {
+            Completions::Done(n) => n,
+            Completions::Failed { ctx, text } => {
+                self.failed(ctx, text)?;
+                return Ok(1);
+            }
+        };
+        for e in &entries[..n] {
+            let i = (e.op_context as usize).wrapping_sub(base) / std::mem::size_of::<Context>();
+            if i >= self.ctx.len() {
+                return Err(Error::Io {
+                    what: format!("ofi (provider {}): fi_cq_read", self.provider()),
+                    source: std::io::Error::other("a completion of an unknown operation"),
+                });
+            }
+            self.complete(i, e.len);
+        }
+        Ok(n)
+    }
+}
+
+impl Drop for OfiTransport {
+    fn drop(&mut self) {
+        // Let the sends in flight leave (bounded: a peer may be gone), then close the
+        // endpoint before the registrations and the buffers go.
+        let start = std::time::Instant::now();
+        while self.tx_free.len() < self.tx_peer.len()
+            && start.elapsed() < std::time::Duration::from_secs(2)
+        {
+            match self.progress() {
+                Ok(0) => std::thread::yield_now(),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        self.ep.close_ep();
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The provider's name as it travels in a card (no `;`, which separates the cards).
+fn card_provider(p: &str) -> String {
+    p.replace(';', "+")
+}
+
+impl Transport for OfiTransport {
+    fn caps(&self) -> &Caps {
+        &self.caps
+    }
+
+    fn try_send(&mut self, peer: PeerId, iov: &[IoSlice<'_>]) -> Result<SendOutcome> {
+        let p = self.check_peer(peer)?;
+        if p.lost {
+            return Err(Error::PeerLost(peer));
+        }
+        let len: usize = iov.iter().map(|s| s.len()).sum();
+        if len > self.caps.max_packet {
+            return Err(Error::Invalid(format!(
+                "packet of {len} bytes exceeds max_packet {}",
+                self.caps.max_packet
+            )));
+        }
+        let Some(&s) = self.tx_free.last() else {
+            return Ok(SendOutcome::WouldBlock);
+        };
+        let i = self.rx_count + s as usize;
+        let buf = self.tx.ptr(s as usize);
+        // SAFETY: send buffer `s` is free (not posted) and has room for HDR + max_packet bytes.
+        unsafe {
+            crate::copy_bytes(self.me.to_le_bytes().as_ptr(), buf, 4);
+            crate::copy_bytes(self.version.to_le_bytes().as_ptr(), buf.add(4), 4);
+            let mut at = HDR;
+            for piece in iov {
+                crate::copy_bytes(piece.as_ptr(), buf.add(at), piece.len());
+                at += piece.len();
+            }
+        }
+        let desc = self.tx.desc();
+        let ctx: *mut Context = &mut self.ctx[i];
+        // SAFETY: the buffer and the context stay untouched until the completion of `ctx`
+        // frees the buffer; both live until the endpoint is closed.
+        if !unsafe { self.ep.send(buf, HDR + len, desc, p.addr, ctx)? } {
+            return Ok(SendOutcome::WouldBlock);
+        }
+        self.tx_free.pop();
+        self.tx_peer[s as usize] = peer.0;
+        Ok(SendOutcome::Done)
+    }
+
+    fn card(&self) -> Option<String> {
+        Some(format!(
+            "{}:{}",
+            card_provider(self.provider()),
+            hex(&self.address)
+        ))
+    }
+
+    fn connect(&mut self, peer: PeerId, card: &str) -> Result<()> {
+        let bad =
+            |why: &str| Error::Invalid(format!("ofi: card of rank {}: {why}: {card}", peer.0));
+        let (prov, addr) = card.split_once(':').ok_or_else(|| bad("no provider"))?;
+        let mine = card_provider(self.provider());
+        if prov != mine {
+            return Err(Error::Invalid(format!(
+                "ofi: rank {} uses provider {}, rank {} uses {} (set MADMPI_OFI_PROVIDER \
+                 alike on every host)",
+                peer.0,
+                prov.replace('+', ";"),
+                self.me,
+                self.provider()
+            )));
+        }
+        let mut addr = unhex(addr).ok_or_else(|| bad("address not in hex"))?;
+        if addr.is_empty() || addr.len() > 4096 {
+            return Err(bad("address length"));
+        }
+        // The provider reads an address of its own format: never past the buffer.
+        let len = addr.len().max(self.address.len()).max(256);
+        addr.resize(len, 0);
+        let slot = self
+            .peers
+            .get_mut(peer.0 as usize)
+            .ok_or_else(|| bad("rank out of range"))?;
+        if slot.is_some() {
+            return Ok(());
+        }
+        let fi_addr = self.ep.av_insert(&addr)?;
+        *slot = Some(Peer {
+            addr: fi_addr,
+            lost: false,
+        });
+        let a = self.ep.attr();
+        tracing::info!(
+            rank = self.me,
+            peer = peer.0,
+            provider = %a.provider,
+            fabric = %a.fabric,
+            domain = %a.domain,
+            "ofi: rank {} reaches rank {} through provider {}",
+            self.me,
+            peer.0,
+            a.provider
+        );
+        Ok(())
+    }
+
+    fn poll_recv(&mut self, deliver: &mut dyn FnMut(PeerId, &[u8])) -> Result<usize> {
+        // A few batches at most: the caller polls again.
+        for _ in 0..4 {
+            if self.progress()? < CQ_BATCH {
+                break;
+            }
+        }
+        let delivered = self.deliver_ready(deliver);
+        if !self.rx_idle.is_empty() {
+            self.post_receives()?;
+        }
+        Ok(delivered)
+    }
+
+    fn get(
+        &mut self,
+        _peer: PeerId,
+        _remote: RemoteRegion,
+        _local: &mut [IoSliceMut<'_>],
+    ) -> Result<()> {
+        Err(Error::Unsupported("get over ofi"))
+    }
+
+    fn reaches(&self, peer: PeerId) -> bool {
+        self.peers.get(peer.0 as usize).is_some_and(Option::is_some)
+    }
+
+    fn poll_lost(&mut self) -> Option<PeerId> {
+        self.lost.pop_front()
+    }
+}

@@ -1,0 +1,166 @@
+//! The conformance suite on `ofi`, over every provider that runs here (`tcp;ofi_rxm`, `shm`),
+//! and the driver's own checks (cards, lost peers, settings).
+
+use super::*;
+use crate::conformance::{self, Pair};
+
+struct OfiPair(OfiTransport, OfiTransport);
+
+impl Pair for OfiPair {
+    fn a(&mut self) -> &mut dyn Transport {
+        &mut self.0
+    }
+    fn b(&mut self) -> &mut dyn Transport {
+        &mut self.1
+    }
+    fn a_id(&self) -> PeerId {
+        PeerId(0)
+    }
+    fn b_id(&self) -> PeerId {
+        PeerId(1)
+    }
+    fn patience(&self) -> u32 {
+        300
+    }
+}
+
+fn cfg(provider: &str) -> OfiConfig {
+    OfiConfig {
+        provider: Some(provider.into()),
+        ..OfiConfig::default()
+    }
+}
+
+/// Two connected endpoints of `provider`, or `None` (printed) when it does not run here.
+fn pair(cfg: &OfiConfig) -> Option<OfiPair> {
+    if let Err(e) = probe(cfg) {
+        eprintln!(
+            "provider {:?} not available here, skipped: {e}",
+            cfg.provider
+        );
+        return None;
+    }
+    let mut a = OfiTransport::open(PeerId(0), 2, 7, cfg).expect("open a");
+    let mut b = OfiTransport::open(PeerId(1), 2, 7, cfg).expect("open b");
+    let (ca, cb) = (a.card().unwrap(), b.card().unwrap());
+    a.connect(PeerId(1), &cb).expect("connect a");
+    b.connect(PeerId(0), &ca).expect("connect b");
+    Some(OfiPair(a, b))
+}
+
+#[test]
+fn conformance_tcp_rxm() {
+    // The tcp provider must be there wherever libfabric is (it is not optional in Debian's
+    // build): a missing one is a failure, not a skip.
+    probe(&cfg("tcp;ofi_rxm")).expect("the tcp;ofi_rxm provider");
+    let mut p = pair(&cfg("tcp;ofi_rxm")).unwrap();
+    assert_eq!(p.0.provider(), "tcp;ofi_rxm");
+    conformance::run_all(&mut p);
+}
+
+#[test]
+fn conformance_tcp_rxm_small_pools() {
+    // Two send credits and small packets: backpressure from the pool, not the provider.
+    let c = OfiConfig {
+        max_packet: 4096,
+        tx_buffers: 2,
+        rx_buffers: 2,
+        ..cfg("tcp;ofi_rxm")
+    };
+    let mut p = pair(&c).unwrap();
+    assert_eq!(p.0.caps().max_packet, 4096);
+    conformance::run_all(&mut p);
+}
+
+#[test]
+fn conformance_shm() {
+    if let Some(mut p) = pair(&cfg("shm")) {
+        conformance::run_all(&mut p);
+    }
+}
+
+#[test]
+fn cards_are_checked() {
+    let Some(mut p) = pair(&cfg("tcp;ofi_rxm")) else {
+        return;
+    };
+    let card = p.1.card().unwrap();
+    assert!(
+        card.starts_with("tcp+ofi_rxm:") && !card.contains(';'),
+        "{card}"
+    );
+    for bad in ["", "tcp+ofi_rxm", "tcp+ofi_rxm:zz", "tcp+ofi_rxm:123"] {
+        let e = p.0.connect(PeerId(1), bad).unwrap_err().to_string();
+        assert!(e.contains("card of rank 1"), "{bad}: {e}");
+    }
+    let e =
+        p.0.connect(PeerId(1), &card.replace("tcp+ofi_rxm", "efa"))
+            .unwrap_err()
+            .to_string();
+    assert!(
+        e.contains("uses provider efa") && e.contains("tcp;ofi_rxm"),
+        "{e}"
+    );
+    let e = p.0.connect(PeerId(9), &card).unwrap_err().to_string();
+    assert!(e.contains("rank out of range"), "{e}");
+}
+
+#[test]
+fn errors_name_provider_and_call() {
+    let e = OfiTransport::open(PeerId(0), 1, 1, &cfg("no-such-provider"))
+        .err()
+        .expect("an unknown provider fails")
+        .to_string();
+    assert!(
+        e.contains("no-such-provider") && e.contains("fi_getinfo"),
+        "{e}"
+    );
+}
+
+#[test]
+fn provider_classes() {
+    assert!(!is_fast("tcp;ofi_rxm") && !is_fast("udp;ofi_rxd") && !is_fast("shm"));
+    assert!(is_fast("verbs;ofi_rxm") && is_fast("efa") && is_fast("cxi") && is_fast("psm2"));
+}
+
+#[test]
+fn a_peer_that_closed_is_reported_lost() {
+    let Some(OfiPair(mut a, b)) = pair(&cfg("tcp;ofi_rxm")) else {
+        return;
+    };
+    // A first exchange makes the connection, then the peer goes away.
+    let mut got = 0;
+    let mut sent = false;
+    let mut b = b;
+    for _ in 0..1_000_000 {
+        if !sent {
+            sent = a.try_send(PeerId(1), &[IoSlice::new(b"hi")]).unwrap() == SendOutcome::Done;
+        }
+        a.poll_recv(&mut |_, _| {}).unwrap();
+        got += b.poll_recv(&mut |_, _| {}).unwrap();
+        if got > 0 {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    assert_eq!(got, 1);
+    drop(b);
+    let start = std::time::Instant::now();
+    let lost = loop {
+        match a.try_send(PeerId(1), &[IoSlice::new(&[7u8; 100])]) {
+            Err(Error::PeerLost(p)) => break p,
+            Ok(_) => {}
+            Err(e) => panic!("{e}"),
+        }
+        a.poll_recv(&mut |_, _| {}).unwrap();
+        if let Some(p) = a.poll_lost() {
+            break p;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the loss was never reported"
+        );
+        std::thread::yield_now();
+    };
+    assert_eq!(lost, PeerId(1));
+}
