@@ -64,6 +64,11 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Whether `v` is the number of a kind of chunk (what a decoder accepts).
+    pub fn known(v: u8) -> bool {
+        Kind::from_u8(v).is_some()
+    }
+
     fn from_u8(v: u8) -> Option<Kind> {
         Some(match v {
             1 => Kind::Eager,
