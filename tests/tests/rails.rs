@@ -126,7 +126,7 @@ fn unknown_rail_is_a_clear_error() {
     assert!(
         o.stderr
             .contains("MADMPI_RAILS=shm,infiniband: unknown transport 'infiniband'")
-            && o.stderr.contains("self, shm, tcp"),
+            && o.stderr.contains("self, shm, ofi, tcp, emu"),
         "{}",
         o.context()
     );
