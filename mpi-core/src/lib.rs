@@ -21,6 +21,7 @@ pub mod group;
 mod log;
 pub mod op;
 mod request;
+pub mod rma;
 pub mod safe;
 pub mod topo;
 pub mod trace;

@@ -63,6 +63,12 @@ pub enum Kind {
     /// too (a split copy of the `shm` driver): `ctx` = board generation, `seq` = chunks,
     /// `msg_len` = bytes, `aux` = receiver buffer address.
     Help = 9,
+    /// One-sided communication (`crate::rma`): an operation on a window or a synchronisation
+    /// of one, or the answer to one; `tag` says which (`rma::wire`), `ctx` is the window's
+    /// number at the receiver, `src` the sender's rank in the window. Numbered like message
+    /// chunks and handled in sequence order, so that the operations of one origin reach a
+    /// target in the order they were issued, whatever their rails.
+    Rma = 10,
 }
 
 impl Kind {
@@ -77,6 +83,7 @@ impl Kind {
             7 => Kind::CancelReq,
             8 => Kind::CancelAck,
             9 => Kind::Help,
+            10 => Kind::Rma,
             _ => return None,
         })
     }

@@ -21,6 +21,7 @@ mod op;
 mod p2p;
 mod pack;
 mod request;
+mod rma;
 mod status;
 mod topo;
 
@@ -37,5 +38,6 @@ pub use op::*;
 pub use p2p::*;
 pub use pack::*;
 pub use request::*;
+pub use rma::*;
 pub use status::*;
 pub use topo::*;

@@ -294,6 +294,7 @@ fn kind_name(k: u8) -> &'static str {
         Some(Kind::CancelReq) => "cancel_req",
         Some(Kind::CancelAck) => "cancel_ack",
         Some(Kind::Help) => "help",
+        Some(Kind::Rma) => "rma",
         None => "unknown",
     }
 }
