@@ -37,9 +37,9 @@ use crate::CommId;
 
 pub use origin::{rma, Call, Local, Remote};
 pub use sync::{
-    win_complete, win_fence, win_flush, win_flush_all, win_lock, win_lock_all, win_post,
-    win_start, win_sync, win_test, win_unlock, win_unlock_all, win_wait, LockType,
-    MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED,
+    win_complete, win_fence, win_flush, win_flush_all, win_lock, win_lock_all, win_post, win_start,
+    win_sync, win_test, win_unlock, win_unlock_all, win_wait, LockType, MODE_NOCHECK,
+    MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED,
 };
 pub use window::{
     win_allocate, win_attach, win_create, win_create_dynamic, win_detach, win_free, win_info,

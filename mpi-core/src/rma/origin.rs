@@ -185,7 +185,11 @@ fn plan(call: Call) -> Result<Plan> {
                 sub: Sub::GetAcc,
                 bytes: tbytes(&t),
                 // SAFETY: as above.
-                data: if noop { Vec::new() } else { unsafe { pack(&o) } },
+                data: if noop {
+                    Vec::new()
+                } else {
+                    unsafe { pack(&o) }
+                },
                 target: t,
                 result: Some((r.ptr, r.count, r.dt)),
                 op,
@@ -234,10 +238,7 @@ impl State {
         let win = self.rma.win(w)?;
         let t = &p.target;
         if t.rank == crate::PROC_NULL {
-            return Ok(want_req.then(|| {
-                self.reqs
-                    .insert(Request::done(Op::None))
-            }));
+            return Ok(want_req.then(|| self.reqs.insert(Request::done(Op::None))));
         }
         if t.rank < 0 || t.rank as usize >= win.world.len() {
             return err(
@@ -266,10 +267,9 @@ impl State {
         } else {
             t.disp as i128 * peer.disp_unit as i128
         };
-        let (lo, hi) = t
-            .dt
-            .buffer_span(t.count)
-            .map_err(|e| Error::new(ErrorClass::Count, e.to_string()))?;
+        let (lo, hi) =
+            t.dt.buffer_span(t.count)
+                .map_err(|e| Error::new(ErrorClass::Count, e.to_string()))?;
         if win.flavor != Flavor::Dynamic
             && p.bytes > 0
             && (start + (lo as i128) < 0 || start + hi as i128 > peer.size as i128)
@@ -297,11 +297,12 @@ impl State {
         }
         let (me, wid, rank) = (win.rank, peer.id, t.rank);
         let elem = p.basic.map_or(1, |b| b.size());
-        let room = self.chunk_max(world).max(wire::SEG_HDR + wire::SEG_LEN + elem);
-        let segs = t
-            .dt
-            .segments(t.count, 0..p.bytes)
-            .map(|(off, len)| ((start + off as i128) as u64, len as u64));
+        let room = self
+            .chunk_max(world)
+            .max(wire::SEG_HDR + wire::SEG_LEN + elem);
+        let segs =
+            t.dt.segments(t.count, 0..p.bytes)
+                .map(|(off, len)| ((start + off as i128) as u64, len as u64));
         let pieces = wire::pieces(segs, room, elem);
         let req = want_req.then(|| self.reqs.insert(Request::new(Op::None)));
         if pieces.is_empty() {

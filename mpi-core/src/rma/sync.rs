@@ -284,10 +284,7 @@ fn passive(e: &Engine, w: WinId, rank: Option<i32>) -> Result<()> {
     let win = e.st.rma.win(w)?;
     let ok = win.lock_all
         || match rank {
-            Some(r) => matches!(
-                win.held[r as usize],
-                Held::Granted(_) | Held::Unchecked(_)
-            ),
+            Some(r) => matches!(win.held[r as usize], Held::Granted(_) | Held::Unchecked(_)),
             None => win
                 .held
                 .iter()

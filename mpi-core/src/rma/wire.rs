@@ -78,8 +78,11 @@ pub(crate) fn encode(segs: &[(u64, u64)], data: &[u8]) -> Vec<u8> {
     v
 }
 
+/// Target segments: (offset or address, length).
+pub(crate) type Segs = Vec<(u64, u64)>;
+
 /// Decode a payload into its segments and data.
-pub(crate) fn decode(p: &[u8]) -> Result<(Vec<(u64, u64)>, &[u8])> {
+pub(crate) fn decode(p: &[u8]) -> Result<(Segs, &[u8])> {
     let bad = || Error::new(ErrorClass::Intern, "malformed one-sided chunk");
     let n = u32::from_le_bytes(p.get(0..4).ok_or_else(bad)?.try_into().expect("4 bytes")) as usize;
     let end = n
@@ -164,7 +167,8 @@ mod tests {
             total += bytes;
         }
         assert_eq!(total, 1108);
-        let (d, data) = decode(&encode(&[(1, 2), (3, 4)], b"xy")).unwrap();
+        let enc = encode(&[(1, 2), (3, 4)], b"xy");
+        let (d, data) = decode(&enc).unwrap();
         assert_eq!(d, vec![(1, 2), (3, 4)]);
         assert_eq!(data, b"xy");
         assert!(decode(&[5, 0, 0, 0, 0, 0, 0, 0]).is_err());

@@ -2,6 +2,9 @@
 //! request-based forms and `_c` twins. Each converts its arguments and makes one call to
 //! `madmpi::rma::rma`.
 
+// (The C signatures: as many arguments as the standard gives them.)
+#![allow(clippy::too_many_arguments)]
+
 use std::os::raw::{c_int, c_void};
 
 use madmpi::op::Op;
@@ -78,7 +81,6 @@ unsafe fn issue(
     finish_win(w, r, &|| format!("{name}(win={})", win_name(w)))
 }
 
-
 pub unsafe fn MPI_Put(
     origin_addr: *const c_void,
     origin_count: c_int,
@@ -89,7 +91,17 @@ pub unsafe fn MPI_Put(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
-    issue("MPI_Put", win, std::ptr::null_mut(), || Ok(Call::Put(local(origin_addr, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?)))
+    issue("MPI_Put", win, std::ptr::null_mut(), || {
+        Ok(Call::Put(
+            local(origin_addr, i64::from(origin_count), origin_datatype)?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Put_c(
@@ -102,7 +114,12 @@ pub unsafe fn MPI_Put_c(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
-    issue("MPI_Put_c", win, std::ptr::null_mut(), || Ok(Call::Put(local(origin_addr, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?)))
+    issue("MPI_Put_c", win, std::ptr::null_mut(), || {
+        Ok(Call::Put(
+            local(origin_addr, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Rput(
@@ -117,11 +134,23 @@ pub unsafe fn MPI_Rput(
     request: *mut MPI_Request,
 ) -> c_int {
     if request.is_null() {
-        return finish_win(win, fail(ErrorClass::Arg, "invalid argument: request is NULL"), &|| {
-            format!("MPI_Rput(win={})", win_name(win))
-        });
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rput(win={})", win_name(win)),
+        );
     }
-    issue("MPI_Rput", win, request, || Ok(Call::Put(local(origin_addr, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?)))
+    issue("MPI_Rput", win, request, || {
+        Ok(Call::Put(
+            local(origin_addr, i64::from(origin_count), origin_datatype)?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Rput_c(
@@ -136,11 +165,18 @@ pub unsafe fn MPI_Rput_c(
     request: *mut MPI_Request,
 ) -> c_int {
     if request.is_null() {
-        return finish_win(win, fail(ErrorClass::Arg, "invalid argument: request is NULL"), &|| {
-            format!("MPI_Rput_c(win={})", win_name(win))
-        });
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rput_c(win={})", win_name(win)),
+        );
     }
-    issue("MPI_Rput_c", win, request, || Ok(Call::Put(local(origin_addr, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?)))
+    issue("MPI_Rput_c", win, request, || {
+        Ok(Call::Put(
+            local(origin_addr, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Get(
@@ -153,7 +189,21 @@ pub unsafe fn MPI_Get(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
-    issue("MPI_Get", win, std::ptr::null_mut(), || Ok(Call::Get(local(origin_addr as *const c_void, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?)))
+    issue("MPI_Get", win, std::ptr::null_mut(), || {
+        Ok(Call::Get(
+            local(
+                origin_addr as *const c_void,
+                i64::from(origin_count),
+                origin_datatype,
+            )?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Get_c(
@@ -166,7 +216,12 @@ pub unsafe fn MPI_Get_c(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
-    issue("MPI_Get_c", win, std::ptr::null_mut(), || Ok(Call::Get(local(origin_addr as *const c_void, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?)))
+    issue("MPI_Get_c", win, std::ptr::null_mut(), || {
+        Ok(Call::Get(
+            local(origin_addr as *const c_void, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Rget(
@@ -181,11 +236,27 @@ pub unsafe fn MPI_Rget(
     request: *mut MPI_Request,
 ) -> c_int {
     if request.is_null() {
-        return finish_win(win, fail(ErrorClass::Arg, "invalid argument: request is NULL"), &|| {
-            format!("MPI_Rget(win={})", win_name(win))
-        });
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rget(win={})", win_name(win)),
+        );
     }
-    issue("MPI_Rget", win, request, || Ok(Call::Get(local(origin_addr as *const c_void, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?)))
+    issue("MPI_Rget", win, request, || {
+        Ok(Call::Get(
+            local(
+                origin_addr as *const c_void,
+                i64::from(origin_count),
+                origin_datatype,
+            )?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Rget_c(
@@ -200,11 +271,18 @@ pub unsafe fn MPI_Rget_c(
     request: *mut MPI_Request,
 ) -> c_int {
     if request.is_null() {
-        return finish_win(win, fail(ErrorClass::Arg, "invalid argument: request is NULL"), &|| {
-            format!("MPI_Rget_c(win={})", win_name(win))
-        });
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rget_c(win={})", win_name(win)),
+        );
     }
-    issue("MPI_Rget_c", win, request, || Ok(Call::Get(local(origin_addr as *const c_void, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?)))
+    issue("MPI_Rget_c", win, request, || {
+        Ok(Call::Get(
+            local(origin_addr as *const c_void, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Accumulate(
@@ -218,7 +296,18 @@ pub unsafe fn MPI_Accumulate(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    issue("MPI_Accumulate", win, std::ptr::null_mut(), || Ok(Call::Acc(local(origin_addr, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?, builtin(op, target_datatype)?)))
+    issue("MPI_Accumulate", win, std::ptr::null_mut(), || {
+        Ok(Call::Acc(
+            local(origin_addr, i64::from(origin_count), origin_datatype)?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+            builtin(op, target_datatype)?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Accumulate_c(
@@ -232,7 +321,13 @@ pub unsafe fn MPI_Accumulate_c(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    issue("MPI_Accumulate_c", win, std::ptr::null_mut(), || Ok(Call::Acc(local(origin_addr, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?, builtin(op, target_datatype)?)))
+    issue("MPI_Accumulate_c", win, std::ptr::null_mut(), || {
+        Ok(Call::Acc(
+            local(origin_addr, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+            builtin(op, target_datatype)?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Raccumulate(
@@ -248,11 +343,24 @@ pub unsafe fn MPI_Raccumulate(
     request: *mut MPI_Request,
 ) -> c_int {
     if request.is_null() {
-        return finish_win(win, fail(ErrorClass::Arg, "invalid argument: request is NULL"), &|| {
-            format!("MPI_Raccumulate(win={})", win_name(win))
-        });
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Raccumulate(win={})", win_name(win)),
+        );
     }
-    issue("MPI_Raccumulate", win, request, || Ok(Call::Acc(local(origin_addr, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?, builtin(op, target_datatype)?)))
+    issue("MPI_Raccumulate", win, request, || {
+        Ok(Call::Acc(
+            local(origin_addr, i64::from(origin_count), origin_datatype)?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+            builtin(op, target_datatype)?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Raccumulate_c(
@@ -268,11 +376,19 @@ pub unsafe fn MPI_Raccumulate_c(
     request: *mut MPI_Request,
 ) -> c_int {
     if request.is_null() {
-        return finish_win(win, fail(ErrorClass::Arg, "invalid argument: request is NULL"), &|| {
-            format!("MPI_Raccumulate_c(win={})", win_name(win))
-        });
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Raccumulate_c(win={})", win_name(win)),
+        );
     }
-    issue("MPI_Raccumulate_c", win, request, || Ok(Call::Acc(local(origin_addr, origin_count as i64, origin_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?, builtin(op, target_datatype)?)))
+    issue("MPI_Raccumulate_c", win, request, || {
+        Ok(Call::Acc(
+            local(origin_addr, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+            builtin(op, target_datatype)?,
+        ))
+    })
 }
 
 pub unsafe fn MPI_Get_accumulate(
@@ -289,15 +405,31 @@ pub unsafe fn MPI_Get_accumulate(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    issue("MPI_Get_accumulate", win, std::ptr::null_mut(), || Ok({
+    issue("MPI_Get_accumulate", win, std::ptr::null_mut(), || {
+        Ok({
             let b = builtin(op, target_datatype)?;
             let origin = if b == BuiltinOp::NoOp {
-                Local { ptr: origin_addr as *mut u8, count: 0, dt: dt(target_datatype)? }
+                Local {
+                    ptr: origin_addr as *mut u8,
+                    count: 0,
+                    dt: dt(target_datatype)?,
+                }
             } else {
-                local(origin_addr, origin_count as i64, origin_datatype)?
+                local(origin_addr, i64::from(origin_count), origin_datatype)?
             };
-            Call::GetAcc(origin, local(result_addr, result_count as i64, result_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?, b)
-        }))
+            Call::GetAcc(
+                origin,
+                local(result_addr, i64::from(result_count), result_datatype)?,
+                remote(
+                    target_rank,
+                    target_disp,
+                    i64::from(target_count),
+                    target_datatype,
+                )?,
+                b,
+            )
+        })
+    })
 }
 
 pub unsafe fn MPI_Get_accumulate_c(
@@ -314,15 +446,26 @@ pub unsafe fn MPI_Get_accumulate_c(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    issue("MPI_Get_accumulate_c", win, std::ptr::null_mut(), || Ok({
+    issue("MPI_Get_accumulate_c", win, std::ptr::null_mut(), || {
+        Ok({
             let b = builtin(op, target_datatype)?;
             let origin = if b == BuiltinOp::NoOp {
-                Local { ptr: origin_addr as *mut u8, count: 0, dt: dt(target_datatype)? }
+                Local {
+                    ptr: origin_addr as *mut u8,
+                    count: 0,
+                    dt: dt(target_datatype)?,
+                }
             } else {
-                local(origin_addr, origin_count as i64, origin_datatype)?
+                local(origin_addr, origin_count, origin_datatype)?
             };
-            Call::GetAcc(origin, local(result_addr, result_count as i64, result_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?, b)
-        }))
+            Call::GetAcc(
+                origin,
+                local(result_addr, result_count, result_datatype)?,
+                remote(target_rank, target_disp, target_count, target_datatype)?,
+                b,
+            )
+        })
+    })
 }
 
 pub unsafe fn MPI_Rget_accumulate(
@@ -341,19 +484,37 @@ pub unsafe fn MPI_Rget_accumulate(
     request: *mut MPI_Request,
 ) -> c_int {
     if request.is_null() {
-        return finish_win(win, fail(ErrorClass::Arg, "invalid argument: request is NULL"), &|| {
-            format!("MPI_Rget_accumulate(win={})", win_name(win))
-        });
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rget_accumulate(win={})", win_name(win)),
+        );
     }
-    issue("MPI_Rget_accumulate", win, request, || Ok({
+    issue("MPI_Rget_accumulate", win, request, || {
+        Ok({
             let b = builtin(op, target_datatype)?;
             let origin = if b == BuiltinOp::NoOp {
-                Local { ptr: origin_addr as *mut u8, count: 0, dt: dt(target_datatype)? }
+                Local {
+                    ptr: origin_addr as *mut u8,
+                    count: 0,
+                    dt: dt(target_datatype)?,
+                }
             } else {
-                local(origin_addr, origin_count as i64, origin_datatype)?
+                local(origin_addr, i64::from(origin_count), origin_datatype)?
             };
-            Call::GetAcc(origin, local(result_addr, result_count as i64, result_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?, b)
-        }))
+            Call::GetAcc(
+                origin,
+                local(result_addr, i64::from(result_count), result_datatype)?,
+                remote(
+                    target_rank,
+                    target_disp,
+                    i64::from(target_count),
+                    target_datatype,
+                )?,
+                b,
+            )
+        })
+    })
 }
 
 pub unsafe fn MPI_Rget_accumulate_c(
@@ -372,19 +533,32 @@ pub unsafe fn MPI_Rget_accumulate_c(
     request: *mut MPI_Request,
 ) -> c_int {
     if request.is_null() {
-        return finish_win(win, fail(ErrorClass::Arg, "invalid argument: request is NULL"), &|| {
-            format!("MPI_Rget_accumulate_c(win={})", win_name(win))
-        });
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rget_accumulate_c(win={})", win_name(win)),
+        );
     }
-    issue("MPI_Rget_accumulate_c", win, request, || Ok({
+    issue("MPI_Rget_accumulate_c", win, request, || {
+        Ok({
             let b = builtin(op, target_datatype)?;
             let origin = if b == BuiltinOp::NoOp {
-                Local { ptr: origin_addr as *mut u8, count: 0, dt: dt(target_datatype)? }
+                Local {
+                    ptr: origin_addr as *mut u8,
+                    count: 0,
+                    dt: dt(target_datatype)?,
+                }
             } else {
-                local(origin_addr, origin_count as i64, origin_datatype)?
+                local(origin_addr, origin_count, origin_datatype)?
             };
-            Call::GetAcc(origin, local(result_addr, result_count as i64, result_datatype)?, remote(target_rank, target_disp, target_count as i64, target_datatype)?, b)
-        }))
+            Call::GetAcc(
+                origin,
+                local(result_addr, result_count, result_datatype)?,
+                remote(target_rank, target_disp, target_count, target_datatype)?,
+                b,
+            )
+        })
+    })
 }
 
 pub unsafe fn MPI_Fetch_and_op(
@@ -399,7 +573,11 @@ pub unsafe fn MPI_Fetch_and_op(
     issue("MPI_Fetch_and_op", win, std::ptr::null_mut(), || {
         let b = builtin(op, datatype)?;
         let origin = if b == BuiltinOp::NoOp {
-            Local { ptr: origin_addr as *mut u8, count: 0, dt: dt(datatype)? }
+            Local {
+                ptr: origin_addr as *mut u8,
+                count: 0,
+                dt: dt(datatype)?,
+            }
         } else {
             local(origin_addr, 1, datatype)?
         };

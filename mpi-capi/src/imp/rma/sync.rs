@@ -27,7 +27,12 @@ pub unsafe fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win_: M
         let t = match lock_type {
             MPI_LOCK_SHARED => LockType::Shared,
             MPI_LOCK_EXCLUSIVE => LockType::Exclusive,
-            _ => return fail(ErrorClass::Locktype, format!("invalid lock type {lock_type}")),
+            _ => {
+                return fail(
+                    ErrorClass::Locktype,
+                    format!("invalid lock type {lock_type}"),
+                )
+            }
         };
         rma::win_lock(t, rank, assert, id)
     })();

@@ -82,7 +82,9 @@ unsafe fn create(
         let id = rma::win_create(base as *mut u8, size, du, c)?;
         register(id, comm, inf, o)
     })();
-    finish(comm, r, &|| format!("{name}(comm={})", handles::comm_name(comm)))
+    finish(comm, r, &|| {
+        format!("{name}(comm={})", handles::comm_name(comm))
+    })
 }
 
 pub unsafe fn MPI_Win_create(
@@ -93,7 +95,15 @@ pub unsafe fn MPI_Win_create(
     comm: MPI_Comm,
     win: *mut MPI_Win,
 ) -> c_int {
-    create("MPI_Win_create", base, size, disp_unit as MPI_Aint, info, comm, win)
+    create(
+        "MPI_Win_create",
+        base,
+        size,
+        disp_unit as MPI_Aint,
+        info,
+        comm,
+        win,
+    )
 }
 
 pub unsafe fn MPI_Win_create_c(
@@ -128,7 +138,9 @@ unsafe fn allocate(
         *b = base as *mut c_void;
         Ok(())
     })();
-    finish(comm, r, &|| format!("{name}(comm={})", handles::comm_name(comm)))
+    finish(comm, r, &|| {
+        format!("{name}(comm={})", handles::comm_name(comm))
+    })
 }
 
 pub unsafe fn MPI_Win_allocate(
@@ -139,7 +151,15 @@ pub unsafe fn MPI_Win_allocate(
     baseptr: *mut c_void,
     win: *mut MPI_Win,
 ) -> c_int {
-    allocate("MPI_Win_allocate", size, disp_unit as MPI_Aint, info, comm, baseptr, win)
+    allocate(
+        "MPI_Win_allocate",
+        size,
+        disp_unit as MPI_Aint,
+        info,
+        comm,
+        baseptr,
+        win,
+    )
 }
 
 pub unsafe fn MPI_Win_allocate_c(
@@ -150,7 +170,15 @@ pub unsafe fn MPI_Win_allocate_c(
     baseptr: *mut c_void,
     win: *mut MPI_Win,
 ) -> c_int {
-    allocate("MPI_Win_allocate_c", size, disp_unit, info, comm, baseptr, win)
+    allocate(
+        "MPI_Win_allocate_c",
+        size,
+        disp_unit,
+        info,
+        comm,
+        baseptr,
+        win,
+    )
 }
 
 pub unsafe fn MPI_Win_create_dynamic(info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
@@ -225,7 +253,11 @@ pub unsafe fn MPI_Win_get_attr(
         if r.is_err() {
             return finish_win(win, r, &call);
         }
-        return finish_win_code(win, attr::win_get(win, win_keyval, attribute_val, flag), &call);
+        return finish_win_code(
+            win,
+            attr::win_get(win, win_keyval, attribute_val, flag),
+            &call,
+        );
     }
     let r = (|| {
         running()?;
@@ -258,7 +290,11 @@ pub unsafe fn MPI_Win_get_attr(
     finish_win(win, r, &call)
 }
 
-pub unsafe fn MPI_Win_set_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+pub unsafe fn MPI_Win_set_attr(
+    win: MPI_Win,
+    win_keyval: c_int,
+    attribute_val: *mut c_void,
+) -> c_int {
     let call = call_of("MPI_Win_set_attr", win);
     if let Err(e) = super::win(win) {
         return finish_win(win, Err(e), &call);
@@ -297,9 +333,12 @@ pub unsafe fn MPI_Win_create_keyval(
     }
     match attr::win_create_keyval(win_delete_attr_fn, win_keyval, extra_state) {
         Ok(()) => MPI_SUCCESS,
-        Err((code, why)) => {
-            errors::raise_code(MPI_COMM_SELF, &|| "MPI_Win_create_keyval".into(), code, &why)
-        }
+        Err((code, why)) => errors::raise_code(
+            MPI_COMM_SELF,
+            &|| "MPI_Win_create_keyval".into(),
+            code,
+            &why,
+        ),
     }
 }
 
@@ -330,7 +369,11 @@ pub unsafe fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char) -> c_int {
     finish_win(win, r, &call_of("MPI_Win_set_name", win))
 }
 
-pub unsafe fn MPI_Win_get_name(win: MPI_Win, win_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+pub unsafe fn MPI_Win_get_name(
+    win: MPI_Win,
+    win_name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
     let r = (|| {
         running()?;
         let len = out(resultlen, "resultlen")?;
@@ -404,7 +447,10 @@ pub unsafe fn MPI_Win_create_errhandler(
         running()?;
         let o = out(errhandler, "errhandler")?;
         let Some(f) = win_errhandler_fn else {
-            return fail(ErrorClass::Arg, "invalid argument: win_errhandler_fn is NULL");
+            return fail(
+                ErrorClass::Arg,
+                "invalid argument: win_errhandler_fn is NULL",
+            );
         };
         *o = handles::new_errhandler(ErrhFn::Win(f))?;
         Ok(())
@@ -446,7 +492,12 @@ pub unsafe fn MPI_Win_get_errhandler(win: MPI_Win, errhandler: *mut MPI_Errhandl
 }
 
 pub unsafe fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
-    let call = || format!("MPI_Win_call_errhandler(win={}, errorcode={errorcode})", super::win_name(win));
+    let call = || {
+        format!(
+            "MPI_Win_call_errhandler(win={}, errorcode={errorcode})",
+            super::win_name(win)
+        )
+    };
     if let Err(e) = running().and_then(|_| super::win(win)) {
         return finish_win(win, Err(e), &call);
     }
