@@ -11,6 +11,8 @@
 //!   target, a fetch-and-op ticket counter, a compare-and-swap spin lock, lock_all + flush,
 //!   request-based operations, a target computing without MPI calls.
 //! - `pscw`: post/start/complete/wait and Win_test with subgroups, dynamic windows, `_c` forms.
+//! - `shared`: MPI_Win_allocate_shared (contiguous parts, loads and stores of the neighbours'
+//!   parts), MPI_Win_shared_query.
 
 use madmpi_tests::harness::{c_program, Job};
 
@@ -89,4 +91,20 @@ fn pscw_4() {
 #[test]
 fn pscw_tcp_3() {
     ok_tcp("pscw", 3);
+}
+
+#[test]
+fn shared_1() {
+    ok("shared", 1);
+}
+
+#[test]
+fn shared_4() {
+    ok("shared", 4);
+}
+
+/// The segment is mapped by name: a shared window works whatever the transports.
+#[test]
+fn shared_tcp_3() {
+    ok_tcp("shared", 3);
 }

@@ -20,6 +20,7 @@
 //! post/start/complete/wait, flushes), `window` (creation and freeing, the queries).
 
 mod origin;
+mod shared;
 mod sync;
 mod target;
 mod window;
@@ -36,6 +37,7 @@ use crate::request::RequestId;
 use crate::CommId;
 
 pub use origin::{rma, Call, Local, Remote};
+pub use shared::{win_allocate_shared, win_shared_query};
 pub use sync::{
     win_complete, win_fence, win_flush, win_flush_all, win_lock, win_lock_all, win_post, win_start,
     win_sync, win_test, win_unlock, win_unlock_all, win_wait, LockType, MODE_NOCHECK,
@@ -59,6 +61,15 @@ pub enum Flavor {
     Allocate,
     /// MPI_Win_create_dynamic: memory attached later; displacements are addresses.
     Dynamic,
+    /// MPI_Win_allocate_shared: one node-wide segment that every member maps.
+    Shared,
+}
+
+/// Memory a window owns (held to keep it alive until the window goes).
+#[allow(dead_code)]
+pub(crate) enum Mem {
+    Heap(AlignedBuf),
+    Shared(madmpi_transports::shmcoll::CollSegment),
 }
 
 /// What this process knows of another member's part of a window.
@@ -93,7 +104,10 @@ pub(crate) struct Win {
     pub disp_unit: usize,
     pub flavor: Flavor,
     /// Memory of an allocated window (kept alive with it).
-    pub _mem: Option<AlignedBuf>,
+    pub _mem: Option<Mem>,
+    /// A shared window: the start of the segment's data in this process, and each member's
+    /// offset in it.
+    pub segment: Option<(*mut u8, Vec<usize>)>,
     /// Regions attached to a dynamic window: (address, length).
     pub regions: Vec<(usize, usize)>,
     pub peers: Vec<Peer>,

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use madmpi_datatypes::{Basic, Datatype};
 
-use super::{Flavor, Held, Peer, Win, WinId};
+use super::{Flavor, Held, Mem, Peer, Win, WinId};
 use crate::api::{comm_info, with};
 use crate::coll::Data;
 use crate::error::{err, ErrorClass, Result};
@@ -41,7 +41,14 @@ pub fn win_create(base: *mut u8, size: usize, disp_unit: usize, comm: CommId) ->
 pub fn win_allocate(size: usize, disp_unit: usize, comm: CommId) -> Result<(WinId, *mut u8)> {
     let mut mem = AlignedBuf::new(size);
     let base = mem.ptr();
-    let w = make(base, size, disp_unit, comm, Flavor::Allocate, Some(mem))?;
+    let w = make(
+        base,
+        size,
+        disp_unit,
+        comm,
+        Flavor::Allocate,
+        Some(Mem::Heap(mem)),
+    )?;
     Ok((w, base))
 }
 
@@ -51,13 +58,13 @@ pub fn win_create_dynamic(comm: CommId) -> Result<WinId> {
     make(std::ptr::null_mut(), 0, 1, comm, Flavor::Dynamic, None)
 }
 
-fn make(
+pub(super) fn make(
     base: *mut u8,
     size: usize,
     disp_unit: usize,
     comm: CommId,
     flavor: Flavor,
-    mem: Option<AlignedBuf>,
+    mem: Option<Mem>,
 ) -> Result<WinId> {
     if disp_unit == 0 && flavor != Flavor::Dynamic {
         return err(ErrorClass::Disp, "the displacement unit must be positive");
@@ -82,6 +89,7 @@ fn make(
             disp_unit,
             flavor,
             _mem: mem,
+            segment: None,
             regions: Vec::new(),
             peers: vec![Peer::default(); n],
             pending: vec![0; n],

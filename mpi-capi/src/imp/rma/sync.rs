@@ -1,5 +1,5 @@
 //! Synchronisation calls: fence, locks, flushes, sync, post/start/complete/wait/test, and
-//! MPI_Win_shared_query (on windows that are not shared: MPI_ERR_RMA_FLAVOR).
+//! MPI_Win_shared_query.
 
 use std::os::raw::{c_int, c_void};
 
@@ -134,6 +134,21 @@ pub unsafe fn MPI_Win_test(win_: MPI_Win, flag: *mut c_int) -> c_int {
     done("MPI_Win_test", win_, r)
 }
 
+unsafe fn shared_query(
+    win_: MPI_Win,
+    rank: c_int,
+    size: *mut MPI_Aint,
+    baseptr: *mut c_void,
+) -> R<usize> {
+    running()?;
+    let s = out(size, "size")?;
+    let b = out(baseptr as *mut *mut c_void, "baseptr")?;
+    let (n, du, p) = rma::win_shared_query(win(win_)?, rank)?;
+    *s = n as MPI_Aint;
+    *b = p as *mut c_void;
+    Ok(du)
+}
+
 pub unsafe fn MPI_Win_shared_query(
     win_: MPI_Win,
     rank: c_int,
@@ -141,13 +156,23 @@ pub unsafe fn MPI_Win_shared_query(
     disp_unit: *mut c_int,
     baseptr: *mut c_void,
 ) -> c_int {
-    let _ = (rank, size, disp_unit, baseptr);
-    let r = running().and_then(|_| {
-        win(win_)?;
-        fail(
-            ErrorClass::RmaFlavor,
-            "MPI_Win_shared_query needs a window made by MPI_Win_allocate_shared",
-        )
+    let r = out(disp_unit, "disp_unit").and_then(|d| {
+        *d = shared_query(win_, rank, size, baseptr)? as c_int;
+        Ok(())
     });
     done("MPI_Win_shared_query", win_, r)
+}
+
+pub unsafe fn MPI_Win_shared_query_c(
+    win_: MPI_Win,
+    rank: c_int,
+    size: *mut MPI_Aint,
+    disp_unit: *mut MPI_Aint,
+    baseptr: *mut c_void,
+) -> c_int {
+    let r = out(disp_unit, "disp_unit").and_then(|d| {
+        *d = shared_query(win_, rank, size, baseptr)? as MPI_Aint;
+        Ok(())
+    });
+    done("MPI_Win_shared_query_c", win_, r)
 }

@@ -38,6 +38,7 @@ fn register(id: WinId, comm: MPI_Comm, inf: MPI_Info, out: &mut MPI_Win) -> R<()
         Flavor::Create => MPI_WIN_FLAVOR_CREATE,
         Flavor::Allocate => MPI_WIN_FLAVOR_ALLOCATE,
         Flavor::Dynamic => MPI_WIN_FLAVOR_DYNAMIC,
+        Flavor::Shared => MPI_WIN_FLAVOR_SHARED,
     };
     let e = WinEntry {
         id,
@@ -117,8 +118,10 @@ pub unsafe fn MPI_Win_create_c(
     create("MPI_Win_create_c", base, size, disp_unit, info, comm, win)
 }
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn allocate(
     name: &'static str,
+    shared: bool,
     size: MPI_Aint,
     disp_unit: MPI_Aint,
     inf: MPI_Info,
@@ -133,7 +136,11 @@ unsafe fn allocate(
         let b = out(baseptr as *mut *mut c_void, "baseptr")?;
         let (size, du) = (size_arg(size)?, disp_arg(disp_unit)?);
         check_info(inf)?;
-        let (id, base) = rma::win_allocate(size, du, c)?;
+        let (id, base) = if shared {
+            rma::win_allocate_shared(size, du, c)?
+        } else {
+            rma::win_allocate(size, du, c)?
+        };
         register(id, comm, inf, o)?;
         *b = base as *mut c_void;
         Ok(())
@@ -153,6 +160,7 @@ pub unsafe fn MPI_Win_allocate(
 ) -> c_int {
     allocate(
         "MPI_Win_allocate",
+        false,
         size,
         disp_unit as MPI_Aint,
         info,
@@ -172,6 +180,47 @@ pub unsafe fn MPI_Win_allocate_c(
 ) -> c_int {
     allocate(
         "MPI_Win_allocate_c",
+        false,
+        size,
+        disp_unit,
+        info,
+        comm,
+        baseptr,
+        win,
+    )
+}
+
+pub unsafe fn MPI_Win_allocate_shared(
+    size: MPI_Aint,
+    disp_unit: c_int,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    allocate(
+        "MPI_Win_allocate_shared",
+        true,
+        size,
+        disp_unit as MPI_Aint,
+        info,
+        comm,
+        baseptr,
+        win,
+    )
+}
+
+pub unsafe fn MPI_Win_allocate_shared_c(
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    allocate(
+        "MPI_Win_allocate_shared_c",
+        true,
         size,
         disp_unit,
         info,
