@@ -64,6 +64,7 @@ pub mod loopback;
 pub mod registry;
 pub mod shm;
 pub mod shmcoll;
+pub mod shmwin;
 mod sys;
 pub mod tcp;
 

@@ -69,7 +69,7 @@ pub enum Flavor {
 #[allow(dead_code)]
 pub(crate) enum Mem {
     Heap(AlignedBuf),
-    Shared(madmpi_transports::shmcoll::CollSegment),
+    Shared(madmpi_transports::shmwin::WinSegment),
 }
 
 /// What this process knows of another member's part of a window.

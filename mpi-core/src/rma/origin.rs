@@ -295,6 +295,31 @@ impl State {
                 format!("target {} has died", t.rank),
             );
         }
+        if let (Some((seg, offs)), Sub::Put | Sub::Get) = (&win.segment, p.sub) {
+            // A shared window: the target's part is mapped here; a put or a get is a copy
+            // (checked in range above), complete at once, with no work for the target.
+            let part = seg.wrapping_add(offs[t.rank as usize]);
+            let mut at = 0usize;
+            let mut packed = vec![0u8; if p.sub == Sub::Get { p.bytes } else { 0 }];
+            for (off, len) in t.dt.segments(t.count, 0..p.bytes) {
+                let tp = part.wrapping_offset(start as isize + off);
+                // SAFETY: [tp, tp + len) lies in the target's part of the segment (range
+                // checked above), mapped until the window is freed; the origin data is ours.
+                unsafe {
+                    if p.sub == Sub::Put {
+                        std::ptr::copy(p.data.as_ptr().add(at), tp, len);
+                    } else {
+                        std::ptr::copy(tp, packed.as_mut_ptr().add(at), len);
+                    }
+                }
+                at += len;
+            }
+            if let Some((ptr, count, dt)) = &p.result {
+                // SAFETY: the result buffer holds `count` elements (caller).
+                unsafe { dt.unpack(*ptr, *count, 0, &packed) };
+            }
+            return Ok(want_req.then(|| self.reqs.insert(Request::done(Op::None))));
+        }
         let (me, wid, rank) = (win.rank, peer.id, t.rank);
         let elem = p.basic.map_or(1, |b| b.size());
         let room = self

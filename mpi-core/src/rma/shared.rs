@@ -1,9 +1,9 @@
 //! Shared-memory windows (MPI_Win_allocate_shared): one segment for the whole window, mapped
 //! by every member, the members' parts contiguous in rank order (the standard's default), so
 //! that each process may load and store any member's part directly (MPI_Win_shared_query
-//! gives its address in the caller's mapping). The segment is the transports' `CollSegment`
-//! with one data area (created by rank 0, opened by the others once they know its name, and
-//! unlinked as soon as everyone has mapped it). One-sided operations on such a window take the
+//! gives its address in the caller's mapping). The segment is the transports' `WinSegment`
+//! (created by rank 0, opened by the others once they know its name, and unlinked as soon as
+//! everyone has mapped it). One-sided operations on such a window take the
 //! same active-message path as on any other (correct, if not the fastest on one node).
 //!
 //! Every member must run on the same host (whatever the transports: the segment is mapped by
@@ -13,7 +13,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use madmpi_datatypes::{Basic, Datatype};
-use madmpi_transports::shmcoll::{my_pid, CollSegment};
+use madmpi_transports::shmcoll::my_pid;
+use madmpi_transports::shmwin::WinSegment;
 
 use super::window::make;
 use super::{Flavor, Mem, WinId};
@@ -25,9 +26,6 @@ use crate::CommId;
 
 /// Numbers the segments this process creates.
 static NAMES: AtomicU64 = AtomicU64::new(0);
-
-/// Largest shared window (the segment's limit for one data area).
-const MAX_SHARED: usize = 1 << 30;
 
 /// Exchange `mine` (`K` words) with every member of `comm`.
 fn exchange<const K: usize>(mine: [u64; K], n: usize, comm: CommId) -> Result<Vec<[u64; K]>> {
@@ -89,12 +87,6 @@ pub fn win_allocate_shared(
         offsets.push(total);
         total = total.saturating_add(x[0] as usize);
     }
-    if total > MAX_SHARED {
-        return err(
-            ErrorClass::RmaShared,
-            format!("a shared window of {total} bytes (at most {MAX_SHARED})"),
-        );
-    }
     let (mem, start) = if n == 1 {
         let mut b = AlignedBuf::new(total);
         let p = b.ptr();
@@ -108,7 +100,7 @@ pub fn win_allocate_shared(
         if me == 0 {
             let id = NAMES.fetch_add(1, Ordering::Relaxed);
             let pid = my_pid() as u64;
-            if let Ok(s) = CollSegment::create(&name(pid, id), 1, bytes) {
+            if let Ok(s) = WinSegment::create(&name(pid, id), bytes) {
                 seg = Some(s);
                 msg = [1, id, pid];
             }
@@ -119,18 +111,18 @@ pub fn win_allocate_shared(
                 return Ok(false);
             }
             if me != 0 {
-                seg = CollSegment::open(&name(first[2], first[1]), 1, bytes).ok();
+                seg = WinSegment::open(&name(first[2], first[1]), bytes).ok();
             }
             let oks = exchange([seg.is_some() as u64], n, comm)?;
             Ok(oks.iter().all(|x| x[0] == 1))
         })();
         if me == 0 && msg[0] == 1 {
             // Everyone who could map it has: the name goes, whatever happened.
-            let _ = CollSegment::unlink(&name(msg[2], msg[1]));
+            let _ = WinSegment::unlink(&name(msg[2], msg[1]));
         }
         match (res?, seg) {
             (true, Some(s)) => {
-                let p = s.data(0).as_ptr();
+                let p = s.ptr();
                 (Mem::Shared(s), p)
             }
             _ => {
@@ -151,15 +143,29 @@ pub fn win_allocate_shared(
 }
 
 /// MPI_Win_shared_query: the size, displacement unit and address (in this process) of member
-/// `rank`'s part (MPI_PROC_NULL: of the first member with a non-empty part).
+/// `rank`'s part (MPI_PROC_NULL: of the first member with a non-empty part). On a window of
+/// another flavor, only this process's own part has an address (the others: size 0, NULL).
 pub fn win_shared_query(w: WinId, rank: i32) -> Result<(usize, usize, *mut u8)> {
     with(|e| {
         let x = e.st.rma.win(w)?;
         let Some((start, offs)) = &x.segment else {
-            return err(
-                ErrorClass::RmaFlavor,
-                "MPI_Win_shared_query needs a window made by MPI_Win_allocate_shared",
-            );
+            // Another flavor (MPI-4.1): only this process's own memory is reachable by load
+            // and store; the others' parts have no address here.
+            if rank != crate::PROC_NULL && (rank < 0 || rank as usize >= x.peers.len()) {
+                return Err(Error::new(
+                    ErrorClass::Rank,
+                    format!(
+                        "invalid rank {rank} (the window has {} members)",
+                        x.peers.len()
+                    ),
+                ));
+            }
+            let p = x.peers[if rank < 0 { x.rank } else { rank } as usize];
+            return Ok(if rank == x.rank && x.flavor != Flavor::Dynamic {
+                (x.size, x.disp_unit, x.base)
+            } else {
+                (0, p.disp_unit as usize, std::ptr::null_mut())
+            });
         };
         let r = if rank == crate::PROC_NULL {
             match x.peers.iter().position(|p| p.size > 0) {
@@ -178,10 +184,12 @@ pub fn win_shared_query(w: WinId, rank: i32) -> Result<(usize, usize, *mut u8)> 
             rank as usize
         };
         let p = x.peers[r];
-        Ok((
-            p.size as usize,
-            p.disp_unit as usize,
-            start.wrapping_add(offs[r]),
-        ))
+        // (An empty part has no address, as in MPICH.)
+        let at = if p.size == 0 {
+            std::ptr::null_mut()
+        } else {
+            start.wrapping_add(offs[r])
+        };
+        Ok((p.size as usize, p.disp_unit as usize, at))
     })
 }

@@ -16,12 +16,16 @@ use crate::wire::{Header, Kind};
 fn resolve(w: &Win, off: u64, len: u64) -> Option<*mut u8> {
     let end = off.checked_add(len)?;
     if w.flavor == Flavor::Dynamic {
-        let a = off as usize;
-        return w
-            .regions
-            .iter()
-            .any(|&(b, n)| a >= b && end as usize <= b + n)
-            .then_some(a as *mut u8);
+        // Covered by attached regions, which may be adjacent.
+        let (a, end) = (off as usize, end as usize);
+        let mut at = a;
+        while at < end {
+            match w.regions.iter().find(|&&(b, n)| at >= b && at < b + n) {
+                Some(&(b, n)) => at = b + n,
+                None => return None,
+            }
+        }
+        return (at >= end).then_some(a as *mut u8);
     }
     (end <= w.size as u64).then(|| w.base.wrapping_add(off as usize))
 }

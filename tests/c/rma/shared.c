@@ -59,6 +59,9 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Win_sync(win));
     CHECK(mine[0] == -left);
     MPI_OK(MPI_Barrier(node));
+    /* A part of no bytes has no address. */
+    MPI_OK(MPI_Win_shared_query(win, 0, &sz, &du, &p));
+    CHECK(p != NULL);
     /* One-sided operations on the same window. */
     int one = 1;
     MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_SUM, win));
@@ -68,13 +71,19 @@ int main(int argc, char **argv)
         CHECKF(mine[0] == -(n - 1) + n, "slot 0 = %d", mine[0]);
     MPI_OK(MPI_Win_unlock_all(win));
     MPI_OK(MPI_Win_free(&win));
-    /* A window that is not shared cannot be queried. */
+    /* A window of another flavor (MPI-4.1): only my own part has an address. */
     int buf[2];
     MPI_OK(MPI_Win_create(buf, sizeof buf, 1, MPI_INFO_NULL, node, &win));
+    MPI_OK(MPI_Win_shared_query(win, me, &sz, &du, &p));
+    CHECK(sz == sizeof buf && du == 1 && p == buf);
+    if (n > 1) {
+        MPI_OK(MPI_Win_shared_query(win, right, &sz, &du, &p));
+        CHECK(sz == 0 && du == 1 && p == NULL);
+    }
     MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
-    int rc = MPI_Win_shared_query(win, 0, &sz, &du, &p), cls;
+    int rc = MPI_Win_shared_query(win, n, &sz, &du, &p), cls;
     MPI_OK(MPI_Error_class(rc, &cls));
-    CHECK(cls == MPI_ERR_RMA_FLAVOR);
+    CHECK(cls == MPI_ERR_RANK);
     MPI_OK(MPI_Win_free(&win));
     MPI_OK(MPI_Comm_free(&node));
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));

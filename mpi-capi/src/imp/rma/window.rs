@@ -429,7 +429,12 @@ pub unsafe fn MPI_Win_get_name(
         if win_name.is_null() {
             return fail(ErrorClass::Arg, "invalid argument: win_name is NULL");
         }
-        let name = with_entry(win, |e| e.name.clone())?;
+        // (MPI-4.1: the null handle has its name.)
+        let name = if win == MPI_WIN_NULL {
+            "MPI_WIN_NULL".to_string()
+        } else {
+            with_entry(win, |e| e.name.clone())?
+        };
         *len = copy_cstr(&name, win_name, MPI_MAX_OBJECT_NAME as usize);
         Ok(())
     })();
