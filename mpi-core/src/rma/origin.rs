@@ -162,7 +162,11 @@ fn plan(call: Call) -> Result<Plan> {
         }
         Call::Acc(o, t, op) => {
             same_bytes(o.count * o.dt.size(), tbytes(&t), "origin")?;
-            let basic = acc_basic(op, &t.dt, Some(&o.dt))?;
+            // (Nothing moves when the target describes no bytes: no type to agree on.)
+            let basic = match tbytes(&t) {
+                0 => None,
+                _ => Some(acc_basic(op, &t.dt, Some(&o.dt))?),
+            };
             Plan {
                 sub: Sub::Acc,
                 bytes: tbytes(&t),
@@ -171,7 +175,7 @@ fn plan(call: Call) -> Result<Plan> {
                 target: t,
                 result: None,
                 op,
-                basic: Some(basic),
+                basic,
             }
         }
         Call::GetAcc(o, r, t, op) => {
@@ -180,7 +184,10 @@ fn plan(call: Call) -> Result<Plan> {
             if !noop {
                 same_bytes(o.count * o.dt.size(), tbytes(&t), "origin")?;
             }
-            let basic = acc_basic(op, &t.dt, if noop { None } else { Some(&o.dt) })?;
+            let basic = match tbytes(&t) {
+                0 => None,
+                _ => Some(acc_basic(op, &t.dt, if noop { None } else { Some(&o.dt) })?),
+            };
             Plan {
                 sub: Sub::GetAcc,
                 bytes: tbytes(&t),
@@ -193,7 +200,7 @@ fn plan(call: Call) -> Result<Plan> {
                 target: t,
                 result: Some((r.ptr, r.count, r.dt)),
                 op,
-                basic: Some(basic),
+                basic,
             }
         }
         Call::Cas(o, c, r, t) => {
