@@ -51,6 +51,16 @@ pub fn class_code(c: ErrorClass) -> c_int {
         ErrorClass::ValueTooLarge => MPI_ERR_VALUE_TOO_LARGE,
         ErrorClass::UnsupportedDatarep => MPI_ERR_UNSUPPORTED_DATAREP,
         ErrorClass::Conversion => MPI_ERR_CONVERSION,
+        ErrorClass::Win => MPI_ERR_WIN,
+        ErrorClass::RmaRange => MPI_ERR_RMA_RANGE,
+        ErrorClass::RmaSync => MPI_ERR_RMA_SYNC,
+        ErrorClass::RmaAttach => MPI_ERR_RMA_ATTACH,
+        ErrorClass::RmaFlavor => MPI_ERR_RMA_FLAVOR,
+        ErrorClass::RmaShared => MPI_ERR_RMA_SHARED,
+        ErrorClass::Locktype => MPI_ERR_LOCKTYPE,
+        ErrorClass::Assert => MPI_ERR_ASSERT,
+        ErrorClass::Disp => MPI_ERR_DISP,
+        ErrorClass::Size => MPI_ERR_SIZE,
     }
 }
 
@@ -375,6 +385,18 @@ fn handler_for(comm: MPI_Comm) -> (MPI_Comm, Errh) {
 /// handler. Returns the code when the handler returns.
 pub fn raise_code(comm: MPI_Comm, call: &dyn Fn() -> String, code: c_int, why: &str) -> c_int {
     let (comm, h) = handler_for(comm);
+    raise_by(h, &|f, c| call_user(f, comm, c), call, code, why)
+}
+
+/// Report error `code` on handler `h`; `user` calls a user handler function with the object.
+/// Returns the code when the handler returns.
+pub fn raise_by(
+    h: Errh,
+    user: &dyn Fn(ErrhFn, c_int),
+    call: &dyn Fn() -> String,
+    code: c_int,
+    why: &str,
+) -> c_int {
     match h {
         Errh::Return => code,
         Errh::Fatal | Errh::Abort => {
@@ -414,7 +436,7 @@ pub fn raise_code(comm: MPI_Comm, call: &dyn Fn() -> String, code: c_int, why: &
             )
         }
         Errh::User(f) => {
-            call_user(f, comm, code);
+            user(f, code);
             code
         }
     }
@@ -435,7 +457,12 @@ fn call_user(f: ErrhFn, comm: MPI_Comm, code: c_int) {
 /// Report a core error of the call described by `call` on `comm`'s handler.
 #[cold]
 pub fn raise(comm: MPI_Comm, call: &dyn Fn() -> String, e: Error) -> c_int {
-    let code = match e.class {
+    raise_code(comm, call, error_code(&e), &e.msg)
+}
+
+/// The error code of a core error (its class's, or a code whose string says more).
+pub fn error_code(e: &Error) -> c_int {
+    match e.class {
         // MPI_ERR_BUFFER's own string is "invalid buffer pointer": a full buffer gets a code
         // of that class that says what is wrong (MPICH's string says the same).
         ErrorClass::BufferSpace => described_code(
@@ -453,8 +480,7 @@ pub fn raise(comm: MPI_Comm, call: &dyn Fn() -> String, e: Error) -> c_int {
              \"external32\")",
         ),
         c => class_code(c),
-    };
-    raise_code(comm, call, code, &e.msg)
+    }
 }
 
 /// Report a core error of a call that involves no communicator (on MPI_COMM_SELF).

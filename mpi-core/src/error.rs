@@ -59,6 +59,26 @@ pub enum ErrorClass {
     UnsupportedDatarep,
     /// MPI_ERR_CONVERSION: a value cannot be converted to the representation.
     Conversion,
+    /// MPI_ERR_WIN: invalid window.
+    Win,
+    /// MPI_ERR_RMA_RANGE: target memory outside the window (or not attached).
+    RmaRange,
+    /// MPI_ERR_RMA_SYNC: an RMA call outside the epoch it needs.
+    RmaSync,
+    /// MPI_ERR_RMA_ATTACH: memory cannot be attached (overlaps a region, or not attached).
+    RmaAttach,
+    /// MPI_ERR_RMA_FLAVOR: the window's flavor does not allow the call.
+    RmaFlavor,
+    /// MPI_ERR_RMA_SHARED: memory cannot be shared.
+    RmaShared,
+    /// MPI_ERR_LOCKTYPE: invalid lock type.
+    Locktype,
+    /// MPI_ERR_ASSERT: invalid assert argument.
+    Assert,
+    /// MPI_ERR_DISP: invalid displacement unit.
+    Disp,
+    /// MPI_ERR_SIZE: invalid size.
+    Size,
 }
 
 impl ErrorClass {
@@ -90,6 +110,16 @@ impl ErrorClass {
             ErrorClass::ValueTooLarge => "MPI_ERR_VALUE_TOO_LARGE",
             ErrorClass::UnsupportedDatarep => "MPI_ERR_UNSUPPORTED_DATAREP",
             ErrorClass::Conversion => "MPI_ERR_CONVERSION",
+            ErrorClass::Win => "MPI_ERR_WIN",
+            ErrorClass::RmaRange => "MPI_ERR_RMA_RANGE",
+            ErrorClass::RmaSync => "MPI_ERR_RMA_SYNC",
+            ErrorClass::RmaAttach => "MPI_ERR_RMA_ATTACH",
+            ErrorClass::RmaFlavor => "MPI_ERR_RMA_FLAVOR",
+            ErrorClass::RmaShared => "MPI_ERR_RMA_SHARED",
+            ErrorClass::Locktype => "MPI_ERR_LOCKTYPE",
+            ErrorClass::Assert => "MPI_ERR_ASSERT",
+            ErrorClass::Disp => "MPI_ERR_DISP",
+            ErrorClass::Size => "MPI_ERR_SIZE",
         }
     }
 }

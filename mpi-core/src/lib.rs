@@ -23,6 +23,7 @@ mod log;
 pub mod madeleine;
 pub mod op;
 mod request;
+pub mod rma;
 pub mod safe;
 pub mod topo;
 pub mod trace;

@@ -14,7 +14,7 @@ pub const HDR_LEN: usize = 48;
 
 /// The version of what chunks mean, bumped when it changes (1: message chunks matched in
 /// sequence order; a Cts may ask for one piece on one rail, `FLAG_PART`; 2: no `Help` chunk,
-/// the shm driver asks for help with a split copy itself). The drivers carry it
+/// the shm driver asks for help with a split copy itself; `Rma` chunks). The drivers carry it
 /// without reading it (in the TCP hello, in the shared-memory segment's header), so that
 /// processes of different builds refuse each other when they connect instead of misreading.
 pub const VERSION: u32 = 2;
@@ -61,6 +61,12 @@ pub enum Kind {
     /// Answer to `CancelReq`: `flags & FLAG_CANCELLED` says whether it was cancelled.
     CancelAck = 8,
     // 9 was `Help` (version 1): the shm driver's split copy now asks for help on its own.
+    /// One-sided communication (`crate::rma`): an operation on a window or a synchronisation
+    /// of one, or the answer to one; `tag` says which (`rma::wire`), `ctx` is the window's
+    /// number at the receiver, `src` the sender's rank in the window. Numbered like message
+    /// chunks and handled in sequence order, so that the operations of one origin reach a
+    /// target in the order they were issued, whatever their rails.
+    Rma = 10,
 }
 
 impl Kind {
@@ -79,6 +85,7 @@ impl Kind {
             6 => Kind::SyncAck,
             7 => Kind::CancelReq,
             8 => Kind::CancelAck,
+            10 => Kind::Rma,
             _ => return None,
         })
     }

@@ -381,12 +381,12 @@ fn abort_ends_the_job() {
 #[test]
 fn fatal_unsupported() {
     if !toolchain().ours {
-        return; // other MPIs implement MPI_Win_create
+        return; // other MPIs implement MPI_Comm_spawn
     }
     fatal(
         "unsupported",
         &[
-            "MPI_Win_create is not implemented",
+            "MPI_Comm_spawn is not implemented",
             "MPI_ERR_UNSUPPORTED_OPERATION",
         ],
     );

@@ -67,6 +67,7 @@ pub mod ofi;
 pub mod registry;
 pub mod shm;
 pub mod shmcoll;
+pub mod shmwin;
 mod sys;
 pub mod tcp;
 

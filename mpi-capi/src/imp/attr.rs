@@ -24,6 +24,7 @@ use crate::handles;
 pub(crate) enum Obj {
     Comm,
     Type,
+    Win,
 }
 
 impl Obj {
@@ -31,6 +32,7 @@ impl Obj {
         match self {
             Obj::Comm => "communicator",
             Obj::Type => "datatype",
+            Obj::Win => "window",
         }
     }
 }
@@ -53,6 +55,7 @@ type TypeCopy = unsafe extern "C" fn(
     *mut c_int,
 ) -> c_int;
 type TypeDel = unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void) -> c_int;
+type WinDel = unsafe extern "C" fn(MPI_Win, c_int, *mut c_void, *mut c_void) -> c_int;
 
 #[derive(Clone, Copy)]
 enum CopyF {
@@ -67,6 +70,7 @@ enum DelF {
     Null,
     Comm(CommDel),
     Type(TypeDel),
+    Win(WinDel),
 }
 
 #[derive(Clone, Copy)]
@@ -179,6 +183,7 @@ fn run_delete(obj: Obj, h: usize, k: c_int, kv: &Keyval, val: usize) -> Result<(
                 val as *mut c_void,
                 kv.extra as *mut c_void,
             ),
+            DelF::Win(f) => f(h as MPI_Win, k, val as *mut c_void, kv.extra as *mut c_void),
         }
     };
     if rc != MPI_SUCCESS {
@@ -534,4 +539,53 @@ pub unsafe fn MPI_Type_get_attr(
 pub unsafe fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
     let r = type_h(datatype).and_then(|h| delete(Obj::Type, h, type_keyval));
     done(MPI_COMM_SELF, "MPI_Type_delete_attr", r)
+}
+
+// ------------------------------------------------------------------------------------ windows
+
+// (Windows are never duplicated: their copy callback is never called and not kept.)
+
+/// MPI_Win_create_keyval (for `rma`).
+pub(crate) fn win_create_keyval(
+    del: MPI_Win_delete_attr_function,
+    keyval: *mut c_int,
+    extra: *mut c_void,
+) -> Result<(), (c_int, String)> {
+    create(
+        Obj::Win,
+        CopyF::Null,
+        del.map_or(DelF::Null, DelF::Win),
+        keyval,
+        extra,
+    )
+}
+
+/// MPI_Win_free_keyval.
+pub(crate) fn win_free_keyval(keyval: *mut c_int) -> Result<(), (c_int, String)> {
+    free_keyval(Obj::Win, keyval)
+}
+
+/// MPI_Win_set_attr.
+pub(crate) fn win_set(w: MPI_Win, k: c_int, val: *mut c_void) -> Result<(), (c_int, String)> {
+    set(Obj::Win, w as usize, k, val as usize)
+}
+
+/// MPI_Win_get_attr of a user keyval.
+pub(crate) fn win_get(
+    w: MPI_Win,
+    k: c_int,
+    val: *mut c_void,
+    flag: *mut c_int,
+) -> Result<(), (c_int, String)> {
+    get(Obj::Win, w as usize, k, val, flag)
+}
+
+/// MPI_Win_delete_attr.
+pub(crate) fn win_delete(w: MPI_Win, k: c_int) -> Result<(), (c_int, String)> {
+    delete(Obj::Win, w as usize, k)
+}
+
+/// MPI_Win_free: delete the window's attributes.
+pub(crate) fn win_delete_all(w: MPI_Win) -> Result<(), (c_int, String)> {
+    delete_all(Obj::Win, w as usize)
 }

@@ -24,6 +24,7 @@ mod p2p;
 mod p2p_ext;
 mod pack;
 mod request;
+mod rma;
 mod status;
 mod topo;
 
@@ -43,5 +44,6 @@ pub use p2p::*;
 pub use p2p_ext::*;
 pub use pack::*;
 pub use request::*;
+pub use rma::*;
 pub use status::*;
 pub use topo::*;

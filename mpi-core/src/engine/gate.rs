@@ -26,6 +26,8 @@ pub(super) enum OnSent {
     Send(RequestId),
     /// A Data fragment of a send request.
     Frag(RequestId),
+    /// A chunk whose payload the engine owns (`State::owned`, one-sided communication): freed.
+    Owned(u32),
 }
 
 /// The `kind` of the marker chunk that stands, in a gate's queue, for the records already
@@ -188,6 +190,12 @@ impl Route {
     }
 }
 
+/// Chunks handled in sequence order at the receiver: messages, and one-sided operations.
+#[inline(always)]
+fn numbered(kind: u8) -> bool {
+    kind == Kind::Eager as u8 || kind == Kind::Rts as u8 || kind == Kind::Rma as u8
+}
+
 impl State {
     /// No gate has chunks waiting for the strategy.
     #[inline(always)]
@@ -240,6 +248,7 @@ impl State {
     fn on_sent(&mut self, s: OnSent, len: usize) {
         match s {
             OnSent::Nothing => {}
+            OnSent::Owned(k) => self.release_owned(k),
             OnSent::Send(id) => {
                 if let Some(Request {
                     op: Op::Send(op), ..
@@ -274,7 +283,7 @@ impl State {
         let g = &mut self.gates[peer as usize];
         let mut seq = g.seq;
         for c in g.out.iter_mut().take(n) {
-            if c.hdr.kind == Kind::Eager as u8 || c.hdr.kind == Kind::Rts as u8 {
+            if numbered(c.hdr.kind) {
                 seq = seq.wrapping_add(1);
                 c.hdr.seq = seq;
             }
@@ -288,7 +297,7 @@ impl State {
             let c = g.out.pop_front().expect("n chunks queued");
             if c.hdr.kind == KIND_PACKED {
                 g.packed.clear();
-            } else if c.hdr.kind == Kind::Eager as u8 || c.hdr.kind == Kind::Rts as u8 {
+            } else if numbered(c.hdr.kind) {
                 g.seq = c.hdr.seq;
             }
             self.on_sent(c.sent, c.len);

@@ -43,6 +43,18 @@ impl State {
                     self.release_held(peer);
                 }
             }
+            Kind::Rma => {
+                // In sequence order with the messages of the same peer (see `Kind::Rma`).
+                let o = &mut self.order[peer as usize];
+                if h.seq != o.expect {
+                    return self.hold(peer, h, payload);
+                }
+                o.expect = o.expect.wrapping_add(1);
+                self.handle_rma(peer, h, payload);
+                if !self.order[peer as usize].is_empty() {
+                    self.release_held(peer);
+                }
+            }
             Kind::Fin | Kind::SyncAck => {
                 let id = RequestId(h.sreq);
                 if let Some(Request {
@@ -256,7 +268,11 @@ impl State {
     #[inline(never)]
     fn release_held(&mut self, peer: u32) {
         while let Some((h, payload)) = self.order[peer as usize].next_held() {
-            self.handle_message(peer, h.kind == Kind::Eager as u8, h, &payload);
+            if h.kind == Kind::Rma as u8 {
+                self.handle_rma(peer, h, &payload);
+            } else {
+                self.handle_message(peer, h.kind == Kind::Eager as u8, h, &payload);
+            }
         }
     }
 

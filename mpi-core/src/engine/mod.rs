@@ -19,7 +19,8 @@
 //! - `order`: restoring the order of a peer's messages;
 //! - `rails`: the drivers and the rails of a gate;
 //! - `strategy`: what the next packet is made of and on which rail;
-//! - `drive`: the only module that calls drivers (packet building, progress).
+//! - `drive`: the only module that calls drivers (packet building, progress);
+//! - `owned`: what the one-sided layer (`crate::rma`) uses: chunks with owned payloads.
 //!
 //! Only `drive` calls a driver. This module never blocks and never sleeps; waiting lives in `api`.
 
@@ -31,6 +32,7 @@ mod gate;
 mod input;
 mod matching;
 mod order;
+mod owned;
 pub(crate) mod rails;
 mod recv;
 mod send;
@@ -44,6 +46,7 @@ use gate::{gate_for, Gate, NotPacked, OnSent, OutChunk, Route, KIND_PACKED};
 use input::SPLIT_MIN;
 pub(crate) use matching::CTX_LIMIT;
 use matching::{matches, MatchQ, UBody, Unexpected};
+pub(crate) use owned::Owned;
 pub(crate) use rails::Drivers;
 use recv::{check_src_tag, PendingGet, SplitRecv};
 use send::{check_dest_tag, check_type, gather_worthy};

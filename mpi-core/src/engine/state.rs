@@ -110,6 +110,10 @@ pub(crate) struct State {
     pub(super) scheds: Vec<RequestId>,
     /// Problems with peers' packets, reported once each (malformed data is dropped).
     pub peer_errors: Vec<String>,
+    /// Payloads of queued one-sided chunks (`owned`).
+    pub(super) owned: super::Owned,
+    /// Windows of one-sided communication (`crate::rma`).
+    pub(crate) rma: crate::rma::Rma,
 }
 
 // SAFETY: the raw pointers a `State` holds point into user buffers (valid until their request
@@ -179,6 +183,8 @@ impl State {
             lost: Vec::new(),
             scheds: Vec::new(),
             peer_errors: Vec::new(),
+            owned: Default::default(),
+            rma: Default::default(),
         }
     }
 
@@ -356,7 +362,7 @@ impl State {
         }
     }
 
-    pub(super) fn peer_error(&mut self, msg: String) {
+    pub(crate) fn peer_error(&mut self, msg: String) {
         if self.peer_errors.len() < 16 {
             eprintln!("madmpi: dropped {msg}");
             self.peer_errors.push(msg);

@@ -288,6 +288,7 @@ fn kind_name(k: u8) -> &'static str {
         Some(Kind::SyncAck) => "sync_ack",
         Some(Kind::CancelReq) => "cancel_req",
         Some(Kind::CancelAck) => "cancel_ack",
+        Some(Kind::Rma) => "rma",
         None => "unknown",
     }
 }

@@ -8,7 +8,7 @@
  *   uninit      MPI_Send before MPI_Init
  *   finalized   MPI_Barrier after MPI_Finalize
  *   abort       rank 1: MPI_Abort(MPI_COMM_WORLD, 42)
- *   unsupported MPI_Win_create (not implemented) with the default handler
+ *   unsupported MPI_Comm_spawn (not implemented) with the default handler
  * 2 ranks.  Prints "UNREACHABLE" if the job survives the error. */
 #include "common.h"
 
@@ -55,8 +55,9 @@ int main(int argc, char **argv)
         else
             MPI_Recv(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (strcmp(mode, "unsupported") == 0) {
-        MPI_Win win;
-        MPI_Win_create(&v, sizeof v, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+        MPI_Comm child;
+        MPI_Comm_spawn("none", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &child,
+                       MPI_ERRCODES_IGNORE);
     } else {
         FAILF("unknown mode %s", mode);
     }

@@ -1,0 +1,614 @@
+//! The communication calls: put, get, the accumulates, fetch-and-op, compare-and-swap, their
+//! request-based forms and `_c` twins. Each converts its arguments and makes one call to
+//! `madmpi::rma::rma`.
+
+// (The C signatures: as many arguments as the standard gives them.)
+#![allow(clippy::too_many_arguments)]
+
+use std::os::raw::{c_int, c_void};
+
+use madmpi::op::Op;
+use madmpi::rma::{self, Call, Local, Remote};
+use madmpi::{BuiltinOp, Datatype, ErrorClass};
+
+use super::super::common::*;
+use super::super::op::op as op_arg;
+use super::{finish_win, win, win_name};
+use crate::abi::*;
+use crate::handles;
+
+fn dt(d: MPI_Datatype) -> R<Datatype> {
+    let t = handles::datatype(d)?;
+    if !t.is_committed() {
+        return fail(ErrorClass::Type, "the datatype is not committed");
+    }
+    Ok((*t).clone())
+}
+
+fn local(buf: *const c_void, count: i64, d: MPI_Datatype) -> R<Local> {
+    let count = count_arg(count)?;
+    let t = dt(d)?;
+    check_buf(buf, count, &t)?;
+    Ok(Local {
+        ptr: buf as *mut u8,
+        count,
+        dt: t,
+    })
+}
+
+fn remote(rank: c_int, disp: MPI_Aint, count: i64, d: MPI_Datatype) -> R<Remote> {
+    Ok(Remote {
+        rank,
+        disp: disp as i64,
+        count: count_arg(count)?,
+        dt: dt(d)?,
+    })
+}
+
+fn builtin(o: MPI_Op, d: MPI_Datatype) -> R<BuiltinOp> {
+    let t = dt(d)?;
+    match op_arg(o, d, &t)? {
+        Op::Builtin(b) => Ok(b),
+        Op::User { .. } => fail(
+            ErrorClass::Op,
+            "one-sided accumulates take predefined operations only",
+        ),
+    }
+}
+
+/// Issue `call` on `w`; with `request`, write the request's handle there.
+unsafe fn issue(
+    name: &'static str,
+    w: MPI_Win,
+    request: *mut MPI_Request,
+    call: impl FnOnce() -> R<Call>,
+) -> c_int {
+    let r = (|| {
+        running()?;
+        let id = win(w)?;
+        let o = if request.is_null() {
+            None
+        } else {
+            Some(out(request, "request")?)
+        };
+        let c = call()?;
+        let rid = rma::rma(id, c, o.is_some())?;
+        if let (Some(o), Some(rid)) = (o, rid) {
+            *o = handles::new_request(rid, super::window::win_comm(w))?;
+        }
+        Ok(())
+    })();
+    finish_win(w, r, &|| format!("{name}(win={})", win_name(w)))
+}
+
+pub unsafe fn MPI_Put(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    issue("MPI_Put", win, std::ptr::null_mut(), || {
+        Ok(Call::Put(
+            local(origin_addr, i64::from(origin_count), origin_datatype)?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Put_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    issue("MPI_Put_c", win, std::ptr::null_mut(), || {
+        Ok(Call::Put(
+            local(origin_addr, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Rput(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    if request.is_null() {
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rput(win={})", win_name(win)),
+        );
+    }
+    issue("MPI_Rput", win, request, || {
+        Ok(Call::Put(
+            local(origin_addr, i64::from(origin_count), origin_datatype)?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Rput_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    if request.is_null() {
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rput_c(win={})", win_name(win)),
+        );
+    }
+    issue("MPI_Rput_c", win, request, || {
+        Ok(Call::Put(
+            local(origin_addr, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Get(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    issue("MPI_Get", win, std::ptr::null_mut(), || {
+        Ok(Call::Get(
+            local(
+                origin_addr as *const c_void,
+                i64::from(origin_count),
+                origin_datatype,
+            )?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Get_c(
+    origin_addr: *mut c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    issue("MPI_Get_c", win, std::ptr::null_mut(), || {
+        Ok(Call::Get(
+            local(origin_addr as *const c_void, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Rget(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    if request.is_null() {
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rget(win={})", win_name(win)),
+        );
+    }
+    issue("MPI_Rget", win, request, || {
+        Ok(Call::Get(
+            local(
+                origin_addr as *const c_void,
+                i64::from(origin_count),
+                origin_datatype,
+            )?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Rget_c(
+    origin_addr: *mut c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    if request.is_null() {
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rget_c(win={})", win_name(win)),
+        );
+    }
+    issue("MPI_Rget_c", win, request, || {
+        Ok(Call::Get(
+            local(origin_addr as *const c_void, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    issue("MPI_Accumulate", win, std::ptr::null_mut(), || {
+        Ok(Call::Acc(
+            local(origin_addr, i64::from(origin_count), origin_datatype)?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+            builtin(op, target_datatype)?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    issue("MPI_Accumulate_c", win, std::ptr::null_mut(), || {
+        Ok(Call::Acc(
+            local(origin_addr, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+            builtin(op, target_datatype)?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Raccumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    if request.is_null() {
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Raccumulate(win={})", win_name(win)),
+        );
+    }
+    issue("MPI_Raccumulate", win, request, || {
+        Ok(Call::Acc(
+            local(origin_addr, i64::from(origin_count), origin_datatype)?,
+            remote(
+                target_rank,
+                target_disp,
+                i64::from(target_count),
+                target_datatype,
+            )?,
+            builtin(op, target_datatype)?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Raccumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    if request.is_null() {
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Raccumulate_c(win={})", win_name(win)),
+        );
+    }
+    issue("MPI_Raccumulate_c", win, request, || {
+        Ok(Call::Acc(
+            local(origin_addr, origin_count, origin_datatype)?,
+            remote(target_rank, target_disp, target_count, target_datatype)?,
+            builtin(op, target_datatype)?,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Get_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    issue("MPI_Get_accumulate", win, std::ptr::null_mut(), || {
+        Ok({
+            let b = builtin(op, target_datatype)?;
+            let origin = if b == BuiltinOp::NoOp {
+                Local {
+                    ptr: origin_addr as *mut u8,
+                    count: 0,
+                    dt: dt(target_datatype)?,
+                }
+            } else {
+                local(origin_addr, i64::from(origin_count), origin_datatype)?
+            };
+            Call::GetAcc(
+                origin,
+                local(result_addr, i64::from(result_count), result_datatype)?,
+                remote(
+                    target_rank,
+                    target_disp,
+                    i64::from(target_count),
+                    target_datatype,
+                )?,
+                b,
+            )
+        })
+    })
+}
+
+pub unsafe fn MPI_Get_accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: MPI_Count,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    issue("MPI_Get_accumulate_c", win, std::ptr::null_mut(), || {
+        Ok({
+            let b = builtin(op, target_datatype)?;
+            let origin = if b == BuiltinOp::NoOp {
+                Local {
+                    ptr: origin_addr as *mut u8,
+                    count: 0,
+                    dt: dt(target_datatype)?,
+                }
+            } else {
+                local(origin_addr, origin_count, origin_datatype)?
+            };
+            Call::GetAcc(
+                origin,
+                local(result_addr, result_count, result_datatype)?,
+                remote(target_rank, target_disp, target_count, target_datatype)?,
+                b,
+            )
+        })
+    })
+}
+
+pub unsafe fn MPI_Rget_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    if request.is_null() {
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rget_accumulate(win={})", win_name(win)),
+        );
+    }
+    issue("MPI_Rget_accumulate", win, request, || {
+        Ok({
+            let b = builtin(op, target_datatype)?;
+            let origin = if b == BuiltinOp::NoOp {
+                Local {
+                    ptr: origin_addr as *mut u8,
+                    count: 0,
+                    dt: dt(target_datatype)?,
+                }
+            } else {
+                local(origin_addr, i64::from(origin_count), origin_datatype)?
+            };
+            Call::GetAcc(
+                origin,
+                local(result_addr, i64::from(result_count), result_datatype)?,
+                remote(
+                    target_rank,
+                    target_disp,
+                    i64::from(target_count),
+                    target_datatype,
+                )?,
+                b,
+            )
+        })
+    })
+}
+
+pub unsafe fn MPI_Rget_accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: MPI_Count,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    if request.is_null() {
+        return finish_win(
+            win,
+            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+            &|| format!("MPI_Rget_accumulate_c(win={})", win_name(win)),
+        );
+    }
+    issue("MPI_Rget_accumulate_c", win, request, || {
+        Ok({
+            let b = builtin(op, target_datatype)?;
+            let origin = if b == BuiltinOp::NoOp {
+                Local {
+                    ptr: origin_addr as *mut u8,
+                    count: 0,
+                    dt: dt(target_datatype)?,
+                }
+            } else {
+                local(origin_addr, origin_count, origin_datatype)?
+            };
+            Call::GetAcc(
+                origin,
+                local(result_addr, result_count, result_datatype)?,
+                remote(target_rank, target_disp, target_count, target_datatype)?,
+                b,
+            )
+        })
+    })
+}
+
+pub unsafe fn MPI_Fetch_and_op(
+    origin_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    issue("MPI_Fetch_and_op", win, std::ptr::null_mut(), || {
+        let b = builtin(op, datatype)?;
+        let origin = if b == BuiltinOp::NoOp {
+            Local {
+                ptr: origin_addr as *mut u8,
+                count: 0,
+                dt: dt(datatype)?,
+            }
+        } else {
+            local(origin_addr, 1, datatype)?
+        };
+        Ok(Call::GetAcc(
+            origin,
+            local(result_addr, 1, datatype)?,
+            remote(target_rank, target_disp, 1, datatype)?,
+            b,
+        ))
+    })
+}
+
+pub unsafe fn MPI_Compare_and_swap(
+    origin_addr: *const c_void,
+    compare_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    win: MPI_Win,
+) -> c_int {
+    issue("MPI_Compare_and_swap", win, std::ptr::null_mut(), || {
+        let t = dt(datatype)?;
+        check_buf(origin_addr, 1, &t)?;
+        check_buf(compare_addr, 1, &t)?;
+        check_buf(result_addr, 1, &t)?;
+        Ok(Call::Cas(
+            origin_addr as *const u8,
+            compare_addr as *const u8,
+            result_addr as *mut u8,
+            remote(target_rank, target_disp, 1, datatype)?,
+        ))
+    })
+}

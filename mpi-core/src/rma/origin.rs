@@ -1,0 +1,425 @@
+//! The origin side: issuing an operation (checks, packing the origin data, flattening the
+//! target datatype into segments, cutting into chunks that fit the target's gate) and taking
+//! its answers (acknowledgements, data brought back).
+//!
+//! Origin data is packed when the operation is issued, so the origin buffer of a put or an
+//! accumulate may be reused at once (local completion is immediate); a request-based
+//! operation's request completes when every answer came (remote completion), which is
+//! stronger than the standard asks.
+
+use madmpi_datatypes::{Basic, Datatype};
+
+use super::wire::{self, Sub};
+use super::{op_code, Flavor, Track, WinId};
+use crate::api::with;
+use crate::engine::State;
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::op::{BuiltinOp, Op as ReduceOp};
+use crate::request::{Op, Request, RequestId};
+use crate::wire::{Header, Kind};
+
+/// An origin (or result) buffer: `count` elements of `dt` at `ptr`.
+#[derive(Clone, Debug)]
+pub struct Local {
+    /// Start of the buffer.
+    pub ptr: *mut u8,
+    /// Elements.
+    pub count: usize,
+    /// Their type.
+    pub dt: Datatype,
+}
+
+/// The target of an operation: `count` elements of `dt` at displacement `disp` (in the
+/// target's displacement units; an address for a dynamic window) of rank `rank`'s part.
+#[derive(Clone, Debug)]
+pub struct Remote {
+    /// Rank in the window's group (or MPI_PROC_NULL).
+    pub rank: i32,
+    /// Displacement.
+    pub disp: i64,
+    /// Elements.
+    pub count: usize,
+    /// Their type.
+    pub dt: Datatype,
+}
+
+/// A one-sided operation.
+#[derive(Clone, Debug)]
+pub enum Call {
+    /// MPI_Put / MPI_Rput.
+    Put(Local, Remote),
+    /// MPI_Get / MPI_Rget.
+    Get(Local, Remote),
+    /// MPI_Accumulate / MPI_Raccumulate.
+    Acc(Local, Remote, BuiltinOp),
+    /// MPI_Get_accumulate / MPI_Rget_accumulate / MPI_Fetch_and_op: origin, result, target.
+    GetAcc(Local, Local, Remote, BuiltinOp),
+    /// MPI_Compare_and_swap: origin, compare, result (one element of the target's type).
+    Cas(*const u8, *const u8, *mut u8, Remote),
+}
+
+/// Issue `call` on window `w`; with `want_req`, a request that completes with it.
+///
+/// # Safety
+/// The origin buffers hold what their types describe; a result buffer stays valid until the
+/// operation completes (at the end of its epoch, a flush, or its request).
+pub unsafe fn rma(w: WinId, call: Call, want_req: bool) -> Result<Option<RequestId>> {
+    with(|e| {
+        // SAFETY: forwarded.
+        unsafe { e.st.rma_issue(w, call, want_req) }
+    })
+}
+
+/// What an operation sends: its kind, target, packed data, result buffer, operation.
+struct Plan {
+    sub: Sub,
+    target: Remote,
+    data: Vec<u8>,
+    /// Bytes of target memory the operation touches (its packed stream).
+    bytes: usize,
+    result: Option<(*mut u8, usize, Datatype)>,
+    op: BuiltinOp,
+    basic: Option<Basic>,
+}
+
+fn same_bytes(a: usize, b: usize, what: &str) -> Result<()> {
+    if a != b {
+        return err(
+            ErrorClass::Type,
+            format!(
+                "the {what} describes {a} bytes and the target {b}: their type signatures must \
+                 match"
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The basic type an accumulate applies `op` to, checked on both sides.
+fn acc_basic(op: BuiltinOp, target: &Datatype, other: Option<&Datatype>) -> Result<Basic> {
+    let Some((basic, _)) = target.uniform_element() else {
+        return err(
+            ErrorClass::Type,
+            "an accumulate's target datatype must be made of one predefined type",
+        );
+    };
+    ReduceOp::Builtin(op).check(target)?;
+    if let Some(o) = other {
+        match o.uniform_element() {
+            Some((b, _)) if b == basic => {}
+            Some((_, 0)) | None if o.size() == 0 => {}
+            _ => {
+                return err(
+                    ErrorClass::Type,
+                    format!(
+                        "an accumulate's origin and target must be made of the same predefined \
+                         type (the target's is {})",
+                        basic.mpi_name()
+                    ),
+                )
+            }
+        }
+    }
+    Ok(basic)
+}
+
+/// # Safety
+/// `l` describes readable memory.
+unsafe fn pack(l: &Local) -> Vec<u8> {
+    let mut v = vec![0u8; l.count * l.dt.size()];
+    // SAFETY: the caller's.
+    unsafe { l.dt.pack(l.ptr, l.count, 0, &mut v) };
+    v
+}
+
+fn plan(call: Call) -> Result<Plan> {
+    let tbytes = |t: &Remote| t.count * t.dt.size();
+    Ok(match call {
+        Call::Put(o, t) => {
+            same_bytes(o.count * o.dt.size(), tbytes(&t), "origin")?;
+            Plan {
+                sub: Sub::Put,
+                bytes: tbytes(&t),
+                // SAFETY: the origin buffer holds its elements (caller of `rma`).
+                data: unsafe { pack(&o) },
+                target: t,
+                result: None,
+                op: BuiltinOp::Replace,
+                basic: None,
+            }
+        }
+        Call::Get(o, t) => {
+            same_bytes(o.count * o.dt.size(), tbytes(&t), "origin")?;
+            Plan {
+                sub: Sub::Get,
+                bytes: tbytes(&t),
+                data: Vec::new(),
+                target: t,
+                result: Some((o.ptr, o.count, o.dt)),
+                op: BuiltinOp::NoOp,
+                basic: None,
+            }
+        }
+        Call::Acc(o, t, op) => {
+            same_bytes(o.count * o.dt.size(), tbytes(&t), "origin")?;
+            // (Nothing moves when the target describes no bytes: no type to agree on.)
+            let basic = match tbytes(&t) {
+                0 => None,
+                _ => Some(acc_basic(op, &t.dt, Some(&o.dt))?),
+            };
+            Plan {
+                sub: Sub::Acc,
+                bytes: tbytes(&t),
+                // SAFETY: as above.
+                data: unsafe { pack(&o) },
+                target: t,
+                result: None,
+                op,
+                basic,
+            }
+        }
+        Call::GetAcc(o, r, t, op) => {
+            same_bytes(r.count * r.dt.size(), tbytes(&t), "result buffer")?;
+            let noop = op == BuiltinOp::NoOp;
+            if !noop {
+                same_bytes(o.count * o.dt.size(), tbytes(&t), "origin")?;
+            }
+            let basic = match tbytes(&t) {
+                0 => None,
+                _ => Some(acc_basic(op, &t.dt, if noop { None } else { Some(&o.dt) })?),
+            };
+            Plan {
+                sub: Sub::GetAcc,
+                bytes: tbytes(&t),
+                // SAFETY: as above.
+                data: if noop {
+                    Vec::new()
+                } else {
+                    unsafe { pack(&o) }
+                },
+                target: t,
+                result: Some((r.ptr, r.count, r.dt)),
+                op,
+                basic,
+            }
+        }
+        Call::Cas(o, c, r, t) => {
+            let Some(basic) = t.dt.as_basic() else {
+                return err(
+                    ErrorClass::Type,
+                    "MPI_Compare_and_swap takes a predefined datatype",
+                );
+            };
+            let n = basic.size();
+            let mut data = vec![0u8; 2 * n];
+            // SAFETY: both buffers hold one element of the type (caller of `rma`).
+            unsafe {
+                std::ptr::copy_nonoverlapping(o, data.as_mut_ptr(), n);
+                std::ptr::copy_nonoverlapping(c, data.as_mut_ptr().add(n), n);
+            }
+            Plan {
+                sub: Sub::Cas,
+                bytes: n,
+                data,
+                result: Some((r, 1, t.dt.clone())),
+                target: t,
+                op: BuiltinOp::Replace,
+                basic: Some(basic),
+            }
+        }
+    })
+}
+
+impl State {
+    /// [`rma`] under the engine lock.
+    ///
+    /// # Safety
+    /// As [`rma`].
+    pub(crate) unsafe fn rma_issue(
+        &mut self,
+        w: WinId,
+        call: Call,
+        want_req: bool,
+    ) -> Result<Option<RequestId>> {
+        let p = plan(call)?;
+        let win = self.rma.win(w)?;
+        let t = &p.target;
+        if t.rank == crate::PROC_NULL {
+            return Ok(want_req.then(|| self.reqs.insert(Request::done(Op::None))));
+        }
+        if t.rank < 0 || t.rank as usize >= win.world.len() {
+            return err(
+                ErrorClass::Rank,
+                format!(
+                    "invalid target rank {} (the window has {} members)",
+                    t.rank,
+                    win.world.len()
+                ),
+            );
+        }
+        if !win.may_access(t.rank) {
+            return err(
+                ErrorClass::RmaSync,
+                format!(
+                    "no access epoch is open on target {} (MPI_Win_fence, MPI_Win_lock[_all] or \
+                     MPI_Win_start first)",
+                    t.rank
+                ),
+            );
+        }
+        let peer = win.peers[t.rank as usize];
+        // Where the target memory starts: from the window's base, or an address.
+        let start: i128 = if win.flavor == Flavor::Dynamic {
+            t.disp as i128
+        } else {
+            t.disp as i128 * peer.disp_unit as i128
+        };
+        let (lo, hi) =
+            t.dt.buffer_span(t.count)
+                .map_err(|e| Error::new(ErrorClass::Count, e.to_string()))?;
+        if win.flavor != Flavor::Dynamic
+            && p.bytes > 0
+            && (start + (lo as i128) < 0 || start + hi as i128 > peer.size as i128)
+        {
+            return err(
+                ErrorClass::RmaRange,
+                format!(
+                    "target memory [{}, {}) lies outside rank {}'s {}-byte window",
+                    start + lo as i128,
+                    start + hi as i128,
+                    t.rank,
+                    peer.size
+                ),
+            );
+        }
+        if win.flavor == Flavor::Dynamic && p.bytes > 0 && start + (lo as i128) < 0 {
+            return err(ErrorClass::RmaRange, "negative target address");
+        }
+        let world = win.world[t.rank as usize];
+        if self.peer_dead(world) {
+            return err(
+                ErrorClass::ProcAborted,
+                format!("target {} has died", t.rank),
+            );
+        }
+        if let (Some((seg, offs)), Sub::Put | Sub::Get) = (&win.segment, p.sub) {
+            // A shared window: the target's part is mapped here; a put or a get is a copy
+            // (checked in range above), complete at once, with no work for the target.
+            let part = seg.wrapping_add(offs[t.rank as usize]);
+            let mut at = 0usize;
+            let mut packed = vec![0u8; if p.sub == Sub::Get { p.bytes } else { 0 }];
+            for (off, len) in t.dt.segments(t.count, 0..p.bytes) {
+                let tp = part.wrapping_offset(start as isize + off);
+                // SAFETY: [tp, tp + len) lies in the target's part of the segment (range
+                // checked above), mapped until the window is freed; the origin data is ours.
+                unsafe {
+                    if p.sub == Sub::Put {
+                        std::ptr::copy(p.data.as_ptr().add(at), tp, len);
+                    } else {
+                        std::ptr::copy(tp, packed.as_mut_ptr().add(at), len);
+                    }
+                }
+                at += len;
+            }
+            if let Some((ptr, count, dt)) = &p.result {
+                // SAFETY: the result buffer holds `count` elements (caller).
+                unsafe { dt.unpack(*ptr, *count, 0, &packed) };
+            }
+            return Ok(want_req.then(|| self.reqs.insert(Request::done(Op::None))));
+        }
+        let (me, wid, rank) = (win.rank, peer.id, t.rank);
+        let elem = p.basic.map_or(1, |b| b.size());
+        let room = self
+            .chunk_max(world)
+            .max(wire::SEG_HDR + wire::SEG_LEN + elem);
+        let segs =
+            t.dt.segments(t.count, 0..p.bytes)
+                .map(|(off, len)| ((start + off as i128) as u64, len as u64));
+        let pieces = wire::pieces(segs, room, elem);
+        let req = want_req.then(|| self.reqs.insert(Request::new(Op::None)));
+        if pieces.is_empty() {
+            if let Some(r) = req {
+                self.complete_with(r, None);
+            }
+            return Ok(req);
+        }
+        let token = self.rma.next_token;
+        self.rma.next_token += 1;
+        self.rma.ops.insert(
+            token,
+            Track {
+                win: w,
+                target: rank,
+                left: pieces.len() as u32,
+                result: p.result,
+                req,
+                error: None,
+            },
+        );
+        self.rma.win_mut(w)?.pending[rank as usize] += 1;
+        let aux = op_code(p.op) as u64 | (p.basic.map_or(0, |b| b.index() as u64) << 8);
+        for (segs, at) in pieces {
+            let n: u64 = segs.iter().map(|s| s.1).sum();
+            let data: &[u8] = match p.sub {
+                Sub::Put | Sub::Acc => &p.data[at..at + n as usize],
+                Sub::GetAcc if !p.data.is_empty() => &p.data[at..at + n as usize],
+                Sub::Cas => &p.data,
+                _ => &[],
+            };
+            let hdr = Header {
+                kind: Kind::Rma as u8,
+                ctx: wid,
+                src: me,
+                tag: p.sub as i32,
+                msg_len: at as u64,
+                sreq: token,
+                aux,
+                ..Default::default()
+            };
+            self.queue_owned(world, hdr, wire::encode(&segs, data));
+        }
+        Ok(req)
+    }
+
+    /// An answer (`Ack` or `Reply`) to one chunk of operation `h.sreq`.
+    pub(super) fn rma_answer(&mut self, peer: u32, sub: Sub, h: Header, payload: &[u8]) {
+        let Some(t) = self.rma.ops.get_mut(&h.sreq) else {
+            return self.peer_error(format!(
+                "from rank {peer}: an answer to an unknown one-sided operation"
+            ));
+        };
+        if h.flags == wire::ERR_RANGE {
+            t.error = Some(ErrorClass::RmaRange);
+        } else if sub == Sub::Reply {
+            if let Some((ptr, count, dt)) = &t.result {
+                // SAFETY: the result buffer stays valid until the operation completes (caller
+                // of `rma`); unpack clips to the stream of `count` elements.
+                unsafe { dt.unpack(*ptr, *count, h.msg_len as usize, payload) };
+            }
+        }
+        t.left = t.left.saturating_sub(1);
+        if t.left > 0 {
+            return;
+        }
+        let t = self.rma.ops.remove(&h.sreq).expect("found above");
+        if let Ok(win) = self.rma.win_mut(t.win) {
+            let p = &mut win.pending[t.target as usize];
+            *p = p.saturating_sub(1);
+            if let Some(c) = t.error {
+                if win.error.is_none() {
+                    win.error = Some(Error::new(
+                        c,
+                        format!(
+                            "target {} refused an operation: its target memory is not (all) in \
+                             the window",
+                            t.target
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(r) = t.req {
+            self.complete_with(r, t.error);
+        }
+    }
+}

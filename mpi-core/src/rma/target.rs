@@ -1,0 +1,212 @@
+//! The target side: applying the operations that arrive (`handle_rma`, called by the engine's
+//! input for every `Rma` chunk, in sequence order) and the window's lock. Never trusts the
+//! origin: every segment is checked against the window (or its attached regions) before the
+//! memory is touched, and a bad one is answered with MPI_ERR_RMA_RANGE.
+
+use madmpi_datatypes::Basic;
+
+use super::wire::{self, Sub};
+use super::{op_of, Flavor, Held, LockType, Win};
+use crate::engine::State;
+use crate::op::{apply_basic, BuiltinOp};
+use crate::wire::{Header, Kind};
+
+/// The address of `len` bytes at `off` of window `w` (an address for a dynamic window), if
+/// they all lie in it.
+fn resolve(w: &Win, off: u64, len: u64) -> Option<*mut u8> {
+    let end = off.checked_add(len)?;
+    if w.flavor == Flavor::Dynamic {
+        // Covered by attached regions, which may be adjacent.
+        let (a, end) = (off as usize, end as usize);
+        let mut at = a;
+        while at < end {
+            match w.regions.iter().find(|&&(b, n)| at >= b && at < b + n) {
+                Some(&(b, n)) => at = b + n,
+                None => return None,
+            }
+        }
+        return (at >= end).then_some(a as *mut u8);
+    }
+    (end <= w.size as u64).then(|| w.base.wrapping_add(off as usize))
+}
+
+impl State {
+    /// An `Rma` chunk from world rank `peer`.
+    pub(crate) fn handle_rma(&mut self, peer: u32, h: Header, payload: &[u8]) {
+        let Some(sub) = Sub::of(h.tag) else {
+            return self.peer_error(format!("from rank {peer}: unknown one-sided chunk"));
+        };
+        if matches!(sub, Sub::Ack | Sub::Reply) {
+            return self.rma_answer(peer, sub, h, payload);
+        }
+        let from = h.src;
+        let ok = match self.rma.wins.get(h.ctx as usize) {
+            Some(Some(w)) => from >= 0 && w.world.get(from as usize) == Some(&peer),
+            _ => false,
+        };
+        if !ok {
+            return self.peer_error(format!(
+                "from rank {peer}: a one-sided chunk for an unknown window {}",
+                h.ctx
+            ));
+        }
+        let win = self.rma.wins[h.ctx as usize].as_mut().expect("checked");
+        let (reply_to, me) = (win.peers[from as usize].id, win.rank);
+        let answer = |sub: Sub, flags: u8| Header {
+            kind: Kind::Rma as u8,
+            flags,
+            ctx: reply_to,
+            src: me,
+            tag: sub as i32,
+            msg_len: h.msg_len,
+            sreq: h.sreq,
+            ..Default::default()
+        };
+        match sub {
+            Sub::Put | Sub::Acc | Sub::Get | Sub::GetAcc | Sub::Cas => {
+                let reply = if matches!(sub, Sub::Put | Sub::Acc) {
+                    Sub::Ack
+                } else {
+                    Sub::Reply
+                };
+                match apply(win, sub, h.aux, payload) {
+                    Ok(body) => self.queue_owned(peer, answer(reply, 0), body),
+                    Err(Bad::Range) => {
+                        self.queue_owned(peer, answer(reply, wire::ERR_RANGE), Vec::new())
+                    }
+                    Err(Bad::Malformed(why)) => {
+                        self.peer_error(format!("from rank {peer}: {why}"));
+                    }
+                }
+            }
+            Sub::Lock => {
+                let excl = h.flags & 1 != 0;
+                if win.waiting.is_empty() && grantable(win, excl) {
+                    take(win, from, excl);
+                    self.queue_owned(peer, answer(Sub::Grant, h.flags), Vec::new());
+                } else {
+                    win.waiting.push_back((from, excl));
+                }
+            }
+            Sub::Unlock => {
+                if win.excl == Some(from) {
+                    win.excl = None;
+                } else {
+                    win.shared = win.shared.saturating_sub(1);
+                }
+                let mut grants = Vec::new();
+                while let Some(&(o, excl)) = win.waiting.front() {
+                    if !grantable(win, excl) {
+                        break;
+                    }
+                    win.waiting.pop_front();
+                    take(win, o, excl);
+                    grants.push((win.world[o as usize], win.peers[o as usize].id, excl));
+                }
+                for (world, id, excl) in grants {
+                    let hdr = Header {
+                        ctx: id,
+                        flags: excl as u8,
+                        ..answer(Sub::Grant, 0)
+                    };
+                    self.queue_owned(world, hdr, Vec::new());
+                }
+            }
+            Sub::Grant => {
+                let t = if h.flags & 1 != 0 {
+                    LockType::Exclusive
+                } else {
+                    LockType::Shared
+                };
+                if win.held[from as usize] == Held::Asked(t) {
+                    win.held[from as usize] = Held::Granted(t);
+                }
+            }
+            Sub::Post => win.posts[from as usize] += 1,
+            Sub::Complete => win.completes += 1,
+            Sub::Ack | Sub::Reply => unreachable!("handled above"),
+        }
+    }
+}
+
+fn grantable(w: &Win, excl: bool) -> bool {
+    w.excl.is_none() && (!excl || w.shared == 0)
+}
+
+fn take(w: &mut Win, from: i32, excl: bool) {
+    if excl {
+        w.excl = Some(from);
+    } else {
+        w.shared += 1;
+    }
+}
+
+enum Bad {
+    Range,
+    Malformed(&'static str),
+}
+
+/// Apply an operation chunk to the window; the body of its answer (the data a get-like
+/// operation brings back, nothing otherwise).
+fn apply(w: &Win, sub: Sub, aux: u64, payload: &[u8]) -> Result<Vec<u8>, Bad> {
+    let (segs, data) = wire::decode(payload).map_err(|_| Bad::Malformed("malformed RMA chunk"))?;
+    let mut ptrs = Vec::with_capacity(segs.len());
+    let mut total = 0usize;
+    for &(off, len) in &segs {
+        ptrs.push((resolve(w, off, len).ok_or(Bad::Range)?, len as usize));
+        total += len as usize;
+    }
+    let op = op_of(aux as u8).ok_or(Bad::Malformed("unknown accumulate operation"))?;
+    let basic = Basic::ALL.get((aux >> 8) as usize).copied();
+    let need = match sub {
+        Sub::Put | Sub::Acc => total,
+        Sub::GetAcc if op != BuiltinOp::NoOp => total,
+        Sub::Cas => 2 * total,
+        _ => 0,
+    };
+    if data.len() != need {
+        return Err(Bad::Malformed("RMA chunk data does not match its segments"));
+    }
+    let mut out = Vec::new();
+    if matches!(sub, Sub::Get | Sub::GetAcc | Sub::Cas) {
+        out.reserve(total);
+        for &(p, n) in &ptrs {
+            // SAFETY: [p, p + n) lies in the window (resolve), valid until MPI_Win_free.
+            out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
+        }
+    }
+    let mut at = 0;
+    match sub {
+        Sub::Put => {
+            for &(p, n) in &ptrs {
+                // SAFETY: as above; the payload is not in the window.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(at), p, n) };
+                at += n;
+            }
+        }
+        Sub::Acc | Sub::GetAcc if op != BuiltinOp::NoOp => {
+            let b = basic.ok_or(Bad::Malformed("unknown basic type"))?;
+            for &(p, n) in &ptrs {
+                if n % b.size() != 0 {
+                    return Err(Bad::Malformed("accumulate segment of partial elements"));
+                }
+                // SAFETY: as above; the kernels read and write unaligned.
+                unsafe { apply_basic(op, b, n / b.size(), data.as_ptr().add(at), p) }
+                    .map_err(|_| Bad::Malformed("accumulate operation not defined on its type"))?;
+                at += n;
+            }
+        }
+        Sub::Cas => {
+            let (new, cmp) = data.split_at(total);
+            if out == cmp {
+                let (p, n) = ptrs[0];
+                if ptrs.len() == 1 {
+                    // SAFETY: as above.
+                    unsafe { std::ptr::copy_nonoverlapping(new.as_ptr(), p, n) };
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(out)
+}

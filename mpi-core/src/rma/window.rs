@@ -1,0 +1,251 @@
+//! Creating and freeing windows, attaching memory to dynamic ones, and what a window says of
+//! itself. Creation is collective: each member registers its part (so that an operation that
+//! arrives early finds it), then the members exchange their window numbers, sizes and
+//! displacement units over the window's own communicator (a duplicate of the user's).
+
+use std::collections::VecDeque;
+
+use madmpi_datatypes::{Basic, Datatype};
+
+use super::{Flavor, Held, Mem, Peer, Win, WinId};
+use crate::api::{comm_info, with};
+use crate::coll::Data;
+use crate::error::{err, ErrorClass, Result};
+use crate::op::AlignedBuf;
+use crate::CommId;
+
+/// What a window says of itself (its attributes and group).
+#[derive(Clone, Debug)]
+pub struct WinInfo {
+    /// MPI_WIN_BASE.
+    pub base: *mut u8,
+    /// MPI_WIN_SIZE.
+    pub size: usize,
+    /// MPI_WIN_DISP_UNIT.
+    pub disp_unit: usize,
+    /// MPI_WIN_CREATE_FLAVOR.
+    pub flavor: Flavor,
+    /// World ranks of the members (MPI_Win_get_group).
+    pub world: std::sync::Arc<[u32]>,
+    /// This process's rank in the window.
+    pub rank: i32,
+}
+
+/// MPI_Win_create: a window over `size` bytes at `base`, collective over `comm`.
+pub fn win_create(base: *mut u8, size: usize, disp_unit: usize, comm: CommId) -> Result<WinId> {
+    make(base, size, disp_unit, comm, Flavor::Create, None)
+}
+
+/// MPI_Win_allocate: a window over `size` new bytes (zeroed, aligned for any C type); returns
+/// the window and the memory's address.
+pub fn win_allocate(size: usize, disp_unit: usize, comm: CommId) -> Result<(WinId, *mut u8)> {
+    let mut mem = AlignedBuf::new(size);
+    let base = mem.ptr();
+    let w = make(
+        base,
+        size,
+        disp_unit,
+        comm,
+        Flavor::Allocate,
+        Some(Mem::Heap(mem)),
+    )?;
+    Ok((w, base))
+}
+
+/// MPI_Win_create_dynamic: a window without memory (MPI_Win_attach adds some); target
+/// displacements are addresses.
+pub fn win_create_dynamic(comm: CommId) -> Result<WinId> {
+    make(std::ptr::null_mut(), 0, 1, comm, Flavor::Dynamic, None)
+}
+
+pub(super) fn make(
+    base: *mut u8,
+    size: usize,
+    disp_unit: usize,
+    comm: CommId,
+    flavor: Flavor,
+    mem: Option<Mem>,
+) -> Result<WinId> {
+    if disp_unit == 0 && flavor != Flavor::Dynamic {
+        return err(ErrorClass::Disp, "the displacement unit must be positive");
+    }
+    if crate::comm_is_inter(comm)? {
+        return err(
+            ErrorClass::Comm,
+            "windows are created over intracommunicators only",
+        );
+    }
+    let dup = crate::comm_dup(comm)?;
+    let info = comm_info(dup)?;
+    let n = info.local.len();
+    let id = with(|e| {
+        let rma = &mut e.st.rma;
+        let win = Win {
+            comm: dup,
+            world: info.local.clone(),
+            rank: info.rank,
+            base,
+            size,
+            disp_unit,
+            flavor,
+            _mem: mem,
+            segment: None,
+            regions: Vec::new(),
+            peers: vec![Peer::default(); n],
+            pending: vec![0; n],
+            error: None,
+            fence: false,
+            held: vec![Held::None; n],
+            lock_all: false,
+            start: None,
+            posts: vec![0; n],
+            post: None,
+            completes: 0,
+            excl: None,
+            shared: 0,
+            waiting: VecDeque::new(),
+        };
+        Ok(match rma.wins.iter().position(|w| w.is_none()) {
+            Some(i) => {
+                rma.wins[i] = Some(win);
+                WinId(i as u32)
+            }
+            None => {
+                rma.wins.push(Some(win));
+                WinId(rma.wins.len() as u32 - 1)
+            }
+        })
+    })?;
+    let mine = [id.0 as u64, size as u64, disp_unit as u64];
+    let mut all = vec![0u64; 3 * n];
+    let byte = Datatype::basic(Basic::Byte);
+    // SAFETY: both buffers live until the call returns.
+    let r = unsafe {
+        crate::coll::allgather(
+            Some(Data {
+                ptr: mine.as_ptr() as *mut u8,
+                count: 24,
+                dt: byte.clone(),
+            }),
+            Data {
+                ptr: all.as_mut_ptr() as *mut u8,
+                count: 24,
+                dt: byte,
+            },
+            dup,
+        )
+    };
+    if let Err(e) = r {
+        let _ = with(|e| {
+            e.st.rma.wins[id.0 as usize] = None;
+            Ok(())
+        });
+        let _ = crate::free_comm(dup);
+        return Err(e);
+    }
+    with(|e| {
+        let w = e.st.rma.win_mut(id)?;
+        for (p, c) in w.peers.iter_mut().zip(all.chunks_exact(3)) {
+            *p = Peer {
+                id: c[0] as u32,
+                size: c[1],
+                disp_unit: c[2],
+            };
+        }
+        Ok(())
+    })?;
+    Ok(id)
+}
+
+/// MPI_Win_free: collective; every epoch must be closed. Waits until every member is done
+/// with the window (a barrier), then forgets it.
+pub fn win_free(w: WinId) -> Result<()> {
+    let comm = with(|e| {
+        let win = e.st.rma.win(w)?;
+        if win.lock_all || win.held.iter().any(|h| *h != Held::None) {
+            return err(
+                ErrorClass::RmaSync,
+                "MPI_Win_free while this process holds a lock on the window",
+            );
+        }
+        if win.start.is_some() || win.post.is_some() {
+            return err(
+                ErrorClass::RmaSync,
+                "MPI_Win_free inside an access or exposure epoch (MPI_Win_start/post without \
+                 complete/wait)",
+            );
+        }
+        Ok(win.comm)
+    })?;
+    super::sync::wait_all_done(w)?;
+    crate::barrier(comm)?;
+    with(|e| {
+        e.st.rma.win(w)?;
+        e.st.rma.wins[w.0 as usize] = None;
+        e.st.rma.ops.retain(|_, t| t.win != w);
+        Ok(())
+    })?;
+    crate::free_comm(comm)
+}
+
+/// The attributes and group of window `w`.
+pub fn win_info(w: WinId) -> Result<WinInfo> {
+    with(|e| {
+        let x = e.st.rma.win(w)?;
+        Ok(WinInfo {
+            base: x.base,
+            size: x.size,
+            disp_unit: x.disp_unit,
+            flavor: x.flavor,
+            world: x.world.clone(),
+            rank: x.rank,
+        })
+    })
+}
+
+/// MPI_Win_attach: expose `size` bytes at `base` through dynamic window `w`.
+pub fn win_attach(w: WinId, base: *mut u8, size: usize) -> Result<()> {
+    with(|e| {
+        let x = e.st.rma.win_mut(w)?;
+        if x.flavor != Flavor::Dynamic {
+            return err(
+                ErrorClass::RmaFlavor,
+                "MPI_Win_attach needs a window made by MPI_Win_create_dynamic",
+            );
+        }
+        let (a, n) = (base as usize, size);
+        if x.regions.iter().any(|&(b, m)| a < b + m && b < a + n) {
+            return err(
+                ErrorClass::RmaAttach,
+                "the memory overlaps memory already attached to the window",
+            );
+        }
+        if n > 0 {
+            x.regions.push((a, n));
+        }
+        Ok(())
+    })
+}
+
+/// MPI_Win_detach: stop exposing the region attached at `base`.
+pub fn win_detach(w: WinId, base: *const u8) -> Result<()> {
+    with(|e| {
+        let x = e.st.rma.win_mut(w)?;
+        if x.flavor != Flavor::Dynamic {
+            return err(
+                ErrorClass::RmaFlavor,
+                "MPI_Win_detach needs a window made by MPI_Win_create_dynamic",
+            );
+        }
+        match x.regions.iter().position(|&(b, _)| b == base as usize) {
+            Some(i) => {
+                x.regions.remove(i);
+                Ok(())
+            }
+            None => err(
+                ErrorClass::RmaAttach,
+                "no memory is attached to the window at that address",
+            ),
+        }
+    })
+}

@@ -1,0 +1,110 @@
+//! One-sided communication (MPI RMA) of the C interface: the self-checking C programs of
+//! `tests/c/rma/` built with `bin/mpicc` and run under `bin/mpirun` on 1 to 4 ranks, over shared
+//! memory and over TCP (`MADMPI_TRANSPORTS=tcp`), and with the `aggreg` strategy (many small
+//! operations to one target in one packet). A passing program prints `OK <name>`; a failing
+//! check aborts the job.
+//!
+//! - `fence`: windows (create, allocate), attributes, names, group, info; put, get, the
+//!   accumulates, fetch-and-op and compare-and-swap with predefined and derived datatypes on
+//!   both sides, a 4 MiB put and accumulate cut into chunks; the error classes of wrong use.
+//! - `passive`: shared and exclusive locks, concurrent accumulates from every rank to one
+//!   target, a fetch-and-op ticket counter, a compare-and-swap spin lock, lock_all + flush,
+//!   request-based operations, a target computing without MPI calls.
+//! - `pscw`: post/start/complete/wait and Win_test with subgroups, dynamic windows, `_c` forms.
+//! - `shared`: MPI_Win_allocate_shared (contiguous parts, loads and stores of the neighbours'
+//!   parts), MPI_Win_shared_query.
+
+use madmpi_tests::harness::{c_program, Job};
+
+fn job(name: &str, ranks: usize) -> Job {
+    Job::new(&c_program("rma", name, &[]), ranks)
+}
+
+fn ok(name: &str, ranks: usize) {
+    job(name, ranks).run().assert_ok(name);
+}
+
+fn ok_tcp(name: &str, ranks: usize) {
+    job(name, ranks)
+        .env("MADMPI_TRANSPORTS", "tcp")
+        .run()
+        .assert_ok(name);
+}
+
+fn ok_aggreg(name: &str, ranks: usize) {
+    job(name, ranks)
+        .env("MADMPI_STRATEGY", "aggreg")
+        .run()
+        .assert_ok(name);
+}
+
+#[test]
+fn fence_1() {
+    ok("fence", 1);
+}
+
+#[test]
+fn fence_3() {
+    ok("fence", 3);
+}
+
+#[test]
+fn fence_tcp_4() {
+    ok_tcp("fence", 4);
+}
+
+#[test]
+fn fence_aggreg_4() {
+    ok_aggreg("fence", 4);
+}
+
+#[test]
+fn passive_1() {
+    ok("passive", 1);
+}
+
+#[test]
+fn passive_4() {
+    ok("passive", 4);
+}
+
+#[test]
+fn passive_tcp_3() {
+    ok_tcp("passive", 3);
+}
+
+#[test]
+fn passive_aggreg_4() {
+    ok_aggreg("passive", 4);
+}
+
+#[test]
+fn pscw_1() {
+    ok("pscw", 1);
+}
+
+#[test]
+fn pscw_4() {
+    ok("pscw", 4);
+}
+
+#[test]
+fn pscw_tcp_3() {
+    ok_tcp("pscw", 3);
+}
+
+#[test]
+fn shared_1() {
+    ok("shared", 1);
+}
+
+#[test]
+fn shared_4() {
+    ok("shared", 4);
+}
+
+/// The segment is mapped by name: a shared window works whatever the transports.
+#[test]
+fn shared_tcp_3() {
+    ok_tcp("shared", 3);
+}
