@@ -17,6 +17,7 @@ NP=${NP:-2}
 PROGS=${PROGS:-"p2p/basic p2p/sendmodes p2p/probe p2p/persistent p2p/completion p2p/sendrecv
 p2p/status p2p/ordering p2p/truncate p2p/selfsend p2p/bsend p2p/datatypes coll/basic
 coll/nonblocking coll/ops coll/comm dt/constructors dt/pack dt/decode dt/bottom
+rma/fence rma/passive rma/pscw rma/shared ext/isendrecv ext/grequest ext/buffers ext/madeleine
 examples/hello examples/ring examples/pingpong examples/probe examples/nonblocking"}
 
 if ! command -v valgrind >/dev/null 2>&1; then
