@@ -36,7 +36,7 @@ pub unsafe fn isend(
         }
         // SAFETY: forwarded caller contract.
         let r = unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false)? };
-        if !e.st.packs_on_post || e.st.lone_at_once {
+        if e.st.sends_leave_at_once() {
             e.flush()?;
         }
         Ok(r)
@@ -300,7 +300,7 @@ pub unsafe fn recv_init(
 pub fn start(r: RequestId) -> Result<()> {
     with(|e| {
         e.st.start(r)?;
-        if !e.st.packs_on_post || e.st.lone_at_once {
+        if e.st.sends_leave_at_once() {
             e.flush()?;
         }
         Ok(())

@@ -128,6 +128,13 @@ pub(crate) struct Engine {
 }
 
 impl State {
+    /// Whether a send posted off the fast path (MPI_Isend's checked path, MPI_Start) leaves at
+    /// once: under every strategy but `aggreg`, which keeps it for the next progress call.
+    #[inline]
+    pub fn sends_leave_at_once(&self) -> bool {
+        !self.packs_on_post || self.lone_at_once
+    }
+
     /// State for world rank `me` of `nprocs`, one gate per peer.
     pub(super) fn new(me: u32, nprocs: u32, mut gates: Vec<Gate>, strategy: Strategy) -> State {
         let strat = strategy.make();
