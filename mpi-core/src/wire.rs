@@ -14,10 +14,11 @@ pub const HDR_LEN: usize = 48;
 
 /// The version of what chunks mean, bumped when it changes (1: message chunks matched in
 /// sequence order; a Cts may ask for one piece on one rail, `FLAG_PART`; 2: no `Help` chunk,
-/// the shm driver asks for help with a split copy itself; `Rma` chunks). The drivers carry it
+/// the shm driver asks for help with a split copy itself; `Rma` chunks; 3: `Ctrl`, `Ack` and
+/// `RailDown` chunks and `FLAG_FIN`, which let a gate with several rails lose one). The drivers carry it
 /// without reading it (in the TCP hello, in the shared-memory segment's header), so that
 /// processes of different builds refuse each other when they connect instead of misreading.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Bytes of the header of an `Eager` chunk: bytes 0..24 as in the long header, then `sreq`.
 pub const EAGER_HDR_LEN: usize = 32;
 const _: () = assert!(
@@ -67,12 +68,28 @@ pub enum Kind {
     /// chunks and handled in sequence order, so that the operations of one origin reach a
     /// target in the order they were issued, whatever their rails.
     Rma = 10,
+    /// A control chunk (Cts, Fin, SyncAck, CancelReq, CancelAck, RailDown) to a peer reached by
+    /// several rails, numbered like message chunks and handled in sequence order: its payload
+    /// is the control chunk's header. Numbered, it is kept until acknowledged and sent again
+    /// on another rail if its rail is lost (`engine::resilience`).
+    Ctrl = 11,
+    /// The numbered chunks of its sender up to `msg_len` (a sequence number) were handled: the
+    /// sender may forget its copies of them. Not numbered (a later one says more).
+    Ack = 12,
+    /// The sender lost its rail number `tag` to the receiver (its link failed): the receiver
+    /// stops using it too. Sent inside a `Ctrl` chunk.
+    RailDown = 13,
 }
 
 impl Kind {
     /// Whether `v` is the number of a kind of chunk (what a decoder accepts).
     pub fn known(v: u8) -> bool {
         Kind::from_u8(v).is_some()
+    }
+
+    /// The kind numbered `v`, if there is one.
+    pub fn from_raw(v: u8) -> Option<Kind> {
+        Kind::from_u8(v)
     }
 
     fn from_u8(v: u8) -> Option<Kind> {
@@ -86,6 +103,9 @@ impl Kind {
             7 => Kind::CancelReq,
             8 => Kind::CancelAck,
             10 => Kind::Rma,
+            11 => Kind::Ctrl,
+            12 => Kind::Ack,
+            13 => Kind::RailDown,
             _ => return None,
         })
     }
@@ -106,6 +126,10 @@ pub const FLAG_PREFIX: u8 = 16;
 /// sender's rail number `tag` (the receiver cut the message over the rails); the pieces of one
 /// message cover it from the end of its start to its end.
 pub const FLAG_PART: u8 = 32;
+/// In an `Rts`: the sender keeps the message until the receiver says with a `Fin` that all of
+/// it arrived, also when the data is pushed (a gate with several rails: data lost with a rail
+/// is asked for again).
+pub const FLAG_FIN: u8 = 64;
 
 /// A decoded chunk header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

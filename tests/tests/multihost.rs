@@ -803,3 +803,62 @@ fn split_follows_the_measured_rates() {
         "the 3:1 rails should carry about 3/4 and 1/4: mh0 {rx0} mh1 {rx1} ({share:.2})"
     );
 }
+
+/// A rail whose link dies mid-job: the job finishes on the other (`resilience` in the engine).
+/// Two TCP rails (mh0, mh1, each shaped to 40 Mbit/s) carry the traffic program's ring (every
+/// byte checked, eager and rendezvous sizes) between the hosts; under `split_balance` half of
+/// every large message is on mh1. Once traffic flows, host b's end of mh1 goes down: each side
+/// notices within `MADMPI_TCP_LINK_TIMEOUT_MS` (or from the other's RailDown), sends again
+/// on mh0 what was not acknowledged, asks again for the rendezvous data that was coming on
+/// mh1, and the job ends well.
+#[test]
+fn a_rail_whose_link_dies_leaves_the_job_on_the_other() {
+    let _one = serial();
+    let Some(mut h) = hosts_or_skip("a_rail_whose_link_dies_leaves_the_job_on_the_other") else {
+        return;
+    };
+    h.link("mh1", 78);
+    h.shape("mh0", "40mbit");
+    h.shape("mh1", "40mbit");
+    let exe = program("tests/c/faults/traffic.c");
+    let exe_s = exe.to_str().expect("utf-8 path");
+    for strategy in ["split_balance", "adaptive"] {
+        let env = format!("MADMPI_STRATEGY={strategy}");
+        let mut job = start(h.mpirun(&[
+            "--hosts",
+            "nodea:2,nodeb:2",
+            "-x",
+            "MADMPI_TCP_IF=mh0,mh1",
+            "-x",
+            &env,
+            "-x",
+            "MADMPI_TCP_LINK_TIMEOUT_MS=2000",
+            exe_s,
+            "600",
+        ]));
+        let out = job.wait_output(Duration::from_secs(30), |s| {
+            (0..4).all(|r| s.contains(&format!("traffic {r}\n")))
+        });
+        assert!(
+            !out.contains("OK traffic"),
+            "{strategy}: the job ended before the link went down: {out}"
+        );
+        let mh1 = h.rx_bytes_of(1, "mh1");
+        ip_ok(&["-n", &h.ns[1], "link", "set", "mh1", "down"]);
+        let t = Instant::now();
+        let o = job.finish(Duration::from_secs(90));
+        println!(
+            "{strategy}: mh1 carried {mh1} bytes into host b before it went down; the job \
+             ended {:.2?} later",
+            t.elapsed()
+        );
+        assert_eq!(o.code, Some(0), "{strategy}: {}", o.dump());
+        assert!(
+            o.stdout.lines().any(|l| l.trim() == "OK traffic"),
+            "{strategy}: {}",
+            o.dump()
+        );
+        assert!(h.pids(1).is_empty(), "{strategy}: processes left on host b");
+        ip_ok(&["-n", &h.ns[1], "link", "set", "mh1", "up"]);
+    }
+}

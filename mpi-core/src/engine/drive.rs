@@ -102,6 +102,17 @@ fn packet_headers(q: &VecDeque<OutChunk>, packed: &[u8], n: usize) -> Vec<Header
     v
 }
 
+/// Driver `drv` lost `peer`: its rail (`Offered::Busy`: the peer's other rails carry on) or
+/// the peer.
+fn lost(st: &mut State, peer: u32, drv: DriverId) -> Offered {
+    st.driver_lost(peer, drv);
+    if st.gates[peer as usize].dead {
+        Offered::Lost
+    } else {
+        Offered::Busy
+    }
+}
+
 /// What became of a packet offered to a rail.
 enum Offered {
     Sent,
@@ -209,12 +220,16 @@ impl Engine {
         crate::trace::sent_now(peer, || t.caps().name, &hb, &res, t0);
         match res {
             Ok(SendOutcome::Done) => {
-                st.gates[peer as usize].seq = seq;
+                let g = &mut st.gates[peer as usize];
+                g.seq = seq;
+                if g.resil.on {
+                    st.retain(peer, &[&hb[..], payload].concat());
+                }
                 Ok(Some(peer))
             }
             Ok(SendOutcome::WouldBlock) => Ok(None),
             Err(madmpi_transports::Error::PeerLost(p)) => {
-                st.peer_lost(p.0);
+                st.driver_lost(p.0, driver);
                 Ok(None)
             }
             Err(e) => Err(e.into()),
@@ -335,15 +350,27 @@ impl Engine {
     fn schedule(&mut self, peer: u32) -> Result<bool> {
         let p = peer as usize;
         let mut busy = 0u32;
+        if self.st.gates[p].resil.on {
+            if !self.resend(peer)? {
+                return Ok(self.st.gates[p].dead);
+            }
+            // Failed rails are busy for good.
+            for (r, rail) in self.st.gates[p].rails.iter().enumerate() {
+                if rail.dead {
+                    busy |= strategy::bit(r);
+                }
+            }
+        }
         loop {
             let c = self.st.pick(peer, busy);
-            if c.n == 0 || busy & strategy::bit(c.rail) != 0 {
+            let rail = self.st.gates[p].live_rail(c.rail);
+            if c.n == 0 || busy & strategy::bit(rail) != 0 {
                 break;
             }
             self.st.number(peer, c.n);
-            match self.offer(peer, None, c.n, c.rail)? {
+            match self.offer(peer, None, c.n, rail)? {
                 Offered::Sent => self.st.sent(peer, c.n),
-                Offered::Busy => busy |= strategy::bit(c.rail),
+                Offered::Busy => busy |= strategy::bit(rail),
                 Offered::Lost => return Ok(true),
             }
         }
@@ -386,8 +413,18 @@ impl Engine {
             None => (&g.out, &g.packed[..]),
         };
         let max_iov = g.rails[rail].max_iov;
+        let drv = g.rails[rail].drv;
+        // A gate with several rails keeps a copy of what it sends (`resilience`).
+        let keep = g.resil.on && pinned.is_none();
+        let mut copy = Vec::new();
         let t0 = crate::trace::now();
-        let outcome = with_packet(q, packed, n, max_iov, |iov| t.try_send(PeerId(peer), iov));
+        let outcome = with_packet(q, packed, n, max_iov, |iov| {
+            let o = t.try_send(PeerId(peer), iov);
+            if keep && matches!(o, Ok(SendOutcome::Done)) {
+                copy = iov.iter().flat_map(|s| s.iter().copied()).collect();
+            }
+            o
+        });
         crate::trace::sent(
             peer,
             g.rails[rail].name,
@@ -397,12 +434,43 @@ impl Engine {
         );
         match outcome {
             Ok(SendOutcome::WouldBlock) => Ok(Offered::Busy),
-            Ok(SendOutcome::Done) => Ok(Offered::Sent),
-            Err(madmpi_transports::Error::PeerLost(p)) => {
-                st.peer_lost(p.0);
-                Ok(Offered::Lost)
+            Ok(SendOutcome::Done) => {
+                if keep {
+                    st.retain(peer, &copy);
+                }
+                Ok(Offered::Sent)
             }
+            Err(madmpi_transports::Error::PeerLost(p)) => Ok(lost(st, p.0, drv)),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Send again, on the first rail that works, the copies a failed rail may have swallowed
+    /// (`resilience`). Whether none is left.
+    fn resend(&mut self, peer: u32) -> Result<bool> {
+        loop {
+            let st = &mut self.st;
+            let g = &st.gates[peer as usize];
+            let Some(pkt) = g.resil.resend.front() else {
+                return Ok(true);
+            };
+            let rail = g.live_rail(0);
+            let drv = g.rails[rail].drv;
+            let Some(t) = self.drv.get(drv) else {
+                return Ok(false);
+            };
+            match t.try_send(PeerId(peer), &[IoSlice::new(pkt)]) {
+                Ok(SendOutcome::Done) => {
+                    st.gates[peer as usize].resil.resend.pop_front();
+                }
+                Ok(SendOutcome::WouldBlock) => return Ok(false),
+                Err(madmpi_transports::Error::PeerLost(p)) => {
+                    if let Offered::Lost = lost(st, p.0, drv) {
+                        return Ok(false);
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
     }
 
@@ -427,7 +495,7 @@ impl Engine {
             st.polling = i as DriverId;
             n += d.poll_into(split, st)?;
             while let Some(p) = d.poll_lost() {
-                st.peer_lost(p.0);
+                st.driver_lost(p.0, i as DriverId);
             }
         }
         if !self.st.gets.is_empty() {

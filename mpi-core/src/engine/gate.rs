@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use madmpi_datatypes::Datatype;
 
 use super::rails::{DriverId, Rail, NO_DRIVER};
+use super::resilience::Resilience;
 use super::strategy::Commit;
 use super::{raw_slice, State};
 use crate::request::{Op, Request, RequestId, SendOp};
@@ -86,6 +87,8 @@ pub(crate) struct Gate {
     pub(super) queued: bool,
     /// The peer has died: every operation involving it fails with MPI_ERR_PROC_ABORTED.
     pub(super) dead: bool,
+    /// What a gate with several rails keeps so that it may lose one (`resilience`).
+    pub(super) resil: Resilience,
     /// Complete chunks (header, payload, padding) of small sends `aggreg` copied when they
     /// were posted; a `KIND_PACKED` marker holds their place in `out` (at most one, last).
     pub(super) packed: Vec<u8>,
@@ -101,6 +104,15 @@ pub(crate) struct Gate {
 }
 
 impl Gate {
+    /// Rail `r`, or the first that works if it has failed (`resilience`).
+    #[inline]
+    pub(super) fn live_rail(&self, r: usize) -> usize {
+        match self.rails.get(r) {
+            Some(x) if !x.dead => r,
+            _ => self.rails.iter().position(|x| !x.dead).unwrap_or(0),
+        }
+    }
+
     /// The send `s` to this peer will get no Cts for a start its RTS carried (the Cts came, or
     /// the send was cancelled): a rendezvous to this peer may carry a start again once none
     /// waits ([`Gate::prefixed`]). Nothing for a send whose RTS carried none, or that is
@@ -126,6 +138,7 @@ pub(super) enum NotPacked {
 pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate {
     let first = rails.first().map(|&(_, c)| c);
     let rails: Vec<Rail> = rails.into_iter().map(|(d, c)| Rail::new(d, c)).collect();
+    let several = rails.len() > 1;
     let (driver, eager, frag_max, aggreg, solo, iov, get) = match (rails.first(), first) {
         (Some(r), Some(c)) => (
             r.drv,
@@ -151,6 +164,10 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
         can_get: get,
         queued: false,
         dead: false,
+        resil: Resilience {
+            on: several,
+            ..Resilience::default()
+        },
         packed: Vec::new(),
         placing: None,
         prefixed: 0,
@@ -190,10 +207,14 @@ impl Route {
     }
 }
 
-/// Chunks handled in sequence order at the receiver: messages, and one-sided operations.
+/// Chunks handled in sequence order at the receiver: messages, one-sided operations, and the
+/// control chunks of a gate with several rails (`Ctrl`, see `resilience`).
 #[inline(always)]
-fn numbered(kind: u8) -> bool {
-    kind == Kind::Eager as u8 || kind == Kind::Rts as u8 || kind == Kind::Rma as u8
+pub(super) fn numbered(kind: u8) -> bool {
+    kind == Kind::Eager as u8
+        || kind == Kind::Rts as u8
+        || kind == Kind::Rma as u8
+        || kind == Kind::Ctrl as u8
 }
 
 impl State {
@@ -203,8 +224,11 @@ impl State {
         self.dirty.is_empty()
     }
 
-    pub(super) fn queue(&mut self, peer: u32, c: OutChunk) {
+    pub(super) fn queue(&mut self, peer: u32, mut c: OutChunk) {
         crate::trace::queued(peer, &c.hdr);
+        if self.gates[peer as usize].resil.on {
+            c = self.wrap(c);
+        }
         let g = &mut self.gates[peer as usize];
         g.out.push_back(c);
         if !g.queued {
@@ -226,13 +250,32 @@ impl State {
     }
 
     pub(super) fn queue_ctrl(&mut self, peer: u32, kind: Kind, flags: u8, sreq: u64, aux: u64) {
-        let hdr = Header {
-            kind: kind as u8,
-            flags,
-            sreq,
-            aux,
-            ..Default::default()
-        };
+        self.queue_header(
+            peer,
+            Header {
+                kind: kind as u8,
+                flags,
+                sreq,
+                aux,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// Queue a control chunk of `kind` whose only argument is `tag`.
+    pub(super) fn queue_ctrl_tagged(&mut self, peer: u32, kind: Kind, tag: i32) {
+        self.queue_header(
+            peer,
+            Header {
+                kind: kind as u8,
+                tag,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// Queue a chunk that is a header alone.
+    fn queue_header(&mut self, peer: u32, hdr: Header) {
         self.queue(
             peer,
             OutChunk {

@@ -17,6 +17,10 @@ impl State {
     /// Handle one packet from `peer`. Malformed input is dropped and recorded, never trusted.
     pub fn handle_packet(&mut self, peer: u32, pkt: &[u8]) {
         crate::trace::received(peer, pkt);
+        let resilient = self.gates[peer as usize].resil.on;
+        if resilient && self.from_dead_rail(peer) {
+            return;
+        }
         for c in Chunks::new(pkt) {
             match c {
                 Ok((h, payload)) => self.handle_chunk(peer, h, payload),
@@ -25,6 +29,9 @@ impl State {
                     return;
                 }
             }
+        }
+        if resilient {
+            self.maybe_ack(peer);
         }
     }
 
@@ -43,17 +50,23 @@ impl State {
                     self.release_held(peer);
                 }
             }
-            Kind::Rma => {
-                // In sequence order with the messages of the same peer (see `Kind::Rma`).
+            Kind::Rma | Kind::Ctrl => {
+                // In sequence order with the messages of the same peer (see `Kind::Rma`,
+                // `Kind::Ctrl`).
                 let o = &mut self.order[peer as usize];
                 if h.seq != o.expect {
                     return self.hold(peer, h, payload);
                 }
                 o.expect = o.expect.wrapping_add(1);
-                self.handle_rma(peer, h, payload);
+                self.handle_numbered(peer, h, payload);
                 if !self.order[peer as usize].is_empty() {
                     self.release_held(peer);
                 }
+            }
+            Kind::Ack => self.acked(peer, h.msg_len as u32),
+            Kind::RailDown => {
+                // (Only inside a `Ctrl` chunk: `handle_numbered`.)
+                self.peer_error(format!("from rank {peer}: a RailDown chunk not numbered"))
             }
             Kind::Fin | Kind::SyncAck => {
                 let id = RequestId(h.sreq);
@@ -80,6 +93,13 @@ impl State {
                     // (A second Cts for the same send: the peer is confused.)
                     return self.peer_error(format!("from rank {peer}: a second Cts"));
                 }
+                let g = &self.gates[peer as usize];
+                if part && g.rails.get(h.tag.max(0) as usize).is_some_and(|r| r.dead) {
+                    // A piece asked for on a rail that has failed since: the receiver asks
+                    // for it again on another one when it learns of the failure.
+                    return;
+                }
+                let resilient = g.resil.on;
                 if part {
                     // (Checked before anything changes: a forged piece leaves the send as it
                     // was.)
@@ -92,7 +112,9 @@ impl State {
                 }
                 if !s.fragmenting {
                     self.gates[peer as usize].start_settled(s);
-                    s.await_ack = false;
+                    // On a gate with several rails the data may be asked for again: the
+                    // buffer is kept until the receiver's Fin (`FLAG_FIN`).
+                    s.await_ack = resilient;
                     s.fragmenting = true;
                     if let Some((buf, dt, count)) = s.extra.as_mut().and_then(|x| x.layout.take()) {
                         if gather_worthy(&dt, count) {
@@ -182,6 +204,12 @@ impl State {
                 if !self.splits.is_empty() {
                     self.split_data(peer, id, payload.len(), done);
                 }
+                if !self.pieces.is_empty() {
+                    self.piece_data(peer, id, h.msg_len as usize, payload.len());
+                    if done {
+                        self.pieces_done(peer, id);
+                    }
+                }
                 if done {
                     self.complete(id);
                 }
@@ -256,6 +284,13 @@ impl State {
     pub(super) fn hold(&mut self, peer: u32, h: Header, payload: &[u8]) {
         let expect = self.order[peer as usize].expect;
         if let Err(why) = self.order[peer as usize].hold(h, payload) {
+            let r = &mut self.gates[peer as usize].resil;
+            if r.on && why == super::order::Refused::Old {
+                // Sent again after a rail failed, and handled already: acknowledge at once,
+                // so that the sender stops keeping it.
+                r.ack_now = true;
+                return;
+            }
             self.peer_error(format!(
                 "from rank {peer}: message number {} while expecting {expect} ({why:?})",
                 h.seq
@@ -268,11 +303,40 @@ impl State {
     #[inline(never)]
     fn release_held(&mut self, peer: u32) {
         while let Some((h, payload)) = self.order[peer as usize].next_held() {
-            if h.kind == Kind::Rma as u8 {
-                self.handle_rma(peer, h, &payload);
+            if h.kind == Kind::Rma as u8 || h.kind == Kind::Ctrl as u8 {
+                self.handle_numbered(peer, h, &payload);
             } else {
                 self.handle_message(peer, h.kind == Kind::Eager as u8, h, &payload);
             }
+        }
+    }
+
+    /// A numbered chunk that is not a message, in its turn: a one-sided operation, or a
+    /// control chunk that came wrapped (`Ctrl`).
+    fn handle_numbered(&mut self, peer: u32, h: Header, payload: &[u8]) {
+        if h.kind == Kind::Rma as u8 {
+            return self.handle_rma(peer, h, payload);
+        }
+        match Header::decode(payload) {
+            Ok(inner) if inner.kind == Kind::RailDown as u8 => {
+                self.rail_down(peer, inner.tag.max(0) as usize, false)
+            }
+            Ok(inner)
+                if inner.len == 0
+                    && matches!(
+                        inner.kind(),
+                        Some(
+                            Kind::Cts
+                                | Kind::Fin
+                                | Kind::SyncAck
+                                | Kind::CancelReq
+                                | Kind::CancelAck
+                        )
+                    ) =>
+            {
+                self.handle_chunk(peer, inner, &[])
+            }
+            _ => self.peer_error(format!("from rank {peer}: a malformed Ctrl chunk")),
         }
     }
 
@@ -291,6 +355,7 @@ impl State {
                 addr: 0,
                 table: Some(payload.to_vec()),
                 stream: false,
+                fin: h.flags & wire::FLAG_FIN != 0,
                 prefix: Vec::new(),
                 start: 0,
             }
@@ -305,6 +370,7 @@ impl State {
                 addr: h.aux,
                 table: None,
                 stream: h.flags & wire::FLAG_STREAM != 0,
+                fin: h.flags & wire::FLAG_FIN != 0,
                 prefix,
                 start: start.len(),
             }
@@ -338,6 +404,13 @@ impl RecvSink for State {
     /// place in the user buffer.
     fn place(&mut self, peer: PeerId, head: &[u8], total_len: usize) -> Option<Placement> {
         let h = Header::decode(head).ok()?;
+        if self.gates.get(peer.0 as usize)?.resil.on
+            && (h.kind() != Some(Kind::Data) || self.from_dead_rail(peer.0))
+        {
+            // A message is handled whole on a gate with several rails: one cut short by the
+            // loss of its rail comes again whole, and must not have been taken in part.
+            return None;
+        }
         if h.kind() != Some(Kind::Data) {
             return self.place_message(peer.0, &h, head, total_len);
         }
@@ -395,6 +468,12 @@ impl RecvSink for State {
         if !self.splits.is_empty() && h.kind() == Some(Kind::Data) {
             self.split_data(peer.0, id, h.len as usize, done);
         }
+        if !self.pieces.is_empty() && h.kind() == Some(Kind::Data) {
+            self.piece_data(peer.0, id, h.msg_len as usize, h.len as usize);
+            if done {
+                self.pieces_done(peer.0, id);
+            }
+        }
         if done {
             self.complete(id);
         }
@@ -433,6 +512,7 @@ impl State {
                 addr: h.aux,
                 table: None,
                 stream: h.flags & wire::FLAG_STREAM != 0,
+                fin: h.flags & wire::FLAG_FIN != 0,
                 prefix: Vec::new(),
                 start: h.len as usize,
             };

@@ -52,6 +52,8 @@ pub(super) enum UBody {
         table: Option<Vec<u8>>,
         /// The sender streams the data (`FLAG_STREAM`): there is nothing to pull.
         stream: bool,
+        /// The sender waits for a Fin also after pushing the data (`FLAG_FIN`).
+        fin: bool,
         /// The start of the message, sent with the RTS (`FLAG_PREFIX`; else empty).
         prefix: Vec<u8>,
         /// How many bytes of the message the RTS carried (kept in `prefix`, or written by

@@ -20,6 +20,7 @@
 //! - `rails`: the drivers and the rails of a gate;
 //! - `strategy`: what the next packet is made of and on which rail;
 //! - `drive`: the only module that calls drivers (packet building, progress);
+//! - `resilience`: losing one of a peer's several rails without losing what it carried;
 //! - `owned`: what the one-sided layer (`crate::rma`) uses: chunks with owned payloads.
 //!
 //! Only `drive` calls a driver. This module never blocks and never sleeps; waiting lives in `api`.
@@ -35,6 +36,7 @@ mod order;
 mod owned;
 pub(crate) mod rails;
 mod recv;
+mod resilience;
 mod send;
 mod state;
 pub(crate) mod strategy;

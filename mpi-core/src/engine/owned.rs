@@ -15,23 +15,29 @@ pub(crate) struct Owned {
     free: Vec<u32>,
 }
 
+impl Owned {
+    /// Keep `body` in a slot (until `release_owned`); its number.
+    pub(super) fn keep(&mut self, body: Vec<u8>) -> u32 {
+        match self.free.pop() {
+            Some(k) => {
+                self.slots[k as usize] = Some(body);
+                k
+            }
+            None => {
+                self.slots.push(Some(body));
+                self.slots.len() as u32 - 1
+            }
+        }
+    }
+}
+
 impl State {
     /// Queue a chunk with header `hdr` (its `len` set here) and payload `body` to world rank
     /// `peer`; the engine keeps `body` until a driver took the chunk.
     pub(crate) fn queue_owned(&mut self, peer: u32, mut hdr: Header, body: Vec<u8>) {
         hdr.len = body.len() as u32;
         let (ptr, len) = (body.as_ptr(), body.len());
-        let o = &mut self.owned;
-        let k = match o.free.pop() {
-            Some(k) => {
-                o.slots[k as usize] = Some(body);
-                k
-            }
-            None => {
-                o.slots.push(Some(body));
-                o.slots.len() as u32 - 1
-            }
-        };
+        let k = self.owned.keep(body);
         self.queue(
             peer,
             OutChunk {

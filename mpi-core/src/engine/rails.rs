@@ -55,6 +55,8 @@ pub(crate) struct Rail {
     pub samples: u32,
     /// Data fragments pinned to this rail (pieces a Cts asked for on it).
     pub out: VecDeque<OutChunk>,
+    /// Its link failed (`resilience`): nothing is sent on it and its input is ignored.
+    pub dead: bool,
 }
 
 impl Rail {
@@ -70,6 +72,7 @@ impl Rail {
             bw: c.bandwidth_mbps as f64,
             samples: 0,
             out: VecDeque::new(),
+            dead: false,
         }
     }
 

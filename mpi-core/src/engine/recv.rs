@@ -8,11 +8,12 @@
 
 use madmpi_datatypes::Datatype;
 
+use super::resilience::PieceRecv;
 use super::strategy::Piece;
-use super::{check_type, matches, Comm, OnSent, OutChunk, State, UBody, Unexpected};
+use super::{check_type, matches, Comm, State, UBody, Unexpected};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{Op, RecvOp, RecvTarget, Request, RequestId};
-use crate::wire::{self, Header, Kind};
+use crate::wire::Kind;
 use crate::{CommId, MessageId, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 
 /// A rendezvous receive whose data was asked for in pieces over several rails
@@ -184,6 +185,7 @@ impl State {
                 addr,
                 table,
                 stream,
+                fin,
                 prefix,
                 start,
             } => {
@@ -218,7 +220,7 @@ impl State {
                         sreq: u.sreq,
                     });
                 } else {
-                    self.request_data(peer, u.sreq, rid, start, u.msg_len as usize);
+                    self.request_data(peer, u.sreq, rid, start, u.msg_len as usize, fin);
                 }
                 if !prefix.is_empty() {
                     self.write_prefix(rid, &prefix);
@@ -233,44 +235,65 @@ impl State {
     /// strategy may cut it (`rdv_accept`, on the receiving side as in NewMadeleine): one Cts
     /// per piece (`FLAG_PART`), each naming its rail, and the pieces are timed as they come in
     /// to learn each rail's bandwidth. Otherwise one Cts asks for all of it.
-    fn request_data(&mut self, peer: u32, sreq: u64, rid: RequestId, from: usize, len: usize) {
+    /// On a gate with several rails every piece is asked for on its rail, also when there is
+    /// one (`resilience`: what a failed rail was carrying is asked for again), and the pieces
+    /// are followed until they are in; so are those of a sender that wants a Fin (`fin`).
+    fn request_data(
+        &mut self,
+        peer: u32,
+        sreq: u64,
+        rid: RequestId,
+        from: usize,
+        len: usize,
+        fin: bool,
+    ) {
         let g = &self.gates[peer as usize];
+        let resilient = g.resil.on;
         let mut pieces: Vec<Piece> = Vec::new();
         if g.rails.len() > 1 && from < len {
             self.strat.rdv_accept(g, from, len, &mut pieces);
         }
-        if matches!(pieces.as_slice(), [] | [Piece { rail: 0, .. }]) {
+        for p in pieces.iter_mut() {
+            if g.rails.get(p.rail).is_none_or(|r| r.dead) {
+                // (A strategy may name a rail that has failed.)
+                p.rail = g.rails.iter().position(|r| !r.dead).unwrap_or(0);
+            }
+        }
+        if pieces.is_empty() && resilient && from < len {
+            let rail = g.rails.iter().position(|r| !r.dead).unwrap_or(0);
+            pieces.push(Piece {
+                rail,
+                off: from,
+                len: len - from,
+            });
+        }
+        if fin || resilient {
+            let follow = |p: &Piece| PieceRecv {
+                rid,
+                peer,
+                sreq,
+                off: p.off,
+                len: p.len,
+                rail: p.rail,
+                got: 0,
+                fin,
+            };
+            match pieces.as_slice() {
+                [] if from < len => self.pieces.push(follow(&Piece {
+                    rail: 0,
+                    off: from,
+                    len: len - from,
+                })),
+                ps => self.pieces.extend(ps.iter().map(follow)),
+            }
+        }
+        if !resilient && matches!(pieces.as_slice(), [] | [Piece { rail: 0, .. }]) {
             return self.queue_ctrl(peer, Kind::Cts, 0, sreq, rid.0);
         }
         let mut rails = vec![(0usize, 0usize, 0u64); g.rails.len()];
         for p in &pieces {
             rails[p.rail].0 += p.len;
-            // (A piece names its length in 32 bits.)
-            let mut off = p.off;
-            while off < p.off + p.len {
-                let n = (p.off + p.len - off).min(1 << 30);
-                let hdr = Header {
-                    kind: Kind::Cts as u8,
-                    flags: wire::FLAG_PART,
-                    tag: p.rail as i32,
-                    seq: n as u32,
-                    msg_len: off as u64,
-                    sreq,
-                    aux: rid.0,
-                    ..Default::default()
-                };
-                self.queue(
-                    peer,
-                    OutChunk {
-                        hdr,
-                        ptr: std::ptr::null(),
-                        len: 0,
-                        sent: OnSent::Nothing,
-                        gather: None,
-                    },
-                );
-                off += n;
-            }
+            self.queue_piece_cts(peer, p.rail, p.off, p.len, sreq, rid);
         }
         tracing::debug!(
             peer,

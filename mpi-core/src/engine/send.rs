@@ -170,6 +170,8 @@ impl State {
             self.gates[peer as usize].prefixed += 1;
         }
         let sync = mode == SendMode::Synchronous;
+        // (A gate with several rails keeps a pushed message until its Fin: `resilience`.)
+        let resilient = self.gates[peer as usize].resil.on;
         // Numbered when it leaves (`number`).
         let seq = 0;
         let table_len = if pieces.is_some() {
@@ -210,7 +212,12 @@ impl State {
                 } else {
                     0
                 }
-                | if prefix > 0 { wire::FLAG_PREFIX } else { 0 },
+                | if prefix > 0 { wire::FLAG_PREFIX } else { 0 }
+                | if !eager && resilient {
+                    wire::FLAG_FIN
+                } else {
+                    0
+                },
             ctx,
             src,
             tag,

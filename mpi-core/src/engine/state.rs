@@ -89,6 +89,9 @@ pub(crate) struct State {
     /// Rendezvous receives whose data this process asked for in pieces over several rails,
     /// timed to learn the rails' bandwidth.
     pub(super) splits: Vec<SplitRecv>,
+    /// Unfinished pieces of rendezvous messages pushed over gates with several rails
+    /// (`resilience`), and of those whose sender waits for a Fin.
+    pub(super) pieces: Vec<super::resilience::PieceRecv>,
     pub(super) gets: Vec<PendingGet>,
     /// Buffers of unexpected eager messages already delivered, kept for the next ones: a
     /// fresh allocation of tens of KiB per message is memory the allocator gave back to the
@@ -177,6 +180,7 @@ impl State {
             order: (0..nprocs).map(|_| order::Order::default()).collect(),
             polling: NO_DRIVER,
             splits: Vec::new(),
+            pieces: Vec::new(),
             gets: Vec::new(),
             spare: Vec::new(),
             dirty: Vec::new(),
@@ -475,8 +479,11 @@ impl State {
         for r in &mut g.rails {
             r.out.clear();
         }
+        g.resil.unacked.clear();
+        g.resil.resend.clear();
         self.gets.retain(|x| x.peer != peer);
         self.splits.retain(|x| x.peer != peer);
+        self.pieces.retain(|x| x.peer != peer);
         if !self.lost.contains(&peer) {
             self.lost.push(peer);
         }

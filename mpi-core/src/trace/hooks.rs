@@ -426,6 +426,18 @@ fn counters_slow(list: &[madmpi_transports::registry::Driver]) {
 }
 
 /// `peer` was found dead (also logged).
+/// A rail to `peer` failed; the peer's other rails carry on.
+pub(crate) fn rail_lost(peer: u32) {
+    if on() {
+        record(instant(
+            mono(),
+            TID_TRANSPORT,
+            "rail lost",
+            Args::Peer { peer },
+        ));
+    }
+}
+
 pub(crate) fn peer_lost(peer: u32) {
     tracing::warn!(peer, "peer lost: failing every operation that involves it");
     if on() {

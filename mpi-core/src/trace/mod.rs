@@ -43,7 +43,8 @@ use crate::wire::{self, Header, Kind};
 
 pub use hooks::{call, call_finalize, call_init, call_p2p, Call};
 pub(crate) use hooks::{
-    driver_counters, get, peer_lost, placing, queued, received, received_placed, sent, sent_now,
+    driver_counters, get, peer_lost, placing, queued, rail_lost, received, received_placed, sent,
+    sent_now,
 };
 use write::write_json;
 
@@ -289,6 +290,9 @@ fn kind_name(k: u8) -> &'static str {
         Some(Kind::CancelReq) => "cancel_req",
         Some(Kind::CancelAck) => "cancel_ack",
         Some(Kind::Rma) => "rma",
+        Some(Kind::Ctrl) => "ctrl",
+        Some(Kind::Ack) => "ack",
+        Some(Kind::RailDown) => "rail_down",
         None => "unknown",
     }
 }

@@ -47,6 +47,9 @@ pub struct TcpConfig {
     pub connect_timeout: Duration,
     /// How long dropping the transport may wait to push out packets already accepted.
     pub linger: Duration,
+    /// How long a connection's link may fail (data or keepalive probes unacknowledged) before
+    /// the connection ends with an error; zero leaves it to the kernel (minutes).
+    pub link_timeout: Duration,
     /// Most connections in the handshake at once; more are closed at once (a flood of
     /// foreign connections cannot exhaust the process).
     pub max_handshakes: usize,
@@ -77,6 +80,9 @@ impl Default for TcpConfig {
             handshake_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(30),
             linger: Duration::from_secs(5),
+            // Long enough for any congestion, short enough that a job on several rails goes on
+            // on the others in seconds rather than in a quarter of an hour.
+            link_timeout: Duration::from_secs(30),
             max_handshakes: 256,
             engine_version: 0,
         }
@@ -100,6 +106,7 @@ impl TcpConfig {
     /// | `MADMPI_TCP_SNDBUF`, `MADMPI_TCP_RCVBUF` | socket buffers (0: kernel autotuning) |
     /// | `MADMPI_TCP_CONNECT` | `lazy` (default) or `eager` |
     /// | `MADMPI_TCP_HANDSHAKE_TIMEOUT_MS`, `MADMPI_TCP_CONNECT_TIMEOUT_MS`, `MADMPI_TCP_LINGER_MS` | timeouts |
+    /// | `MADMPI_TCP_LINK_TIMEOUT_MS` | how long a failed link goes unnoticed (0: the kernel's default) |
     ///
     /// # Errors
     ///
@@ -168,6 +175,7 @@ impl TcpConfig {
         ms("MADMPI_TCP_HANDSHAKE_TIMEOUT_MS", &mut c.handshake_timeout)?;
         ms("MADMPI_TCP_CONNECT_TIMEOUT_MS", &mut c.connect_timeout)?;
         ms("MADMPI_TCP_LINGER_MS", &mut c.linger)?;
+        ms("MADMPI_TCP_LINK_TIMEOUT_MS", &mut c.link_timeout)?;
         c.validate()?;
         Ok(c)
     }

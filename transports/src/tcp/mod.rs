@@ -113,7 +113,7 @@ pub(crate) use config::parse_size;
 pub use config::{ConnectMode, TcpConfig};
 use conn::{frame_header, Conn, Fail, Phase, RxPool, FRAME_HDR, KIND_BYE, KIND_PACKET};
 use conn::{RX_MIN_FREE, SMALL_WRITE};
-use peers::{set_buffers, PeerSlot, PeerState};
+use peers::{set_buffers, set_liveness, PeerSlot, PeerState};
 
 use crate::{
     Caps, Error, PeerId, RecvSink, RemoteRegion, Result, SendOutcome, SplitParams, Transport,
@@ -241,6 +241,7 @@ impl TcpTransport {
         // Accepted sockets inherit the buffer sizes; the receive buffer must be set before
         // `listen` for the window scale of the handshake to allow it.
         set_buffers(b, cfg)?;
+        set_liveness(b, cfg)?;
         sys::bind(b, &addr).map_err(io_err(format!("tcp: binding {addr}")))?;
         sys::listen(b, 1024).map_err(io_err(format!("tcp: listening on {addr}")))?;
         let local = sys::local_addr(b).map_err(io_err("tcp: getsockname"))?;

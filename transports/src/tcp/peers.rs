@@ -287,6 +287,7 @@ impl TcpTransport {
         let fd = sys::tcp_socket(&addr).map_err(|e| e.to_string())?;
         let b = fd.as_fd();
         set_buffers(b, &self.cfg).map_err(|e| e.to_string())?;
+        set_liveness(b, &self.cfg).map_err(|e| e.to_string())?;
         let _ = sys::set_int(b, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
         // Leave from the configured address, so that peers see (and routes use) the chosen
         // interface; the port is picked at connect time.
@@ -731,6 +732,46 @@ impl TcpTransport {
             }
         }
     }
+}
+
+/// Make a connection whose link fails end with an error within `cfg.link_timeout` (0: the
+/// kernel's defaults, a quarter of an hour of retransmissions): written data not acknowledged
+/// for that long (`TCP_USER_TIMEOUT`), or an idle connection whose keepalive probes go
+/// unanswered (`SO_KEEPALIVE`, first probe after a third of it). The engine then loses that
+/// rail, or the peer if it was the only one. (Set on the listening socket, the accepted
+/// connections inherit it.)
+pub(super) fn set_liveness(fd: std::os::fd::BorrowedFd<'_>, cfg: &TcpConfig) -> Result<()> {
+    let ms = cfg.link_timeout.as_millis().min(i32::MAX as u128) as i32;
+    if ms == 0 {
+        return Ok(());
+    }
+    let idle = (ms / 3000).max(1);
+    let intvl = (ms / 6000).max(1);
+    for (level, name, v, what) in [
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1, "tcp: SO_KEEPALIVE"),
+        (
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPIDLE,
+            idle,
+            "tcp: TCP_KEEPIDLE",
+        ),
+        (
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPINTVL,
+            intvl,
+            "tcp: TCP_KEEPINTVL",
+        ),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3, "tcp: TCP_KEEPCNT"),
+        (
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            ms,
+            "tcp: TCP_USER_TIMEOUT",
+        ),
+    ] {
+        sys::set_int(fd, level, name, v).map_err(io_err(what))?;
+    }
+    Ok(())
 }
 
 /// Apply the configured socket buffer sizes (0: leave the kernel's autotuning alone).

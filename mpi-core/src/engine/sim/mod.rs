@@ -43,6 +43,8 @@ struct Net {
     /// strategy chose: messages overtake each other on the way, as on rails of different
     /// speeds, and the receiver must restore their order.
     scatter: bool,
+    /// Links that failed (`cut`): what is put on them is lost.
+    dead_links: Vec<(u32, u32, usize)>,
 }
 
 /// The capabilities of a simulated driver: small limits so that rendezvous, fragmentation and
@@ -98,6 +100,29 @@ impl Net {
             rng: Rng(seed | 1),
             data_bytes: 0,
             scatter: false,
+            dead_links: Vec::new(),
+        }
+    }
+
+    /// Put a packet on the link from `i` to `j` on `rail` (lost if the link failed).
+    fn put(&mut self, i: u32, j: u32, rail: usize, pkt: Vec<u8>) {
+        if !self.dead_links.contains(&(i, j, rail)) {
+            self.links.entry((i, j, rail)).or_default().push_back(pkt);
+        }
+    }
+
+    /// Rail `rail` between `a` and `b` fails: what is on it is lost, and so is what is put on
+    /// it later. `a`'s driver notices at once; `b`'s too if `both`, else `b` learns it from
+    /// `a` (RailDown).
+    fn cut(&mut self, a: u32, b: u32, rail: usize, both: bool) {
+        for k in [(a, b, rail), (b, a, rail)] {
+            self.dead_links.push(k);
+            self.links.remove(&k);
+        }
+        // (The simulated rails' drivers are numbered as the rails.)
+        self.ranks[a as usize].driver_lost(b, rail as DriverId);
+        if both {
+            self.ranks[b as usize].driver_lost(a, rail as DriverId);
         }
     }
 
@@ -105,7 +130,17 @@ impl Net {
     /// does ([`drive::with_packet`]), and put it on its rail's link.
     fn transmit(&mut self, i: usize, j: u32) -> bool {
         let st = &mut self.ranks[i];
-        let c = st.pick(j, 0);
+        if let Some(pkt) = st.gates[j as usize].resil.resend.pop_front() {
+            // Copies a failed rail may have swallowed go first (as `Engine::resend`).
+            let rail = st.gates[j as usize].live_rail(0);
+            self.put(i as u32, j, rail, pkt);
+            return true;
+        }
+        let g = &st.gates[j as usize];
+        let dead = (g.rails.iter().enumerate())
+            .filter(|(_, r)| r.dead)
+            .fold(0, |m, (r, _)| m | strategy::bit(r));
+        let c = st.pick(j, dead);
         let nrails = st.gates[j as usize].rails.len();
         let (pkt, rail) = if c.n > 0 {
             st.number(j, c.n);
@@ -119,10 +154,14 @@ impl Net {
                 .map(|c| c.len)
                 .sum::<usize>();
             st.sent(j, c.n);
+            if st.gates[j as usize].resil.on {
+                st.retain(j, &pkt);
+            }
+            let g = &st.gates[j as usize];
             let rail = if self.scatter {
-                self.rng.below(nrails)
+                g.live_rail(self.rng.below(nrails))
             } else {
-                c.rail
+                g.live_rail(c.rail)
             };
             (pkt, rail)
         } else if let Some(r) = (0..nrails).find(|&r| !st.gates[j as usize].rails[r].out.is_empty())
@@ -137,10 +176,7 @@ impl Net {
             st.dirty.retain(|&p| p != j);
             return false;
         };
-        self.links
-            .entry((i as u32, j, rail))
-            .or_default()
-            .push_back(pkt);
+        self.put(i as u32, j, rail, pkt);
         true
     }
 
@@ -298,5 +334,6 @@ fn payload(src: u32, k: u64, len: usize) -> Vec<u8> {
     v
 }
 
+mod loss;
 mod messages;
 mod rendezvous;
