@@ -178,6 +178,11 @@ pub(crate) struct SendExtra {
     pub layout: Option<(*const u8, Datatype, usize)>,
     /// The buffer (its id) and the offset in it of a buffered send's reservation.
     pub bsend: Option<(usize, usize)>,
+    /// The key of the driver's registration of the message (the payload of its RTS, filled in
+    /// before the RTS leaves: `FLAG_KEY`).
+    pub key: [u8; 8],
+    /// The driver that registered the message and the key, to deregister it at completion.
+    pub registered: Option<(u8, u64)>,
 }
 
 impl SendOp {

@@ -130,6 +130,10 @@ pub const FLAG_PART: u8 = 32;
 /// it arrived, also when the data is pushed (a gate with several rails: data lost with a rail
 /// is asked for again).
 pub const FLAG_FIN: u8 = 64;
+/// In an `Rts` without `FLAG_PIECES`, `FLAG_PREFIX` or `FLAG_STREAM`: the payload is the 8-byte
+/// key of the sender's registration of the message (drivers that `get` only registered memory,
+/// e.g. libfabric's `fi_read`); the receiver's `get` names it.
+pub const FLAG_KEY: u8 = 128;
 
 /// A decoded chunk header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -103,6 +103,66 @@ fn programs_over_tcp_provider_small_packets() {
     );
 }
 
+/// Rendezvous data read by the receiver with `fi_read` from the sender's registered buffer
+/// (the default where the provider has `FI_RMA`, as `tcp;ofi_rxm` and `shm` do): the trace's
+/// driver counters show the reads and the registrations; with `MADMPI_OFI_RMA=0` the data
+/// travels as fragments and nothing is read.
+#[test]
+fn rendezvous_data_is_read_with_rdma() {
+    if !ofi() {
+        return;
+    }
+    for (provider, rma) in [("tcp;ofi_rxm", "1"), ("shm", "1"), ("tcp;ofi_rxm", "0")] {
+        let dir = madmpi_tests::harness::scratch().join(format!(
+            "ofi-rma-{}-{rma}-{}",
+            provider.replace(';', "_"),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        job("p2p", "sendmodes", 2, provider)
+            .env("MADMPI_OFI_RMA", rma)
+            .env("MADMPI_TRACE", &dir.display().to_string())
+            .run()
+            .assert_ok("sendmodes");
+        let (mut gets, mut bytes, mut regs) = (0, 0, 0);
+        for rank in 0..2 {
+            let path = dir.join(format!("madmpi-trace-rank{rank}.json"));
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("no trace at {}: {e}", path.display()));
+            let v: serde_json::Value = serde_json::from_str(&text).expect("trace is JSON");
+            let e = v["traceEvents"]
+                .as_array()
+                .expect("events")
+                .iter()
+                .find(|e| e["name"] == "driver counters" && e["args"]["driver"] == "ofi")
+                .unwrap_or_else(|| panic!("rank {rank}: no ofi driver counters"))
+                .clone();
+            let c = |k: &str| {
+                e["args"][k]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{k} in {e}"))
+            };
+            gets += c("rdma_gets");
+            bytes += c("rdma_read_bytes");
+            regs += c("registrations");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        println!("{provider} rma={rma}: {gets} reads of {bytes} bytes, {regs} registrations");
+        if rma == "1" {
+            assert!(
+                gets > 0 && bytes > gets * 1024,
+                "{provider}: {gets} reads of {bytes} bytes"
+            );
+            assert!(
+                regs >= gets,
+                "{provider}: {regs} registrations for {gets} reads"
+            );
+        } else {
+            assert_eq!((gets, regs), (0, 0), "MADMPI_OFI_RMA=0 reads nothing");
+        }
+    }
+}
+
 #[test]
 fn programs_over_shm_provider() {
     programs_pass("shm", &[], true);

@@ -261,6 +261,7 @@ pub(crate) fn get(p: &mut dyn Pair) {
         let r = RemoteRegion {
             addr: one.as_ptr() as u64,
             len: 1,
+            ..RemoteRegion::at(0, 0)
         };
         assert!(p.b().get(a, r, &mut [IoSliceMut::new(&mut one)]).is_err());
         return;
@@ -272,6 +273,7 @@ pub(crate) fn get(p: &mut dyn Pair) {
     let region = |off: usize, len: usize| RemoteRegion {
         addr: src.as_ptr() as u64 + off as u64,
         len: len as u64,
+        ..RemoteRegion::at(0, 0)
     };
     let mut rng = Rng::new(4);
     for round in 0..20 {
@@ -469,6 +471,7 @@ fn shm_without_cma_refuses_get() {
     let r = RemoteRegion {
         addr: x.as_ptr() as u64,
         len: 8,
+        ..RemoteRegion::at(0, 0)
     };
     assert!(matches!(
         p.b.get(a, r, &mut [IoSliceMut::new(&mut x)]),
@@ -622,6 +625,7 @@ mod split {
         let whole = RemoteRegion {
             addr: src.as_ptr() as u64,
             len: n as u64,
+            ..RemoteRegion::at(0, 0)
         };
         p.b.get(a_id, whole, &mut [IoSliceMut::new(&mut dst)])
             .expect("get");
@@ -640,6 +644,7 @@ mod split {
             let whole = RemoteRegion {
                 addr: src.as_ptr() as u64,
                 len: n as u64,
+                ..RemoteRegion::at(0, 0)
             };
             let done = std::sync::atomic::AtomicBool::new(false);
             let (a, b) = (&mut p.a, &mut p.b);

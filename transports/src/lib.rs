@@ -134,6 +134,24 @@ pub struct RemoteRegion {
     pub addr: u64,
     /// Length in bytes.
     pub len: u64,
+    /// The key of the peer's registration that covers it ([`Transport::register`]; 0 for
+    /// drivers that register nothing).
+    pub key: u64,
+    /// Where that registration starts in the peer's address space (drivers whose network
+    /// addresses registered memory by offset need it).
+    pub base: u64,
+}
+
+impl RemoteRegion {
+    /// `len` bytes at `addr`, in memory that needs no registration.
+    pub fn at(addr: u64, len: u64) -> RemoteRegion {
+        RemoteRegion {
+            addr,
+            len,
+            key: 0,
+            base: addr,
+        }
+    }
 }
 
 /// Errors of this crate.
@@ -226,16 +244,16 @@ pub trait Transport {
         Err(Error::Unsupported("connect"))
     }
 
-    /// Make `len` bytes at `ptr` reachable by the peers' `get`/`put` (RDMA): the key bytes
-    /// travel in the rendezvous request. Drivers whose `get` needs no registration (shared
-    /// memory, `self`) return no bytes, which is the default.
-    fn register(&mut self, ptr: *const u8, len: usize) -> Result<Vec<u8>> {
+    /// Make `len` bytes at `ptr` readable by the peers' `get` (RDMA): the key travels in the
+    /// rendezvous request and comes back in the peer's [`RemoteRegion`]. Drivers whose `get`
+    /// needs no registration (shared memory, `self`) return 0, which is the default.
+    fn register(&mut self, ptr: *const u8, len: usize) -> Result<u64> {
         let _ = (ptr, len);
-        Ok(Vec::new())
+        Ok(0)
     }
 
     /// Undo a [`register`](Self::register) whose key was `key`.
-    fn deregister(&mut self, key: &[u8]) {
+    fn deregister(&mut self, key: u64) {
         let _ = key;
     }
 

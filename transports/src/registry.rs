@@ -554,11 +554,11 @@ impl Transport for Driver {
         each!(self, t => t.connect(peer, card))
     }
 
-    fn register(&mut self, ptr: *const u8, len: usize) -> Result<Vec<u8>> {
+    fn register(&mut self, ptr: *const u8, len: usize) -> Result<u64> {
         each!(self, t => t.register(ptr, len))
     }
 
-    fn deregister(&mut self, key: &[u8]) {
+    fn deregister(&mut self, key: u64) {
         each!(self, t => t.deregister(key))
     }
 }

@@ -327,8 +327,16 @@ fn two_processes_ping_pong_and_get() {
         let (x, rest) = dst.split_at_mut(12_345);
         let (y, z) = rest.split_at_mut(1 << 21);
         let mut iov = [IoSliceMut::new(x), IoSliceMut::new(y), IoSliceMut::new(z)];
-        t.get(peers[1], RemoteRegion { addr, len }, &mut iov)
-            .expect("get 4 MiB");
+        t.get(
+            peers[1],
+            RemoteRegion {
+                addr,
+                len,
+                ..RemoteRegion::at(0, 0)
+            },
+            &mut iov,
+        )
+        .expect("get 4 MiB");
     }
     assert_eq!(fnv(&dst), sum, "get returned wrong bytes");
     send(&mut t, peers[1], &DONE.to_le_bytes(), &mut w);
@@ -576,6 +584,7 @@ fn bench_latency_and_get_bandwidth() {
         let region = RemoteRegion {
             addr: word(&req, 1),
             len: word(&req, 2),
+            ..RemoteRegion::at(0, 0)
         };
         let mut dst = vec![0u8; BENCH_GET];
         let mut windows = Vec::new();

@@ -350,6 +350,9 @@ impl Engine {
     fn schedule(&mut self, peer: u32) -> Result<bool> {
         let p = peer as usize;
         let mut busy = 0u32;
+        if !self.st.to_register.is_empty() {
+            self.register_sends();
+        }
         if self.st.gates[p].resil.on {
             if !self.resend(peer)? {
                 return Ok(self.st.gates[p].dead);
@@ -445,6 +448,53 @@ impl Engine {
         }
     }
 
+    /// Register with their first rail's driver the messages of the RTSs waiting for a key
+    /// (`FLAG_KEY`), and write the keys into them. A driver that refuses (registration limits:
+    /// `ulimit -l`) makes that message stream its data instead (the receiver asks with Cts).
+    fn register_sends(&mut self) {
+        for rid in std::mem::take(&mut self.st.to_register) {
+            let Some(Request {
+                op: Op::Send(s), ..
+            }) = self.st.reqs.get_mut(rid)
+            else {
+                continue;
+            };
+            let drv = self.st.gates[s.peer as usize].driver;
+            let reg = match self.drv.get(drv) {
+                Some(t) => t.register(s.ptr, s.len),
+                None => Err(madmpi_transports::Error::Unsupported("register")),
+            };
+            match reg {
+                Ok(key) => {
+                    let x = s.extra_mut();
+                    x.key = key.to_le_bytes();
+                    x.registered = Some((drv, key));
+                }
+                Err(e) => {
+                    tracing::info!(peer = s.peer, error = %e, "registration refused: data streamed");
+                    let peer = s.peer as usize;
+                    if let Some(c) = (self.st.gates[peer].out.iter_mut())
+                        .find(|c| matches!(c.sent, super::OnSent::Send(id) if id == rid))
+                    {
+                        c.hdr.flags = (c.hdr.flags & !wire::FLAG_KEY) | wire::FLAG_STREAM;
+                        c.hdr.aux = 0;
+                        c.hdr.len = 0;
+                        c.len = 0;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Undo the registrations of completed sends.
+    fn deregister_sends(&mut self) {
+        for (drv, key) in std::mem::take(&mut self.st.to_deregister) {
+            if let Some(t) = self.drv.get(drv) {
+                t.deregister(key);
+            }
+        }
+    }
+
     /// Send again, on the first rail that works, the copies a failed rail may have swallowed
     /// (`resilience`). Whether none is left.
     fn resend(&mut self, peer: u32) -> Result<bool> {
@@ -504,6 +554,9 @@ impl Engine {
         if !self.st.scheds.is_empty() {
             self.st.advance_schedules();
         }
+        if !self.st.to_deregister.is_empty() {
+            self.deregister_sends();
+        }
         if !self.st.dirty.is_empty() {
             self.flush()?;
         }
@@ -556,7 +609,12 @@ impl State {
                 if n == 0 {
                     continue;
                 }
-                let remote = RemoteRegion { addr, len: n };
+                let remote = RemoteRegion {
+                    addr,
+                    len: n,
+                    key: g.key,
+                    base: g.base,
+                };
                 if small_blocks {
                     // Many small blocks: one read into a bounce buffer and a user-space
                     // unpack cost far less than a kernel iovec per block.

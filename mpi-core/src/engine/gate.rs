@@ -84,6 +84,8 @@ pub(crate) struct Gate {
     pub(super) max_iov: usize,
     /// Rendezvous data may be pulled with `get`.
     pub(super) can_get: bool,
+    /// ... once the sender registered it with the first rail's driver (`FLAG_KEY`).
+    pub(super) registers: bool,
     pub(super) queued: bool,
     /// The peer has died: every operation involving it fails with MPI_ERR_PROC_ABORTED.
     pub(super) dead: bool,
@@ -139,6 +141,7 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
     let first = rails.first().map(|&(_, c)| c);
     let rails: Vec<Rail> = rails.into_iter().map(|(d, c)| Rail::new(d, c)).collect();
     let several = rails.len() > 1;
+    let registers = rails.first().is_some_and(|r| r.registers);
     let (driver, eager, frag_max, aggreg, solo, iov, get) = match (rails.first(), first) {
         (Some(r), Some(c)) => (
             r.drv,
@@ -162,6 +165,7 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
         solo_min: solo,
         max_iov: iov,
         can_get: get,
+        registers,
         queued: false,
         dead: false,
         resil: Resilience {

@@ -356,6 +356,7 @@ impl State {
                 table: Some(payload.to_vec()),
                 stream: false,
                 fin: h.flags & wire::FLAG_FIN != 0,
+                key: 0,
                 prefix: Vec::new(),
                 start: 0,
             }
@@ -366,11 +367,19 @@ impl State {
             } else {
                 Vec::new()
             };
+            // The key of the sender's registration (`FLAG_KEY`): the whole payload.
+            let key = match payload.get(..8) {
+                Some(k) if h.flags & wire::FLAG_KEY != 0 => {
+                    u64::from_le_bytes(k.try_into().expect("8 bytes"))
+                }
+                _ => 0,
+            };
             UBody::Rts {
                 addr: h.aux,
                 table: None,
                 stream: h.flags & wire::FLAG_STREAM != 0,
                 fin: h.flags & wire::FLAG_FIN != 0,
+                key,
                 prefix,
                 start: start.len(),
             }
@@ -412,6 +421,10 @@ impl RecvSink for State {
             return None;
         }
         if h.kind() != Some(Kind::Data) {
+            if h.flags & wire::FLAG_KEY != 0 {
+                // (Its payload is a key, not the start of the message.)
+                return None;
+            }
             return self.place_message(peer.0, &h, head, total_len);
         }
         if HDR_LEN + h.len as usize != total_len {
@@ -513,6 +526,7 @@ impl State {
                 table: None,
                 stream: h.flags & wire::FLAG_STREAM != 0,
                 fin: h.flags & wire::FLAG_FIN != 0,
+                key: 0,
                 prefix: Vec::new(),
                 start: h.len as usize,
             };

@@ -54,6 +54,8 @@ pub(super) enum UBody {
         stream: bool,
         /// The sender waits for a Fin also after pushing the data (`FLAG_FIN`).
         fin: bool,
+        /// The key of the sender's registration of the data (`FLAG_KEY`; else 0).
+        key: u64,
         /// The start of the message, sent with the RTS (`FLAG_PREFIX`; else empty).
         prefix: Vec<u8>,
         /// How many bytes of the message the RTS carried (kept in `prefix`, or written by

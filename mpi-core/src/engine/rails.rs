@@ -48,6 +48,8 @@ pub(crate) struct Rail {
     pub frag_max: usize,
     pub max_iov: usize,
     pub can_get: bool,
+    /// Its driver's `get` reads only registered memory (`Caps::registers_memory`).
+    pub registers: bool,
     /// Bandwidth in MB/s: the driver's figure, then what this process measured receiving
     /// pieces of rendezvous messages from the peer on this rail ([`Rail::learn`]).
     pub bw: f64,
@@ -69,6 +71,7 @@ impl Rail {
             frag_max,
             max_iov: c.max_iov.max(2),
             can_get: c.can_get,
+            registers: c.registers_memory,
             bw: c.bandwidth_mbps as f64,
             samples: 0,
             out: VecDeque::new(),

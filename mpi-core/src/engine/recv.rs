@@ -33,6 +33,9 @@ pub(super) struct PendingGet {
     pub(super) ranges: Vec<(u64, u64, u64)>,
     pub(super) rid: RequestId,
     pub(super) sreq: u64,
+    /// The sender's registration of the data (`FLAG_KEY`; 0: none) and where it starts.
+    pub(super) key: u64,
+    pub(super) base: u64,
 }
 
 impl State {
@@ -186,6 +189,7 @@ impl State {
                 table,
                 stream,
                 fin,
+                key,
                 prefix,
                 start,
             } => {
@@ -218,6 +222,8 @@ impl State {
                         ranges,
                         rid,
                         sreq: u.sreq,
+                        key,
+                        base: addr,
                     });
                 } else {
                     self.request_data(peer, u.sreq, rid, start, u.msg_len as usize, fin);

@@ -105,7 +105,10 @@ impl State {
             p
         } else if let Some((off, _)) = dt.contiguous_span(count) {
             buf.wrapping_offset(off)
-        } else if bytes > self.gates[peer as usize].eager_max && self.gates[peer as usize].can_get {
+        } else if bytes > self.gates[peer as usize].eager_max
+            && self.gates[peer as usize].can_get
+            && !self.gates[peer as usize].registers
+        {
             // Sparse type, rendezvous with `get`: small blocks inline, large blocks pulled
             // straight from the user buffer (NewMadeleine's per-block zero copy).
             match piece_table(
@@ -179,13 +182,25 @@ impl State {
         } else {
             0
         };
-        let extra = (staging.is_some() || bsend.is_some() || pieces.is_some()).then(|| {
-            Box::new(SendExtra {
-                staging,
-                layout: pieces,
-                bsend,
-            })
-        });
+        // A rendezvous the receiver pulls from memory the driver must register first: its RTS
+        // carries the key (`FLAG_KEY`), filled in by the engine before it leaves
+        // (`Engine::register_sends`).
+        let g = &self.gates[peer as usize];
+        let keyed = !eager && g.can_get && g.registers && !stream && table_len == 0;
+        let extra =
+            (staging.is_some() || bsend.is_some() || pieces.is_some() || keyed).then(|| {
+                Box::new(SendExtra {
+                    staging,
+                    layout: pieces,
+                    bsend,
+                    key: [0; 8],
+                    registered: None,
+                })
+            });
+        let key_ptr = match &extra {
+            Some(x) if keyed => x.key.as_ptr(),
+            _ => std::ptr::null(),
+        };
         let mut r = Request::new(Op::Send(SendOp {
             queued: true,
             await_ack: sync || !eager,
@@ -217,13 +232,16 @@ impl State {
                     wire::FLAG_FIN
                 } else {
                     0
-                },
+                }
+                | if keyed { wire::FLAG_KEY } else { 0 },
             ctx,
             src,
             tag,
             seq,
             len: if eager {
                 bytes as u32
+            } else if keyed {
+                8
             } else {
                 (table_len + prefix) as u32
             },
@@ -235,12 +253,21 @@ impl State {
                 ptr as u64
             },
         };
+        if keyed {
+            self.to_register.push(rid);
+        }
         self.queue(
             peer,
             OutChunk {
                 hdr,
-                ptr,
-                len: if eager { bytes } else { table_len + prefix },
+                ptr: if keyed { key_ptr } else { ptr },
+                len: if keyed {
+                    8
+                } else if eager {
+                    bytes
+                } else {
+                    table_len + prefix
+                },
                 sent: OnSent::Send(rid),
                 gather: None,
             },

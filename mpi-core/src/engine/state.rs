@@ -92,6 +92,10 @@ pub(crate) struct State {
     /// Unfinished pieces of rendezvous messages pushed over gates with several rails
     /// (`resilience`), and of those whose sender waits for a Fin.
     pub(super) pieces: Vec<super::resilience::PieceRecv>,
+    /// Rendezvous sends whose RTS waits for the key of their registration (`FLAG_KEY`).
+    pub(super) to_register: Vec<RequestId>,
+    /// Registrations of completed sends to undo: (driver, key).
+    pub(super) to_deregister: Vec<(DriverId, u64)>,
     pub(super) gets: Vec<PendingGet>,
     /// Buffers of unexpected eager messages already delivered, kept for the next ones: a
     /// fresh allocation of tens of KiB per message is memory the allocator gave back to the
@@ -181,6 +185,8 @@ impl State {
             polling: NO_DRIVER,
             splits: Vec::new(),
             pieces: Vec::new(),
+            to_register: Vec::new(),
+            to_deregister: Vec::new(),
             gets: Vec::new(),
             spare: Vec::new(),
             dirty: Vec::new(),
@@ -351,6 +357,9 @@ impl State {
                 if let Some(x) = s.extra.take() {
                     if let Some(slot) = x.bsend {
                         self.bsends.release(slot);
+                    }
+                    if let Some(reg) = x.registered {
+                        self.to_deregister.push(reg);
                     }
                 }
             }

@@ -19,6 +19,9 @@ pub struct OfiConfig {
     /// Send bounce buffers, the credits of the link (`MADMPI_OFI_TX`; lowered to the
     /// provider's transmit queue size).
     pub tx_buffers: usize,
+    /// Rendezvous data is read by the receiver with `fi_read` from the sender's registered
+    /// buffer when the provider offers `FI_RMA` (`MADMPI_OFI_RMA=0`: fragments instead).
+    pub rma: bool,
 }
 
 impl Default for OfiConfig {
@@ -29,6 +32,7 @@ impl Default for OfiConfig {
             eager_threshold: 32 << 10,
             rx_buffers: 64,
             tx_buffers: 64,
+            rma: true,
         }
     }
 }
@@ -80,6 +84,15 @@ impl OfiConfig {
         num("MADMPI_OFI_EAGER", &mut c.eager_threshold, 0, 64 << 20)?;
         num("MADMPI_OFI_RX", &mut c.rx_buffers, 2, 1 << 16)?;
         num("MADMPI_OFI_TX", &mut c.tx_buffers, 1, 1 << 16)?;
+        match get("MADMPI_OFI_RMA").as_deref().map(str::trim) {
+            None | Some("") | Some("1") => {}
+            Some("0") => c.rma = false,
+            Some(v) => {
+                return Err(Error::Invalid(format!(
+                    "MADMPI_OFI_RMA={v}: expected 0 or 1"
+                )));
+            }
+        }
         Ok(c)
     }
 }

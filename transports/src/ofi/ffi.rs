@@ -118,6 +118,16 @@ extern "C" {
         desc: *mut c_void,
         ctx: *mut c_void,
     ) -> isize;
+    fn madmpi_ofi_read(
+        o: *mut RawOfi,
+        buf: *mut c_void,
+        len: usize,
+        desc: *mut c_void,
+        src: u64,
+        addr: u64,
+        key: u64,
+        ctx: *mut c_void,
+    ) -> isize;
     fn madmpi_ofi_cq_read(o: *mut RawOfi, entries: *mut CqEntry, count: usize) -> isize;
     fn madmpi_ofi_cq_readerr(
         o: *mut RawOfi,
@@ -402,6 +412,30 @@ impl Endpoint {
         self.posted("fi_send", ret)
     }
 
+    /// Post an RDMA read of `len` bytes from `src`'s registered memory (`addr` as the
+    /// provider addresses it, key `key`) into `buf` (registered, `desc`). `Ok(false)`:
+    /// `FI_EAGAIN`.
+    ///
+    /// # Safety
+    ///
+    /// As [`send`](Self::send), for writes into `buf`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn read(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        desc: *mut c_void,
+        src: u64,
+        addr: u64,
+        key: u64,
+        ctx: *mut Context,
+    ) -> Result<bool> {
+        // SAFETY: the caller's contract.
+        let ret =
+            unsafe { madmpi_ofi_read(self.raw, buf.cast(), len, desc, src, addr, key, ctx.cast()) };
+        self.posted("fi_read", ret)
+    }
+
     /// Post a receive buffer. `Ok(false)`: `FI_EAGAIN`.
     ///
     /// # Safety
@@ -491,7 +525,6 @@ pub(super) struct MemReg {
     /// The descriptor local operations pass (`fi_mr_desc`).
     pub desc: *mut c_void,
     /// The key peers use (`fi_mr_key`).
-    #[allow(dead_code)]
     pub key: u64,
 }
 

@@ -18,8 +18,14 @@
 //!   queue, delivers each received packet from its buffer and posts the buffer again;
 //! - a send that completes in error names its peer lost ([`Transport::poll_lost`]).
 //!
-//! Rendezvous data travels as fragments (the engine cuts them to [`Caps::max_packet`]):
-//! `can_get` is false. Errors name the provider and the libfabric call, with `fi_strerror`.
+//! Rendezvous data: when the provider offers `FI_RMA` (and `MADMPI_OFI_RMA` is not 0), the
+//! sender registers its buffer for remote reads ([`Transport::register`], once per rendezvous:
+//! libfabric's own registration cache, on by default for verbs and EFA with its memory
+//! monitor, makes repeats cheap and safe), the key travels in the RTS, and the receiver's
+//! [`Transport::get`] reads the data straight into the receive buffer with `fi_read` (cut to
+//! the provider's `max_msg_size`, addressed by virtual address or by offset as `FI_MR_VIRT_ADDR`
+//! says); the registration ends when the send completes. Otherwise (`can_get` false) the data
+//! travels as fragments (the engine cuts them to [`Caps::max_packet`]). Errors name the provider and the libfabric call, with `fi_strerror`.
 //! The driver authenticates nothing: like other MPIs over libfabric, it relies on the fabric
 //! (a job's endpoints are reachable by the hosts of the network).
 
@@ -115,6 +121,8 @@ pub struct OfiTransport {
     // the endpoint's other objects (domain last).
     rx: Pool,
     tx: Pool,
+    /// Registrations of send buffers for remote reads, by key.
+    regs: std::collections::HashMap<u64, MemReg>,
     ep: Endpoint,
     /// One libfabric context per operation in flight: receives `0..rx_count`, then sends.
     ctx: Box<[Context]>,
@@ -141,6 +149,16 @@ pub struct OfiTransport {
     address: Vec<u8>,
     /// Malformed packets seen (logged, the first few on stderr).
     dropped: u64,
+    /// RDMA reads posted and not completed (their context is the last of `ctx`).
+    reads: usize,
+    /// Why a read failed, if one did since the last `get`.
+    read_failed: Option<String>,
+    /// The next key asked for (providers without `FI_MR_PROV_KEY` take the application's).
+    next_key: u64,
+    /// Counted for the trace ([`Transport::counters`]): `get`s, bytes read, registrations.
+    gets: u64,
+    read_bytes: u64,
+    registrations: u64,
 }
 
 impl OfiTransport {
@@ -151,7 +169,7 @@ impl OfiTransport {
     /// No provider fits `cfg`, or a libfabric call fails (named with the provider).
     pub fn open(me: PeerId, n: u32, version: u32, cfg: &OfiConfig) -> Result<OfiTransport> {
         let cq_size = cfg.rx_buffers + cfg.tx_buffers + CQ_BATCH;
-        let ep = Endpoint::open(cfg.provider.as_deref(), false, cq_size)?;
+        let ep = Endpoint::open(cfg.provider.as_deref(), cfg.rma, cq_size + 1)?;
         let a = ep.attr().clone();
         let clamp = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         let max_msg = clamp(a.max_msg_size).max(HDR + 1);
@@ -184,7 +202,8 @@ impl OfiTransport {
             rx,
             tx,
             ep,
-            ctx: vec![Context::default(); rx_count + tx_count].into_boxed_slice(),
+            // (One more: every RDMA read's.)
+            ctx: vec![Context::default(); rx_count + tx_count + 1].into_boxed_slice(),
             rx_count,
             rx_idle: (0..rx_count as u32).rev().collect(),
             rx_posted: VecDeque::with_capacity(rx_count),
@@ -210,14 +229,21 @@ impl OfiTransport {
                 eager_threshold: cfg.eager_threshold.min(max_packet / 2),
                 // Packets are gathered into a bounce buffer: any number of pieces.
                 max_iov: 1024,
-                can_get: false,
+                can_get: a.rma,
                 preference: 60,
                 aggreg_max: max_packet.min(32 << 10),
                 solo_min: usize::MAX,
-                registers_memory: false,
+                registers_memory: a.rma,
             },
             address,
             dropped: 0,
+            regs: std::collections::HashMap::new(),
+            reads: 0,
+            read_failed: None,
+            next_key: 1,
+            gets: 0,
+            read_bytes: 0,
+            registrations: 0,
         };
         t.post_receives()?;
         Ok(t)
@@ -268,7 +294,9 @@ impl OfiTransport {
 
     /// Record the completion of operation `i` (`len` bytes received for a receive).
     fn complete(&mut self, i: usize, len: usize) {
-        if i >= self.rx_count {
+        if i == self.ctx.len() - 1 {
+            self.reads = self.reads.saturating_sub(1);
+        } else if i >= self.rx_count {
             let s = i - self.rx_count;
             self.tx_peer[s] = u32::MAX;
             self.tx_free.push(s as u32);
@@ -344,6 +372,11 @@ impl OfiTransport {
                 what: format!("ofi (provider {}): fi_cq_readerr", self.provider()),
                 source: std::io::Error::other(format!("an operation of no context: {text}")),
             });
+        }
+        if at == self.ctx.len() - 1 {
+            self.reads = self.reads.saturating_sub(1);
+            self.read_failed.get_or_insert(text);
+            return Ok(());
         }
         if at < self.rx_count {
             self.rx_len[at] = FAILED;
@@ -545,17 +578,130 @@ impl Transport for OfiTransport {
         Ok(delivered)
     }
 
+    fn register(&mut self, ptr: *const u8, len: usize) -> Result<u64> {
+        if !self.caps.registers_memory {
+            return Ok(0);
+        }
+        let asked = self.next_key;
+        self.next_key += 1;
+        // SAFETY: the engine keeps the buffer until the send completes, and deregisters it
+        // then (before the memory may go).
+        let mr = unsafe {
+            self.ep
+                .register(ptr, len.max(1), Access::RemoteRead, asked)?
+        };
+        let key = mr.key;
+        self.registrations += 1;
+        if let Some(old) = self.regs.insert(key, mr) {
+            // (A provider that chose a key it handed out already: keep both alive.)
+            let k = self.next_key | 1 << 63;
+            self.regs.insert(k, old);
+        }
+        Ok(key)
+    }
+
+    fn deregister(&mut self, key: u64) {
+        self.regs.remove(&key);
+    }
+
     fn get(
         &mut self,
-        _peer: PeerId,
-        _remote: RemoteRegion,
-        _local: &mut [IoSliceMut<'_>],
+        peer: PeerId,
+        remote: RemoteRegion,
+        local: &mut [IoSliceMut<'_>],
     ) -> Result<()> {
-        Err(Error::Unsupported("get over ofi"))
+        if !self.caps.can_get {
+            return Err(Error::Unsupported(
+                "get over ofi (the provider has no FI_RMA)",
+            ));
+        }
+        let src = self.check_peer(peer)?.addr;
+        let a = self.ep.attr();
+        let (local_mr, virt) = (a.mr_local, a.mr_virt_addr);
+        let max = usize::try_from(a.max_msg_size).unwrap_or(usize::MAX).max(1);
+        let at = self.ctx.len() - 1;
+        let ctx: *mut Context = &mut self.ctx[at];
+        let mut from = if virt {
+            remote.addr
+        } else {
+            remote.addr.wrapping_sub(remote.base)
+        };
+        let mut keep = Vec::new();
+        for l in local.iter_mut() {
+            let desc = if local_mr && !l.is_empty() {
+                // SAFETY: the registration is dropped below, after every read into `l` completed.
+                let mr = unsafe {
+                    self.ep
+                        .register(l.as_mut_ptr(), l.len(), Access::Local, 0)?
+                };
+                let d = mr.desc;
+                keep.push(mr);
+                d
+            } else {
+                std::ptr::null_mut()
+            };
+            let mut done = 0;
+            while done < l.len() {
+                let n = (l.len() - done).min(max);
+                // SAFETY: `l[done..done + n]` is ours until the read completes: this call waits
+                // for it below; `ctx` lives as long as the driver.
+                let posted = unsafe {
+                    self.ep.read(
+                        l.as_mut_ptr().add(done),
+                        n,
+                        desc,
+                        src,
+                        from,
+                        remote.key,
+                        ctx,
+                    )?
+                };
+                if posted {
+                    self.reads += 1;
+                    done += n;
+                    from += n as u64;
+                } else {
+                    self.progress()?;
+                }
+            }
+        }
+        let mut idle = 0u32;
+        while self.reads > 0 {
+            if self.progress()? == 0 {
+                idle += 1;
+                if idle > 64 {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        drop(keep);
+        match self.read_failed.take() {
+            None => {
+                self.gets += 1;
+                self.read_bytes += remote.len;
+                Ok(())
+            }
+            Some(text) => Err(Error::Io {
+                what: format!(
+                    "ofi (provider {}): fi_read from rank {}",
+                    self.provider(),
+                    peer.0
+                ),
+                source: std::io::Error::other(text),
+            }),
+        }
     }
 
     fn reaches(&self, peer: PeerId) -> bool {
         self.peers.get(peer.0 as usize).is_some_and(Option::is_some)
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("rdma_gets", self.gets),
+            ("rdma_read_bytes", self.read_bytes),
+            ("registrations", self.registrations),
+        ]
     }
 
     fn poll_lost(&mut self) -> Option<PeerId> {
