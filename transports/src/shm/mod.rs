@@ -122,6 +122,7 @@ use std::time::{Duration, Instant};
 use crate::sys::{self, IOV_MAX};
 use crate::{Caps, Error, PeerId, RemoteRegion, Result, SendOutcome, Transport};
 
+mod contact;
 mod ring;
 mod segment;
 mod split;
@@ -141,7 +142,6 @@ struct TxRing {
     prod: Producer,
     /// The receiver's doorbell and identity.
     slot: NonNull<ProcSlot>,
-    peer: PeerId,
     /// Consecutive `WouldBlock`s, and when the first of them happened.
     blocked: u32,
     blocked_since: Option<Instant>,
@@ -150,7 +150,19 @@ struct TxRing {
 #[derive(Debug)]
 struct RxRing {
     cons: Consumer,
+    /// The sender of a pair ring (unused for the inbox, whose records name theirs).
     peer: PeerId,
+    inbox: bool,
+}
+
+/// A receiver this process has no pair ring towards: not contacted yet, or reached through
+/// its inbox.
+#[derive(Debug, Default)]
+struct Far {
+    inbox: bool,
+    /// As [`TxRing`]'s.
+    blocked: u32,
+    blocked_since: Option<Instant>,
 }
 
 /// World rank → local index.
@@ -230,10 +242,20 @@ pub struct ShmTransport {
     doorbell: bool,
     /// Doorbell value when the rings were last scanned.
     seen: u64,
-    /// `tx[j]` sends to local index `j`; `tx[me]` is absent.
+    /// `tx[j]` sends to local index `j` through a pair ring; absent for `me`, and for a
+    /// receiver not contacted yet or reached through its inbox (see `far`).
     tx: Vec<Option<TxRing>>,
-    /// Incoming rings, one per other local process.
+    /// Where `tx[j]` is absent: whether local `j` is reached through its inbox.
+    far: Vec<Far>,
+    /// Incoming rings: the pair rings adopted so far, and the inbox.
     rx: Vec<RxRing>,
+    /// World rank of every local index.
+    peers: Vec<PeerId>,
+    /// Pair rings of this process that senders claim on first contact (0 when every pair has
+    /// its ring from the start), and which of them were adopted into `rx`.
+    claimable: usize,
+    adopted: Vec<bool>,
+    adopted_count: usize,
     /// Where the next poll starts, for fairness between peers.
     rr: usize,
     /// World rank → local index.
@@ -298,27 +320,41 @@ impl ShmTransport {
         let cap = seg.layout.ring_bytes;
         let mut tx = Vec::with_capacity(n);
         let mut rx = Vec::with_capacity(n.saturating_sub(1));
+        let mut far = Vec::with_capacity(n);
+        let layout = seg.layout;
         for j in 0..n {
-            if j == my_local {
+            far.push(Far::default());
+            if j == my_local || !layout.static_pairs() {
                 tx.push(None);
                 continue;
             }
-            let (ctrl, data) = seg.ring(my_local, j);
+            // Every ordered pair has its ring: ours towards `j`, and `j`'s towards us.
+            let (ctrl, data) = seg.ring(j, layout.static_ring(my_local, j));
             tx.push(Some(TxRing {
                 // SAFETY: the ring lies in the mapping kept alive by `seg` (owned by the
                 // transport), is page aligned with a power-of-two size, and we are its only
                 // producer (the slot claim above makes `my_local` ours).
                 prod: unsafe { Producer::new(ctrl, data, cap) },
                 slot: slots[j],
-                peer: local_peers[j],
                 blocked: 0,
                 blocked_since: None,
             }));
-            let (ctrl, data) = seg.ring(j, my_local);
+            let (ctrl, data) = seg.ring(my_local, layout.static_ring(j, my_local));
             rx.push(RxRing {
                 // SAFETY: as above, and we are the only consumer of rings towards `my_local`.
                 cons: unsafe { Consumer::new(ctrl, data, cap) },
                 peer: local_peers[j],
+                inbox: false,
+            });
+        }
+        let claimable = if layout.static_pairs() { 0 } else { layout.pairs };
+        if layout.inbox {
+            let (ctrl, data) = seg.ring(my_local, layout.pairs);
+            rx.push(RxRing {
+                // SAFETY: as above; the inbox of `my_local` has no other consumer.
+                cons: unsafe { Consumer::new(ctrl, data, cap) },
+                peer: local_peers[my_local],
+                inbox: true,
             });
         }
 
@@ -345,7 +381,12 @@ impl ShmTransport {
             doorbell: seg.doorbell,
             seen: 0,
             tx,
+            far,
             rx,
+            peers: local_peers,
+            claimable,
+            adopted: vec![false; claimable],
+            adopted_count: 0,
             rr: 0,
             ranks,
             slots,
@@ -387,24 +428,29 @@ impl ShmTransport {
     fn blocked(&mut self, j: usize) -> Result<SendOutcome> {
         let state = self.ident(j).state.load(Ordering::Acquire);
         let pid = self.ident(j).pid.load(Ordering::Acquire);
-        let Some(t) = self.tx[j].as_mut() else {
-            return Ok(SendOutcome::WouldBlock);
-        };
+        let peer = self.peers[j];
         if state == STATE_CLOSED {
-            return Err(Error::PeerLost(t.peer));
+            return Err(Error::PeerLost(peer));
         }
-        t.blocked = t.blocked.wrapping_add(1);
+        let (blocked, blocked_since) = match self.tx[j].as_mut() {
+            Some(t) => (&mut t.blocked, &mut t.blocked_since),
+            None => {
+                let f = &mut self.far[j];
+                (&mut f.blocked, &mut f.blocked_since)
+            }
+        };
+        *blocked = blocked.wrapping_add(1);
         // Read the clock once every 256 attempts only.
-        if t.blocked & 0xff == 1 {
+        if *blocked & 0xff == 1 {
             let now = Instant::now();
-            match t.blocked_since {
-                None => t.blocked_since = Some(now),
+            match *blocked_since {
+                None => *blocked_since = Some(now),
                 Some(since) if now.duration_since(since) >= PEER_CHECK_AFTER => {
-                    t.blocked_since = Some(now);
+                    *blocked_since = Some(now);
                     if pid > 0 {
                         if let Err(e) = sys::probe_pid(pid) {
                             if e.raw_os_error() == Some(libc::ESRCH) {
-                                return Err(Error::PeerLost(t.peer));
+                                return Err(Error::PeerLost(peer));
                             }
                         }
                     }
@@ -449,23 +495,24 @@ impl ShmTransport {
     #[inline]
     pub fn try_send2(&mut self, peer: PeerId, head: &[u8], body: &[u8]) -> Result<SendOutcome> {
         let len = head.len() + body.len();
-        self.push_record(peer, len, |p| {
+        self.push_record(peer, len, |p, from| {
             // SAFETY: the record has room for `len` bytes; the slices cannot overlap the ring.
-            p.try_push_with(len, |dst| unsafe {
+            p.push_flagged(len, from, |dst| unsafe {
                 crate::copy_bytes(head.as_ptr(), dst, head.len());
                 crate::copy_bytes(body.as_ptr(), dst.add(head.len()), body.len());
             })
         })
     }
 
-    /// Push a record of `len` bytes to `peer` with `push` (false: the ring is full), ring its
-    /// doorbell, keep the blocking state.
+    /// Push a record of `len` bytes to `peer` with `push` (false: the ring is full; its second
+    /// argument is the header bits naming the sender, 0 in a pair ring), ring its doorbell,
+    /// keep the blocking state.
     #[inline(always)]
     fn push_record(
         &mut self,
         peer: PeerId,
         len: usize,
-        push: impl FnOnce(&mut Producer) -> bool,
+        push: impl FnOnce(&mut Producer, u64) -> bool,
     ) -> Result<SendOutcome> {
         let Some(j) = self.local_index(peer).filter(|&j| j != self.me) else {
             return Err(self.unreachable(peer));
@@ -475,9 +522,9 @@ impl ShmTransport {
         }
         let doorbell = self.doorbell;
         let Some(t) = self.tx[j].as_mut() else {
-            return Err(self.unreachable(peer));
+            return self.push_far(j, push);
         };
-        if push(&mut t.prod) {
+        if push(&mut t.prod, 0) {
             if doorbell {
                 // SAFETY: the slot lies in the mapping owned by `self.seg`.
                 let slot = unsafe { t.slot.as_ref() };
@@ -516,10 +563,40 @@ impl ShmTransport {
         let asked_before = helps.len();
         for _ in 0..n {
             let r = &mut self.rx[i];
-            let peer = r.peer;
-            let got = r.cons.pop_all(&mut |p| deliver(peer, p), &mut |p| {
-                helps.push((peer, split::HelpAsk::decode(p)))
-            })?;
+            let got = if r.inbox {
+                let peers = &self.peers;
+                let me = self.me;
+                let bad = std::cell::Cell::new(None);
+                // The record names its sender: local index + 1.
+                let sender = |from: u32| {
+                    let k = (from as usize).wrapping_sub(1);
+                    (k < peers.len() && k != me).then(|| peers[k])
+                };
+                let got = r.cons.pop_all(
+                    &mut |from, p| match sender(from) {
+                        Some(q) => deliver(q, p),
+                        None => bad.set(Some(from)),
+                    },
+                    &mut |from, p| match sender(from) {
+                        Some(q) => helps.push((q, split::HelpAsk::decode(p))),
+                        None => bad.set(Some(from)),
+                    },
+                )?;
+                if let Some(from) = bad.get() {
+                    self.helps = helps;
+                    return Err(Error::Malformed(format!(
+                        "shm inbox: a record from local index {} of {}",
+                        i64::from(from) - 1,
+                        peers.len()
+                    )));
+                }
+                got
+            } else {
+                let peer = r.peer;
+                r.cons.pop_all(&mut |_, p| deliver(peer, p), &mut |_, p| {
+                    helps.push((peer, split::HelpAsk::decode(p)))
+                })?
+            };
             // A ring left non-empty (one lap per call) must be visited again even if the
             // doorbell stays quiet.
             more |= got > 0 && r.cons.pending();
@@ -562,7 +639,7 @@ impl Transport for ShmTransport {
         for s in iov {
             len += s.len();
         }
-        self.push_record(peer, len, |p| p.try_push(iov, len))
+        self.push_record(peer, len, |p, from| p.try_push(iov, len, from))
     }
     /// An idle poll (nothing in any ring) is a few loads and no call: with the doorbell,
     /// whether it rang since the last complete scan (a ring left non-empty keeps that scan
@@ -582,7 +659,11 @@ impl Transport for ShmTransport {
             if bell == self.seen {
                 return Ok(0);
             }
-        } else if !self.rx.iter().any(|r| r.cons.pending()) {
+        }
+        if self.adopted_count < self.claimable {
+            self.adopt()?;
+        }
+        if !self.doorbell && !self.rx.iter().any(|r| r.cons.pending()) {
             return Ok(0);
         }
         self.scan(bell, deliver)
@@ -706,3 +787,6 @@ impl Transport for ShmTransport {
         self.local_index(peer).is_some_and(|j| j != self.me)
     }
 }
+
+#[cfg(test)]
+mod tests;
