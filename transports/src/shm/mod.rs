@@ -1,5 +1,6 @@
-//! The `shm` driver: one shared segment per node, a lock-free byte ring per ordered pair of
-//! local processes, and single-copy large transfers through cross-memory attach.
+//! The `shm` driver: one shared segment per node, lock-free byte rings towards every local
+//! process (a few pair rings, claimed by their first senders, and an inbox the other senders
+//! share), and single-copy large transfers through cross-memory attach.
 //!
 //! # Setup
 //!
@@ -11,24 +12,51 @@
 //! 4. barrier; the leader calls [`ShmSegment::unlink`], so nothing is left in `/dev/shm` even if
 //!    the job crashes later (the mappings stay valid after the name is gone).
 //!
+//! # Memory: rings per receiver
+//!
+//! Every local process owns `P = min(pair_rings, nlocal - 1)` pair rings (`MADMPI_SHM_PAIR_RINGS`,
+//! default 8) and, when `P < nlocal - 1`, an inbox: `nlocal * (P + 1)` rings of `ring_bytes` in
+//! all, linear in the number of processes (a ring per ordered pair was `nlocal * (nlocal - 1)`:
+//! 1 GiB at 64 processes, 16 GiB at 256).
+//!
+//! - With `P = nlocal - 1` (up to 9 processes by default) every ordered pair has its ring from
+//!   the start, as before: nothing is claimed, there is no inbox, the fast path is unchanged.
+//! - Otherwise a sender's first packet to a receiver claims the next of the receiver's pair
+//!   rings (`fetch_add` on the receiver's `claimed` count; the sender then writes itself as the
+//!   ring's owner and keeps the ring for the rest of the job). The receiver adopts a claimed
+//!   ring in a poll once its owner is written (it checks `claimed` while some of its rings are
+//!   unclaimed). A sender that finds them all taken uses the receiver's inbox from then on: the
+//!   same ring, its producers serialized by a lock word that a sender tries once per packet
+//!   (taken: `WouldBlock`, as a full ring; nothing ever waits for it). Each inbox record names
+//!   its sender in its header (bits 40–56, local index + 1).
+//!
+//! A pair of processes uses one channel for the whole job, so its packets stay in order
+//! whichever it is, and `MPI_ANY_SOURCE` sees them as before. Rings are claimed on first use,
+//! not at start-up: start-up makes no per-pair set-up at all.
+//!
 //! # Segment layout
 //!
 //! ```text
-//! offset 0        header (128 B): magic, version, nlocal, ring size, total size, flags
-//! 128             nlocal process slots (256 B each):
+//! offset 0        header (128 B): magic, version, nlocal, ring size, total size, flags,
+//!                 engine version, pair rings per process
+//! 128             nlocal process slots (640 B each):
 //!                   line 0: doorbell (u64, bumped by every producer writing to this process,
 //!                           when the header's doorbell flag is set)
 //!                   line 1: pid (i32), state (u32: 0 free, 1 attached, 2 closed)
-//! ...             nlocal*(nlocal-1) ring controls (384 B each):
+//!                   line 2: split board of the transfers towards this process
+//!                   line 3: claimed (u32: pair rings claimed by senders, may overshoot)
+//!                   line 4: inbox lock (u32: 0 free, else the holder's local index + 1)
+//! ...             nlocal*(P+inbox) ring controls (384 B each):
 //!                   line 0: head (u64, written by the consumer only)
 //!                   line 1: tail (u64, written by the producer only)
-//!                   line 2: split board of the ring's direction (see "Split copies")
-//! page aligned    nlocal*(nlocal-1) ring data areas of `ring_bytes` (a power of two)
+//!                   line 2: owner of a pair ring (u32: local index + 1, 0 unclaimed)
+//! page aligned    nlocal*(P+inbox) ring data areas of `ring_bytes` (a power of two)
 //! ```
 //!
-//! Ring `(src → dst)` has index `src * (nlocal - 1) + (dst if dst < src else dst - 1)`. Lines
-//! are 128 bytes so that the adjacent-line prefetcher does not make producer and consumer fight
-//! over a pair of lines.
+//! Ring `r` of receiver `dst` has index `dst * (P + inbox) + r`: its pair rings are `0..P`, its
+//! inbox `P`. When every pair has its ring, sender `src` owns ring `src if src < dst else
+//! src - 1` of `dst`. Lines are 128 bytes so that the adjacent-line prefetcher does not make
+//! producer and consumer fight over a pair of lines.
 //!
 //! # Ring records
 //!
@@ -56,11 +84,12 @@
 //! A large transfer from `src` to `dst` can be copied by both processes at once: `dst` reads
 //! chunks of it with `process_vm_readv` while `src` writes others with `process_vm_writev`.
 //! One core's copy does not saturate the memory system, so two copying halves finish in about
-//! half the time (measured here: 1 MiB in ~23 µs instead of ~55 µs). Line 2 of the control
-//! block of ring `(src → dst)` is the board of these transfers, one at a time. It all happens
+//! half the time (measured here: 1 MiB in ~23 µs instead of ~55 µs). Line 2 of `dst`'s process
+//! slot is the board of these transfers, one at a time whoever sends (a `get` returns only
+//! when its transfer is over, and each transfer has its own generation). It all happens
 //! inside the driver's [`Transport::get`] of one block of at least `split_min` bytes: `dst`
 //! opens the board ([`ShmTransport::split_open`]), tells `src` with a driver record on the
-//! ring `(dst → src)` (`DRIVER` set in its header: the generation, the chunks, the length and
+//! channel towards `src` (`DRIVER` set in its header: the generation, the chunks, the length and
 //! both addresses), then copies ([`ShmTransport::split_get`]); `src`'s driver reads the record
 //! in a poll and serves it ([`ShmTransport::split_put`]) at once when that poll had nothing
 //! for the engine (a sender waiting for its send), else in its next poll unless a `get` of its
@@ -98,7 +127,8 @@
 //!   could do is make this process see malformed packets (`Error::Malformed`), not read or
 //!   write outside the segment.
 //! - `try_send` reports [`Error::PeerLost`] when the receiver has closed its driver and its ring
-//!   is full, or when the ring has stayed full for a second and its pid no longer exists.
+//!   is full, or when the ring has stayed full for a second and its pid no longer exists (an
+//!   inbox whose lock stays taken counts as full).
 //! - The default [`ShmConfig`] ignores the environment; use [`ShmConfig::from_env`].
 //!
 //! # What this module must never do
@@ -110,7 +140,8 @@
 //!
 //! This file holds the driver: [`ShmTransport`], its peers' rings and its [`Transport`]
 //! implementation. The segment, its layout and configuration are `segment.rs`'s; the ring's
-//! records and its producer and consumer ends `ring.rs`'s; split copies `split.rs`'s.
+//! records and its producer and consumer ends `ring.rs`'s; first contact and the inbox
+//! `contact.rs`'s; split copies `split.rs`'s.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -347,7 +378,11 @@ impl ShmTransport {
                 inbox: false,
             });
         }
-        let claimable = if layout.static_pairs() { 0 } else { layout.pairs };
+        let claimable = if layout.static_pairs() {
+            0
+        } else {
+            layout.pairs
+        };
         if layout.inbox {
             let (ctrl, data) = seg.ring(my_local, layout.pairs);
             rx.push(RxRing {

@@ -334,8 +334,8 @@ const PREFETCH_MAX: usize = 2048;
 #[cfg(test)]
 mod tests {
     use super::super::segment::Padded;
-    use std::sync::atomic::AtomicU32;
     use super::*;
+    use std::sync::atomic::AtomicU32;
 
     /// A ring in private memory, for unit tests of the record logic.
     struct TestRing {

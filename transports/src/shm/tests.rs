@@ -55,6 +55,7 @@ fn all_to_one(node: &mut Node, dst: usize, per: u32) -> Vec<Vec<Vec<u8>>> {
             .expect("poll")
     };
     while (0..n).any(|s| s != dst && next[s] < per) {
+        #[allow(clippy::needless_range_loop)] // `s` indexes `next` and the transports
         for s in 0..n {
             if s == dst || next[s] >= per {
                 continue;
