@@ -18,7 +18,7 @@ fn ok(job: Job, ranks: usize) {
     let o = job.run();
     o.assert_ok("many");
     assert!(
-        o.stdout.contains(&format!("many ok {ranks}")),
+        o.stdout.contains(&format!("ranks {ranks}\n")),
         "{}",
         o.context()
     );

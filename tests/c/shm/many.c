@@ -4,7 +4,7 @@
  * 40 KiB (eager and rendezvous), received with MPI_ANY_SOURCE and
  * MPI_ANY_TAG; every byte and the order per sender are checked. Then
  * collectives with byte checks: Allreduce, Bcast, Alltoall, Barrier.
- * Prints "many ok <ranks>" on rank 0. Usage: many [messages per peer]. */
+ * Prints "ranks <ranks>" and "OK many" on rank 0. Usage: many [messages per peer]. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,7 +131,7 @@ int main(int argc, char **argv)
             return fail(rank, "alltoall", i, b[2 * i]);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
-        printf("many ok %d\n", size);
+        printf("ranks %d\nOK many\n", size);
     free(a);
     free(b);
     free(next_tag);
