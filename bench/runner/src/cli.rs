@@ -27,7 +27,9 @@ options:
                        and msgrate only, not a peer)
   --bench LIST         comma-separated subset of the benchmarks
                        (pingpong,barrier,msgrate,multiseg,indexed,overlap,coll,
-                       ringbcast; networks: ours over each emulated network,
+                       ringbcast; scale, only when named: MPI_Init to the first
+                       Allreduce and shared memory mapped, 16/64/128/256 ranks on
+                       this node; networks: ours over each emulated network,
                        next to the papers' published points; see docs/networks.md)
   --ranks N            ranks for barrier/coll/ringbcast (default 4; barrier also
                        runs on 2)
@@ -60,7 +62,7 @@ pub struct Options {
 }
 
 /// Benchmarks that exist, in the order they run.
-pub const BENCHES: [&str; 8] = [
+pub const BENCHES: [&str; 9] = [
     "pingpong",
     "barrier",
     "msgrate",
@@ -69,7 +71,14 @@ pub const BENCHES: [&str; 8] = [
     "overlap",
     "coll",
     "ringbcast",
+    "scale",
 ];
+
+/// Benchmarks that run only when `--bench` names them (`scale`: jobs of up to 256 ranks).
+pub const OPT_IN: [&str; 1] = ["scale"];
+
+/// Ranks of the `scale` benchmark's jobs (all on this node).
+pub const SCALE_RANKS: [u32; 4] = [16, 64, 128, 256];
 
 /// What went wrong with the command line (or a request for help).
 #[derive(Debug, PartialEq, Eq)]

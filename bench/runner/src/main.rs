@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use cli::{CliError, Options, BENCHES};
+use cli::{CliError, Options, BENCHES, OPT_IN, SCALE_RANKS};
 use impls::{Impl, Kind, Transport};
 use json::Json;
 use summary::RunRecord;
@@ -119,7 +119,7 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         .filter(|b| {
             o.benches
                 .as_ref()
-                .map_or(true, |l| l.iter().any(|x| x == b))
+                .map_or(!OPT_IN.contains(b), |l| l.iter().any(|x| x == b))
         })
         .collect();
     let sources: Vec<(String, PathBuf)> = wanted
@@ -307,6 +307,7 @@ fn plan(o: &Options, wanted: &[&'static str]) -> Vec<Job> {
         let ranks: Vec<u32> = match b {
             "barrier" if o.ranks != 2 => vec![2, o.ranks],
             "barrier" | "coll" | "ringbcast" => vec![o.ranks],
+            "scale" => SCALE_RANKS.to_vec(),
             _ => vec![2],
         };
         for r in ranks {
@@ -573,5 +574,11 @@ mod tests {
             jobs.iter().find(|j| j.bench == "pingpong").unwrap().ranks,
             2
         );
+        let scale: Vec<u32> = jobs
+            .iter()
+            .filter(|j| j.bench == "scale")
+            .map(|j| j.ranks)
+            .collect();
+        assert_eq!(scale, SCALE_RANKS);
     }
 }

@@ -9,9 +9,9 @@
 //! out unchanged and in order (round trip). `MADMPI_FUZZ_CASES` sets the number of inputs (see
 //! `fuzz/kit.rs`).
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use super::super::segment::{Padded, RingCtrl, SplitBoard};
+use super::super::segment::{Padded, RingCtrl};
 use super::*;
 use crate::fuzzkit::{self, Rng};
 
@@ -30,11 +30,7 @@ impl Ring {
             ctrl: Box::new(RingCtrl {
                 head: Padded(AtomicU64::new(counter)),
                 tail: Padded(AtomicU64::new(counter)),
-                split: Padded(SplitBoard {
-                    claim: AtomicU64::new(0),
-                    done: AtomicU64::new(0),
-                    orphan: AtomicU64::new(0),
-                }),
+                owner: Padded(AtomicU32::new(0)),
             }),
             data: vec![0; cap / 8],
         }
@@ -76,7 +72,7 @@ fn pop(c: &mut Consumer, cap: usize) -> Option<Vec<Vec<u8>>> {
             delivered.push((r.start as usize, p.len()));
         };
         let cell = std::cell::RefCell::new(&mut inside);
-        c.pop_all(&mut |p| (cell.borrow_mut())(p), &mut |p| {
+        c.pop_all(&mut |_, p| (cell.borrow_mut())(p), &mut |_, p| {
             (cell.borrow_mut())(p)
         })
     });
@@ -113,7 +109,7 @@ fn fuzz_ring_consumer() {
         for _ in 0..rng.below(12) {
             let len = rng.len_upto(cap / 4);
             let rec = rng.bytes(len);
-            if p.try_push(&[IoSlice::new(&rec)], len) {
+            if p.try_push(&[IoSlice::new(&rec)], len, 0) {
                 sent.push_back(rec);
             }
             if rng.one_in(3) {

@@ -1,5 +1,6 @@
-//! The `shm` driver: one shared segment per node, a lock-free byte ring per ordered pair of
-//! local processes, and single-copy large transfers through cross-memory attach.
+//! The `shm` driver: one shared segment per node, lock-free byte rings towards every local
+//! process (a few pair rings, claimed by their first senders, and an inbox the other senders
+//! share), and single-copy large transfers through cross-memory attach.
 //!
 //! # Setup
 //!
@@ -11,24 +12,51 @@
 //! 4. barrier; the leader calls [`ShmSegment::unlink`], so nothing is left in `/dev/shm` even if
 //!    the job crashes later (the mappings stay valid after the name is gone).
 //!
+//! # Memory: rings per receiver
+//!
+//! Every local process owns `P = min(pair_rings, nlocal - 1)` pair rings (`MADMPI_SHM_PAIR_RINGS`,
+//! default 8) and, when `P < nlocal - 1`, an inbox: `nlocal * (P + 1)` rings of `ring_bytes` in
+//! all, linear in the number of processes (a ring per ordered pair was `nlocal * (nlocal - 1)`:
+//! 1 GiB at 64 processes, 16 GiB at 256).
+//!
+//! - With `P = nlocal - 1` (up to 9 processes by default) every ordered pair has its ring from
+//!   the start, as before: nothing is claimed, there is no inbox, the fast path is unchanged.
+//! - Otherwise a sender's first packet to a receiver claims the next of the receiver's pair
+//!   rings (`fetch_add` on the receiver's `claimed` count; the sender then writes itself as the
+//!   ring's owner and keeps the ring for the rest of the job). The receiver adopts a claimed
+//!   ring in a poll once its owner is written (it checks `claimed` while some of its rings are
+//!   unclaimed). A sender that finds them all taken uses the receiver's inbox from then on: the
+//!   same ring, its producers serialized by a lock word that a sender tries once per packet
+//!   (taken: `WouldBlock`, as a full ring; nothing ever waits for it). Each inbox record names
+//!   its sender in its header (bits 40–56, local index + 1).
+//!
+//! A pair of processes uses one channel for the whole job, so its packets stay in order
+//! whichever it is, and `MPI_ANY_SOURCE` sees them as before. Rings are claimed on first use,
+//! not at start-up: start-up makes no per-pair set-up at all.
+//!
 //! # Segment layout
 //!
 //! ```text
-//! offset 0        header (128 B): magic, version, nlocal, ring size, total size, flags
-//! 128             nlocal process slots (256 B each):
+//! offset 0        header (128 B): magic, version, nlocal, ring size, total size, flags,
+//!                 engine version, pair rings per process
+//! 128             nlocal process slots (640 B each):
 //!                   line 0: doorbell (u64, bumped by every producer writing to this process,
 //!                           when the header's doorbell flag is set)
 //!                   line 1: pid (i32), state (u32: 0 free, 1 attached, 2 closed)
-//! ...             nlocal*(nlocal-1) ring controls (384 B each):
+//!                   line 2: split board of the transfers towards this process
+//!                   line 3: claimed (u32: pair rings claimed by senders, may overshoot)
+//!                   line 4: inbox lock (u32: 0 free, else the holder's local index + 1)
+//! ...             nlocal*(P+inbox) ring controls (384 B each):
 //!                   line 0: head (u64, written by the consumer only)
 //!                   line 1: tail (u64, written by the producer only)
-//!                   line 2: split board of the ring's direction (see "Split copies")
-//! page aligned    nlocal*(nlocal-1) ring data areas of `ring_bytes` (a power of two)
+//!                   line 2: owner of a pair ring (u32: local index + 1, 0 unclaimed)
+//! page aligned    nlocal*(P+inbox) ring data areas of `ring_bytes` (a power of two)
 //! ```
 //!
-//! Ring `(src → dst)` has index `src * (nlocal - 1) + (dst if dst < src else dst - 1)`. Lines
-//! are 128 bytes so that the adjacent-line prefetcher does not make producer and consumer fight
-//! over a pair of lines.
+//! Ring `r` of receiver `dst` has index `dst * (P + inbox) + r`: its pair rings are `0..P`, its
+//! inbox `P`. When every pair has its ring, sender `src` owns ring `src if src < dst else
+//! src - 1` of `dst`. Lines are 128 bytes so that the adjacent-line prefetcher does not make
+//! producer and consumer fight over a pair of lines.
 //!
 //! # Ring records
 //!
@@ -56,11 +84,12 @@
 //! A large transfer from `src` to `dst` can be copied by both processes at once: `dst` reads
 //! chunks of it with `process_vm_readv` while `src` writes others with `process_vm_writev`.
 //! One core's copy does not saturate the memory system, so two copying halves finish in about
-//! half the time (measured here: 1 MiB in ~23 µs instead of ~55 µs). Line 2 of the control
-//! block of ring `(src → dst)` is the board of these transfers, one at a time. It all happens
+//! half the time (measured here: 1 MiB in ~23 µs instead of ~55 µs). Line 2 of `dst`'s process
+//! slot is the board of these transfers, one at a time whoever sends (a `get` returns only
+//! when its transfer is over, and each transfer has its own generation). It all happens
 //! inside the driver's [`Transport::get`] of one block of at least `split_min` bytes: `dst`
 //! opens the board ([`ShmTransport::split_open`]), tells `src` with a driver record on the
-//! ring `(dst → src)` (`DRIVER` set in its header: the generation, the chunks, the length and
+//! channel towards `src` (`DRIVER` set in its header: the generation, the chunks, the length and
 //! both addresses), then copies ([`ShmTransport::split_get`]); `src`'s driver reads the record
 //! in a poll and serves it ([`ShmTransport::split_put`]) at once when that poll had nothing
 //! for the engine (a sender waiting for its send), else in its next poll unless a `get` of its
@@ -98,7 +127,8 @@
 //!   could do is make this process see malformed packets (`Error::Malformed`), not read or
 //!   write outside the segment.
 //! - `try_send` reports [`Error::PeerLost`] when the receiver has closed its driver and its ring
-//!   is full, or when the ring has stayed full for a second and its pid no longer exists.
+//!   is full, or when the ring has stayed full for a second and its pid no longer exists (an
+//!   inbox whose lock stays taken counts as full).
 //! - The default [`ShmConfig`] ignores the environment; use [`ShmConfig::from_env`].
 //!
 //! # What this module must never do
@@ -110,7 +140,8 @@
 //!
 //! This file holds the driver: [`ShmTransport`], its peers' rings and its [`Transport`]
 //! implementation. The segment, its layout and configuration are `segment.rs`'s; the ring's
-//! records and its producer and consumer ends `ring.rs`'s; split copies `split.rs`'s.
+//! records and its producer and consumer ends `ring.rs`'s; first contact and the inbox
+//! `contact.rs`'s; split copies `split.rs`'s.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -122,6 +153,7 @@ use std::time::{Duration, Instant};
 use crate::sys::{self, IOV_MAX};
 use crate::{Caps, Error, PeerId, RemoteRegion, Result, SendOutcome, Transport};
 
+mod contact;
 mod ring;
 mod segment;
 mod split;
@@ -141,7 +173,6 @@ struct TxRing {
     prod: Producer,
     /// The receiver's doorbell and identity.
     slot: NonNull<ProcSlot>,
-    peer: PeerId,
     /// Consecutive `WouldBlock`s, and when the first of them happened.
     blocked: u32,
     blocked_since: Option<Instant>,
@@ -150,7 +181,19 @@ struct TxRing {
 #[derive(Debug)]
 struct RxRing {
     cons: Consumer,
+    /// The sender of a pair ring (unused for the inbox, whose records name theirs).
     peer: PeerId,
+    inbox: bool,
+}
+
+/// A receiver this process has no pair ring towards: not contacted yet, or reached through
+/// its inbox.
+#[derive(Debug, Default)]
+struct Far {
+    inbox: bool,
+    /// As [`TxRing`]'s.
+    blocked: u32,
+    blocked_since: Option<Instant>,
 }
 
 /// World rank → local index.
@@ -230,10 +273,20 @@ pub struct ShmTransport {
     doorbell: bool,
     /// Doorbell value when the rings were last scanned.
     seen: u64,
-    /// `tx[j]` sends to local index `j`; `tx[me]` is absent.
+    /// `tx[j]` sends to local index `j` through a pair ring; absent for `me`, and for a
+    /// receiver not contacted yet or reached through its inbox (see `far`).
     tx: Vec<Option<TxRing>>,
-    /// Incoming rings, one per other local process.
+    /// Where `tx[j]` is absent: whether local `j` is reached through its inbox.
+    far: Vec<Far>,
+    /// Incoming rings: the pair rings adopted so far, and the inbox.
     rx: Vec<RxRing>,
+    /// World rank of every local index.
+    peers: Vec<PeerId>,
+    /// Pair rings of this process that senders claim on first contact (0 when every pair has
+    /// its ring from the start), and which of them were adopted into `rx`.
+    claimable: usize,
+    adopted: Vec<bool>,
+    adopted_count: usize,
     /// Where the next poll starts, for fairness between peers.
     rr: usize,
     /// World rank → local index.
@@ -298,27 +351,45 @@ impl ShmTransport {
         let cap = seg.layout.ring_bytes;
         let mut tx = Vec::with_capacity(n);
         let mut rx = Vec::with_capacity(n.saturating_sub(1));
+        let mut far = Vec::with_capacity(n);
+        let layout = seg.layout;
         for j in 0..n {
-            if j == my_local {
+            far.push(Far::default());
+            if j == my_local || !layout.static_pairs() {
                 tx.push(None);
                 continue;
             }
-            let (ctrl, data) = seg.ring(my_local, j);
+            // Every ordered pair has its ring: ours towards `j`, and `j`'s towards us.
+            let (ctrl, data) = seg.ring(j, layout.static_ring(my_local, j));
             tx.push(Some(TxRing {
                 // SAFETY: the ring lies in the mapping kept alive by `seg` (owned by the
                 // transport), is page aligned with a power-of-two size, and we are its only
                 // producer (the slot claim above makes `my_local` ours).
                 prod: unsafe { Producer::new(ctrl, data, cap) },
                 slot: slots[j],
-                peer: local_peers[j],
                 blocked: 0,
                 blocked_since: None,
             }));
-            let (ctrl, data) = seg.ring(j, my_local);
+            let (ctrl, data) = seg.ring(my_local, layout.static_ring(j, my_local));
             rx.push(RxRing {
                 // SAFETY: as above, and we are the only consumer of rings towards `my_local`.
                 cons: unsafe { Consumer::new(ctrl, data, cap) },
                 peer: local_peers[j],
+                inbox: false,
+            });
+        }
+        let claimable = if layout.static_pairs() {
+            0
+        } else {
+            layout.pairs
+        };
+        if layout.inbox {
+            let (ctrl, data) = seg.ring(my_local, layout.pairs);
+            rx.push(RxRing {
+                // SAFETY: as above; the inbox of `my_local` has no other consumer.
+                cons: unsafe { Consumer::new(ctrl, data, cap) },
+                peer: local_peers[my_local],
+                inbox: true,
             });
         }
 
@@ -345,7 +416,12 @@ impl ShmTransport {
             doorbell: seg.doorbell,
             seen: 0,
             tx,
+            far,
             rx,
+            peers: local_peers,
+            claimable,
+            adopted: vec![false; claimable],
+            adopted_count: 0,
             rr: 0,
             ranks,
             slots,
@@ -387,24 +463,29 @@ impl ShmTransport {
     fn blocked(&mut self, j: usize) -> Result<SendOutcome> {
         let state = self.ident(j).state.load(Ordering::Acquire);
         let pid = self.ident(j).pid.load(Ordering::Acquire);
-        let Some(t) = self.tx[j].as_mut() else {
-            return Ok(SendOutcome::WouldBlock);
-        };
+        let peer = self.peers[j];
         if state == STATE_CLOSED {
-            return Err(Error::PeerLost(t.peer));
+            return Err(Error::PeerLost(peer));
         }
-        t.blocked = t.blocked.wrapping_add(1);
+        let (blocked, blocked_since) = match self.tx[j].as_mut() {
+            Some(t) => (&mut t.blocked, &mut t.blocked_since),
+            None => {
+                let f = &mut self.far[j];
+                (&mut f.blocked, &mut f.blocked_since)
+            }
+        };
+        *blocked = blocked.wrapping_add(1);
         // Read the clock once every 256 attempts only.
-        if t.blocked & 0xff == 1 {
+        if *blocked & 0xff == 1 {
             let now = Instant::now();
-            match t.blocked_since {
-                None => t.blocked_since = Some(now),
+            match *blocked_since {
+                None => *blocked_since = Some(now),
                 Some(since) if now.duration_since(since) >= PEER_CHECK_AFTER => {
-                    t.blocked_since = Some(now);
+                    *blocked_since = Some(now);
                     if pid > 0 {
                         if let Err(e) = sys::probe_pid(pid) {
                             if e.raw_os_error() == Some(libc::ESRCH) {
-                                return Err(Error::PeerLost(t.peer));
+                                return Err(Error::PeerLost(peer));
                             }
                         }
                     }
@@ -449,23 +530,24 @@ impl ShmTransport {
     #[inline]
     pub fn try_send2(&mut self, peer: PeerId, head: &[u8], body: &[u8]) -> Result<SendOutcome> {
         let len = head.len() + body.len();
-        self.push_record(peer, len, |p| {
+        self.push_record(peer, len, |p, from| {
             // SAFETY: the record has room for `len` bytes; the slices cannot overlap the ring.
-            p.try_push_with(len, |dst| unsafe {
+            p.push_flagged(len, from, |dst| unsafe {
                 crate::copy_bytes(head.as_ptr(), dst, head.len());
                 crate::copy_bytes(body.as_ptr(), dst.add(head.len()), body.len());
             })
         })
     }
 
-    /// Push a record of `len` bytes to `peer` with `push` (false: the ring is full), ring its
-    /// doorbell, keep the blocking state.
+    /// Push a record of `len` bytes to `peer` with `push` (false: the ring is full; its second
+    /// argument is the header bits naming the sender, 0 in a pair ring), ring its doorbell,
+    /// keep the blocking state.
     #[inline(always)]
     fn push_record(
         &mut self,
         peer: PeerId,
         len: usize,
-        push: impl FnOnce(&mut Producer) -> bool,
+        push: impl FnOnce(&mut Producer, u64) -> bool,
     ) -> Result<SendOutcome> {
         let Some(j) = self.local_index(peer).filter(|&j| j != self.me) else {
             return Err(self.unreachable(peer));
@@ -475,9 +557,9 @@ impl ShmTransport {
         }
         let doorbell = self.doorbell;
         let Some(t) = self.tx[j].as_mut() else {
-            return Err(self.unreachable(peer));
+            return self.push_far(j, push);
         };
-        if push(&mut t.prod) {
+        if push(&mut t.prod, 0) {
             if doorbell {
                 // SAFETY: the slot lies in the mapping owned by `self.seg`.
                 let slot = unsafe { t.slot.as_ref() };
@@ -516,10 +598,40 @@ impl ShmTransport {
         let asked_before = helps.len();
         for _ in 0..n {
             let r = &mut self.rx[i];
-            let peer = r.peer;
-            let got = r.cons.pop_all(&mut |p| deliver(peer, p), &mut |p| {
-                helps.push((peer, split::HelpAsk::decode(p)))
-            })?;
+            let got = if r.inbox {
+                let peers = &self.peers;
+                let me = self.me;
+                let bad = std::cell::Cell::new(None);
+                // The record names its sender: local index + 1.
+                let sender = |from: u32| {
+                    let k = (from as usize).wrapping_sub(1);
+                    (k < peers.len() && k != me).then(|| peers[k])
+                };
+                let got = r.cons.pop_all(
+                    &mut |from, p| match sender(from) {
+                        Some(q) => deliver(q, p),
+                        None => bad.set(Some(from)),
+                    },
+                    &mut |from, p| match sender(from) {
+                        Some(q) => helps.push((q, split::HelpAsk::decode(p))),
+                        None => bad.set(Some(from)),
+                    },
+                )?;
+                if let Some(from) = bad.get() {
+                    self.helps = helps;
+                    return Err(Error::Malformed(format!(
+                        "shm inbox: a record from local index {} of {}",
+                        i64::from(from) - 1,
+                        peers.len()
+                    )));
+                }
+                got
+            } else {
+                let peer = r.peer;
+                r.cons.pop_all(&mut |_, p| deliver(peer, p), &mut |_, p| {
+                    helps.push((peer, split::HelpAsk::decode(p)))
+                })?
+            };
             // A ring left non-empty (one lap per call) must be visited again even if the
             // doorbell stays quiet.
             more |= got > 0 && r.cons.pending();
@@ -562,7 +674,7 @@ impl Transport for ShmTransport {
         for s in iov {
             len += s.len();
         }
-        self.push_record(peer, len, |p| p.try_push(iov, len))
+        self.push_record(peer, len, |p, from| p.try_push(iov, len, from))
     }
     /// An idle poll (nothing in any ring) is a few loads and no call: with the doorbell,
     /// whether it rang since the last complete scan (a ring left non-empty keeps that scan
@@ -582,7 +694,11 @@ impl Transport for ShmTransport {
             if bell == self.seen {
                 return Ok(0);
             }
-        } else if !self.rx.iter().any(|r| r.cons.pending()) {
+        }
+        if self.adopted_count < self.claimable {
+            self.adopt()?;
+        }
+        if !self.doorbell && !self.rx.iter().any(|r| r.cons.pending()) {
             return Ok(0);
         }
         self.scan(bell, deliver)
@@ -706,3 +822,6 @@ impl Transport for ShmTransport {
         self.local_index(peer).is_some_and(|j| j != self.me)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -29,6 +29,17 @@ const READY: u64 = 1 << 63;
 /// Set in the header of a record for the driver itself (a split copy's help request), which
 /// the consumer hands to its second callback instead of the engine's.
 const DRIVER: u64 = 1 << 62;
+/// Bits 40..56 of a record header in an inbox: the sender's local index + 1 (0 in a pair ring,
+/// whose sender is known). The length is below 2^40 (a quarter of a ring of at most 1 GiB).
+const FROM_SHIFT: u32 = 40;
+const FROM_MASK: u64 = 0xffff << FROM_SHIFT;
+
+/// The header bits naming sender `from` (a local index) of an inbox record.
+#[inline(always)]
+pub(super) fn from_bits(from: usize) -> u64 {
+    debug_assert!(from < 0xffff);
+    ((from as u64 + 1) << FROM_SHIFT) & FROM_MASK
+}
 
 /// Round up to the record alignment.
 #[inline(always)]
@@ -93,10 +104,11 @@ impl Producer {
 
     /// Append one record holding the concatenation of `iov` (`len` bytes in total, at most a
     /// quarter of the ring), or return `false` and take nothing when it does not fit now.
+    /// `from`: the header bits naming the sender in an inbox ([`from_bits`]), else 0.
     #[inline]
-    pub(super) fn try_push(&mut self, iov: &[IoSlice<'_>], len: usize) -> bool {
+    pub(super) fn try_push(&mut self, iov: &[IoSlice<'_>], len: usize, from: u64) -> bool {
         // SAFETY: `fill` writes the `len` bytes of the slices, which cannot overlap the ring.
-        self.try_push_with(len, |mut dst| unsafe {
+        self.push_flagged(len, from, |mut dst| unsafe {
             for s in iov {
                 crate::copy_bytes(s.as_ptr(), dst, s.len());
                 dst = dst.add(s.len());
@@ -104,23 +116,25 @@ impl Producer {
         })
     }
 
-    /// [`Producer::try_push`] of a record for the peer's driver (see [`DRIVER`]).
-    pub(super) fn try_push_driver(&mut self, bytes: &[u8]) -> bool {
+    /// [`Producer::try_push`] of a record for the peer's driver (see [`DRIVER`]); `from`: the
+    /// header bits naming the sender in an inbox ([`from_bits`]), else 0.
+    pub(super) fn try_push_driver(&mut self, bytes: &[u8], from: u64) -> bool {
         // SAFETY: `fill` writes the `len` bytes of the slice, which cannot overlap the ring.
-        self.push_flagged(bytes.len(), DRIVER, |dst| unsafe {
+        self.push_flagged(bytes.len(), DRIVER | from, |dst| unsafe {
             crate::copy_bytes(bytes.as_ptr(), dst, bytes.len());
         })
     }
 
     /// [`Producer::try_push`] of a record whose `len` bytes `fill` writes at the pointer it is
-    /// given (room for exactly `len` bytes).
+    /// given (room for exactly `len` bytes), with `flag` or'ed into the header (the sender's
+    /// bits in an inbox, [`from_bits`], and for the driver's own records [`DRIVER`]).
     #[inline(always)]
-    pub(super) fn try_push_with(&mut self, len: usize, fill: impl FnOnce(*mut u8)) -> bool {
-        self.push_flagged(len, 0, fill)
-    }
-
-    #[inline(always)]
-    fn push_flagged(&mut self, len: usize, flag: u64, fill: impl FnOnce(*mut u8)) -> bool {
+    pub(super) fn push_flagged(
+        &mut self,
+        len: usize,
+        flag: u64,
+        fill: impl FnOnce(*mut u8),
+    ) -> bool {
         let cap = self.mask + 1;
         let rec = REC_HDR + align8(len);
         let pos = self.tail as usize & self.mask;
@@ -211,14 +225,14 @@ impl Consumer {
     }
 
     /// Hand the records published so far to `f` (the driver's own records to `g`), oldest
-    /// first, and at most one ring's worth (so the loop is bounded even if the producer keeps
+    /// first, each with its sender's bits (in an inbox the sender's local index + 1, else 0), and at most one ring's worth (so the loop is bounded even if the producer keeps
     /// up). A record is consumed before its callback runs: if that panics it is not delivered
     /// again. Returns how many records were handed over.
     #[inline]
     pub(super) fn pop_all(
         &mut self,
-        f: &mut dyn FnMut(&[u8]),
-        g: &mut dyn FnMut(&[u8]),
+        f: &mut dyn FnMut(u32, &[u8]),
+        g: &mut dyn FnMut(u32, &[u8]),
     ) -> Result<usize> {
         let word = self.peek();
         if word == 0 {
@@ -230,8 +244,8 @@ impl Consumer {
     fn pop_from(
         &mut self,
         mut word: u64,
-        f: &mut dyn FnMut(&[u8]),
-        g: &mut dyn FnMut(&[u8]),
+        f: &mut dyn FnMut(u32, &[u8]),
+        g: &mut dyn FnMut(u32, &[u8]),
     ) -> Result<usize> {
         let cap = self.mask + 1;
         let base = self.data.as_ptr();
@@ -243,7 +257,8 @@ impl Consumer {
             if word == SKIP {
                 self.head += to_end as u64;
             } else {
-                let len = word & !(READY | DRIVER);
+                let len = word & !(READY | DRIVER | FROM_MASK);
+                let from = ((word & FROM_MASK) >> FROM_SHIFT) as u32;
                 if word & READY == 0 || len >= cap as u64 {
                     return Err(Error::Malformed(format!(
                         "shm ring: bad record header {word:#x} at {pos}"
@@ -264,9 +279,9 @@ impl Consumer {
                 let payload = unsafe { std::slice::from_raw_parts(base.add(pos + REC_HDR), len) };
                 if word & DRIVER == 0 {
                     prefetch(payload);
-                    f(payload);
+                    f(from, payload);
                 } else {
-                    g(payload);
+                    g(from, payload);
                 }
                 self.ctrl().head.0.store(self.head, Ordering::Release);
                 n += 1;
@@ -318,8 +333,9 @@ const PREFETCH_MAX: usize = 2048;
 
 #[cfg(test)]
 mod tests {
-    use super::super::segment::{Padded, SplitBoard};
+    use super::super::segment::Padded;
     use super::*;
+    use std::sync::atomic::AtomicU32;
 
     /// A ring in private memory, for unit tests of the record logic.
     struct TestRing {
@@ -333,11 +349,7 @@ mod tests {
         let mut ctrl = Box::new(RingCtrl {
             head: Padded(AtomicU64::new(0)),
             tail: Padded(AtomicU64::new(0)),
-            split: Padded(SplitBoard {
-                claim: AtomicU64::new(0),
-                done: AtomicU64::new(0),
-                orphan: AtomicU64::new(0),
-            }),
+            owner: Padded(AtomicU32::new(0)),
         });
         let mut data = vec![0u64; cap / 8];
         let c = NonNull::from(&mut *ctrl);
@@ -353,13 +365,13 @@ mod tests {
     }
 
     fn push(r: &mut TestRing, bytes: &[u8]) -> bool {
-        r.prod.try_push(&[IoSlice::new(bytes)], bytes.len())
+        r.prod.try_push(&[IoSlice::new(bytes)], bytes.len(), 0)
     }
 
     fn pop(r: &mut TestRing) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         r.cons
-            .pop_all(&mut |p| out.push(p.to_vec()), &mut |_| {
+            .pop_all(&mut |_, p| out.push(p.to_vec()), &mut |_, _| {
                 panic!("driver record")
             })
             .unwrap();
@@ -460,7 +472,7 @@ mod tests {
         let mut r = ring(4096);
         let parts: [&[u8]; 4] = [b"ab", b"", b"cde", b"fghij"];
         let iov: Vec<_> = parts.iter().map(|p| IoSlice::new(p)).collect();
-        assert!(r.prod.try_push(&iov, 10));
+        assert!(r.prod.try_push(&iov, 10, 0));
         assert_eq!(pop(&mut r), vec![b"abcdefghij".to_vec()]);
     }
 
@@ -473,7 +485,7 @@ mod tests {
             unsafe { header(base, 0) }.store(bad, Ordering::Release);
             assert!(
                 matches!(
-                    r.cons.pop_all(&mut |_| {}, &mut |_| {}),
+                    r.cons.pop_all(&mut |_, _| {}, &mut |_, _| {}),
                     Err(Error::Malformed(_))
                 ),
                 "{bad:#x}"
@@ -488,7 +500,7 @@ mod tests {
         assert!(push(&mut r, b"second"));
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             r.cons
-                .pop_all(&mut |_| panic!("engine bug"), &mut |_| {})
+                .pop_all(&mut |_, _| panic!("engine bug"), &mut |_, _| {})
                 .ok();
         }));
         assert!(res.is_err());

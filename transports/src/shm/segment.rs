@@ -28,8 +28,9 @@ const MAGIC: u64 = u64::from_le_bytes(*b"MADMPISH");
 /// Bumped whenever the layout changes (3: a rendezvous RTS may carry the start of its message;
 /// 4: the header carries the engine's protocol version, which says what the packets mean;
 /// 5: a ring record may be the driver's own, `DRIVER` in its header: a split copy's help
-/// request).
-const VERSION: u32 = 5;
+/// request; 6: per-receiver rings (an inbox shared by the senders and a few pair rings claimed
+/// on first contact) instead of one ring per ordered pair, the split board in the process slot).
+const VERSION: u32 = 6;
 /// Alignment of everything shared by two writers' caches (two x86 cache lines).
 const LINE: usize = 128;
 const PAGE: usize = 4096;
@@ -51,6 +52,9 @@ const MAX_LOCAL: usize = 4096;
 const DEFAULT_RING_BYTES: usize = 256 << 10;
 const DEFAULT_EAGER: usize = 16 << 10;
 const DEFAULT_SPLIT_MIN: usize = 128 << 10;
+const DEFAULT_PAIR_RINGS: usize = 8;
+/// Most pair rings per receiver.
+const MAX_PAIR_RINGS: usize = MAX_LOCAL;
 
 /// One value padded to its own pair of cache lines.
 #[repr(C, align(128))]
@@ -66,12 +70,21 @@ struct SegHeader {
     flags: u32,
     /// The engine's protocol version (opaque here; every process must share it).
     engine: u32,
+    /// Pair rings per receiver.
+    pair_rings: u32,
 }
 
 #[repr(C)]
 pub(super) struct ProcSlot {
     pub(super) doorbell: Padded<AtomicU64>,
     pub(super) ident: Padded<ProcIdent>,
+    /// The board of split copies towards this process (it runs one at a time).
+    pub(super) split: Padded<SplitBoard>,
+    /// How many of this process's pair rings senders have claimed (may count past the number
+    /// of rings: those senders use the inbox).
+    pub(super) claimed: Padded<AtomicU32>,
+    /// The inbox's producer lock: 0 free, else the holder's local index + 1.
+    pub(super) inbox_lock: Padded<AtomicU32>,
 }
 
 #[repr(C)]
@@ -84,7 +97,8 @@ pub(super) struct ProcIdent {
 pub(super) struct RingCtrl {
     pub(super) head: Padded<AtomicU64>,
     pub(super) tail: Padded<AtomicU64>,
-    pub(super) split: Padded<SplitBoard>,
+    /// A pair ring's sender (local index + 1; 0 while unclaimed). Unused for an inbox.
+    pub(super) owner: Padded<AtomicU32>,
 }
 
 /// The board of split copies in one direction (see "Split copies" in the module docs).
@@ -97,7 +111,7 @@ pub(super) struct SplitBoard {
 
 const _: () = {
     assert!(size_of::<SegHeader>() == LINE);
-    assert!(size_of::<ProcSlot>() == 2 * LINE);
+    assert!(size_of::<ProcSlot>() == 5 * LINE);
     assert!(size_of::<RingCtrl>() == 3 * LINE);
 };
 
@@ -105,9 +119,13 @@ const _: () = {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ShmConfig {
-    /// Bytes of each per-pair ring; a power of two between 4 KiB and 1 GiB
+    /// Bytes of each ring (inbox or pair ring); a power of two between 4 KiB and 1 GiB
     /// (`MADMPI_SHM_RING_BYTES`, default 256 KiB). The largest packet is a quarter of it.
     pub ring_bytes: usize,
+    /// Pair rings per receiver (`MADMPI_SHM_PAIR_RINGS`, default 8): the first senders to
+    /// contact a process get a ring of their own, the others share its inbox. With at least
+    /// `nlocal - 1`, every ordered pair has its ring from the start and there is no inbox.
+    pub pair_rings: usize,
     /// Eager threshold announced in [`Caps`] (`MADMPI_SHM_EAGER`, default 16 KiB), capped at
     /// half the largest packet.
     pub eager_threshold: usize,
@@ -130,6 +148,7 @@ impl Default for ShmConfig {
     fn default() -> ShmConfig {
         ShmConfig {
             ring_bytes: DEFAULT_RING_BYTES,
+            pair_rings: DEFAULT_PAIR_RINGS,
             eager_threshold: DEFAULT_EAGER,
             cma: true,
             split_min: DEFAULT_SPLIT_MIN,
@@ -156,6 +175,18 @@ impl ShmConfig {
         let mut cfg = ShmConfig::default();
         if let Some(v) = get("MADMPI_SHM_RING_BYTES") {
             cfg.ring_bytes = parse_size("MADMPI_SHM_RING_BYTES", &v)?;
+        }
+        if let Some(v) = get("MADMPI_SHM_PAIR_RINGS") {
+            cfg.pair_rings = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&k| k <= MAX_PAIR_RINGS)
+                .ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "MADMPI_SHM_PAIR_RINGS={v:?}: expected 0 to {MAX_PAIR_RINGS}"
+                    ))
+                })?;
         }
         if let Some(v) = get("MADMPI_SHM_EAGER") {
             cfg.eager_threshold = parse_size("MADMPI_SHM_EAGER", &v)?;
@@ -224,6 +255,10 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> Error {
 pub(super) struct Layout {
     nlocal: usize,
     pub(super) ring_bytes: usize,
+    /// Pair rings per receiver: `min(pair_rings, nlocal - 1)`.
+    pub(super) pairs: usize,
+    /// Whether each receiver has an inbox (some senders have no pair ring).
+    pub(super) inbox: bool,
     slots_off: usize,
     ctrl_off: usize,
     data_off: usize,
@@ -231,13 +266,16 @@ pub(super) struct Layout {
 }
 
 impl Layout {
-    fn new(nlocal: usize, ring_bytes: usize) -> Result<Layout> {
+    fn new(nlocal: usize, ring_bytes: usize, pair_rings: usize) -> Result<Layout> {
         if nlocal == 0 || nlocal > MAX_LOCAL {
             return Err(Error::Invalid(format!(
                 "shm: {nlocal} local processes (1 to {MAX_LOCAL} supported)"
             )));
         }
-        let nrings = nlocal * (nlocal - 1);
+        let pairs = pair_rings.min(nlocal - 1);
+        let inbox = pairs < nlocal - 1;
+        // O(nlocal): a fixed number of rings per receiver.
+        let nrings = nlocal * (pairs + usize::from(inbox));
         let slots_off = size_of::<SegHeader>();
         let ctrl_off = slots_off + nlocal * size_of::<ProcSlot>();
         let data_off = (ctrl_off + nrings * size_of::<RingCtrl>()).next_multiple_of(PAGE);
@@ -253,6 +291,8 @@ impl Layout {
         Ok(Layout {
             nlocal,
             ring_bytes,
+            pairs,
+            inbox,
             slots_off,
             ctrl_off,
             data_off,
@@ -260,10 +300,27 @@ impl Layout {
         })
     }
 
+    /// Whether every ordered pair has its ring from the start (no inbox, nothing claimed).
+    pub(super) fn static_pairs(&self) -> bool {
+        !self.inbox
+    }
+
+    /// Ring `r` of receiver `dst`: its pair rings `0..pairs`, then its inbox.
     #[inline]
-    fn ring_index(&self, src: usize, dst: usize) -> usize {
-        debug_assert!(src != dst && src < self.nlocal && dst < self.nlocal);
-        src * (self.nlocal - 1) + if dst < src { dst } else { dst - 1 }
+    fn ring_index(&self, dst: usize, r: usize) -> usize {
+        debug_assert!(dst < self.nlocal && r < self.pairs + usize::from(self.inbox));
+        dst * (self.pairs + usize::from(self.inbox)) + r
+    }
+
+    /// With [`static_pairs`](Self::static_pairs), the pair ring of `dst` that `src` owns.
+    #[inline]
+    pub(super) fn static_ring(&self, src: usize, dst: usize) -> usize {
+        debug_assert!(src != dst && self.static_pairs());
+        if src < dst {
+            src
+        } else {
+            src - 1
+        }
     }
 }
 
@@ -341,7 +398,8 @@ impl ShmSegment {
     /// Create and initialize the segment `name` (like `/madmpi-<kvsname>-<n>`) for `nlocal`
     /// processes. Called once per node, by the leader, before the others [`open`](Self::open)
     /// it. The backing memory is reserved now (so a full `/dev/shm` is an error here, not a
-    /// crash later): `nlocal * (nlocal - 1) * ring_bytes` plus a few pages.
+    /// crash later): `nlocal * (min(pair_rings, nlocal - 1) + inbox) * ring_bytes` plus a few
+    /// pages, where `inbox` is 1 when `pair_rings < nlocal - 1`: linear in `nlocal`.
     ///
     /// # Errors
     ///
@@ -350,7 +408,7 @@ impl ShmSegment {
     /// behind.
     pub fn create(name: &str, nlocal: usize, cfg: &ShmConfig) -> Result<ShmSegment> {
         cfg.validate()?;
-        let layout = Layout::new(nlocal, cfg.ring_bytes)?;
+        let layout = Layout::new(nlocal, cfg.ring_bytes, cfg.pair_rings)?;
         let total = layout.total as u64;
         let map = create_mapping(name, layout.total)?;
         let doorbell = cfg
@@ -367,6 +425,7 @@ impl ShmSegment {
             ptr::addr_of_mut!((*hdr).total_bytes).write(total);
             ptr::addr_of_mut!((*hdr).flags).write(if doorbell { FLAG_DOORBELL } else { 0 });
             ptr::addr_of_mut!((*hdr).engine).write(cfg.engine_version);
+            ptr::addr_of_mut!((*hdr).pair_rings).write(layout.pairs as u32);
             (*hdr).magic.store(MAGIC, Ordering::Release);
         }
         Ok(ShmSegment {
@@ -388,7 +447,7 @@ impl ShmSegment {
     /// count or ring size: the processes of a node disagree on their configuration).
     pub fn open(name: &str, nlocal: usize, cfg: &ShmConfig) -> Result<ShmSegment> {
         cfg.validate()?;
-        let layout = Layout::new(nlocal, cfg.ring_bytes)?;
+        let layout = Layout::new(nlocal, cfg.ring_bytes, cfg.pair_rings)?;
         let mismatch = |what: String| Error::Invalid(format!("shm segment {name}: {what}"));
         let map = open_mapping(name, " (has the node leader created it?)", |size| {
             if size < size_of::<SegHeader>() as u64 {
@@ -403,7 +462,7 @@ impl ShmSegment {
         // SAFETY: the mapping holds at least a header (checked above) and is page aligned; the
         // creator wrote the plain fields before publishing `magic` with Release, and we read
         // them only after seeing `magic` with Acquire. Nobody writes them afterwards.
-        let (magic, version, seg_nlocal, ring_bytes, total, flags, engine) = unsafe {
+        let (magic, version, seg_nlocal, ring_bytes, total, flags, engine, pairs) = unsafe {
             let magic = (*hdr).magic.load(Ordering::Acquire);
             (
                 magic,
@@ -413,6 +472,7 @@ impl ShmSegment {
                 ptr::addr_of!((*hdr).total_bytes).read(),
                 ptr::addr_of!((*hdr).flags).read(),
                 ptr::addr_of!((*hdr).engine).read(),
+                ptr::addr_of!((*hdr).pair_rings).read(),
             )
         };
         if magic != MAGIC {
@@ -441,6 +501,12 @@ impl ShmSegment {
             return Err(mismatch(format!(
                 "rings of {ring_bytes} bytes, {} expected (MADMPI_SHM_RING_BYTES differs?)",
                 cfg.ring_bytes
+            )));
+        }
+        if pairs as usize != layout.pairs {
+            return Err(mismatch(format!(
+                "{pairs} pair rings per process, {} expected (MADMPI_SHM_PAIR_RINGS differs?)",
+                layout.pairs
             )));
         }
         if total != layout.total as u64 || size != total {
@@ -500,8 +566,9 @@ impl ShmSegment {
         unsafe { NonNull::new_unchecked(self.map.as_ptr().add(off).cast()) }
     }
 
-    pub(super) fn ring(&self, src: usize, dst: usize) -> (NonNull<RingCtrl>, NonNull<u8>) {
-        let r = self.layout.ring_index(src, dst);
+    /// Ring `r` of receiver `dst` (its pair rings `0..pairs`, then its inbox).
+    pub(super) fn ring(&self, dst: usize, r: usize) -> (NonNull<RingCtrl>, NonNull<u8>) {
+        let r = self.layout.ring_index(dst, r);
         let ctrl = self.layout.ctrl_off + r * size_of::<RingCtrl>();
         let data = self.layout.data_off + r * self.layout.ring_bytes;
         // SAFETY: both offsets, plus a control block and `ring_bytes` of data, lie inside the
@@ -562,6 +629,7 @@ mod tests {
             ("MADMPI_SHM_CMA", "0"),
             ("MADMPI_SHM_DOORBELL", "1"),
             ("MADMPI_SHM_SPLIT_MIN", "1M"),
+            ("MADMPI_SHM_PAIR_RINGS", "3"),
         ]))
         .unwrap();
         assert_eq!(
@@ -570,9 +638,10 @@ mod tests {
                 c.eager_threshold,
                 c.cma,
                 c.doorbell,
-                c.split_min
+                c.split_min,
+                c.pair_rings
             ),
-            (65536, 4096, false, Some(true), 1 << 20)
+            (65536, 4096, false, Some(true), 1 << 20, 3)
         );
         assert_eq!(
             ShmConfig::from_lookup(env(&[])).unwrap(),
@@ -581,23 +650,34 @@ mod tests {
         assert!(ShmConfig::from_lookup(env(&[("MADMPI_SHM_RING_BYTES", "100000")])).is_err());
         assert!(ShmConfig::from_lookup(env(&[("MADMPI_SHM_CMA", "maybe")])).is_err());
         assert!(ShmConfig::from_lookup(env(&[("MADMPI_SHM_SPLIT_MIN", "big")])).is_err());
+        assert!(ShmConfig::from_lookup(env(&[("MADMPI_SHM_PAIR_RINGS", "-1")])).is_err());
     }
 
     #[test]
     fn layout_is_consistent() {
-        let l = Layout::new(4, 4096).unwrap();
+        // Few processes: one ring per ordered pair, no inbox.
+        let l = Layout::new(4, 4096, 8).unwrap();
+        assert!(l.static_pairs());
         assert_eq!(l.data_off % PAGE, 0);
         assert_eq!(l.total, l.data_off + 12 * 4096);
         let mut seen = std::collections::HashSet::new();
         for s in 0..4 {
             for d in 0..4 {
                 if s != d {
-                    assert!(seen.insert(l.ring_index(s, d)));
+                    assert!(seen.insert(l.ring_index(d, l.static_ring(s, d))));
                 }
             }
         }
         assert_eq!(seen, (0..12).collect());
-        assert!(Layout::new(0, 4096).is_err());
-        assert!(Layout::new(1, 4096).is_ok());
+        // Many: `pairs` rings and an inbox per process, linear in the count.
+        let l = Layout::new(256, 4096, 8).unwrap();
+        assert!(!l.static_pairs());
+        assert_eq!(l.data_off % PAGE, 0);
+        assert_eq!(l.total, l.data_off + 256 * 9 * 4096);
+        assert_eq!(l.ring_index(255, 8), 256 * 9 - 1);
+        let l0 = Layout::new(256, 4096, 0).unwrap();
+        assert_eq!(l0.total, l0.data_off + 256 * 4096);
+        assert!(Layout::new(0, 4096, 8).is_err());
+        assert!(Layout::new(1, 4096, 8).is_ok());
     }
 }

@@ -183,7 +183,7 @@ impl ShmTransport {
             to: local.as_mut_ptr() as u64,
         }
         .encode();
-        match self.push_record(peer, ask.len(), |p| p.try_push_driver(&ask)) {
+        match self.push_record(peer, ask.len(), |p, from| p.try_push_driver(&ask, from)) {
             Ok(SendOutcome::Done | SendOutcome::WouldBlock) => {}
             Err(e) => return Err(e),
         }
@@ -251,10 +251,10 @@ impl ShmTransport {
         Ok((j, pid))
     }
 
-    /// The board of transfers from local `j` to this process.
-    fn inbound_board(&self, j: usize) -> &SplitBoard {
-        let r = &self.rx[if j < self.me { j } else { j - 1 }];
-        &r.cons.ctrl().split.0
+    /// The board of transfers to local `j` (this process runs one at a time, whoever sends).
+    fn board(&self, j: usize) -> &SplitBoard {
+        // SAFETY: slots point into the mapping owned by `self.seg`; only atomics are accessed.
+        unsafe { &self.slots[j].as_ref().split.0 }
     }
 
     /// Transfers of at least this many bytes are worth splitting (`None`: never, or no
@@ -269,8 +269,8 @@ impl ShmTransport {
     /// [`split_put`](Self::split_put)), then call [`split_get`](Self::split_get). One transfer
     /// per peer at a time: `split_get` must have returned before the next open.
     pub fn split_open(&mut self, peer: PeerId) -> Result<u32> {
-        let (j, _) = self.cma_peer(peer)?;
-        let b = self.inbound_board(j);
+        self.cma_peer(peer)?;
+        let b = self.board(self.me);
         let gen = ((b.claim.load(Ordering::Relaxed) >> 32) as u32).wrapping_add(1);
         b.done.store(0, Ordering::Relaxed);
         b.orphan.store(0, Ordering::Relaxed);
@@ -302,7 +302,7 @@ impl ShmTransport {
         local: *mut u8,
     ) -> Result<SplitCopy> {
         let (j, pid) = self.cma_peer(peer)?;
-        let b = self.inbound_board(j);
+        let b = self.board(self.me);
         let mut mine = 0u32;
         // Chunk `k` into place.
         let read = |k: u32| {
@@ -393,10 +393,7 @@ impl ShmTransport {
         remote: u64,
     ) -> Result<u32> {
         let (j, pid) = self.cma_peer(peer)?;
-        let Some(t) = self.tx[j].as_ref() else {
-            return Err(self.unreachable(peer));
-        };
-        let b = &t.prod.ctrl().split.0;
+        let b = self.board(j);
         let mut n = 0;
         while let Some(k) = take_chunk(&b.claim, &job) {
             let (off, len) = job.span(k);

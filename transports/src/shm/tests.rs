@@ -1,0 +1,148 @@
+//! The driver with more processes than pair rings per receiver: first contacts claim pair
+//! rings, later senders share the receiver's inbox; every sender's records arrive complete
+//! and in order whichever way they travel.
+
+use super::*;
+
+/// `n` drivers of one segment in this process (local index `i` is world rank `10 + i`).
+struct Node {
+    name: String,
+    t: Vec<ShmTransport>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = ShmSegment::unlink(&self.name);
+    }
+}
+
+fn node(n: usize, pair_rings: usize, doorbell: bool) -> Node {
+    let name = format!(
+        "/madmpi-test-contact-{}-{n}-{pair_rings}-{doorbell}",
+        std::process::id()
+    );
+    let cfg = ShmConfig {
+        ring_bytes: 4096,
+        pair_rings,
+        doorbell: Some(doorbell),
+        ..ShmConfig::default()
+    };
+    let _ = ShmSegment::unlink(&name);
+    let mut node = Node {
+        name: name.clone(),
+        t: Vec::new(),
+    };
+    let first = ShmSegment::create(&name, n, &cfg).expect("create");
+    let peers: Vec<PeerId> = (0..n as u32).map(|i| PeerId(10 + i)).collect();
+    node.t
+        .push(ShmTransport::new(first, 0, peers.clone()).expect("transport 0"));
+    for i in 1..n {
+        let seg = ShmSegment::open(&name, n, &cfg).expect("open");
+        node.t
+            .push(ShmTransport::new(seg, i, peers.clone()).expect("transport"));
+    }
+    node
+}
+
+/// Every sender sends `per` records of various sizes to `dst` (interleaved, the receiver
+/// polling when a ring or the inbox is full); returns what `dst` got, by sender.
+fn all_to_one(node: &mut Node, dst: usize, per: u32) -> Vec<Vec<Vec<u8>>> {
+    let n = node.t.len();
+    let mut got: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+    let mut next = vec![0u32; n];
+    let poll = |t: &mut ShmTransport, got: &mut Vec<Vec<Vec<u8>>>| {
+        t.poll_recv(&mut |p, b| got[(p.0 - 10) as usize].push(b.to_vec()))
+            .expect("poll")
+    };
+    while (0..n).any(|s| s != dst && next[s] < per) {
+        #[allow(clippy::needless_range_loop)] // `s` indexes `next` and the transports
+        for s in 0..n {
+            if s == dst || next[s] >= per {
+                continue;
+            }
+            let k = next[s];
+            let len = 1 + (k as usize * 37 + s * 101) % 900;
+            let mut rec = vec![(k % 251) as u8; len];
+            rec[0] = s as u8;
+            match node.t[s].try_send(PeerId(10 + dst as u32), &[IoSlice::new(&rec)]) {
+                Ok(SendOutcome::Done) => next[s] += 1,
+                Ok(SendOutcome::WouldBlock) => {
+                    poll(&mut node.t[dst], &mut got);
+                }
+                Err(e) => panic!("send {s} -> {dst}: {e}"),
+            }
+        }
+    }
+    for _ in 0..4 {
+        poll(&mut node.t[dst], &mut got);
+    }
+    got
+}
+
+fn check(got: &[Vec<Vec<u8>>], dst: usize, per: u32) {
+    for (s, recs) in got.iter().enumerate() {
+        if s == dst {
+            assert!(recs.is_empty());
+            continue;
+        }
+        assert_eq!(recs.len(), per as usize, "records from {s}");
+        for (k, r) in recs.iter().enumerate() {
+            let len = 1 + (k * 37 + s * 101) % 900;
+            assert_eq!(r.len(), len, "record {k} from {s}");
+            assert_eq!(r[0], s as u8);
+            assert!(r[1..].iter().all(|&b| b == (k % 251) as u8), "{k} from {s}");
+        }
+    }
+}
+
+#[test]
+fn senders_beyond_the_pair_rings_share_the_inbox() {
+    for doorbell in [false, true] {
+        let mut node = node(6, 2, doorbell);
+        let layout = node.t[0].seg.layout;
+        assert_eq!((layout.pairs, layout.inbox), (2, true));
+        let got = all_to_one(&mut node, 0, 300);
+        check(&got, 0, 300);
+        // Two senders own a pair ring towards 0, the three others use its inbox.
+        let rings = (1..6).filter(|&s| node.t[s].tx[0].is_some()).count();
+        let inbox = (1..6).filter(|&s| node.t[s].far[0].inbox).count();
+        assert_eq!((rings, inbox), (2, 3));
+        assert_eq!(node.t[0].adopted_count, 2);
+        // The other way round, and towards another receiver.
+        let got = all_to_one(&mut node, 3, 100);
+        check(&got, 3, 100);
+    }
+}
+
+#[test]
+fn no_pair_rings_at_all() {
+    let mut node = node(4, 0, false);
+    let got = all_to_one(&mut node, 2, 200);
+    check(&got, 2, 200);
+    assert!((0..4).all(|s| node.t[s].tx.iter().all(Option::is_none)));
+}
+
+#[test]
+fn held_inbox_lock_is_backpressure() {
+    let mut node = node(4, 0, false);
+    // Sender 1 holds 0's inbox lock (as if descheduled while writing): 2 must not block.
+    // SAFETY: the slot lies in the mapping owned by the transport.
+    let lock = unsafe { &node.t[0].my_slot.as_ref().inbox_lock.0 };
+    lock.store(2, Ordering::Release);
+    let r = node.t[2].try_send(PeerId(10), &[IoSlice::new(b"x")]);
+    assert!(matches!(r, Ok(SendOutcome::WouldBlock)), "{r:?}");
+    lock.store(0, Ordering::Release);
+    let r = node.t[2].try_send(PeerId(10), &[IoSlice::new(b"x")]);
+    assert!(matches!(r, Ok(SendOutcome::Done)), "{r:?}");
+}
+
+#[test]
+fn inbox_record_from_nobody_is_malformed() {
+    let mut node = node(3, 0, false);
+    let (ctrl, data) = node.t[0].seg.ring(0, 0);
+    // SAFETY: the inbox of 0 in the live mapping; nobody else produces on it now.
+    let mut p = unsafe { Producer::new(ctrl, data, 4096) };
+    assert!(p.try_push(&[IoSlice::new(b"forged")], 6, ring::from_bits(7)));
+    let r = node.t[0].poll_recv(&mut |_, _| panic!("delivered"));
+    assert!(matches!(r, Err(Error::Malformed(_))), "{r:?}");
+}
