@@ -132,10 +132,12 @@ pub(crate) fn release(st: &mut State, c: CommId) {
 mod ids;
 mod inter;
 mod intra;
+mod session;
 
 use ids::*;
 pub use inter::*;
 pub use intra::*;
+pub use session::{comm_from_session_group, intercomm_from_session_groups};
 
 /// Register a communicator from inside a schedule.
 fn add(st: &mut State, ctx: u32, local: Arc<[u32]>, remote: Option<Arc<[u32]>>) -> Result<CommId> {
