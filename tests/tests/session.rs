@@ -1,4 +1,4 @@
-//! The sessions model: the self-checking C programs of `tests/c/session/` built with
+//! The sessions model, and the ABI's Fortran calls with MPI_Get_hw_resource_info: the self-checking C programs of `tests/c/session/` built with
 //! `bin/mpicc` and run under `bin/mpirun` on 1 to 4 ranks, over shared memory and over TCP
 //! (with `MADMPI_FAKE_HOSTS`, so that the per-node process sets differ from mpi://WORLD). A
 //! passing program prints `OK <name>`; a failing check aborts the job.
@@ -48,4 +48,14 @@ fn world_then_sessions_2_tcp() {
         .env("MADMPI_TRANSPORTS", "tcp")
         .run()
         .assert_ok("sessions_world");
+}
+
+#[test]
+fn abi_fortran_1() {
+    job("abi_fortran", 1).run().assert_ok("abi_fortran");
+}
+
+#[test]
+fn abi_fortran_3() {
+    job("abi_fortran", 3).run().assert_ok("abi_fortran");
 }

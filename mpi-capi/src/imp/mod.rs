@@ -7,6 +7,7 @@
 //! into the core, write the outputs only on success, and send any error through the handler of
 //! the object involved (`crate::errors`).
 
+mod abi_fortran;
 mod attr;
 mod buffers;
 mod coll;
@@ -30,6 +31,7 @@ mod session;
 mod status;
 mod topo;
 
+pub use abi_fortran::*;
 pub use attr::*;
 pub use buffers::*;
 pub use coll::*;
