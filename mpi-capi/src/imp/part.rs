@@ -83,6 +83,7 @@ unsafe fn part_init(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn MPI_Psend_init(
     buf: *const c_void,
     partitions: c_int,
@@ -109,6 +110,7 @@ pub unsafe fn MPI_Psend_init(
     )
 }
 
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn MPI_Psend_init_c(
     buf: *const c_void,
     partitions: c_int,
@@ -135,6 +137,7 @@ pub unsafe fn MPI_Psend_init_c(
     )
 }
 
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn MPI_Precv_init(
     buf: *mut c_void,
     partitions: c_int,
@@ -161,6 +164,7 @@ pub unsafe fn MPI_Precv_init(
     )
 }
 
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn MPI_Precv_init_c(
     buf: *mut c_void,
     partitions: c_int,

@@ -120,7 +120,7 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
     if SHUT_DOWN.load(Ordering::Acquire) {
         return err(
             ErrorClass::Other,
-            "MPI cannot be initialized after its last session was finalized",
+            "MPI cannot be initialized again after the library was shut down",
         );
     }
     start_engine(&mut g, required, true)?;
@@ -222,8 +222,8 @@ pub fn session_start(level: ThreadLevel) -> Result<ThreadLevel> {
         if SHUT_DOWN.load(Ordering::Acquire) {
             return err(
                 ErrorClass::Other,
-                "MPI cannot start a session after the library was shut down (by MPI_Finalize, \
-                 or by the finalization of the last session of a process without MPI_Init)",
+                "MPI cannot start a session after the library was shut down (by the last of \
+                 MPI_Finalize and the finalization of the sessions open at that time)",
             );
         }
         start_engine(&mut g, level, false)?;
@@ -236,8 +236,12 @@ pub fn session_start(level: ThreadLevel) -> Result<ThreadLevel> {
     })
 }
 
-/// MPI_Session_finalize's part: the session's traffic completes; the last user of the engine
-/// (no other session, the world model not running) shuts it down, as MPI_Finalize does.
+/// MPI_Session_finalize's part: the session's traffic completes. When it was the last
+/// session: after MPI_Finalize, the engine stops now (MPI_Finalize left it running for the
+/// sessions); in a process that never called MPI_Init, the ranks synchronise as MPI_Finalize
+/// does (PMI barrier) but the engine stays, so that a later MPI_Session_init, or MPI_Init,
+/// reuses it (sessions may be initialized again), and the process says goodbye to the launcher
+/// (PMI finalize) when it exits.
 pub fn session_end() -> Result<()> {
     if !ENGINE_UP.load(Ordering::Acquire) {
         return not_running();
@@ -245,10 +249,43 @@ pub fn session_end() -> Result<()> {
     wait_until(|e| Ok((!e.st.busy()).then_some(())))?;
     let mut g = GLOBAL.lock();
     let left = SESSIONS.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
-    if left == 0 && PHASE.load(Ordering::Acquire) != RUNNING {
-        shut_down(&mut g)?;
+    if left == 0 {
+        match PHASE.load(Ordering::Acquire) {
+            RUNNING => {}
+            FINALIZED => shut_down(&mut g)?,
+            _ => {
+                if let Some(p) = g.pmi.as_mut() {
+                    p.barrier()?;
+                }
+                static HOOKED: std::sync::Once = std::sync::Once::new();
+                // SAFETY: registers a plain `extern "C"` function without arguments.
+                HOOKED.call_once(|| unsafe {
+                    libc::atexit(leave_at_exit);
+                });
+            }
+        }
     }
     Ok(())
+}
+
+/// At the exit of a process whose sessions are all finalized and that is not inside the world
+/// model: tell the launcher it finalized (the ranks synchronised at the last
+/// MPI_Session_finalize). A process that exits with a session open, or between MPI_Init and
+/// MPI_Finalize, is left as before: it did not finalize.
+extern "C" fn leave_at_exit() {
+    if !ENGINE_UP.load(Ordering::Acquire)
+        || SESSIONS.load(Ordering::Acquire) > 0
+        || PHASE.load(Ordering::Acquire) == RUNNING
+    {
+        return;
+    }
+    LEAVING.store(true, Ordering::Release);
+    if let Some(mut g) = GLOBAL.try_lock_for(std::time::Duration::from_millis(200)) {
+        if let Some(mut p) = g.pmi.take() {
+            let _ = p.finalize();
+        }
+    }
+    crate::trace::finish();
 }
 
 /// Leave the job: synchronise with the other ranks through PMI and drop the engine.

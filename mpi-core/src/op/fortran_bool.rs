@@ -10,8 +10,11 @@ use parking_lot::RwLock;
 use super::BuiltinOp;
 use crate::error::{err, ErrorClass, Result};
 
-/// (size in bytes, `.TRUE.`, `.FALSE.`), once set.
-static BOOLS: RwLock<Option<(usize, Vec<u8>, Vec<u8>)>> = RwLock::new(None);
+/// A `LOGICAL` size in bytes, with the bytes of `.TRUE.` and of `.FALSE.`.
+pub type Booleans = (usize, Vec<u8>, Vec<u8>);
+
+/// The values, once set.
+static BOOLS: RwLock<Option<Booleans>> = RwLock::new(None);
 
 /// Set the values, once: a second call is an error (`Other`; the C layer reports
 /// MPI_ERR_ABI), as is a size no Fortran `LOGICAL` has, or equal values.
@@ -37,7 +40,7 @@ pub fn set_fortran_booleans(size: usize, t: &[u8], f: &[u8]) -> Result<()> {
 }
 
 /// The values set, if any: (size, `.TRUE.`, `.FALSE.`).
-pub fn fortran_booleans() -> Option<(usize, Vec<u8>, Vec<u8>)> {
+pub fn fortran_booleans() -> Option<Booleans> {
     BOOLS.read().clone()
 }
 
