@@ -3,8 +3,8 @@
 //!
 //! A session is an entry of a handle table (its error handler and its info). The first
 //! MPI_Session_init of a process without MPI_Init starts the engine (`madmpi::session_start`);
-//! MPI_Init and sessions share it, in either order, and whichever of MPI_Finalize and the last
-//! MPI_Session_finalize comes last stops it. The process sets are `mpi://WORLD`, `mpi://SELF`
+//! MPI_Init and sessions share it, in either order; sessions may be initialized again after the
+//! last one was finalized (see `madmpi::session_end`). The process sets are `mpi://WORLD`, `mpi://SELF`
 //! and one per node, `madmpi://node/<n>` (the nodes numbered in the order of their lowest
 //! world rank; with `MADMPI_FAKE_HOSTS` the pseudo-hosts are the nodes).
 

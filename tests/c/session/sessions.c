@@ -1,7 +1,8 @@
 /* sessions.c - the sessions model without MPI_Init: MPI_Session_init/finalize, the process
  * sets (mpi://WORLD, mpi://SELF, one per node), groups and communicators made from them
  * (MPI_Comm_create_from_group, by the members alone; MPI_Intercomm_create_from_groups),
- * traffic with byte checks on them, session error handlers and info.
+ * traffic with byte checks on them, session error handlers and info; a second session after
+ * the first was finalized.
  */
 #include "../p2p/common.h"
 
@@ -203,6 +204,20 @@ int main(void)
 
     ring(wc, 5);
     MPI_OK(MPI_Barrier(wc));
+    MPI_OK(MPI_Comm_free(&wc));
+    MPI_OK(MPI_Group_free(&world));
+    MPI_OK(MPI_Session_finalize(&s));
+    CHECK(s == MPI_SESSION_NULL);
+    MPI_OK(MPI_Initialized(&flag));
+    CHECK(!flag);
+
+    /* Sessions may be initialized again. */
+    MPI_OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s));
+    MPI_OK(MPI_Group_from_session_pset(s, "mpi://WORLD", &world));
+    MPI_OK(MPI_Comm_create_from_group(world, "org.madmpi.test.again", MPI_INFO_NULL,
+                                      MPI_ERRORS_RETURN, &wc));
+    ring(wc, 6);
+    MPI_OK(MPI_Barrier(wc));
     if (t_rank == 0) {
         printf("OK sessions\n");
         fflush(stdout);
@@ -210,8 +225,5 @@ int main(void)
     MPI_OK(MPI_Comm_free(&wc));
     MPI_OK(MPI_Group_free(&world));
     MPI_OK(MPI_Session_finalize(&s));
-    CHECK(s == MPI_SESSION_NULL);
-    MPI_OK(MPI_Initialized(&flag));
-    CHECK(!flag);
     return 0;
 }
