@@ -22,6 +22,7 @@ pub mod group;
 mod log;
 pub mod madeleine;
 pub mod op;
+mod part;
 mod request;
 pub mod rma;
 pub mod safe;
@@ -43,11 +44,13 @@ pub use comm::{
     comm_create_from_group, comm_create_group, comm_dup, comm_idup, comm_is_inter, comm_role,
     comm_split, comm_split_shared, free_comm, intercomm_create, intercomm_merge, topology,
 };
+pub use comm::{comm_from_session_group, intercomm_from_session_groups};
 pub use engine::{Strategy, BSEND_OVERHEAD};
 pub use error::{Error, ErrorClass, Result};
 pub use group::{Group, GroupComparison};
 pub use madmpi_datatypes::Datatype;
 pub use op::{BuiltinOp, Op};
+pub use part::{parrived, pready, precv_init, psend_init};
 pub use request::{RequestId, SendMode, Status, EMPTY_STATUS, PROC_NULL_STATUS};
 
 /// MPI_ANY_SOURCE.

@@ -251,6 +251,9 @@ pub(crate) enum Persistent {
     },
     /// A persistent collective (MPI_Bcast_init …): its schedule, built anew at each start.
     Coll(MakeSched),
+    /// A partitioned send or receive (`crate::part`): its state, shared with MPI_Pready and
+    /// MPI_Parrived; each start runs one round of it as a schedule.
+    Part(crate::part::Shared),
 }
 
 /// Builds the schedule of a persistent collective (at each MPI_Start).

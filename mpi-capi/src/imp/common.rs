@@ -25,7 +25,10 @@ pub(crate) fn fail<T>(class: ErrorClass, msg: impl Into<String>) -> R<T> {
 /// itself).
 #[inline]
 pub(crate) fn running() -> R<()> {
-    if madmpi::finalized() {
+    // The engine runs for the world model or a session (a process may use sessions alone).
+    if madmpi::active() {
+        Ok(())
+    } else if madmpi::finalized() {
         fail(ErrorClass::Other, "MPI has already been finalized")
     } else if !madmpi::initialized() {
         fail(

@@ -140,13 +140,6 @@ pub unsafe fn MPI_Abi_get_info(info: *mut MPI_Info) -> c_int {
     finish_self("MPI_Abi_get_info", r)
 }
 
-/// MPI_Abi_get_fortran_info: madmpi has no Fortran bindings, so there is no Fortran ABI to
-/// describe: MPI_INFO_NULL (as MPICH built without Fortran).
-pub unsafe fn MPI_Abi_get_fortran_info(info: *mut MPI_Info) -> c_int {
-    let r = out(info, "info").map(|o| *o = MPI_INFO_NULL);
-    finish_self("MPI_Abi_get_fortran_info", r)
-}
-
 /// The library version string.
 pub(crate) fn library_version() -> String {
     format!(

@@ -7,6 +7,7 @@
 //! into the core, write the outputs only on success, and send any error through the handler of
 //! the object involved (`crate::errors`).
 
+mod abi_fortran;
 mod attr;
 mod buffers;
 mod coll;
@@ -23,11 +24,14 @@ mod op;
 mod p2p;
 mod p2p_ext;
 mod pack;
+mod part;
 mod request;
 mod rma;
+mod session;
 mod status;
 mod topo;
 
+pub use abi_fortran::*;
 pub use attr::*;
 pub use buffers::*;
 pub use coll::*;
@@ -43,7 +47,9 @@ pub use op::*;
 pub use p2p::*;
 pub use p2p_ext::*;
 pub use pack::*;
+pub use part::*;
 pub use request::*;
 pub use rma::*;
+pub use session::*;
 pub use status::*;
 pub use topo::*;

@@ -2,7 +2,7 @@
 //! set up), MPI_Finalize, MPI_Abort, the launcher watch, and what is known of the job and its
 //! hosts (thread level, appnum, universe size, host names, wall clock).
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::time::Instant;
 
 use madmpi_pmi::Client;
@@ -108,6 +108,30 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
         }
         _ => {}
     }
+    if ENGINE_UP.load(Ordering::Acquire) {
+        // Sessions started the engine: the world model joins it. Other threads may be using
+        // their sessions, so the engine keeps its lock (no owner mode), which serves every
+        // thread level.
+        g.thread_level = required;
+        g.main_thread = Some(std::thread::current().id());
+        PHASE.store(RUNNING, Ordering::Release);
+        return Ok(required);
+    }
+    if SHUT_DOWN.load(Ordering::Acquire) {
+        return err(
+            ErrorClass::Other,
+            "MPI cannot be initialized again after the library was shut down",
+        );
+    }
+    start_engine(&mut g, required, true)?;
+    g.main_thread = Some(std::thread::current().id());
+    PHASE.store(RUNNING, Ordering::Release);
+    Ok(required)
+}
+
+/// Bootstrap and start the engine (for MPI_Init, or the first MPI_Session_init): `owner`
+/// lets a single-threaded level take owner mode.
+fn start_engine(g: &mut Global, required: ThreadLevel, owner: bool) -> Result<()> {
     Lazy::force(&EPOCH);
     let strategy = match std::env::var("MADMPI_STRATEGY") {
         Ok(s) => Strategy::parse(s.trim()).ok_or_else(|| {
@@ -150,7 +174,7 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
             )
         }
     };
-    let owner = matches!(required, ThreadLevel::Single | ThreadLevel::Funneled);
+    let owner = owner && matches!(required, ThreadLevel::Single | ThreadLevel::Funneled);
     with_slot(|slot| {
         *slot = Some(engine);
         if owner {
@@ -164,7 +188,6 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
     }
     g.pmi = pmi;
     g.thread_level = required;
-    g.main_thread = Some(std::thread::current().id());
     g.appnum = appnum;
     g.universe_size = universe;
     g.hosts = hosts;
@@ -172,10 +195,121 @@ pub fn init(required: ThreadLevel) -> Result<ThreadLevel> {
     tracing::debug!(
         ?strategy,
         spin = SPIN.load(Ordering::Relaxed),
-        "MPI_Init done"
+        "engine started"
     );
-    PHASE.store(RUNNING, Ordering::Release);
-    Ok(required)
+    ENGINE_UP.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// The engine is running (the world model, a session, or both use it).
+static ENGINE_UP: AtomicBool = AtomicBool::new(false);
+/// The engine was shut down (the PMI connection is closed): it cannot start again.
+static SHUT_DOWN: AtomicBool = AtomicBool::new(false);
+/// Sessions initialized and not finalized.
+static SESSIONS: AtomicU32 = AtomicU32::new(0);
+
+/// Whether the engine runs: MPI calls may be made (through the world model or a session).
+pub fn active() -> bool {
+    ENGINE_UP.load(Ordering::Acquire)
+}
+
+/// MPI_Session_init's part in the library's lifetime: starts the engine when nothing else
+/// has (the process may never call MPI_Init), at `level` (`MPI_THREAD_MULTIPLE` when the info
+/// asks for nothing: the engine's lock serves every level). Returns the level provided.
+pub fn session_start(level: ThreadLevel) -> Result<ThreadLevel> {
+    let mut g = GLOBAL.lock();
+    if !ENGINE_UP.load(Ordering::Acquire) {
+        if SHUT_DOWN.load(Ordering::Acquire) {
+            return err(
+                ErrorClass::Other,
+                "MPI cannot start a session after the library was shut down (by the last of \
+                 MPI_Finalize and the finalization of the sessions open at that time)",
+            );
+        }
+        start_engine(&mut g, level, false)?;
+    }
+    SESSIONS.fetch_add(1, Ordering::AcqRel);
+    Ok(if PHASE.load(Ordering::Acquire) == RUNNING {
+        g.thread_level
+    } else {
+        level
+    })
+}
+
+/// MPI_Session_finalize's part: the session's traffic completes. When it was the last
+/// session: after MPI_Finalize, the engine stops now (MPI_Finalize left it running for the
+/// sessions); in a process that never called MPI_Init, the ranks synchronise as MPI_Finalize
+/// does (PMI barrier) but the engine stays, so that a later MPI_Session_init, or MPI_Init,
+/// reuses it (sessions may be initialized again), and the process says goodbye to the launcher
+/// (PMI finalize) when it exits.
+pub fn session_end() -> Result<()> {
+    if !ENGINE_UP.load(Ordering::Acquire) {
+        return not_running();
+    }
+    wait_until(|e| Ok((!e.st.busy()).then_some(())))?;
+    let mut g = GLOBAL.lock();
+    let left = SESSIONS.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
+    if left == 0 {
+        match PHASE.load(Ordering::Acquire) {
+            RUNNING => {}
+            FINALIZED => shut_down(&mut g)?,
+            _ => {
+                if let Some(p) = g.pmi.as_mut() {
+                    p.barrier()?;
+                }
+                static HOOKED: std::sync::Once = std::sync::Once::new();
+                // SAFETY: registers a plain `extern "C"` function without arguments.
+                HOOKED.call_once(|| unsafe {
+                    libc::atexit(leave_at_exit);
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// At the exit of a process whose sessions are all finalized and that is not inside the world
+/// model: tell the launcher it finalized (the ranks synchronised at the last
+/// MPI_Session_finalize). A process that exits with a session open, or between MPI_Init and
+/// MPI_Finalize, is left as before: it did not finalize.
+extern "C" fn leave_at_exit() {
+    if !ENGINE_UP.load(Ordering::Acquire)
+        || SESSIONS.load(Ordering::Acquire) > 0
+        || PHASE.load(Ordering::Acquire) == RUNNING
+    {
+        return;
+    }
+    LEAVING.store(true, Ordering::Release);
+    if let Some(mut g) = GLOBAL.try_lock_for(std::time::Duration::from_millis(200)) {
+        if let Some(mut p) = g.pmi.take() {
+            let _ = p.finalize();
+        }
+    }
+    crate::trace::finish();
+}
+
+/// Leave the job: synchronise with the other ranks through PMI and drop the engine.
+fn shut_down(g: &mut Global) -> Result<()> {
+    LEAVING.store(true, Ordering::Release);
+    if let Some(mut p) = g.pmi.take() {
+        p.barrier()?;
+        p.finalize()?;
+    }
+    with_slot(|slot| {
+        if let Some(e) = slot.as_ref() {
+            crate::trace::driver_counters(&e.drv.list);
+        }
+        *slot = None;
+        Ok(())
+    })?;
+    if is_owner() {
+        OWNER_THREAD.store(0, Ordering::Relaxed);
+        ENGINE.owned.store(false, Ordering::Release);
+    }
+    ENGINE_UP.store(false, Ordering::Release);
+    SHUT_DOWN.store(true, Ordering::Release);
+    crate::trace::finish();
+    Ok(())
 }
 
 /// This rank's host name and the ranks of its node, in rank order (`MADMPI_FAKE_HOSTS=k`, for
@@ -208,24 +342,13 @@ pub fn finalize() -> Result<()> {
     }
     wait_until(|e| Ok((!e.st.busy()).then_some(())))?;
     let mut g = GLOBAL.lock();
-    LEAVING.store(true, Ordering::Release);
-    if let Some(mut p) = g.pmi.take() {
-        p.barrier()?;
-        p.finalize()?;
+    if SESSIONS.load(Ordering::Acquire) > 0 {
+        // Sessions still use the engine: the last one's MPI_Session_finalize stops it.
+        PHASE.store(FINALIZED, Ordering::Release);
+        return Ok(());
     }
-    with_slot(|slot| {
-        if let Some(e) = slot.as_ref() {
-            crate::trace::driver_counters(&e.drv.list);
-        }
-        *slot = None;
-        Ok(())
-    })?;
-    if is_owner() {
-        OWNER_THREAD.store(0, Ordering::Relaxed);
-        ENGINE.owned.store(false, Ordering::Release);
-    }
+    shut_down(&mut g)?;
     PHASE.store(FINALIZED, Ordering::Release);
-    crate::trace::finish();
     Ok(())
 }
 
@@ -328,4 +451,18 @@ pub fn rank_host(r: u32) -> Option<String> {
         .get(r as usize)
         .cloned()
         .filter(|h| !h.is_empty())
+}
+
+/// The nodes of the job: the world ranks of each host, in rank order, the nodes in the order
+/// of their first rank (the psets `madmpi://node/<n>` of the sessions model).
+pub fn nodes() -> Vec<Vec<u32>> {
+    let g = GLOBAL.lock();
+    let mut out: Vec<(String, Vec<u32>)> = Vec::new();
+    for (r, h) in g.hosts.iter().enumerate() {
+        match out.iter_mut().find(|(x, _)| x == h) {
+            Some((_, v)) => v.push(r as u32),
+            None => out.push((h.clone(), vec![r as u32])),
+        }
+    }
+    out.into_iter().map(|(_, v)| v).collect()
 }

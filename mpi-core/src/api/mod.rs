@@ -24,8 +24,9 @@ pub use buffers::{
 pub use compound::{grequest_complete, grequest_start, isendrecv, isendrecv_replace};
 pub(crate) use engine_slot::with;
 pub use lifetime::{
-    abort, appnum, exit_code, finalize, finalized, init, initialized, is_thread_main, lost_ranks,
-    processor_name, query_thread, rank_host, universe_size, wtick, wtime,
+    abort, active, appnum, exit_code, finalize, finalized, init, initialized, is_thread_main,
+    lost_ranks, nodes, processor_name, query_thread, rank_host, session_end, session_start,
+    universe_size, wtick, wtime,
 };
 pub use p2p::{
     improbe, imrecv, iprobe, irecv, irecv_now, isend, isend_now, mprobe, probe, recv, recv_init,

@@ -593,10 +593,20 @@ fn bad_request_at(i: usize) -> Error {
 /// MPI_Request_free: the request is freed now if complete, else when it completes.
 pub fn request_free(r: RequestId) -> Result<()> {
     with(|e| {
-        let req =
-            e.st.reqs
-                .get_mut(r)
-                .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
+        if e.st.reqs.get(r).is_none() {
+            return Err(Error::new(ErrorClass::Request, "invalid request handle"));
+        }
+        if crate::part::is_running_part(&e.st, r) {
+            // Its round could only end with the MPI_Pready calls or the MPI_Start of the peer's
+            // next round, which may never come: refused rather than left to hang MPI_Finalize.
+            return Err(Error::new(
+                ErrorClass::Request,
+                "MPI_Request_free on an active partitioned request (complete it first)",
+            ));
+        }
+        let Some(req) = e.st.reqs.get_mut(r) else {
+            return Err(Error::new(ErrorClass::Request, "invalid request handle"));
+        };
         if !req.active || req.complete {
             e.st.reqs.free(r);
         } else {

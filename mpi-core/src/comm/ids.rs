@@ -24,8 +24,9 @@ pub(super) struct Pool {
 
 pub(super) static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| {
     let mut free = [u64::MAX; WORDS];
-    // ids 0 and 1: MPI_COMM_WORLD (context 0) and MPI_COMM_SELF (context 2).
-    free[0] &= !0b11;
+    // ids 0, 1 and 2: MPI_COMM_WORLD (context 0), MPI_COMM_SELF (context 2) and the
+    // sessions' communicator (context 4, `SESSION_COMM`).
+    free[0] &= !0b111;
     Mutex::new(Pool {
         free,
         active: Default::default(),

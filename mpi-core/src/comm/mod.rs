@@ -4,8 +4,8 @@
 //! intercommunicator, the topology).
 //!
 //! **Context ids.** Each process keeps a bitmask of the ids it has free (id `k` is the
-//! point-to-point context `2k`, `2k + 1` carries the collectives; ids 0 and 1 are MPI_COMM_WORLD
-//! and MPI_COMM_SELF). A creation reserves every free id of the process, agrees with an
+//! point-to-point context `2k`, `2k + 1` carries the collectives; ids 0, 1 and 2 are
+//! MPI_COMM_WORLD, MPI_COMM_SELF and the sessions' communicator, `session.rs`). A creation reserves every free id of the process, agrees with an
 //! allreduce(BAND) of the masks over the parent, takes the lowest common id(s), and returns the
 //! rest. An agreement that finds nothing in common (another agreement of the process holds the
 //! ids: a pending MPI_Comm_idup, or a creation in another thread) retries — every member sees
@@ -132,10 +132,12 @@ pub(crate) fn release(st: &mut State, c: CommId) {
 mod ids;
 mod inter;
 mod intra;
+mod session;
 
 use ids::*;
 pub use inter::*;
 pub use intra::*;
+pub use session::{comm_from_session_group, intercomm_from_session_groups};
 
 /// Register a communicator from inside a schedule.
 fn add(st: &mut State, ctx: u32, local: Arc<[u32]>, remote: Option<Arc<[u32]>>) -> Result<CommId> {

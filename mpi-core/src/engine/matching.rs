@@ -13,9 +13,13 @@ use crate::request::{RequestId, Status, PROC_NULL_STATUS};
 use crate::wire::{self, Header};
 use crate::{CommId, MessageId, ANY_SOURCE, ANY_TAG, PROC_NULL};
 
-/// Every context a message can name is below this (a peer's chunk naming another is
-/// malformed). The communicators' pool of context ids (`comm`) is sized from it.
+/// The communicators' contexts are below this; the communicators' pool of context ids
+/// (`comm`) is sized from it.
 pub(crate) const CTX_LIMIT: u32 = 8192;
+/// Every context a message can name is below this (a peer's chunk naming another is
+/// malformed): a communicator's contexts, and their shadows `ctx + CTX_LIMIT`, on which
+/// partitioned communication matches (`crate::part`) apart from the user's traffic.
+pub(crate) const CTX_WIRE_LIMIT: u32 = 2 * CTX_LIMIT;
 
 /// A message that arrived before its receive was posted (or taken by MPI_Mprobe).
 pub(crate) struct Unexpected {
@@ -102,7 +106,7 @@ impl State {
     /// communicator can have (the queues, indexed by context, never grow for a forged one).
     #[inline(always)]
     pub(super) fn peer_mq(&mut self, ctx: u32) -> Option<&mut MatchQ> {
-        if ctx >= CTX_LIMIT {
+        if ctx >= CTX_WIRE_LIMIT {
             return None;
         }
         Some(self.mq(ctx))

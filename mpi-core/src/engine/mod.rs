@@ -47,6 +47,8 @@ pub use bsend::BSEND_OVERHEAD;
 use gate::{gate_for, Gate, NotPacked, OnSent, OutChunk, Route, KIND_PACKED};
 use input::SPLIT_MIN;
 pub(crate) use matching::CTX_LIMIT;
+#[cfg(test)]
+pub(crate) use matching::CTX_WIRE_LIMIT;
 use matching::{matches, MatchQ, UBody, Unexpected};
 pub(crate) use owned::Owned;
 pub(crate) use rails::Drivers;

@@ -158,7 +158,7 @@ impl State {
                 ctx: 0,
                 rank: me as i32,
                 size: nprocs as i32,
-                world: all,
+                world: all.clone(),
             }),
             Some(Comm {
                 remote: None,
@@ -166,6 +166,15 @@ impl State {
                 rank: 0,
                 size: 1,
                 world: Arc::from(vec![me]),
+            }),
+            // The sessions' communicator of every process (`crate::comm::SESSION_COMM`): no
+            // handle names it; MPI_Comm_create_from_group agrees on context ids over it.
+            Some(Comm {
+                remote: None,
+                ctx: 4,
+                rank: me as i32,
+                size: nprocs as i32,
+                world: all,
             }),
         ];
         State {
@@ -242,7 +251,7 @@ impl State {
                 check_src_tag(self.comm(*comm)?, *src, *tag)?;
                 check_type(dt)?;
             }
-            Persistent::Coll(_) => {}
+            Persistent::Coll(_) | Persistent::Part(_) => {}
         }
         let mut r = Request::new(Op::None);
         r.active = false;
@@ -267,9 +276,14 @@ impl State {
                 "MPI_Start on a persistent request that is already active",
             );
         }
-        if let Persistent::Coll(make) = &p {
-            // A collective runs in the persistent request itself, as a schedule.
-            let sched = make(self)?;
+        let sched = match &p {
+            Persistent::Coll(make) => Some(make(self)?),
+            Persistent::Part(part) => Some(crate::part::round(self, part)?),
+            _ => None,
+        };
+        if let Some(sched) = sched {
+            // A collective or a partitioned round runs in the persistent request itself, as a
+            // schedule.
             let r = self.reqs.get_mut(id).ok_or_else(bad_request)?;
             r.op = Op::Sched(sched);
             r.active = true;
@@ -300,7 +314,7 @@ impl State {
                     tag,
                     comm,
                 } => self.irecv(buf, count, dt, src, tag, comm, false)?,
-                Persistent::Coll(_) => unreachable!("started above"),
+                Persistent::Coll(_) | Persistent::Part(_) => unreachable!("started above"),
             }
         };
         self.rebind(inner, id);

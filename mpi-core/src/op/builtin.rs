@@ -236,7 +236,11 @@ pub unsafe fn apply_basic(
     }
     match kind(b) {
         Kind::Int { size, signed, .. } => int_dispatch(op, size, signed, n, a, io),
-        Kind::Logical(size) => int_dispatch(op, size, false, n, a, io),
+        Kind::Logical(size) => {
+            if !super::fortran_bool::apply(op, b, size, n, a, io) {
+                int_dispatch(op, size, false, n, a, io)
+            }
+        }
         Kind::Byte => int_dispatch(op, 1, false, n, a, io),
         Kind::Float(Fl::F32) => float_op::<f32>(op, n, a, io),
         Kind::Float(Fl::F64) => float_op::<f64>(op, n, a, io),

@@ -23,6 +23,7 @@
 
 mod buffer;
 mod builtin;
+mod fortran_bool;
 mod kind;
 
 use std::sync::Arc;
@@ -33,6 +34,7 @@ use crate::error::{err, Error, ErrorClass, Result};
 
 pub(crate) use buffer::AlignedBuf;
 pub use builtin::apply_basic;
+pub use fortran_bool::{fortran_booleans, set_fortran_booleans};
 use kind::{available, kind, Kind};
 
 /// A predefined reduction operation.

@@ -378,7 +378,7 @@ fn malformed_packets_are_dropped() {
     let mut net = Net::new(2, Strategy::Default, true, 1);
     // First, a well-formed message in a context no communicator can have is refused, and the
     // matching queues (indexed by context) do not grow for it.
-    for (kind, ctx) in [(Kind::Eager, u32::MAX - 1), (Kind::Rts, CTX_LIMIT)] {
+    for (kind, ctx) in [(Kind::Eager, u32::MAX - 1), (Kind::Rts, CTX_WIRE_LIMIT)] {
         let h = Header {
             kind: kind as u8,
             ctx,
@@ -395,7 +395,7 @@ fn malformed_packets_are_dropped() {
             before + 1,
             "{kind:?} in context {ctx}"
         );
-        assert!(net.ranks[1].mq.len() <= CTX_LIMIT as usize);
+        assert!(net.ranks[1].mq.len() <= CTX_WIRE_LIMIT as usize);
     }
     let mut rng = Rng(99);
     for len in 0..400 {
