@@ -25,6 +25,7 @@ pub mod op;
 mod request;
 pub mod rma;
 pub mod safe;
+pub mod tool;
 pub mod topo;
 pub mod trace;
 pub mod wire;

@@ -161,10 +161,14 @@ pub(super) fn with_owned<T>(f: impl FnOnce(&mut Engine) -> Option<T>) -> Option<
 /// Run `f` on the engine, alone (see [`EngineCell`]).
 #[inline]
 pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
-    with_slot(|slot| match slot.as_mut() {
+    let r = with_slot(|slot| match slot.as_mut() {
         Some(e) => f(e),
         None => not_running(),
-    })
+    });
+    // Tool events the call queued are delivered now, the engine released (one relaxed load
+    // when there are none).
+    crate::tool::events::after_call();
+    r
 }
 
 pub(super) fn not_running<T>() -> Result<T> {

@@ -216,6 +216,7 @@ pub fn finalize() -> Result<()> {
     with_slot(|slot| {
         if let Some(e) = slot.as_ref() {
             crate::trace::driver_counters(&e.drv.list);
+            crate::tool::pvars::engine_stops(e);
         }
         *slot = None;
         Ok(())

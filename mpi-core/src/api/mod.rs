@@ -33,8 +33,8 @@ pub use p2p::{
 };
 pub use wait::{
     all_complete, cancel, progress, request_free, request_get_status, request_get_status_any,
-    request_get_status_some, test, test_all, test_any, test_some, wait, wait_all, wait_all_with,
-    wait_any, wait_completion, wait_some, Completion,
+    request_get_status_some, set_spin_budget, spin_budget, test, test_all, test_any, test_some,
+    wait, wait_all, wait_all_with, wait_any, wait_completion, wait_some, Completion,
 };
 pub(crate) use wait::{cpus_shared, wait_until, Backoff};
 

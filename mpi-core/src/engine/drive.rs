@@ -150,7 +150,8 @@ impl Engine {
                 g
             })
             .collect();
-        let st = State::new(me, nprocs, gates, strategy);
+        let mut st = State::new(me, nprocs, gates, strategy);
+        st.stats = crate::tool::Counters::with_drivers(drv.list.len());
         tracing::debug!(strategy = st.strat.name(), "engine");
         Engine { st, drv }
     }
@@ -210,6 +211,8 @@ impl Engine {
         match res {
             Ok(SendOutcome::Done) => {
                 st.gates[peer as usize].seq = seq;
+                st.stats.eager_sends += 1;
+                st.stats.packet(driver, peer, 1, hb.len() + bytes);
                 Ok(Some(peer))
             }
             Ok(SendOutcome::WouldBlock) => Ok(None),
@@ -387,7 +390,14 @@ impl Engine {
         };
         let max_iov = g.rails[rail].max_iov;
         let t0 = crate::trace::now();
-        let outcome = with_packet(q, packed, n, max_iov, |iov| t.try_send(PeerId(peer), iov));
+        let mut bytes = 0;
+        let outcome = with_packet(q, packed, n, max_iov, |iov| {
+            let res = t.try_send(PeerId(peer), iov);
+            if let Ok(SendOutcome::Done) = res {
+                bytes = iov.iter().map(|s| s.len()).sum();
+            }
+            res
+        });
         crate::trace::sent(
             peer,
             g.rails[rail].name,
@@ -397,7 +407,18 @@ impl Engine {
         );
         match outcome {
             Ok(SendOutcome::WouldBlock) => Ok(Offered::Busy),
-            Ok(SendOutcome::Done) => Ok(Offered::Sent),
+            Ok(SendOutcome::Done) => {
+                // The packed marker, always last in the gate's queue, stands for its messages.
+                let chunks = match q.back() {
+                    Some(c) if n == q.len() && c.hdr.kind == KIND_PACKED => {
+                        n - 1 + g.packed_n as usize
+                    }
+                    _ => n,
+                };
+                st.stats
+                    .packet(g.rails[rail].drv, peer, chunks as u64, bytes);
+                Ok(Offered::Sent)
+            }
             Err(madmpi_transports::Error::PeerLost(p)) => {
                 st.peer_lost(p.0);
                 Ok(Offered::Lost)
@@ -510,6 +531,9 @@ impl State {
             crate::trace::get(g.peer, g.sreq, &g.ranges, &res, t0);
             match res {
                 Ok(()) => {
+                    if let Some(d) = self.stats.drivers.get_mut(id as usize) {
+                        d.bytes_got += g.ranges.iter().map(|r| r.2).sum::<u64>().min(cap);
+                    }
                     self.complete(g.rid);
                     self.queue_ctrl(g.peer, Kind::Fin, 0, g.sreq, 0);
                 }
