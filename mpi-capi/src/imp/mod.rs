@@ -26,6 +26,7 @@ mod pack;
 mod request;
 mod rma;
 mod status;
+mod tool;
 mod topo;
 
 pub use attr::*;
@@ -46,4 +47,5 @@ pub use pack::*;
 pub use request::*;
 pub use rma::*;
 pub use status::*;
+pub use tool::*;
 pub use topo::*;

@@ -22,7 +22,7 @@ pub use buffers::{
     buffer_iflush, AttachedBuffer,
 };
 pub use compound::{grequest_complete, grequest_start, isendrecv, isendrecv_replace};
-pub(crate) use engine_slot::with;
+pub(crate) use engine_slot::{with, with_quiet};
 pub use lifetime::{
     abort, appnum, exit_code, finalize, finalized, init, initialized, is_thread_main, lost_ranks,
     processor_name, query_thread, rank_host, universe_size, wtick, wtime,

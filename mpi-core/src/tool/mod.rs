@@ -189,5 +189,5 @@ pub static CATEGORIES_ALL: Lazy<Vec<Category>> = Lazy::new(|| {
 /// `f` on the running engine; `None` when MPI is not running (or the engine is out of this
 /// thread's reach: another thread owns it, or this is a call from inside an MPI call).
 pub(crate) fn engine<T>(f: impl FnOnce(&mut Engine) -> T) -> Option<T> {
-    crate::api::with(|e| Ok(f(e))).ok()
+    crate::api::with_quiet(|e| Ok(f(e))).ok()
 }
