@@ -419,7 +419,12 @@ static void pvars_and_events(void)
     /* From here until the reads below, only the exchange's point-to-point traffic. */
     T_OK(MPI_T_pvar_start(ses, MPI_T_PVAR_ALL_HANDLES));
     read_all(a);
+    /* Rank 0 sends once rank 1 has read its counters (rank 0 may leave the barrier first). */
+    if (t_rank == 1)
+        MPI_OK(MPI_Send(NULL, 0, MPI_CHAR, 0, 5, MPI_COMM_WORLD));
     if (t_rank == 0) {
+        MPI_OK(MPI_Recv(NULL, 0, MPI_CHAR, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        read_all(a);
         for (i = 0; i < SMALL; i++)
             MPI_OK(MPI_Send(small, 8, MPI_CHAR, 1, 1, MPI_COMM_WORLD));
         for (i = 0; i < LARGE; i++)
@@ -454,8 +459,14 @@ static void pvars_and_events(void)
         }
         read_all(b);
         CHECK(b[QLEN] == a[QLEN] && b[QBYTES] == a[QBYTES]);
+        for (i = 0; i < t_size; i++)
+            if (i != 1)
+                MPI_OK(MPI_Send(NULL, 0, MPI_CHAR, i, 6, MPI_COMM_WORLD));
         MPI_OK(MPI_Iprobe(0, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
     }
+    /* Nothing more goes to rank 1 (a barrier's message) before it has read its counters. */
+    if (t_rank != 1)
+        MPI_OK(MPI_Recv(NULL, 0, MPI_CHAR, 1, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     if (t_rank <= 1) {
         /* The events were delivered by the MPI calls above (after them, outside the engine). */
         MPI_OK(MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &i, MPI_STATUS_IGNORE));
