@@ -23,8 +23,8 @@ pub struct CvarDesc {
     pub ty: Ty,
     /// Who should care.
     pub verbosity: Verbosity,
-    /// Whether and how it may be written.
-    pub scope: Scope,
+    /// Whether it may be written in this run (`None`: whenever it has a setter).
+    applies: Option<fn() -> bool>,
     /// Category name.
     pub category: &'static str,
     get: Box<dyn Fn() -> Value + Send + Sync>,
@@ -37,10 +37,21 @@ impl CvarDesc {
         (self.get)()
     }
 
+    /// Whether and how it may be written: `Local` when this run applies a new value
+    /// (`split_balance`'s parameter only under `split_balance`).
+    pub fn scope(&self) -> Scope {
+        match (self.set, self.applies) {
+            (Some(_), None) => Scope::Local,
+            (Some(_), Some(f)) if f() => Scope::Local,
+            _ => Scope::ReadOnly,
+        }
+    }
+
     /// Write `v` (an integer variable's new value).
     pub fn write(&self, v: i64) -> Result<(), SetError> {
         match self.set {
             None => Err(SetError::Never),
+            Some(_) if self.scope() == Scope::ReadOnly => Err(SetError::Never),
             Some(_) if crate::api::finalized() => Err(SetError::Never),
             Some(_) if !crate::api::initialized() => Err(SetError::NotNow),
             Some(f) => f(v),
@@ -49,7 +60,7 @@ impl CvarDesc {
 
     /// Whether it can be written at all.
     pub fn writable(&self) -> bool {
-        self.set.is_some()
+        self.scope() == Scope::Local
     }
 }
 
@@ -120,6 +131,12 @@ fn set_split_min(v: i64) -> Result<(), SetError> {
         // The engine runs another strategy: the setting has no effect in this run.
         Some(false) => Err(SetError::Never),
     }
+}
+
+/// Whether the engine runs (or, before MPI_Init, will run) `split_balance`.
+fn runs_split_balance() -> bool {
+    let running = engine(|e| e.st.strategy_name() == "split_balance");
+    running.unwrap_or_else(|| env("MADMPI_STRATEGY").as_deref() == Some("split_balance"))
 }
 
 struct Def {
@@ -513,11 +530,8 @@ pub static CVARS: Lazy<Vec<CvarDesc>> = Lazy::new(|| {
             desc: d.desc.to_string(),
             ty: d.ty,
             verbosity: d.verbosity,
-            scope: if d.set.is_some() {
-                Scope::Local
-            } else {
-                Scope::ReadOnly
-            },
+            applies: (d.name == "MADMPI_SPLIT_BALANCE_MIN")
+                .then_some(runs_split_balance as fn() -> bool),
             category: d.category,
             get: d.get,
             set: d.set,

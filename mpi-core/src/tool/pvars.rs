@@ -115,6 +115,9 @@ fn def(
     }
 }
 
+/// A counter of a record: name, description, how to read it.
+type Field<R> = (&'static str, &'static str, fn(&R) -> u64);
+
 fn defs() -> Vec<PvarDesc> {
     use PvarClass::*;
     use Source::Engine as E;
@@ -212,7 +215,7 @@ fn defs() -> Vec<PvarDesc> {
     ];
     for fam in FAMILIES {
         let cat: &'static str = Box::leak(format!("transport_{fam}").into_boxed_str());
-        let fields: [(&str, &str, fn(&DriverCounters) -> u64); 5] = [
+        let fields: [Field<DriverCounters>; 5] = [
             ("packets_sent", "packets the driver took", |d| {
                 d.packets_sent
             }),
@@ -270,7 +273,7 @@ fn defs() -> Vec<PvarDesc> {
             Source::Named("shm", name),
         ));
     }
-    let emu: [(&str, &str, fn(&madmpi_transports::emu::Stats) -> u64); 7] = [
+    let emu: [Field<madmpi_transports::emu::Stats>; 7] = [
         (
             "retransmitted",
             "frames sent again (BCL-3 go-back-N)",

@@ -55,6 +55,7 @@ pub unsafe fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
     })())
 }
 
+#[allow(clippy::too_many_arguments)] // the C signature
 pub unsafe fn MPI_T_cvar_get_info(
     cvar_index: c_int,
     name: *mut c_char,
@@ -86,7 +87,7 @@ pub unsafe fn MPI_T_cvar_get_info(
             put(bind, MPI_T_BIND_NO_OBJECT);
             put(
                 scope,
-                match v.scope {
+                match v.scope() {
                     Scope::ReadOnly => MPI_T_SCOPE_READONLY,
                     Scope::Local => MPI_T_SCOPE_LOCAL,
                 },

@@ -225,6 +225,7 @@ pub unsafe fn MPI_T_event_get_index(name: *const c_char, event_index: *mut c_int
     })())
 }
 
+#[allow(clippy::too_many_arguments)] // the C signature
 pub unsafe fn MPI_T_event_get_info(
     event_index: c_int,
     name: *mut c_char,

@@ -209,6 +209,7 @@ pub unsafe fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
     })())
 }
 
+#[allow(clippy::too_many_arguments)] // the C signature
 pub unsafe fn MPI_T_category_get_info(
     cat_index: c_int,
     name: *mut c_char,
@@ -340,6 +341,7 @@ pub unsafe fn MPI_T_source_get_num(num_sources: *mut c_int) -> c_int {
     })())
 }
 
+#[allow(clippy::too_many_arguments)] // the C signature
 pub unsafe fn MPI_T_source_get_info(
     source_index: c_int,
     name: *mut c_char,

@@ -71,6 +71,7 @@ pub unsafe fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
     })())
 }
 
+#[allow(clippy::too_many_arguments)] // the C signature
 pub unsafe fn MPI_T_pvar_get_info(
     pvar_index: c_int,
     name: *mut c_char,
