@@ -39,3 +39,18 @@ fn mpit_strategies() {
             .assert_ok("mpit");
     }
 }
+
+/// The emulated BCL-3 link's retransmissions, over a lossy wire (seeded).
+#[test]
+fn emu_retransmissions() {
+    if !toolchain().ours {
+        return;
+    }
+    Job::new(&c_program("tool", "retransmit", &[]), 2)
+        .env("MADMPI_TRANSPORTS", "emu")
+        .env("MADMPI_EMU", "bcl3")
+        .env("MADMPI_EMU_LOSS", "0.01")
+        .env("MADMPI_EMU_SEED", "7")
+        .run()
+        .assert_ok("retransmit");
+}
