@@ -26,6 +26,7 @@ mod part;
 mod request;
 pub mod rma;
 pub mod safe;
+pub mod tool;
 pub mod topo;
 pub mod trace;
 pub mod wire;

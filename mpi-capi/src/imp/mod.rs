@@ -29,6 +29,7 @@ mod request;
 mod rma;
 mod session;
 mod status;
+mod tool;
 mod topo;
 
 pub use abi_fortran::*;
@@ -52,4 +53,5 @@ pub use request::*;
 pub use rma::*;
 pub use session::*;
 pub use status::*;
+pub use tool::*;
 pub use topo::*;

@@ -161,6 +161,17 @@ pub(super) fn with_owned<T>(f: impl FnOnce(&mut Engine) -> Option<T>) -> Option<
 /// Run `f` on the engine, alone (see [`EngineCell`]).
 #[inline]
 pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
+    let r = with_quiet(f);
+    // Tool events the call queued are delivered now, the engine released (one relaxed load
+    // when there are none).
+    crate::tool::events::after_call();
+    r
+}
+
+/// [`with`] without delivering tool events: for the tool interface's own reads, which may
+/// run inside an event callback.
+#[inline]
+pub(crate) fn with_quiet<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
     with_slot(|slot| match slot.as_mut() {
         Some(e) => f(e),
         None => not_running(),

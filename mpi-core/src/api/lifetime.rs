@@ -298,6 +298,7 @@ fn shut_down(g: &mut Global) -> Result<()> {
     with_slot(|slot| {
         if let Some(e) = slot.as_ref() {
             crate::trace::driver_counters(&e.drv.list);
+            crate::tool::pvars::engine_stops(e);
         }
         *slot = None;
         Ok(())

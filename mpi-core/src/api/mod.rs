@@ -22,7 +22,7 @@ pub use buffers::{
     buffer_iflush, AttachedBuffer,
 };
 pub use compound::{grequest_complete, grequest_start, isendrecv, isendrecv_replace};
-pub(crate) use engine_slot::with;
+pub(crate) use engine_slot::{with, with_quiet};
 pub use lifetime::{
     abort, active, appnum, exit_code, finalize, finalized, init, initialized, is_thread_main,
     lost_ranks, nodes, processor_name, query_thread, rank_host, session_end, session_start,
@@ -34,8 +34,8 @@ pub use p2p::{
 };
 pub use wait::{
     all_complete, cancel, progress, request_free, request_get_status, request_get_status_any,
-    request_get_status_some, test, test_all, test_any, test_some, wait, wait_all, wait_all_with,
-    wait_any, wait_completion, wait_some, Completion,
+    request_get_status_some, set_spin_budget, spin_budget, test, test_all, test_any, test_some,
+    wait, wait_all, wait_all_with, wait_any, wait_completion, wait_some, Completion,
 };
 pub(crate) use wait::{cpus_shared, wait_until, Backoff};
 

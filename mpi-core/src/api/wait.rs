@@ -29,6 +29,17 @@ fn cpus_available() -> usize {
         .unwrap_or(1)
 }
 
+/// The spin budget now (the tool interface's `MADMPI_SPIN`).
+pub fn spin_budget() -> u32 {
+    SPIN.load(Ordering::Relaxed)
+}
+
+/// Set the spin budget at run time (the tool interface's `MADMPI_SPIN`): every wait and
+/// polling call reads it afresh.
+pub fn set_spin_budget(v: u32) {
+    SPIN.store(v, Ordering::Relaxed);
+}
+
 /// Choose the spin budget for `local_ranks` ranks on this host. The CPUs they share are the
 /// launcher's (`MADMPI_HOST_CPUS`: a rank it bound to one CPU sees only that one), else this
 /// process's.

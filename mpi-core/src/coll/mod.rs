@@ -379,7 +379,7 @@ fn packed_out(b: &mut B, ptr: *mut u8, count: usize, dt: &Datatype) -> (*mut u8,
 // ------------------------------------------------------------------------------------ choices
 
 /// The algorithms each `MADMPI_COLL_<NAME>` variable may name.
-const KNOWN: &[(&str, &[&str])] = &[
+pub(crate) const KNOWN: &[(&str, &[&str])] = &[
     ("BARRIER", &["dissemination", "shm"]),
     ("BCAST", &["binomial", "scatter_allgather", "shm"]),
     ("REDUCE", &["binomial", "rabenseifner", "shm"]),
@@ -433,7 +433,7 @@ static CHOICES: Lazy<std::result::Result<Vec<(&'static str, &'static str)>, Stri
     });
 
 /// The algorithm forced for collective `name`, if any (`shm` included).
-fn forced_any(name: &str) -> Result<Option<&'static str>> {
+pub(crate) fn forced_any(name: &str) -> Result<Option<&'static str>> {
     match &*CHOICES {
         Ok(v) => Ok(v.iter().find(|(n, _)| *n == name).map(|(_, a)| *a)),
         Err(m) => err(ErrorClass::Arg, m.clone()),

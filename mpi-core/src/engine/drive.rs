@@ -161,7 +161,8 @@ impl Engine {
                 g
             })
             .collect();
-        let st = State::new(me, nprocs, gates, strategy);
+        let mut st = State::new(me, nprocs, gates, strategy);
+        st.stats = crate::tool::Counters::with_drivers(drv.list.len());
         tracing::debug!(strategy = st.strat.name(), "engine");
         Engine { st, drv }
     }
@@ -225,6 +226,8 @@ impl Engine {
                 if g.resil.on {
                     st.retain(peer, &[&hb[..], payload].concat());
                 }
+                st.stats.eager_sends += 1;
+                st.stats.packet(driver, peer, 1, hb.len() + bytes);
                 Ok(Some(peer))
             }
             Ok(SendOutcome::WouldBlock) => Ok(None),
@@ -421,10 +424,14 @@ impl Engine {
         let keep = g.resil.on && pinned.is_none();
         let mut copy = Vec::new();
         let t0 = crate::trace::now();
+        let mut bytes = 0;
         let outcome = with_packet(q, packed, n, max_iov, |iov| {
             let o = t.try_send(PeerId(peer), iov);
-            if keep && matches!(o, Ok(SendOutcome::Done)) {
-                copy = iov.iter().flat_map(|s| s.iter().copied()).collect();
+            if let Ok(SendOutcome::Done) = o {
+                bytes = iov.iter().map(|s| s.len()).sum();
+                if keep {
+                    copy = iov.iter().flat_map(|s| s.iter().copied()).collect();
+                }
             }
             o
         });
@@ -438,6 +445,14 @@ impl Engine {
         match outcome {
             Ok(SendOutcome::WouldBlock) => Ok(Offered::Busy),
             Ok(SendOutcome::Done) => {
+                // The packed marker, always last in the gate's queue, stands for its messages.
+                let chunks = match q.back() {
+                    Some(c) if n == q.len() && c.hdr.kind == KIND_PACKED => {
+                        n - 1 + g.packed_n as usize
+                    }
+                    _ => n,
+                };
+                st.stats.packet(drv, peer, chunks as u64, bytes);
                 if keep {
                     st.retain(peer, &copy);
                 }
@@ -636,6 +651,9 @@ impl State {
             crate::trace::get(g.peer, g.sreq, &g.ranges, &res, t0);
             match res {
                 Ok(()) => {
+                    if let Some(d) = self.stats.drivers.get_mut(id as usize) {
+                        d.bytes_got += g.ranges.iter().map(|r| r.2).sum::<u64>().min(cap);
+                    }
                     self.complete(g.rid);
                     self.queue_ctrl(g.peer, Kind::Fin, 0, g.sreq, 0);
                 }

@@ -94,6 +94,8 @@ pub(crate) struct Gate {
     /// Complete chunks (header, payload, padding) of small sends `aggreg` copied when they
     /// were posted; a `KIND_PACKED` marker holds their place in `out` (at most one, last).
     pub(super) packed: Vec<u8>,
+    /// Messages in `packed` (the tool interface's chunks per packet).
+    pub(super) packed_n: u32,
     /// The posted receive an eager message from this peer is being received into, straight
     /// from the driver (`RecvSink::place`); `placed` completes it.
     pub(super) placing: Option<RequestId>,
@@ -173,6 +175,7 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
             ..Resilience::default()
         },
         packed: Vec::new(),
+        packed_n: 0,
         placing: None,
         prefixed: 0,
         lone_epoch: u32::MAX,
@@ -344,6 +347,7 @@ impl State {
             let c = g.out.pop_front().expect("n chunks queued");
             if c.hdr.kind == KIND_PACKED {
                 g.packed.clear();
+                g.packed_n = 0;
             } else if numbered(c.hdr.kind) {
                 g.seq = c.hdr.seq;
             }

@@ -222,7 +222,9 @@ impl State {
                         .iter()
                         .position(|u| u.peer == peer && u.sreq == h.sreq)
                     {
-                        q.unexpected.remove(pos);
+                        if let Some(u) = q.unexpected.remove(pos) {
+                            self.stats.unexpected_out(u.held());
+                        }
                         found = true;
                         break;
                     }
@@ -394,7 +396,11 @@ impl State {
                     self.write_prefix(rid, start);
                 }
             }
-            None => q.unexpected.push_back(u),
+            None => {
+                let held = u.held();
+                q.unexpected.push_back(u);
+                self.stats.unexpected_in(peer, h.tag, h.msg_len, held);
+            }
         }
     }
 }
@@ -405,6 +411,7 @@ pub(super) const SPLIT_MIN: usize = 16 * 1024;
 
 impl RecvSink for State {
     fn deliver(&mut self, peer: PeerId, packet: &[u8]) {
+        self.stats.received(self.polling, packet.len());
         self.handle_packet(peer.0, packet);
     }
 
@@ -447,6 +454,7 @@ impl RecvSink for State {
     }
 
     fn placed(&mut self, peer: PeerId, head: &[u8], total_len: usize) {
+        self.stats.received(self.polling, total_len);
         crate::trace::received_placed(peer.0, head, total_len);
         let Ok(h) = Header::decode(head) else { return };
         if h.kind() == Some(Kind::Eager) {

@@ -33,6 +33,14 @@ pub(crate) struct Unexpected {
 }
 
 impl Unexpected {
+    /// Bytes of message data it holds (for the tool interface's queue counters).
+    pub(crate) fn held(&self) -> usize {
+        match &self.body {
+            UBody::Eager(v) => v.len(),
+            UBody::Rts { table, prefix, .. } => prefix.len() + table.as_ref().map_or(0, Vec::len),
+        }
+    }
+
     /// The message whose chunk header is `h`, from world rank `peer`, with `body`.
     pub(super) fn of(peer: u32, h: &Header, body: UBody) -> Unexpected {
         Unexpected {
@@ -163,6 +171,7 @@ impl State {
             return Ok(None);
         };
         let u = q.unexpected.remove(pos).expect("in range");
+        self.stats.unexpected_out(u.held());
         let st = Status {
             source: u.src,
             tag: u.tag,

@@ -74,6 +74,7 @@ impl State {
             .position(|u| matches(src, tag, u.src, u.tag))
         {
             let u = q.unexpected.remove(pos).expect("position is in range");
+            self.stats.unexpected_out(u.held());
             self.deliver(rid, u);
         } else {
             q.posted.push_back((src, tag, rid));

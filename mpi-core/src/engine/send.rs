@@ -172,6 +172,11 @@ impl State {
         if prefix > 0 {
             self.gates[peer as usize].prefixed += 1;
         }
+        if eager {
+            self.stats.eager_sends += 1;
+        } else {
+            self.stats.rendezvous(peer, tag, bytes);
+        }
         let sync = mode == SendMode::Synchronous;
         // (A gate with several rails keeps a pushed message until its Fin: `resilience`.)
         let resilient = self.gates[peer as usize].resil.on;
@@ -315,8 +320,11 @@ impl State {
         let rid = self
             .reqs
             .insert_with(|| Request::done(Op::Send(SendOp::new(peer, buf, 0))));
+        self.stats.eager_sends += 1;
+        self.stats.packed_sends += 1;
         let g = &mut self.gates[peer as usize];
         g.seq = g.seq.wrapping_add(1);
+        g.packed_n += 1;
         let hdr = r.eager(g.seq, rid.0);
         crate::trace::queued(peer, &hdr);
         let at = g.packed.len();

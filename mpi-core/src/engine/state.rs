@@ -121,6 +121,8 @@ pub(crate) struct State {
     pub(super) owned: super::Owned,
     /// Windows of one-sided communication (`crate::rma`).
     pub(crate) rma: crate::rma::Rma,
+    /// What the tool interface's performance variables read (`crate::tool`).
+    pub(crate) stats: crate::tool::Counters,
 }
 
 // SAFETY: the raw pointers a `State` holds point into user buffers (valid until their request
@@ -211,7 +213,23 @@ impl State {
             peer_errors: Vec::new(),
             owned: Default::default(),
             rma: Default::default(),
+            stats: Default::default(),
         }
+    }
+
+    /// The name of the strategy the engine runs.
+    pub(crate) fn strategy_name(&self) -> &'static str {
+        self.strat.name()
+    }
+
+    /// A strategy parameter (`None`: the strategy has none of this name).
+    pub(crate) fn strategy_get(&self, name: &str) -> Option<usize> {
+        self.strat.param(name)
+    }
+
+    /// Set a strategy parameter at run time; `false` when the strategy has none of this name.
+    pub(crate) fn strategy_set(&mut self, name: &str, v: usize) -> bool {
+        self.strat.set_param(name, v)
     }
 
     pub fn comm(&self, c: CommId) -> Result<&Comm> {
@@ -499,6 +517,7 @@ impl State {
         crate::trace::peer_lost(peer);
         g.out.clear();
         g.packed.clear();
+        g.packed_n = 0;
         for r in &mut g.rails {
             r.out.clear();
         }
@@ -517,7 +536,13 @@ impl State {
                 .iter()
                 .flatten()
                 .find(|c| c.ctx == (ctx as u32 & !1));
-            q.unexpected.retain(|u| u.peer != peer);
+            let stats = &mut self.stats;
+            q.unexpected.retain(|u| {
+                if u.peer == peer {
+                    stats.unexpected_out(u.held());
+                }
+                u.peer != peer
+            });
             q.posted.retain(|&(src, _, rid)| {
                 let hit = src == ANY_SOURCE
                     || comm.is_some_and(|c| c.peers().get(src as usize) == Some(&peer));

@@ -125,6 +125,19 @@ pub(crate) trait PacketStrategy: Send {
         let _ = g;
         false
     }
+
+    /// A parameter of the strategy, by name (the tool interface's control variables).
+    fn param(&self, name: &str) -> Option<usize> {
+        let _ = name;
+        None
+    }
+
+    /// Set a parameter at run time; `false` when the strategy has none of this name. Only
+    /// parameters that each decision reads afresh are offered.
+    fn set_param(&mut self, name: &str, v: usize) -> bool {
+        let _ = (name, v);
+        false
+    }
 }
 
 /// Bit `r` of a busy mask.

@@ -41,6 +41,18 @@ impl PacketStrategy for SplitBalance {
         "split_balance"
     }
 
+    fn param(&self, name: &str) -> Option<usize> {
+        (name == "split_balance_min").then_some(self.min_piece)
+    }
+
+    fn set_param(&mut self, name: &str, v: usize) -> bool {
+        // Read by each `rdv_accept`: a new value applies from the next rendezvous on.
+        if name == "split_balance_min" {
+            self.min_piece = v;
+        }
+        name == "split_balance_min"
+    }
+
     #[inline]
     fn try_and_commit(&self, g: &Gate, _busy: u32) -> Commit {
         one_chunk(g)
