@@ -3,6 +3,10 @@
 #ifndef MADMPI_IO_COMMON_H
 #define MADMPI_IO_COMMON_H
 
+/* pread, access, fstat with -std=c99 */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700
+#endif
 #include "../p2p/common.h"
 #include <fcntl.h>
 #include <sys/stat.h>
