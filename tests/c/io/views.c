@@ -80,9 +80,11 @@ int main(int argc, char **argv)
     char rep[MPI_MAX_DATAREP_STRING];
     MPI_OK(MPI_File_get_view(fh, &disp, &et, &ft, rep));
     CHECK(disp == (MPI_Offset)(me * 2 * sizeof(int)) && et == MPI_INT && strcmp(rep, "native") == 0);
-    int ni, na, nd, comb;
-    MPI_OK(MPI_Type_get_envelope(ft, &ni, &na, &nd, &comb));
-    CHECK(comb == MPI_COMBINER_RESIZED);
+    MPI_Aint lb, fext;
+    int fsize;
+    MPI_OK(MPI_Type_get_extent(ft, &lb, &fext));
+    MPI_OK(MPI_Type_size(ft, &fsize));
+    CHECK(lb == 0 && fext == (MPI_Aint)(2 * n * PAIRS * sizeof(int)) && fsize == (int)(2 * PAIRS * sizeof(int)));
     MPI_OK(MPI_Type_free(&ft));
     MPI_OK(MPI_File_close(&fh));
     if (me == 0) {

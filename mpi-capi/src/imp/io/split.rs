@@ -23,7 +23,7 @@ fn begin(
         let f = file(fh)?;
         if f.st.lock().split.is_some() {
             return Err(ioerr(
-                MPI_ERR_OTHER,
+                MPI_ERR_IO,
                 "a split collective is already in progress on this file (end it first)",
             ));
         }
@@ -46,7 +46,7 @@ fn end(name: &'static str, fh: MPI_File, write: bool, status: *mut MPI_Status) -
                 Ok(())
             }
             _ => Err(ioerr(
-                MPI_ERR_OTHER,
+                MPI_ERR_IO,
                 "no matching split collective was begun on this file",
             )),
         }
