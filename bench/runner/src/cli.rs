@@ -27,9 +27,9 @@ options:
                        and msgrate only, not a peer)
   --bench LIST         comma-separated subset of the benchmarks
                        (pingpong,barrier,msgrate,multiseg,indexed,overlap,coll,
-                       ringbcast; networks: ours over each emulated network,
+                       ringbcast,io; networks: ours over each emulated network,
                        next to the papers' published points; see docs/networks.md)
-  --ranks N            ranks for barrier/coll/ringbcast (default 4; barrier also
+  --ranks N            ranks for barrier/coll/ringbcast/io (default 4; barrier also
                        runs on 2)
   --timeout SECS       limit per run (default 300, 120 with --quick)
   --no-install         never apt-get install missing peers (default: install
@@ -60,7 +60,7 @@ pub struct Options {
 }
 
 /// Benchmarks that exist, in the order they run.
-pub const BENCHES: [&str; 8] = [
+pub const BENCHES: [&str; 9] = [
     "pingpong",
     "barrier",
     "msgrate",
@@ -69,6 +69,7 @@ pub const BENCHES: [&str; 8] = [
     "overlap",
     "coll",
     "ringbcast",
+    "io",
 ];
 
 /// What went wrong with the command line (or a request for help).
