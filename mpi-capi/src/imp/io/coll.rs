@@ -297,6 +297,8 @@ pub(crate) fn read(
     };
     let mut result: IoR<()> = Ok(());
     let mut buf = Vec::new();
+    // Bytes past the end of the file are not delivered (the user's buffer keeps its bytes).
+    let size = f.f.metadata().map_err(|e| os_err(e, "stat"))?.len();
     for r in 0..plan.rounds {
         // Requests: the pieces each aggregator is to read for me.
         let mut asked: Vec<Vec<Piece>> = vec![Vec::new(); f.size as usize];
@@ -360,9 +362,10 @@ pub(crate) fn read(
         let back = exchange(f, &answers)?;
         for (agg, ps) in asked.iter().enumerate() {
             let mut d = 0;
-            for &(_, l, s) in ps {
-                if let Some(src) = back[agg].get(d..d + l) {
-                    out[s..s + l].copy_from_slice(src);
+            for &(o, l, s) in ps {
+                let avail = size.saturating_sub(o).min(l as u64) as usize;
+                if let Some(src) = back[agg].get(d..d + avail) {
+                    out[s..s + avail].copy_from_slice(src);
                 }
                 d += l;
             }
@@ -370,7 +373,6 @@ pub(crate) fn read(
     }
     agree(f.comm, result)?;
     // What lies before the end of the file, in stream order.
-    let size = f.f.metadata().map_err(|e| os_err(e, "stat"))?.len();
     let mut segs = mine.clone();
     segs.sort_by_key(|p| p.2);
     let mut got = 0;
