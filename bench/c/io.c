@@ -5,7 +5,7 @@
  * MPI_File_read_all of it (the data is checked once per size before timing).
  * Sizes (global array bytes): 2 MiB (64^3 doubles) and 16 MiB (128^3);
  * --quick: 2 MiB only.  The file lives in $MADMPI_BENCH_IODIR, else $TMPDIR,
- * else /tmp, and is removed at the end.  Metric bw_MBs: array bytes per
+ * else /tmp, and is removed at the end.  Metric bw_MBps: array bytes per
  * second of the slowest rank (1 MB = 1e6 B), higher is better.  Writes go
  * to the page cache (no sync inside the timing): this measures the
  * library's collective I/O path, not the disk.
@@ -105,7 +105,7 @@ int main(int argc, char **argv)
             bench_time_reps(&o, iters, op, &c, secs);
             if (rank == 0) {
                 struct bench_stats lat = bench_us_per_op(secs, o.reps, iters);
-                bench_result(&o, names[mode], total, iters, "bw_MBs", "higher",
+                bench_result(&o, names[mode], total, iters, "bw_MBps", "higher",
                              bench_bw_of_lat(lat, (double)total), NULL);
             }
         }

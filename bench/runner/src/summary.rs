@@ -469,7 +469,7 @@ const HEADLINES: &[(&str, &str, &str, u64, u32, &str)] = &[
     (
         "io",
         "write",
-        "bw_MBs",
+        "bw_MBps",
         16 << 20,
         0,
         "collective write, 3-D subarray 16 MiB (MB/s)",
