@@ -254,6 +254,15 @@ fn ringbcast() {
     );
 }
 
+#[test]
+fn io() {
+    smoke(
+        "io",
+        &args(&["--quick"]),
+        &[("write", "bw_MBps"), ("read", "bw_MBps")],
+    );
+}
+
 /// A bad option is refused with a usage message, not ignored.
 #[test]
 fn bad_option_is_refused() {

@@ -27,11 +27,11 @@ options:
                        and msgrate only, not a peer)
   --bench LIST         comma-separated subset of the benchmarks
                        (pingpong,barrier,msgrate,multiseg,indexed,overlap,coll,
-                       ringbcast; scale, only when named: MPI_Init to the first
+                       ringbcast,io; scale, only when named: MPI_Init to the first
                        Allreduce and shared memory mapped, 16/64/128/256 ranks on
                        this node; networks: ours over each emulated network,
                        next to the papers' published points; see docs/networks.md)
-  --ranks N            ranks for barrier/coll/ringbcast (default 4; barrier also
+  --ranks N            ranks for barrier/coll/ringbcast/io (default 4; barrier also
                        runs on 2)
   --timeout SECS       limit per run (default 300, 120 with --quick)
   --no-install         never apt-get install missing peers (default: install
@@ -62,7 +62,7 @@ pub struct Options {
 }
 
 /// Benchmarks that exist, in the order they run.
-pub const BENCHES: [&str; 9] = [
+pub const BENCHES: [&str; 10] = [
     "pingpong",
     "barrier",
     "msgrate",
@@ -71,6 +71,7 @@ pub const BENCHES: [&str; 9] = [
     "overlap",
     "coll",
     "ringbcast",
+    "io",
     "scale",
 ];
 

@@ -306,7 +306,7 @@ fn plan(o: &Options, wanted: &[&'static str]) -> Vec<Job> {
     for &b in wanted {
         let ranks: Vec<u32> = match b {
             "barrier" if o.ranks != 2 => vec![2, o.ranks],
-            "barrier" | "coll" | "ringbcast" => vec![o.ranks],
+            "barrier" | "coll" | "ringbcast" | "io" => vec![o.ranks],
             "scale" => SCALE_RANKS.to_vec(),
             _ => vec![2],
         };

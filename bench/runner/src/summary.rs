@@ -466,6 +466,14 @@ const HEADLINES: &[(&str, &str, &str, u64, u32, &str)] = &[
         0,
         "ring broadcast 1 MiB, Iprobe polling (µs)",
     ),
+    (
+        "io",
+        "write",
+        "bw_MBps",
+        16 << 20,
+        0,
+        "collective write, 3-D subarray 16 MiB (MB/s)",
+    ),
 ];
 
 /// Renders summary.md.
