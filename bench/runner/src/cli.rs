@@ -23,11 +23,11 @@ options:
                        MPICH's Debian build has no ofi device and does not run)
   --impl LIST          comma-separated subset of ours,ours-aggreg,mpich,openmpi
                        (default: all; ours-aggreg is ours with
-                       MADMPI_STRATEGY=aggreg, run for pingpong, multiseg
-                       and msgrate only, not a peer)
+                       MADMPI_STRATEGY=aggreg, run for pingpong, multiseg,
+                       msgrate and rma only, not a peer)
   --bench LIST         comma-separated subset of the benchmarks
                        (pingpong,barrier,msgrate,multiseg,indexed,overlap,coll,
-                       ringbcast; networks: ours over each emulated network,
+                       ringbcast,rma; networks: ours over each emulated network,
                        next to the papers' published points; see docs/networks.md)
   --ranks N            ranks for barrier/coll/ringbcast (default 4; barrier also
                        runs on 2)
@@ -60,7 +60,7 @@ pub struct Options {
 }
 
 /// Benchmarks that exist, in the order they run.
-pub const BENCHES: [&str; 8] = [
+pub const BENCHES: [&str; 9] = [
     "pingpong",
     "barrier",
     "msgrate",
@@ -69,6 +69,7 @@ pub const BENCHES: [&str; 8] = [
     "overlap",
     "coll",
     "ringbcast",
+    "rma",
 ];
 
 /// What went wrong with the command line (or a request for help).

@@ -167,6 +167,25 @@ pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
     })
 }
 
+/// Run `f` on the engine if the lock is free at once; `None` if an MPI call holds it, in owner
+/// mode (never while the progress thread runs: see `progress`) or when MPI is not running. For
+/// the asynchronous progress thread, which must never queue behind the application's calls.
+pub(super) fn try_with<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Option<Result<T>> {
+    let c = &ENGINE;
+    if c.owned.load(Ordering::Relaxed)
+        || c.held.load(Ordering::Relaxed)
+        || c.held.swap(true, Ordering::Acquire)
+    {
+        return None;
+    }
+    let _c = Clear(&c.held);
+    if c.owned.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: we hold the lock.
+    unsafe { &mut *c.engine.get() }.as_mut().map(f)
+}
+
 pub(super) fn not_running<T>() -> Result<T> {
     match PHASE.load(Ordering::Acquire) {
         FINALIZED => err(ErrorClass::Other, "MPI has already been finalized"),

@@ -206,6 +206,7 @@ pub fn finalize() -> Result<()> {
     if PHASE.load(Ordering::Acquire) != RUNNING {
         return not_running();
     }
+    super::progress::shutdown();
     wait_until(|e| Ok((!e.st.busy()).then_some(())))?;
     let mut g = GLOBAL.lock();
     LEAVING.store(true, Ordering::Release);

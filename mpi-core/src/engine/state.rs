@@ -470,11 +470,23 @@ impl State {
         }
         g.dead = true;
         crate::trace::peer_lost(peer);
+        // Payloads the engine owns (one-sided chunks) go with their chunks.
+        let owned: Vec<u32> = (g.out.iter())
+            .chain(g.rails.iter().flat_map(|r| r.out.iter()))
+            .filter_map(|c| match c.sent {
+                OnSent::Owned(k) => Some(k),
+                _ => None,
+            })
+            .collect();
         g.out.clear();
         g.packed.clear();
         for r in &mut g.rails {
             r.out.clear();
         }
+        for k in owned {
+            self.release_owned(k);
+        }
+        self.rma_peer_lost(peer);
         self.gets.retain(|x| x.peer != peer);
         self.splits.retain(|x| x.peer != peer);
         if !self.lost.contains(&peer) {

@@ -169,11 +169,7 @@ fn apply(w: &Win, sub: Sub, aux: u64, payload: &[u8]) -> Result<Vec<u8>, Bad> {
     }
     let mut out = Vec::new();
     if matches!(sub, Sub::Get | Sub::GetAcc | Sub::Cas) {
-        out.reserve(total);
-        for &(p, n) in &ptrs {
-            // SAFETY: [p, p + n) lies in the window (resolve), valid until MPI_Win_free.
-            out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
-        }
+        out = gather(&ptrs, total);
     }
     let mut at = 0;
     match sub {
@@ -186,27 +182,60 @@ fn apply(w: &Win, sub: Sub, aux: u64, payload: &[u8]) -> Result<Vec<u8>, Bad> {
         }
         Sub::Acc | Sub::GetAcc if op != BuiltinOp::NoOp => {
             let b = basic.ok_or(Bad::Malformed("unknown basic type"))?;
-            for &(p, n) in &ptrs {
-                if n % b.size() != 0 {
-                    return Err(Bad::Malformed("accumulate segment of partial elements"));
+            let es = b.size();
+            if total % es != 0 {
+                return Err(Bad::Malformed("accumulate chunk of partial elements"));
+            }
+            let fail = |_| Bad::Malformed("accumulate operation not defined on its type");
+            if ptrs.iter().all(|&(_, n)| n % es == 0) {
+                // Every segment holds whole elements: apply in place.
+                for &(p, n) in &ptrs {
+                    // SAFETY: as above; the kernels read and write unaligned.
+                    unsafe { apply_basic(op, b, n / es, data.as_ptr().add(at), p) }
+                        .map_err(fail)?;
+                    at += n;
                 }
-                // SAFETY: as above; the kernels read and write unaligned.
-                unsafe { apply_basic(op, b, n / b.size(), data.as_ptr().add(at), p) }
-                    .map_err(|_| Bad::Malformed("accumulate operation not defined on its type"))?;
-                at += n;
+            } else {
+                // Segments split elements (a pair type with a hole, a derived type): gather
+                // the target's elements packed, apply, scatter them back.
+                let mut tmp = if out.is_empty() {
+                    gather(&ptrs, total)
+                } else {
+                    out.clone()
+                };
+                // SAFETY: `tmp` and `data` hold `total` bytes, whole elements.
+                unsafe { apply_basic(op, b, total / es, data.as_ptr(), tmp.as_mut_ptr()) }
+                    .map_err(fail)?;
+                scatter(&ptrs, &tmp);
             }
         }
         Sub::Cas => {
             let (new, cmp) = data.split_at(total);
             if out == cmp {
-                let (p, n) = ptrs[0];
-                if ptrs.len() == 1 {
-                    // SAFETY: as above.
-                    unsafe { std::ptr::copy_nonoverlapping(new.as_ptr(), p, n) };
-                }
+                scatter(&ptrs, new);
             }
         }
         _ => {}
     }
     Ok(out)
+}
+
+/// The bytes of the segments, in order.
+fn gather(ptrs: &[(*mut u8, usize)], total: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(total);
+    for &(p, n) in ptrs {
+        // SAFETY: each segment lies in the window (resolve), valid until MPI_Win_free.
+        v.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
+    }
+    v
+}
+
+/// Write `data` over the segments, in order (`data` covers them all).
+fn scatter(ptrs: &[(*mut u8, usize)], data: &[u8]) {
+    let mut at = 0;
+    for &(p, n) in ptrs {
+        // SAFETY: as in `gather`; `data` is not in the window and holds the segments' bytes.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(at), p, n) };
+        at += n;
+    }
 }
