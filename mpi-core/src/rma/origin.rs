@@ -357,7 +357,9 @@ impl State {
             },
         );
         self.rma.win_mut(w)?.pending[rank as usize] += 1;
-        let aux = op_code(p.op) as u64 | (p.basic.map_or(0, |b| b.index() as u64) << 8);
+        let aux = op_code(p.op) as u64
+            | (p.basic.map_or(0, |b| b.index() as u64) << 8)
+            | ((w.0 as u64) << 32);
         for (segs, at) in pieces {
             let n: u64 = segs.iter().map(|s| s.1).sum();
             let data: &[u8] = match p.sub {

@@ -51,7 +51,10 @@ impl State {
             ));
         }
         let win = self.rma.wins[h.ctx as usize].as_mut().expect("checked");
-        let (reply_to, me) = (win.peers[from as usize].id, win.rank);
+        // The origin's number of the window travels with every chunk: the answer needs no
+        // `peers` entry, which this process may not have yet (a member that finished creating
+        // the window may use it before the others have).
+        let (reply_to, me) = ((h.aux >> 32) as u32, win.rank);
         let answer = |sub: Sub, flags: u8| Header {
             kind: Kind::Rma as u8,
             flags,
@@ -85,7 +88,7 @@ impl State {
                     take(win, from, excl);
                     self.queue_owned(peer, answer(Sub::Grant, h.flags), Vec::new());
                 } else {
-                    win.waiting.push_back((from, excl));
+                    win.waiting.push_back((from, excl, reply_to));
                 }
             }
             Sub::Unlock => {
@@ -95,13 +98,13 @@ impl State {
                     win.shared = win.shared.saturating_sub(1);
                 }
                 let mut grants = Vec::new();
-                while let Some(&(o, excl)) = win.waiting.front() {
+                while let Some(&(o, excl, id)) = win.waiting.front() {
                     if !grantable(win, excl) {
                         break;
                     }
                     win.waiting.pop_front();
                     take(win, o, excl);
-                    grants.push((win.world[o as usize], win.peers[o as usize].id, excl));
+                    grants.push((win.world[o as usize], id, excl));
                 }
                 for (world, id, excl) in grants {
                     let hdr = Header {
@@ -157,7 +160,7 @@ fn apply(w: &Win, sub: Sub, aux: u64, payload: &[u8]) -> Result<Vec<u8>, Bad> {
         total += len as usize;
     }
     let op = op_of(aux as u8).ok_or(Bad::Malformed("unknown accumulate operation"))?;
-    let basic = Basic::ALL.get((aux >> 8) as usize).copied();
+    let basic = Basic::ALL.get((aux >> 8 & 0xff_ffff) as usize).copied();
     let need = match sub {
         Sub::Put | Sub::Acc => total,
         Sub::GetAcc if op != BuiltinOp::NoOp => total,
@@ -187,8 +190,16 @@ fn apply(w: &Win, sub: Sub, aux: u64, payload: &[u8]) -> Result<Vec<u8>, Bad> {
                 return Err(Bad::Malformed("accumulate chunk of partial elements"));
             }
             let fail = |_| Bad::Malformed("accumulate operation not defined on its type");
-            if ptrs.iter().all(|&(_, n)| n % es == 0) {
-                // Every segment holds whole elements: apply in place.
+            // Whether every segment holds whole elements (starts at an element boundary of
+            // the stream and ends at one): then its bytes are the packed elements.
+            let whole = ptrs
+                .iter()
+                .try_fold(0usize, |at, &(_, n)| {
+                    (at % es == 0 && n % es == 0).then_some(at + n)
+                })
+                .is_some();
+            if whole {
+                // Apply in place.
                 for &(p, n) in &ptrs {
                     // SAFETY: as above; the kernels read and write unaligned.
                     unsafe { apply_basic(op, b, n / es, data.as_ptr().add(at), p) }

@@ -1,8 +1,9 @@
 //! The payloads of `Rma` chunks. The header's `tag` says what the chunk is ([`Sub`]); `ctx` is
 //! the window's number at the receiver, `src` the sender's rank in the window, `sreq` the
 //! origin's token of the operation, `msg_len` the offset of the chunk's data in the operation's
-//! packed stream, `aux` the operation and basic type of an accumulate (`op | basic << 8`),
-//! `flags` the lock type or an error.
+//! packed stream, `aux` the sender's number of the window (bits 32–63: where the answer goes)
+//! and the operation and basic type of an accumulate (`op | basic << 8`), `flags` the lock
+//! type or an error.
 //!
 //! An operation's chunk carries the target memory it touches as a segment list — `u32` count,
 //! `u32` zero, then per segment a `u64` offset (from the window's base; an address for a

@@ -57,6 +57,9 @@ int main(int argc, char **argv)
         tldi[i].v = 1e9L;
         tldi[i].loc = -1;
     }
+    MPI_Datatype four; /* its segments join the int of one pair with the short of the next */
+    MPI_OK(MPI_Type_contiguous(4, MPI_SHORT_INT, &four));
+    MPI_OK(MPI_Type_commit(&four));
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
 
     /* MAXLOC and MINLOC from every rank to rank 0, element i: the winner is
@@ -73,7 +76,10 @@ int main(int argc, char **argv)
         oldi[i].loc = me;
     }
     MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
-    MPI_OK(MPI_Accumulate(osi, N, MPI_SHORT_INT, 0, dsi, N, MPI_SHORT_INT, MPI_MAXLOC, win));
+    /* The first half through `four`, the second pair by pair. */
+    MPI_OK(MPI_Accumulate(osi, N / 2, MPI_SHORT_INT, 0, dsi, N / 8, four, MPI_MAXLOC, win));
+    MPI_OK(MPI_Accumulate(osi + N / 2, N / 2, MPI_SHORT_INT, 0, dsi + N / 2 * sizeof(struct si),
+                          N / 2, MPI_SHORT_INT, MPI_MAXLOC, win));
     MPI_OK(MPI_Accumulate(odi, N, MPI_DOUBLE_INT, 0, ddi, N, MPI_DOUBLE_INT, MPI_MAXLOC, win));
     MPI_OK(MPI_Accumulate(oldi, N, MPI_LONG_DOUBLE_INT, 0, dldi, N, MPI_LONG_DOUBLE_INT,
                           MPI_MINLOC, win));
@@ -105,6 +111,8 @@ int main(int argc, char **argv)
                              offsetof(struct si, loc), sizeof(int)));
         CHECK(padding_intact((unsigned char *)tdi, N, sizeof(struct di), sizeof(double),
                              offsetof(struct di, loc), sizeof(int)));
+        for (int i = 0; i < N; i++)
+            tsi[i].v = (short)(tsi[i].loc = 0);
         MPI_OK(MPI_Win_unlock(0, win));
     }
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
@@ -113,9 +121,6 @@ int main(int argc, char **argv)
      * elements with (k, k) through a contiguous type of 4 pairs (whose
      * segments split elements); everyone else reads them with get-accumulate
      * and MPI_NO_OP and must never see a pair whose halves differ. */
-    MPI_Datatype four;
-    MPI_OK(MPI_Type_contiguous(4, MPI_SHORT_INT, &four));
-    MPI_OK(MPI_Type_commit(&four));
     MPI_OK(MPI_Win_lock_all(0, win));
     if (me == n - 1) {
         for (int k = 0; k < ROUNDS; k++) {
