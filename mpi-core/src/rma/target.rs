@@ -186,7 +186,7 @@ fn apply(w: &Win, sub: Sub, aux: u64, payload: &[u8]) -> Result<Vec<u8>, Bad> {
         Sub::Acc | Sub::GetAcc if op != BuiltinOp::NoOp => {
             let b = basic.ok_or(Bad::Malformed("unknown basic type"))?;
             let es = b.size();
-            if total % es != 0 {
+            if !total.is_multiple_of(es) {
                 return Err(Bad::Malformed("accumulate chunk of partial elements"));
             }
             let fail = |_| Bad::Malformed("accumulate operation not defined on its type");
