@@ -24,6 +24,8 @@ use crate::error::{err, ErrorClass, Result};
 /// mode*, no atomic read-modify-write per call. Any other thread then gets an error instead of
 /// a data race. Owner mode is switched on and off by the owner only, the switch-on under the
 /// lock, so a thread that took the lock before sees it when it looks again under the lock.
+/// It is off while the asynchronous progress thread of one-sided communication runs
+/// (`progress`: switched off before the thread starts, back on after it stopped).
 pub(super) struct EngineCell {
     /// Owner mode.
     pub(super) owned: AtomicBool,
