@@ -13,6 +13,14 @@
 //! - `pscw`: post/start/complete/wait and Win_test with subgroups, dynamic windows, `_c` forms.
 //! - `shared`: MPI_Win_allocate_shared (contiguous parts, loads and stores of the neighbours'
 //!   parts), MPI_Win_shared_query.
+//! - `pairs`: accumulates, get-accumulate and fetch-and-op on pair types with a hole
+//!   (MPI_SHORT_INT, MPI_DOUBLE_INT, MPI_LONG_DOUBLE_INT) and on a derived type whose segments
+//!   split elements; no torn pair is ever read, padding is never written.
+//! - `async`: a target that makes no MPI call (computes, then spins on a load of its own window
+//!   memory) while the origins lock, put, get, accumulate, fetch-and-op and flush: served by the
+//!   asynchronous progress thread; on a window and on a shared window.
+
+use std::time::Duration;
 
 use madmpi_tests::harness::{c_program, Job};
 
@@ -107,4 +115,54 @@ fn shared_4() {
 #[test]
 fn shared_tcp_3() {
     ok_tcp("shared", 3);
+}
+
+#[test]
+fn pairs_1() {
+    ok("pairs", 1);
+}
+
+#[test]
+fn pairs_4() {
+    ok("pairs", 4);
+}
+
+#[test]
+fn pairs_tcp_3() {
+    ok_tcp("pairs", 3);
+}
+
+#[test]
+fn pairs_aggreg_3() {
+    ok_aggreg("pairs", 3);
+}
+
+/// A target that makes no MPI call: a regression hangs, so the job has a timeout well under
+/// the harness's default.
+fn async_job(ranks: usize, tcp: bool) {
+    let mut j = job("async", ranks).timeout(Duration::from_secs(90));
+    if tcp {
+        j = j.env("MADMPI_TRANSPORTS", "tcp");
+    }
+    j.run().assert_ok("async");
+}
+
+#[test]
+fn async_2() {
+    async_job(2, false);
+}
+
+#[test]
+fn async_4() {
+    async_job(4, false);
+}
+
+#[test]
+fn async_tcp_2() {
+    async_job(2, true);
+}
+
+#[test]
+fn async_tcp_4() {
+    async_job(4, true);
 }

@@ -23,13 +23,13 @@ options:
                        MPICH's Debian build has no ofi device and does not run)
   --impl LIST          comma-separated subset of ours,ours-aggreg,mpich,openmpi
                        (default: all; ours-aggreg is ours with
-                       MADMPI_STRATEGY=aggreg, run for pingpong, multiseg
-                       and msgrate only, not a peer)
+                       MADMPI_STRATEGY=aggreg, run for pingpong, multiseg,
+                       msgrate and rma only, not a peer)
   --bench LIST         comma-separated subset of the benchmarks
                        (pingpong,barrier,msgrate,multiseg,indexed,overlap,coll,
-                       ringbcast,io; scale, only when named: MPI_Init to the first
-                       Allreduce and shared memory mapped, 16/64/128/256 ranks on
-                       this node; networks: ours over each emulated network,
+                       ringbcast,io,rma; scale, only when named: MPI_Init to the
+                       first Allreduce and shared memory mapped, 16/64/128/256 ranks
+                       on this node; networks: ours over each emulated network,
                        next to the papers' published points; see docs/networks.md)
   --ranks N            ranks for barrier/coll/ringbcast/io (default 4; barrier also
                        runs on 2)
@@ -62,7 +62,7 @@ pub struct Options {
 }
 
 /// Benchmarks that exist, in the order they run.
-pub const BENCHES: [&str; 10] = [
+pub const BENCHES: [&str; 11] = [
     "pingpong",
     "barrier",
     "msgrate",
@@ -72,6 +72,7 @@ pub const BENCHES: [&str; 10] = [
     "coll",
     "ringbcast",
     "io",
+    "rma",
     "scale",
 ];
 

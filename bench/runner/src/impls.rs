@@ -28,7 +28,7 @@ impl Kind {
 
     /// Benchmarks the `ours-aggreg` variant runs: those whose messages the
     /// packet scheduler can aggregate or delay.
-    pub const AGGREG_BENCHES: [&'static str; 3] = ["pingpong", "msgrate", "multiseg"];
+    pub const AGGREG_BENCHES: [&'static str; 4] = ["pingpong", "msgrate", "multiseg", "rma"];
 
     /// An MPI implementation, as opposed to the raw TCP baseline.
     pub fn is_mpi(self) -> bool {

@@ -474,6 +474,30 @@ const HEADLINES: &[(&str, &str, &str, u64, u32, &str)] = &[
         0,
         "collective write, 3-D subarray 16 MiB (MB/s)",
     ),
+    (
+        "rma",
+        "put_lat_lock",
+        "lat_us",
+        8,
+        2,
+        "put + flush 8 B (µs)",
+    ),
+    (
+        "rma",
+        "acc_lat_lock",
+        "lat_us",
+        8,
+        2,
+        "accumulate + flush 8 B (µs)",
+    ),
+    (
+        "rma",
+        "put_rate",
+        "msg_rate_M",
+        8,
+        2,
+        "8 B puts then one flush (Mputs/s)",
+    ),
 ];
 
 /// Renders summary.md.

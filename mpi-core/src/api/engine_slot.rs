@@ -24,6 +24,8 @@ use crate::error::{err, ErrorClass, Result};
 /// mode*, no atomic read-modify-write per call. Any other thread then gets an error instead of
 /// a data race. Owner mode is switched on and off by the owner only, the switch-on under the
 /// lock, so a thread that took the lock before sees it when it looks again under the lock.
+/// It is off while the asynchronous progress thread of one-sided communication runs
+/// (`progress`: switched off before the thread starts, back on after it stopped).
 pub(super) struct EngineCell {
     /// Owner mode.
     pub(super) owned: AtomicBool,
@@ -176,6 +178,25 @@ pub(crate) fn with_quiet<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<
         Some(e) => f(e),
         None => not_running(),
     })
+}
+
+/// Run `f` on the engine if the lock is free at once; `None` if an MPI call holds it, in owner
+/// mode (never while the progress thread runs: see `progress`) or when MPI is not running. For
+/// the asynchronous progress thread, which must never queue behind the application's calls.
+pub(super) fn try_with<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Option<Result<T>> {
+    let c = &ENGINE;
+    if c.owned.load(Ordering::Relaxed)
+        || c.held.load(Ordering::Relaxed)
+        || c.held.swap(true, Ordering::Acquire)
+    {
+        return None;
+    }
+    let _c = Clear(&c.held);
+    if c.owned.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: we hold the lock.
+    unsafe { &mut *c.engine.get() }.as_mut().map(f)
 }
 
 pub(super) fn not_running<T>() -> Result<T> {

@@ -341,6 +341,7 @@ pub fn finalize() -> Result<()> {
     if PHASE.load(Ordering::Acquire) != RUNNING {
         return not_running();
     }
+    super::progress::shutdown();
     wait_until(|e| Ok((!e.st.busy()).then_some(())))?;
     let mut g = GLOBAL.lock();
     if SESSIONS.load(Ordering::Acquire) > 0 {

@@ -5,13 +5,15 @@
 //! Here: the communicator queries; `engine_slot` holds the engine and how calls reach it,
 //! `lifetime` MPI_Init/Finalize/Abort and the process-wide state, `wait` polling and the
 //! completion calls, `p2p` the point-to-point calls and probes, `compound` the requests made of
-//! others (MPI_Isendrecv) or completed by the application (generalized requests). Every call is re-exported here.
+//! others (MPI_Isendrecv) or completed by the application (generalized requests), `progress` the
+//! asynchronous progress thread of one-sided communication. Every call is re-exported here.
 
 mod buffers;
 mod compound;
 mod engine_slot;
 mod lifetime;
 mod p2p;
+mod progress;
 mod wait;
 
 use crate::error::Result;
@@ -32,6 +34,8 @@ pub use p2p::{
     improbe, imrecv, iprobe, irecv, irecv_now, isend, isend_now, mprobe, probe, recv, recv_init,
     recv_now, send, send_init, send_now, start,
 };
+pub use progress::async_progress_running;
+pub(crate) use progress::{window_closed, window_opened};
 pub use wait::{
     all_complete, cancel, progress, request_free, request_get_status, request_get_status_any,
     request_get_status_some, set_spin_budget, spin_budget, test, test_all, test_any, test_some,

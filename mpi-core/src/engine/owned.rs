@@ -80,3 +80,106 @@ impl State {
         self.gates[peer as usize].dead
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::super::{gate_for, State, Strategy};
+    use crate::error::ErrorClass;
+    use crate::request::{Op, Request};
+    use crate::rma::{Held, Peer, Track, Win, WinId};
+    use crate::wire::{Header, Kind};
+    use crate::CommId;
+
+    fn caps() -> madmpi_transports::Caps {
+        madmpi_transports::Caps {
+            name: "test",
+            latency_ns: 1000,
+            bandwidth_mbps: 1000,
+            max_packet: 4096,
+            eager_threshold: 1024,
+            max_iov: 16,
+            can_get: false,
+            preference: 50,
+            aggreg_max: 4096,
+            solo_min: usize::MAX,
+            registers_memory: false,
+        }
+    }
+
+    /// A two-member window of rank 0 (world ranks 0 and 1).
+    fn window() -> Win {
+        Win {
+            comm: CommId(0),
+            world: vec![0, 1].into(),
+            rank: 0,
+            base: std::ptr::null_mut(),
+            size: 0,
+            disp_unit: 1,
+            flavor: crate::rma::Flavor::Create,
+            _mem: None,
+            segment: None,
+            regions: Vec::new(),
+            peers: vec![Peer::default(); 2],
+            pending: vec![0; 2],
+            error: None,
+            fence: false,
+            held: vec![Held::None; 2],
+            lock_all: false,
+            start: None,
+            posts: vec![0; 2],
+            post: None,
+            completes: 0,
+            excl: None,
+            shared: 0,
+            waiting: VecDeque::new(),
+        }
+    }
+
+    /// A peer dies with one-sided chunks queued to it and operations in flight: the payloads
+    /// are freed, the operations fail with MPI_ERR_PROC_ABORTED (their requests complete),
+    /// and the window reports it.
+    #[test]
+    fn queued_one_sided_chunks_to_a_dead_peer_are_freed_and_fail() {
+        let c = caps();
+        let gates = (0..2).map(|_| gate_for(vec![(0, &c)])).collect();
+        let mut st = State::new(0, 2, gates, Strategy::Adaptive);
+        st.rma.wins.push(Some(window()));
+        let req = st.reqs.insert(Request::new(Op::None));
+        st.rma.ops.insert(
+            7,
+            Track {
+                win: WinId(0),
+                target: 1,
+                left: 3,
+                result: None,
+                req: Some(req),
+                error: None,
+            },
+        );
+        st.rma.wins[0].as_mut().unwrap().pending[1] = 1;
+        for _ in 0..3 {
+            let hdr = Header {
+                kind: Kind::Rma as u8,
+                sreq: 7,
+                ..Default::default()
+            };
+            st.queue_owned(1, hdr, vec![0xab; 100]);
+        }
+        assert_eq!(st.owned.slots.iter().filter(|s| s.is_some()).count(), 3);
+        st.peer_lost(1);
+        assert!(st.owned.slots.iter().all(|s| s.is_none()), "payloads freed");
+        assert_eq!(st.owned.free.len(), st.owned.slots.len());
+        assert!(st.rma.ops.is_empty());
+        let r = st.reqs.get(req).unwrap();
+        assert!(r.complete);
+        assert_eq!(r.status.error, Some(ErrorClass::ProcAborted));
+        let w = st.rma.wins[0].as_ref().unwrap();
+        assert_eq!(w.pending[1], 0);
+        assert_eq!(
+            w.error.as_ref().map(|e| e.class),
+            Some(ErrorClass::ProcAborted)
+        );
+    }
+}

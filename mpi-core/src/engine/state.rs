@@ -515,6 +515,14 @@ impl State {
         }
         g.dead = true;
         crate::trace::peer_lost(peer);
+        // Payloads the engine owns (one-sided chunks) go with their chunks.
+        let owned: Vec<u32> = (g.out.iter())
+            .chain(g.rails.iter().flat_map(|r| r.out.iter()))
+            .filter_map(|c| match c.sent {
+                OnSent::Owned(k) => Some(k),
+                _ => None,
+            })
+            .collect();
         g.out.clear();
         g.packed.clear();
         g.packed_n = 0;
@@ -523,6 +531,10 @@ impl State {
         }
         g.resil.unacked.clear();
         g.resil.resend.clear();
+        for k in owned {
+            self.release_owned(k);
+        }
+        self.rma_peer_lost(peer);
         self.gets.retain(|x| x.peer != peer);
         self.splits.retain(|x| x.peer != peer);
         self.pieces.retain(|x| x.peer != peer);

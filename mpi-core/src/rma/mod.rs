@@ -133,8 +133,9 @@ pub(crate) struct Win {
     pub excl: Option<i32>,
     /// Shared holders.
     pub shared: u32,
-    /// Origins waiting for the lock (rank, exclusive), served in order.
-    pub waiting: VecDeque<(i32, bool)>,
+    /// Origins waiting for the lock (rank, exclusive, their number of the window), served in
+    /// order.
+    pub waiting: VecDeque<(i32, bool, u32)>,
 }
 
 // SAFETY: `base` points at the window's memory, which the user keeps valid until MPI_Win_free

@@ -357,7 +357,9 @@ impl State {
             },
         );
         self.rma.win_mut(w)?.pending[rank as usize] += 1;
-        let aux = op_code(p.op) as u64 | (p.basic.map_or(0, |b| b.index() as u64) << 8);
+        let aux = op_code(p.op) as u64
+            | (p.basic.map_or(0, |b| b.index() as u64) << 8)
+            | ((w.0 as u64) << 32);
         for (segs, at) in pieces {
             let n: u64 = segs.iter().map(|s| s.1).sum();
             let data: &[u8] = match p.sub {
@@ -420,6 +422,41 @@ impl State {
         }
         if let Some(r) = t.req {
             self.complete_with(r, t.error);
+        }
+    }
+}
+
+impl State {
+    /// World rank `peer` died: its operations in flight will never be answered. They fail
+    /// with MPI_ERR_PROC_ABORTED (their requests complete with it; the windows report it at
+    /// their next synchronisation) and are forgotten, and their targets count none pending.
+    pub(crate) fn rma_peer_lost(&mut self, peer: u32) {
+        if self.rma.ops.is_empty() {
+            return;
+        }
+        let rma = &mut self.rma;
+        let mut failed = Vec::new();
+        rma.ops.retain(|_, t| {
+            let hit = match rma.wins.get_mut(t.win.0 as usize) {
+                Some(Some(w)) if w.world.get(t.target as usize) == Some(&peer) => {
+                    w.pending[t.target as usize] = 0;
+                    if w.error.is_none() {
+                        w.error = Some(Error::new(
+                            ErrorClass::ProcAborted,
+                            format!("target {} of the window has died", t.target),
+                        ));
+                    }
+                    true
+                }
+                _ => false,
+            };
+            if hit {
+                failed.extend(t.req);
+            }
+            !hit
+        });
+        for r in failed {
+            self.complete_with(r, Some(ErrorClass::ProcAborted));
         }
     }
 }

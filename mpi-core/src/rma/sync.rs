@@ -54,6 +54,7 @@ fn notify(e: &mut Engine, w: WinId, rank: i32, sub: Sub, flags: u8) -> Result<()
             ctx: win.peers[rank as usize].id,
             src: win.rank,
             tag: sub as i32,
+            aux: (w.0 as u64) << 32,
             ..Default::default()
         },
     );

@@ -51,7 +51,10 @@ impl State {
             ));
         }
         let win = self.rma.wins[h.ctx as usize].as_mut().expect("checked");
-        let (reply_to, me) = (win.peers[from as usize].id, win.rank);
+        // The origin's number of the window travels with every chunk: the answer needs no
+        // `peers` entry, which this process may not have yet (a member that finished creating
+        // the window may use it before the others have).
+        let (reply_to, me) = ((h.aux >> 32) as u32, win.rank);
         let answer = |sub: Sub, flags: u8| Header {
             kind: Kind::Rma as u8,
             flags,
@@ -85,7 +88,7 @@ impl State {
                     take(win, from, excl);
                     self.queue_owned(peer, answer(Sub::Grant, h.flags), Vec::new());
                 } else {
-                    win.waiting.push_back((from, excl));
+                    win.waiting.push_back((from, excl, reply_to));
                 }
             }
             Sub::Unlock => {
@@ -95,13 +98,13 @@ impl State {
                     win.shared = win.shared.saturating_sub(1);
                 }
                 let mut grants = Vec::new();
-                while let Some(&(o, excl)) = win.waiting.front() {
+                while let Some(&(o, excl, id)) = win.waiting.front() {
                     if !grantable(win, excl) {
                         break;
                     }
                     win.waiting.pop_front();
                     take(win, o, excl);
-                    grants.push((win.world[o as usize], win.peers[o as usize].id, excl));
+                    grants.push((win.world[o as usize], id, excl));
                 }
                 for (world, id, excl) in grants {
                     let hdr = Header {
@@ -157,7 +160,7 @@ fn apply(w: &Win, sub: Sub, aux: u64, payload: &[u8]) -> Result<Vec<u8>, Bad> {
         total += len as usize;
     }
     let op = op_of(aux as u8).ok_or(Bad::Malformed("unknown accumulate operation"))?;
-    let basic = Basic::ALL.get((aux >> 8) as usize).copied();
+    let basic = Basic::ALL.get((aux >> 8 & 0xff_ffff) as usize).copied();
     let need = match sub {
         Sub::Put | Sub::Acc => total,
         Sub::GetAcc if op != BuiltinOp::NoOp => total,
@@ -169,11 +172,7 @@ fn apply(w: &Win, sub: Sub, aux: u64, payload: &[u8]) -> Result<Vec<u8>, Bad> {
     }
     let mut out = Vec::new();
     if matches!(sub, Sub::Get | Sub::GetAcc | Sub::Cas) {
-        out.reserve(total);
-        for &(p, n) in &ptrs {
-            // SAFETY: [p, p + n) lies in the window (resolve), valid until MPI_Win_free.
-            out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
-        }
+        out = gather(&ptrs, total);
     }
     let mut at = 0;
     match sub {
@@ -186,27 +185,68 @@ fn apply(w: &Win, sub: Sub, aux: u64, payload: &[u8]) -> Result<Vec<u8>, Bad> {
         }
         Sub::Acc | Sub::GetAcc if op != BuiltinOp::NoOp => {
             let b = basic.ok_or(Bad::Malformed("unknown basic type"))?;
-            for &(p, n) in &ptrs {
-                if n % b.size() != 0 {
-                    return Err(Bad::Malformed("accumulate segment of partial elements"));
+            let es = b.size();
+            if !total.is_multiple_of(es) {
+                return Err(Bad::Malformed("accumulate chunk of partial elements"));
+            }
+            let fail = |_| Bad::Malformed("accumulate operation not defined on its type");
+            // Whether every segment holds whole elements (starts at an element boundary of
+            // the stream and ends at one): then its bytes are the packed elements.
+            let whole = ptrs
+                .iter()
+                .try_fold(0usize, |at, &(_, n)| {
+                    (at % es == 0 && n % es == 0).then_some(at + n)
+                })
+                .is_some();
+            if whole {
+                // Apply in place.
+                for &(p, n) in &ptrs {
+                    // SAFETY: as above; the kernels read and write unaligned.
+                    unsafe { apply_basic(op, b, n / es, data.as_ptr().add(at), p) }
+                        .map_err(fail)?;
+                    at += n;
                 }
-                // SAFETY: as above; the kernels read and write unaligned.
-                unsafe { apply_basic(op, b, n / b.size(), data.as_ptr().add(at), p) }
-                    .map_err(|_| Bad::Malformed("accumulate operation not defined on its type"))?;
-                at += n;
+            } else {
+                // Segments split elements (a pair type with a hole, a derived type): gather
+                // the target's elements packed, apply, scatter them back.
+                let mut tmp = if out.is_empty() {
+                    gather(&ptrs, total)
+                } else {
+                    out.clone()
+                };
+                // SAFETY: `tmp` and `data` hold `total` bytes, whole elements.
+                unsafe { apply_basic(op, b, total / es, data.as_ptr(), tmp.as_mut_ptr()) }
+                    .map_err(fail)?;
+                scatter(&ptrs, &tmp);
             }
         }
         Sub::Cas => {
             let (new, cmp) = data.split_at(total);
             if out == cmp {
-                let (p, n) = ptrs[0];
-                if ptrs.len() == 1 {
-                    // SAFETY: as above.
-                    unsafe { std::ptr::copy_nonoverlapping(new.as_ptr(), p, n) };
-                }
+                scatter(&ptrs, new);
             }
         }
         _ => {}
     }
     Ok(out)
+}
+
+/// The bytes of the segments, in order.
+fn gather(ptrs: &[(*mut u8, usize)], total: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(total);
+    for &(p, n) in ptrs {
+        // SAFETY: each segment lies in the window (resolve), valid until MPI_Win_free.
+        v.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
+    }
+    v
+}
+
+/// Write `data` over the segments, in order (`data` covers them all).
+fn scatter(ptrs: &[(*mut u8, usize)], data: &[u8]) {
+    let mut at = 0;
+    for &(p, n) in ptrs {
+        // SAFETY: as in `gather`; `data` is not in the window and holds the segments' bytes.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(at), p, n) };
+        at += n;
+    }
 }

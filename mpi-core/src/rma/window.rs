@@ -154,6 +154,7 @@ pub(super) fn make(
         }
         Ok(())
     })?;
+    crate::api::window_opened(n);
     Ok(id)
 }
 
@@ -175,8 +176,9 @@ pub fn win_free(w: WinId) -> Result<()> {
                  complete/wait)",
             );
         }
-        Ok(win.comm)
+        Ok((win.comm, win.world.len()))
     })?;
+    let (comm, members) = comm;
     super::sync::wait_all_done(w)?;
     crate::barrier(comm)?;
     with(|e| {
@@ -185,6 +187,7 @@ pub fn win_free(w: WinId) -> Result<()> {
         e.st.rma.ops.retain(|_, t| t.win != w);
         Ok(())
     })?;
+    crate::api::window_closed(members);
     crate::free_comm(comm)
 }
 

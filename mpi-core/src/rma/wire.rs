@@ -1,8 +1,9 @@
 //! The payloads of `Rma` chunks. The header's `tag` says what the chunk is ([`Sub`]); `ctx` is
 //! the window's number at the receiver, `src` the sender's rank in the window, `sreq` the
 //! origin's token of the operation, `msg_len` the offset of the chunk's data in the operation's
-//! packed stream, `aux` the operation and basic type of an accumulate (`op | basic << 8`),
-//! `flags` the lock type or an error.
+//! packed stream, `aux` the sender's number of the window (bits 32–63: where the answer goes)
+//! and the operation and basic type of an accumulate (`op | basic << 8`), `flags` the lock
+//! type or an error.
 //!
 //! An operation's chunk carries the target memory it touches as a segment list — `u32` count,
 //! `u32` zero, then per segment a `u64` offset (from the window's base; an address for a
@@ -103,49 +104,122 @@ pub(crate) fn decode(p: &[u8]) -> Result<(Segs, &[u8])> {
 }
 
 /// Cut the target segments of an operation into pieces of at most `room` payload bytes each
-/// (segment list plus as many data bytes), cutting segments only at multiples of `elem`
-/// bytes. Returns, per piece, its segments and the offset of its data in the stream.
+/// (segment list plus as many data bytes), each piece holding whole elements of `elem` bytes
+/// of the packed stream: a segment is cut only at a multiple of `elem` from the stream's start,
+/// and the segments that make up one element (a pair type with a hole, or a derived type whose
+/// segments split an element) stay in one piece. Returns, per piece, its segments and the
+/// offset of its data in the stream.
 pub(crate) fn pieces(
     segs: impl Iterator<Item = (u64, u64)>,
     room: usize,
     elem: usize,
 ) -> Vec<(Vec<(u64, u64)>, usize)> {
     let elem = elem.max(1) as u64;
-    let mut out = Vec::new();
-    let mut cur: Vec<(u64, u64)> = Vec::new();
-    let (mut used, mut at, mut start) = (SEG_HDR, 0usize, 0usize);
+    let mut p = Packer {
+        room,
+        out: Vec::new(),
+        cur: Vec::new(),
+        used: SEG_HDR,
+        at: 0,
+        start: 0,
+    };
+    // The segments of an element begun but not finished, and its bytes so far.
+    let mut partial: Vec<(u64, u64)> = Vec::new();
+    let mut plen = 0u64;
     for (mut off, mut len) in segs {
+        if plen > 0 {
+            let n = len.min(elem - plen);
+            partial.push((off, n));
+            plen += n;
+            off += n;
+            len -= n;
+            if plen == elem {
+                p.unit(std::mem::take(&mut partial));
+                plen = 0;
+            }
+        }
+        let whole = len / elem * elem;
+        if whole > 0 {
+            p.run(off, whole, elem);
+        }
+        if len > whole {
+            partial.push((off + whole, len - whole));
+            plen = len - whole;
+        }
+    }
+    if !partial.is_empty() {
+        // (A stream that ends inside an element: the origin checked counts, so only a byte
+        // stream of another unit; send what there is.)
+        p.unit(partial);
+    }
+    p.finish()
+}
+
+/// The state of [`pieces`].
+struct Packer {
+    room: usize,
+    out: Vec<(Vec<(u64, u64)>, usize)>,
+    cur: Vec<(u64, u64)>,
+    used: usize,
+    at: usize,
+    start: usize,
+}
+
+impl Packer {
+    fn close(&mut self) {
+        if !self.cur.is_empty() {
+            self.out.push((std::mem::take(&mut self.cur), self.start));
+        }
+        self.used = SEG_HDR;
+        self.start = self.at;
+    }
+
+    fn push(&mut self, off: u64, n: u64) {
+        self.cur.push((off, n));
+        self.used += SEG_LEN + n as usize;
+        self.at += n as usize;
+    }
+
+    /// `len` bytes at `off`, a whole number of elements: cut at element boundaries.
+    fn run(&mut self, mut off: u64, mut len: u64, elem: u64) {
         while len > 0 {
-            let free = room.saturating_sub(used + SEG_LEN) as u64;
+            let free = self.room.saturating_sub(self.used + SEG_LEN) as u64;
             let fit = free / elem * elem;
             if fit == 0 {
-                if cur.is_empty() {
+                if self.cur.is_empty() {
                     // (The room holds less than one element: send it anyway.)
                     let n = elem.min(len);
-                    out.push((vec![(off, n)], at));
-                    at += n as usize;
-                    start = at;
+                    self.push(off, n);
+                    self.close();
                     off += n;
                     len -= n;
-                    continue;
+                } else {
+                    self.close();
                 }
-                out.push((std::mem::take(&mut cur), start));
-                used = SEG_HDR;
-                start = at;
                 continue;
             }
             let n = fit.min(len);
-            cur.push((off, n));
-            used += SEG_LEN + n as usize;
-            at += n as usize;
+            self.push(off, n);
             off += n;
             len -= n;
         }
     }
-    if !cur.is_empty() {
-        out.push((cur, start));
+
+    /// The segments of one element, kept together.
+    fn unit(&mut self, segs: Vec<(u64, u64)>) {
+        let cost: usize = segs.iter().map(|s| SEG_LEN + s.1 as usize).sum();
+        if self.used + cost > self.room && !self.cur.is_empty() {
+            self.close();
+        }
+        for (off, n) in segs {
+            self.push(off, n);
+        }
     }
-    out
+
+    fn finish(mut self) -> Vec<(Vec<(u64, u64)>, usize)> {
+        self.close();
+        self.out
+    }
 }
 
 #[cfg(test)]
@@ -172,5 +246,28 @@ mod tests {
         assert_eq!(d, vec![(1, 2), (3, 4)]);
         assert_eq!(data, b"xy");
         assert!(decode(&[5, 0, 0, 0, 0, 0, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn pieces_keep_split_elements_whole() {
+        // MPI_SHORT_INT: 2 bytes at 0, 4 at 4, extent 8; 6 bytes of data per element.
+        let segs: Vec<(u64, u64)> = (0..50u64)
+            .flat_map(|i| [(8 * i, 2), (8 * i + 4, 4)])
+            .collect();
+        for room in [SEG_HDR + 2 * SEG_LEN + 6, 100, 1000] {
+            let p = pieces(segs.clone().into_iter(), room, 6);
+            let mut at = 0;
+            for (s, start) in &p {
+                assert_eq!(*start, at);
+                let bytes: u64 = s.iter().map(|x| x.1).sum();
+                assert_eq!(bytes % 6, 0, "a piece of partial elements (room {room})");
+                assert!(SEG_HDR + s.len() * SEG_LEN + bytes as usize <= room);
+                at += bytes as usize;
+            }
+            assert_eq!(at, 300);
+        }
+        // Two whole elements then a segment that starts inside the third.
+        let p = pieces([(0u64, 8u64), (100, 4)].into_iter(), 1000, 6);
+        assert_eq!(p, vec![(vec![(0, 6), (6, 2), (100, 4)], 0)]);
     }
 }
