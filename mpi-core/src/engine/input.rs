@@ -18,7 +18,7 @@ impl State {
     pub fn handle_packet(&mut self, peer: u32, pkt: &[u8]) {
         crate::trace::received(peer, pkt);
         let resilient = self.gates[peer as usize].resil.on;
-        if resilient && self.from_dead_rail(peer) {
+        if resilient && self.input_on_dead_rail(peer) {
             return;
         }
         for c in Chunks::new(pkt) {
@@ -421,7 +421,7 @@ impl RecvSink for State {
     fn place(&mut self, peer: PeerId, head: &[u8], total_len: usize) -> Option<Placement> {
         let h = Header::decode(head).ok()?;
         if self.gates.get(peer.0 as usize)?.resil.on
-            && (h.kind() != Some(Kind::Data) || self.from_dead_rail(peer.0))
+            && (h.kind() != Some(Kind::Data) || self.input_on_dead_rail(peer.0))
         {
             // A message is handled whole on a gate with several rails: one cut short by the
             // loss of its rail comes again whole, and must not have been taken in part.

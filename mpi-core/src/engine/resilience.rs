@@ -165,7 +165,7 @@ impl State {
     /// Whether the packet being handled came from `peer` on a rail of its gate that failed
     /// (then it is ignored).
     #[inline]
-    pub(super) fn from_dead_rail(&self, peer: u32) -> bool {
+    pub(super) fn input_on_dead_rail(&self, peer: u32) -> bool {
         let g = &self.gates[peer as usize];
         g.resil.on && g.rails.iter().any(|r| r.dead && r.drv == self.polling)
     }
