@@ -182,6 +182,9 @@ pub struct TcpTransport {
     established: Vec<usize>,
     /// Polls since epoll was last consulted.
     polls: u32,
+    /// When the links of the connections with data in flight are checked next
+    /// (`link_timeout`: [`peers::link_failed`]).
+    next_link_check: Instant,
     pool: RxPool,
     lost: VecDeque<PeerId>,
     log: VecDeque<String>,
@@ -298,6 +301,7 @@ impl TcpTransport {
             waiting: 0,
             established: Vec::new(),
             polls: 0,
+            next_link_check: Instant::now(),
             pool: RxPool {
                 size: FRAME_HDR + cfg.max_packet + RX_MIN_FREE,
                 spare: Vec::new(),
@@ -458,6 +462,33 @@ impl TcpTransport {
 
     // ------------------------------------------------------------ internals: the poll loop
 
+    /// At most every quarter of a second: end the established connections whose link has
+    /// failed with data in flight (no acknowledgement for `link_timeout`): their peer is lost
+    /// through this driver, and the engine goes on on the peer's other rails, if it has any.
+    fn check_links(&mut self) {
+        let now = Instant::now();
+        if now < self.next_link_check {
+            return;
+        }
+        self.next_link_check = now + Duration::from_millis(250);
+        let ms = self.cfg.link_timeout.as_millis() as u64;
+        let failed: Vec<usize> = (0..self.conns.len())
+            .filter(|&i| {
+                self.conns[i].as_ref().is_some_and(|c| {
+                    c.phase == Phase::Established && peers::link_failed(c.fd.as_fd(), ms)
+                })
+            })
+            .collect();
+        for idx in failed {
+            self.fail(
+                idx,
+                Fail::Fatal(format!(
+                    "link failed: data unacknowledged for {ms} ms (MADMPI_TCP_LINK_TIMEOUT_MS)"
+                )),
+            );
+        }
+    }
+
     /// Wait up to `timeout_ms` for events, then advance every connection with work: accept,
     /// handshakes, pending output, and (with a sink) incoming frames. Returns the packets
     /// delivered or placed.
@@ -500,6 +531,9 @@ impl TcpTransport {
         }
         if self.listener_ready {
             self.accept()?;
+        }
+        if !self.cfg.link_timeout.is_zero() {
+            self.check_links();
         }
         let mut count = 0;
         if !self.work.is_empty() {

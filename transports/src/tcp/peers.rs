@@ -734,12 +734,13 @@ impl TcpTransport {
     }
 }
 
-/// Make a connection whose link fails end with an error within `cfg.link_timeout` (0: the
-/// kernel's defaults, a quarter of an hour of retransmissions): written data not acknowledged
-/// for that long (`TCP_USER_TIMEOUT`), or an idle connection whose keepalive probes go
-/// unanswered (`SO_KEEPALIVE`, first probe after a third of it). The engine then loses that
-/// rail, or the peer if it was the only one. (Set on the listening socket, the accepted
-/// connections inherit it.)
+/// Make an idle connection whose link fails end with an error within about
+/// `cfg.link_timeout` (0: the kernel's defaults, hours): keepalive probes (`SO_KEEPALIVE`, the
+/// first after a third of it, three unanswered end it). The peer's kernel answers them even
+/// when the peer computes. (Set on the listening socket, the accepted connections inherit
+/// it.) A link that fails with data in flight is noticed by [`link_failed`] instead: not
+/// with `TCP_USER_TIMEOUT`, which also ends a connection whose receiver merely stops reading
+/// for that long (a zero window), as an MPI rank that computes does.
 pub(super) fn set_liveness(fd: std::os::fd::BorrowedFd<'_>, cfg: &TcpConfig) -> Result<()> {
     let ms = cfg.link_timeout.as_millis().min(i32::MAX as u128) as i32;
     if ms == 0 {
@@ -762,16 +763,32 @@ pub(super) fn set_liveness(fd: std::os::fd::BorrowedFd<'_>, cfg: &TcpConfig) -> 
             "tcp: TCP_KEEPINTVL",
         ),
         (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3, "tcp: TCP_KEEPCNT"),
-        (
-            libc::IPPROTO_TCP,
-            libc::TCP_USER_TIMEOUT,
-            ms,
-            "tcp: TCP_USER_TIMEOUT",
-        ),
     ] {
         sys::set_int(fd, level, name, v).map_err(io_err(what))?;
     }
     Ok(())
+}
+
+/// Whether the link of connection `fd` has failed with data in flight: segments sent and not
+/// acknowledged, and no acknowledgement received for `timeout_ms` (the kernel's `TCP_INFO`).
+/// A receiver that stops reading keeps acknowledging (its zero window answers the probes, and
+/// nothing is in flight then), so it never looks failed.
+pub(super) fn link_failed(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: u64) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero tcp_info is valid; getsockopt writes at most `len` bytes into it.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` and `len` are valid for writes of the sizes given.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    r == 0 && info.tcpi_unacked > 0 && u64::from(info.tcpi_last_ack_recv) >= timeout_ms
 }
 
 /// Apply the configured socket buffer sizes (0: leave the kernel's autotuning alone).

@@ -746,3 +746,47 @@ fn engines_of_different_versions_refuse_each_other() {
         "{log}"
     );
 }
+
+/// A receiver that stops reading for longer than the link timeout (an MPI rank computing: its
+/// socket buffer fills, its window closes) is not a failed link: the sender keeps the
+/// connection, and everything arrives once the receiver reads again.
+#[test]
+fn a_receiver_that_stops_reading_is_not_a_failed_link() {
+    let cfg = cfg_with(|c| {
+        c.link_timeout = Duration::from_millis(300);
+        c.sndbuf = 64 << 10;
+        c.rcvbuf = 64 << 10;
+    });
+    let (mut a, mut b) = pair_of(0, 1, 2, &cfg);
+    let chunk = vec![7u8; 32 << 10];
+    let mut sent = 0usize;
+    let start = Instant::now();
+    // `a` sends while `b` never reads (but connects: both sides poll until the connection is
+    // up), for four link timeouts.
+    while start.elapsed() < Duration::from_millis(1200) {
+        match a.try_send(PeerId(1), &[IoSlice::new(&chunk)]).unwrap() {
+            SendOutcome::Done => sent += 1,
+            SendOutcome::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
+        }
+        a.progress().unwrap();
+        if !b.is_connected(PeerId(0)) {
+            b.pump(None, 0).unwrap();
+        }
+        assert!(
+            a.poll_lost().is_none(),
+            "the sender lost a peer that only stopped reading"
+        );
+    }
+    assert!(
+        sent > 4,
+        "the buffers should have filled: {sent} packets sent"
+    );
+    let mut got = 0usize;
+    pump_until(&mut a, &mut b, |_, b| {
+        got += b
+            .poll_recv(&mut |p, pkt| assert_eq!((p, pkt.len()), (PeerId(0), chunk.len())))
+            .unwrap();
+        got == sent
+    });
+    assert!(a.poll_lost().is_none() && b.poll_lost().is_none());
+}
