@@ -66,6 +66,9 @@ struct Direct {
 #[derive(Debug)]
 pub(super) struct Conn {
     pub(super) fd: OwnedFd,
+    /// Since when the kernel has been retransmitting on this connection without an
+    /// acknowledgement (the link may have failed: `check_links`).
+    pub(super) suspect_since: Option<std::time::Instant>,
     pub(super) token: u64,
     pub(super) remote: String,
     pub(super) role: Role,
@@ -107,6 +110,7 @@ impl Conn {
     pub(super) fn new(fd: OwnedFd, token: u64, remote: String, role: Role, phase: Phase) -> Conn {
         Conn {
             fd,
+            suspect_since: None,
             token,
             remote,
             role,

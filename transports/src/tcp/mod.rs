@@ -463,22 +463,33 @@ impl TcpTransport {
     // ------------------------------------------------------------ internals: the poll loop
 
     /// At most every quarter of a second: end the established connections whose link has
-    /// failed with data in flight (no acknowledgement for `link_timeout`): their peer is lost
-    /// through this driver, and the engine goes on on the peer's other rails, if it has any.
+    /// failed with data in flight — the kernel has been retransmitting, with no
+    /// acknowledgement, for `link_timeout` (a single loss recovers within a retransmission
+    /// timeout; a receiver that stops reading still acknowledges): their peer is lost through
+    /// this driver, and the engine goes on on the peer's other rails, if it has any.
     fn check_links(&mut self) {
         let now = Instant::now();
         if now < self.next_link_check {
             return;
         }
         self.next_link_check = now + Duration::from_millis(250);
-        let ms = self.cfg.link_timeout.as_millis() as u64;
-        let failed: Vec<usize> = (0..self.conns.len())
-            .filter(|&i| {
-                self.conns[i].as_ref().is_some_and(|c| {
-                    c.phase == Phase::Established && peers::link_failed(c.fd.as_fd(), ms)
-                })
-            })
-            .collect();
+        let limit = self.cfg.link_timeout;
+        let ms = limit.as_millis() as u64;
+        let mut failed = Vec::new();
+        for (i, c) in self.conns.iter_mut().enumerate() {
+            let Some(c) = c.as_mut().filter(|c| c.phase == Phase::Established) else {
+                continue;
+            };
+            match peers::retransmitting(c.fd.as_fd()) {
+                Some(since_ack) => {
+                    let t = *c.suspect_since.get_or_insert(now);
+                    if now.duration_since(t) >= limit && since_ack >= ms {
+                        failed.push(i);
+                    }
+                }
+                None => c.suspect_since = None,
+            }
+        }
         for idx in failed {
             self.fail(
                 idx,

@@ -769,11 +769,11 @@ pub(super) fn set_liveness(fd: std::os::fd::BorrowedFd<'_>, cfg: &TcpConfig) -> 
     Ok(())
 }
 
-/// Whether the link of connection `fd` has failed with data in flight: segments sent and not
-/// acknowledged, and no acknowledgement received for `timeout_ms` (the kernel's `TCP_INFO`).
+/// Whether the kernel is retransmitting on connection `fd` (segments in flight, sent again,
+/// not acknowledged yet), and how long ago the last acknowledgement came, in ms (`TCP_INFO`).
 /// A receiver that stops reading keeps acknowledging (its zero window answers the probes, and
-/// nothing is in flight then), so it never looks failed.
-pub(super) fn link_failed(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: u64) -> bool {
+/// nothing is in flight then), so it never looks retransmitting.
+pub(super) fn retransmitting(fd: std::os::fd::BorrowedFd<'_>) -> Option<u64> {
     use std::os::fd::AsRawFd;
     // SAFETY: an all-zero tcp_info is valid; getsockopt writes at most `len` bytes into it.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
@@ -788,7 +788,8 @@ pub(super) fn link_failed(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: u64) -> b
             &mut len,
         )
     };
-    r == 0 && info.tcpi_unacked > 0 && u64::from(info.tcpi_last_ack_recv) >= timeout_ms
+    (r == 0 && info.tcpi_unacked > 0 && info.tcpi_retransmits > 0)
+        .then_some(u64::from(info.tcpi_last_ack_recv))
 }
 
 /// Apply the configured socket buffer sizes (0: leave the kernel's autotuning alone).
