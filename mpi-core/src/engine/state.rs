@@ -342,7 +342,11 @@ impl State {
     /// Move the live operation of request `from` into the (persistent) request `to`.
     fn rebind(&mut self, from: RequestId, to: RequestId) {
         let inner = self.reqs.remove(from).expect("just created");
-        // Every reference to `from` (posted queue, queued chunks) must now name `to`.
+        // Every reference to `from` (posted queue, queued chunks, a registration to make)
+        // must now name `to`.
+        for r in self.to_register.iter_mut().filter(|r| **r == from) {
+            *r = to;
+        }
         for q in &mut self.mq {
             for e in q.posted.iter_mut() {
                 if e.2 == from {
