@@ -24,9 +24,15 @@ impl Pair for OfiPair {
     }
 }
 
+/// Without RDMA reads: the suite drives both endpoints from one thread, and a provider with
+/// manual progress (`tcp;ofi_rxm`, `shm`) serves a read only while the target's endpoint is
+/// progressed, which it is not while the reader waits inside `get`. The reads are tested by
+/// MPI programs, where each rank progresses its own endpoint (`tests/tests/ofi.rs`,
+/// `rendezvous_data_is_read_with_rdma`).
 fn cfg(provider: &str) -> OfiConfig {
     OfiConfig {
         provider: Some(provider.into()),
+        rma: false,
         ..OfiConfig::default()
     }
 }
