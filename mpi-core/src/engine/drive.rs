@@ -223,7 +223,7 @@ impl Engine {
             Ok(SendOutcome::Done) => {
                 let g = &mut st.gates[peer as usize];
                 g.seq = seq;
-                if g.resil.on {
+                if g.resilient() {
                     st.retain(peer, &[&hb[..], payload].concat());
                 }
                 st.stats.eager_sends += 1;
@@ -356,7 +356,7 @@ impl Engine {
         if !self.st.to_register.is_empty() {
             self.register_sends();
         }
-        if self.st.gates[p].resil.on {
+        if self.st.gates[p].resilient() {
             if !self.resend(peer)? {
                 return Ok(self.st.gates[p].dead);
             }
@@ -421,7 +421,7 @@ impl Engine {
         let max_iov = g.rails[rail].max_iov;
         let drv = g.rails[rail].drv;
         // A gate with several rails keeps a copy of what it sends (`resilience`).
-        let keep = g.resil.on && pinned.is_none();
+        let keep = g.resilient() && pinned.is_none();
         let mut copy = Vec::new();
         let t0 = crate::trace::now();
         let mut bytes = 0;

@@ -108,6 +108,12 @@ pub(crate) struct Gate {
 }
 
 impl Gate {
+    /// The gate has several rails, and may lose one (`resilience`).
+    #[inline(always)]
+    pub(super) fn resilient(&self) -> bool {
+        self.rails.len() > 1
+    }
+
     /// Rail `r`, or the first that works if it has failed (`resilience`).
     #[inline]
     pub(super) fn live_rail(&self, r: usize) -> usize {
@@ -142,7 +148,6 @@ pub(super) enum NotPacked {
 pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate {
     let first = rails.first().map(|&(_, c)| c);
     let rails: Vec<Rail> = rails.into_iter().map(|(d, c)| Rail::new(d, c)).collect();
-    let several = rails.len() > 1;
     let registers = rails.first().is_some_and(|r| r.registers);
     let (driver, eager, frag_max, aggreg, solo, iov, get) = match (rails.first(), first) {
         (Some(r), Some(c)) => (
@@ -170,10 +175,7 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
         registers,
         queued: false,
         dead: false,
-        resil: Resilience {
-            on: several,
-            ..Resilience::default()
-        },
+        resil: Resilience::default(),
         packed: Vec::new(),
         packed_n: 0,
         placing: None,
@@ -233,7 +235,7 @@ impl State {
 
     pub(super) fn queue(&mut self, peer: u32, mut c: OutChunk) {
         crate::trace::queued(peer, &c.hdr);
-        if self.gates[peer as usize].resil.on {
+        if self.gates[peer as usize].resilient() {
             c = self.wrap(c);
         }
         let g = &mut self.gates[peer as usize];

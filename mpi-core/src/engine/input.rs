@@ -17,7 +17,7 @@ impl State {
     /// Handle one packet from `peer`. Malformed input is dropped and recorded, never trusted.
     pub fn handle_packet(&mut self, peer: u32, pkt: &[u8]) {
         crate::trace::received(peer, pkt);
-        let resilient = self.gates[peer as usize].resil.on;
+        let resilient = self.gates[peer as usize].resilient();
         if resilient && self.input_on_dead_rail(peer) {
             return;
         }
@@ -99,7 +99,7 @@ impl State {
                     // for it again on another one when it learns of the failure.
                     return;
                 }
-                let resilient = g.resil.on;
+                let resilient = g.resilient();
                 if part {
                     // (Checked before anything changes: a forged piece leaves the send as it
                     // was.)
@@ -286,11 +286,11 @@ impl State {
     pub(super) fn hold(&mut self, peer: u32, h: Header, payload: &[u8]) {
         let expect = self.order[peer as usize].expect;
         if let Err(why) = self.order[peer as usize].hold(h, payload) {
-            let r = &mut self.gates[peer as usize].resil;
-            if r.on && why == super::order::Refused::Old {
+            let g = &mut self.gates[peer as usize];
+            if g.resilient() && why == super::order::Refused::Old {
                 // Sent again after a rail failed, and handled already: acknowledge at once,
                 // so that the sender stops keeping it.
-                r.ack_now = true;
+                g.resil.ack_now = true;
                 return;
             }
             self.peer_error(format!(
@@ -420,7 +420,7 @@ impl RecvSink for State {
     /// place in the user buffer.
     fn place(&mut self, peer: PeerId, head: &[u8], total_len: usize) -> Option<Placement> {
         let h = Header::decode(head).ok()?;
-        if self.gates.get(peer.0 as usize)?.resil.on
+        if self.gates.get(peer.0 as usize)?.resilient()
             && (h.kind() != Some(Kind::Data) || self.input_on_dead_rail(peer.0))
         {
             // A message is handled whole on a gate with several rails: one cut short by the

@@ -255,7 +255,7 @@ impl State {
         fin: bool,
     ) {
         let g = &self.gates[peer as usize];
-        let resilient = g.resil.on;
+        let resilient = g.resilient();
         let mut pieces: Vec<Piece> = Vec::new();
         if g.rails.len() > 1 && from < len {
             self.strat.rdv_accept(g, from, len, &mut pieces);

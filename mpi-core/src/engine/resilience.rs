@@ -37,8 +37,6 @@ pub(crate) const ACK_EVERY: u32 = 64;
 /// What a resilient gate keeps for losing a rail.
 #[derive(Default)]
 pub(crate) struct Resilience {
-    /// The gate has several rails: the rest of this is in use.
-    pub on: bool,
     /// Copies of the numbered chunks that left and are not acknowledged yet, oldest first:
     /// (sequence number, the chunk as it was on the wire).
     pub unacked: VecDeque<(u32, Vec<u8>)>,
@@ -167,7 +165,7 @@ impl State {
     #[inline]
     pub(super) fn input_on_dead_rail(&self, peer: u32) -> bool {
         let g = &self.gates[peer as usize];
-        g.resil.on && g.rails.iter().any(|r| r.dead && r.drv == self.polling)
+        g.resilient() && g.rails.iter().any(|r| r.dead && r.drv == self.polling)
     }
 
     /// Driver `drv` lost `peer`: on a resilient gate with another rail left, that rail is lost
@@ -176,7 +174,9 @@ impl State {
         let g = &self.gates[peer as usize];
         let rail = g.rails.iter().position(|r| r.drv == drv);
         match rail {
-            Some(r) if g.resil.on && g.rails.iter().enumerate().any(|(i, x)| i != r && !x.dead) => {
+            Some(r)
+                if g.resilient() && g.rails.iter().enumerate().any(|(i, x)| i != r && !x.dead) =>
+            {
                 self.rail_down(peer, r, true)
             }
             _ => self.peer_lost(peer),

@@ -179,7 +179,7 @@ impl State {
         }
         let sync = mode == SendMode::Synchronous;
         // (A gate with several rails keeps a pushed message until its Fin: `resilience`.)
-        let resilient = self.gates[peer as usize].resil.on;
+        let resilient = self.gates[peer as usize].resilient();
         // Numbered when it leaves (`number`).
         let seq = 0;
         let table_len = if pieces.is_some() {

@@ -596,11 +596,9 @@ impl Transport for OfiTransport {
         };
         let key = mr.key;
         self.registrations += 1;
-        if let Some(old) = self.regs.insert(key, mr) {
-            // (A provider that chose a key it handed out already: keep both alive.)
-            let k = self.next_key | 1 << 63;
-            self.regs.insert(k, old);
-        }
+        // (Keys of live registrations are distinct: ours by the counter, a provider's by
+        // FI_MR_PROV_KEY.)
+        self.regs.insert(key, mr);
         Ok(key)
     }
 

@@ -154,7 +154,7 @@ impl Net {
                 .map(|c| c.len)
                 .sum::<usize>();
             st.sent(j, c.n);
-            if st.gates[j as usize].resil.on {
+            if st.gates[j as usize].resilient() {
                 st.retain(j, &pkt);
             }
             let g = &st.gates[j as usize];
