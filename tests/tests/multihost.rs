@@ -833,6 +833,8 @@ fn a_rail_whose_link_dies_leaves_the_job_on_the_other() {
             &env,
             "-x",
             "MADMPI_TCP_LINK_TIMEOUT_MS=2000",
+            "-x",
+            "MADMPI_LOG=warn",
             exe_s,
             "600",
         ]));
@@ -844,13 +846,6 @@ fn a_rail_whose_link_dies_leaves_the_job_on_the_other() {
             "{strategy}: the job ended before the link went down: {out}"
         );
         let mh1 = h.rx_bytes_of(1, "mh1");
-        if strategy == "split_balance" {
-            // Half of each large message is on mh1: the link that goes down carries traffic.
-            assert!(
-                mh1 > 32 << 10,
-                "mh1 carried only {mh1} bytes before it went down"
-            );
-        }
         ip_ok(&["-n", &h.ns[1], "link", "set", "mh1", "down"]);
         let t = Instant::now();
         let o = job.finish(Duration::from_secs(90));
@@ -860,6 +855,11 @@ fn a_rail_whose_link_dies_leaves_the_job_on_the_other() {
             t.elapsed()
         );
         assert_eq!(o.code, Some(0), "{strategy}: {}", o.dump());
+        if strategy == "split_balance" {
+            // Half of every large message was on mh1: the engines lost that rail and went on
+            // without it (this shows the path that ran, not only that the job ended).
+            assert!(o.stderr.contains("rail lost"), "{strategy}: {}", o.dump());
+        }
         assert!(
             o.stdout.lines().any(|l| l.trim() == "OK traffic"),
             "{strategy}: {}",
