@@ -201,9 +201,6 @@ impl State {
                 unsafe { rv.target.write_at(h.msg_len as usize, payload) };
                 rv.got += payload.len() as u64;
                 let done = rv.got >= rv.msg_len;
-                if !self.splits.is_empty() {
-                    self.split_data(peer, id, payload.len(), done);
-                }
                 if !self.pieces.is_empty() {
                     self.piece_data(peer, id, h.msg_len as usize, payload.len());
                     if done {
@@ -486,9 +483,6 @@ impl RecvSink for State {
         };
         rv.got += h.len as u64;
         let done = rv.got >= rv.msg_len;
-        if !self.splits.is_empty() && h.kind() == Some(Kind::Data) {
-            self.split_data(peer.0, id, h.len as usize, done);
-        }
         if !self.pieces.is_empty() && h.kind() == Some(Kind::Data) {
             self.piece_data(peer.0, id, h.msg_len as usize, h.len as usize);
             if done {

@@ -52,7 +52,7 @@ pub(crate) use matching::CTX_WIRE_LIMIT;
 use matching::{matches, MatchQ, UBody, Unexpected};
 pub(crate) use owned::Owned;
 pub(crate) use rails::Drivers;
-use recv::{check_src_tag, PendingGet, SplitRecv};
+use recv::{check_src_tag, PendingGet};
 use send::{check_dest_tag, check_type, gather_worthy};
 use state::bad_request;
 pub(crate) use state::{Comm, Engine, Schedule, State};

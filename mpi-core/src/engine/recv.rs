@@ -1,7 +1,8 @@
 //! Receives: `irecv` and its fast path `irecv_posted`, `imrecv`, the delivery of a matched
 //! message into its receive (`deliver`, `deliver_eager`, `matched`, `write_prefix`), and the
-//! receiving side of the rendezvous: asking for the data (`request_data`, cut over the rails),
-//! timing its pieces ([`SplitRecv`]) and the `get`s queued for the progress loop ([`PendingGet`]).
+//! receiving side of the rendezvous: asking for the data (`request_data`, cut over the rails,
+//! its pieces followed in `resilience`) and the `get`s queued for the progress loop
+//! ([`PendingGet`]).
 //!
 //! This module never calls a driver: `get`s are queued here and run by `drive`. It never
 //! blocks.
@@ -15,17 +16,6 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{Op, RecvOp, RecvTarget, Request, RequestId};
 use crate::wire::Kind;
 use crate::{CommId, MessageId, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
-
-/// A rendezvous receive whose data was asked for in pieces over several rails
-/// ([`State::request_data`]): per rail of the sender's gate, the bytes asked for, those come
-/// in, and when the last came (ns; 0: not yet).
-pub(super) struct SplitRecv {
-    pub(super) rid: RequestId,
-    pub(super) peer: u32,
-    /// When the pieces were asked for.
-    pub(super) t0: u64,
-    pub(super) rails: Vec<(usize, usize, u64)>,
-}
 
 pub(super) struct PendingGet {
     pub(super) peer: u32,
@@ -239,12 +229,11 @@ impl State {
 
     /// Ask `peer` for the data of its rendezvous send `sreq`, matched by the receive `rid`:
     /// bytes `from..len` (the RTS carried the start). With several rails to the peer, the
-    /// strategy may cut it (`rdv_accept`, on the receiving side as in NewMadeleine): one Cts
-    /// per piece (`FLAG_PART`), each naming its rail, and the pieces are timed as they come in
-    /// to learn each rail's bandwidth. Otherwise one Cts asks for all of it.
-    /// On a gate with several rails every piece is asked for on its rail, also when there is
-    /// one (`resilience`: what a failed rail was carrying is asked for again), and the pieces
-    /// are followed until they are in; so are those of a sender that wants a Fin (`fin`).
+    /// strategy may cut it (`rdv_accept`, on the receiving side as in NewMadeleine), and every
+    /// piece, also a lone one, is asked for on its rail by a Cts of its own (`FLAG_PART`);
+    /// otherwise one Cts asks for all of it. The pieces are followed as they come in
+    /// ([`PieceRecv`]): to learn each rail's bandwidth, to ask again for what a failed rail
+    /// was carrying (`resilience`), and to send the Fin a sender waits for (`fin`).
     fn request_data(
         &mut self,
         peer: u32,
@@ -275,6 +264,7 @@ impl State {
             });
         }
         if fin || resilient {
+            let asked = crate::trace::clock_ns();
             let follow = |p: &Piece| PieceRecv {
                 rid,
                 peer,
@@ -284,6 +274,8 @@ impl State {
                 rail: p.rail,
                 got: 0,
                 fin,
+                asked,
+                done_at: 0,
             };
             match pieces.as_slice() {
                 [] if from < len => self.pieces.push(follow(&Piece {
@@ -297,9 +289,7 @@ impl State {
         if !resilient && matches!(pieces.as_slice(), [] | [Piece { rail: 0, .. }]) {
             return self.queue_ctrl(peer, Kind::Cts, 0, sreq, rid.0);
         }
-        let mut rails = vec![(0usize, 0usize, 0u64); g.rails.len()];
         for p in &pieces {
-            rails[p.rail].0 += p.len;
             self.queue_piece_cts(peer, p.rail, p.off, p.len, sreq, rid);
         }
         tracing::debug!(
@@ -308,45 +298,6 @@ impl State {
             ?pieces,
             "rendezvous cut over rails"
         );
-        self.splits.push(SplitRecv {
-            rid,
-            peer,
-            t0: crate::trace::clock_ns(),
-            rails,
-        });
-    }
-
-    /// `n` bytes of the rendezvous receive `id` from `peer` came in on the rail being polled
-    /// (`done`: the last of them): if its data was asked for in pieces, account for them, and
-    /// when all are in, teach each rail the rate its piece came at.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn split_data(&mut self, peer: u32, id: RequestId, n: usize, done: bool) {
-        let Some(k) = self
-            .splits
-            .iter()
-            .position(|s| s.rid == id && s.peer == peer)
-        else {
-            return;
-        };
-        let now = crate::trace::clock_ns();
-        let g = &mut self.gates[peer as usize];
-        if let Some(r) = g.rails.iter().position(|r| r.drv == self.polling) {
-            if let Some(p) = self.splits[k].rails.get_mut(r) {
-                p.1 += n;
-                if p.1 >= p.0 && p.2 == 0 {
-                    p.2 = now;
-                }
-            }
-        }
-        if done {
-            let s = self.splits.swap_remove(k);
-            for (r, &(want, _, last)) in s.rails.iter().enumerate() {
-                if want > 0 && last > s.t0 {
-                    g.rails[r].learn(want, last - s.t0);
-                }
-            }
-        }
     }
 
     /// The start of a rendezvous message, sent with its RTS, into the receive `rid` that

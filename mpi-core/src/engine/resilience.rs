@@ -48,7 +48,9 @@ pub(crate) struct Resilience {
     pub ack_now: bool,
 }
 
-/// An unfinished piece of a rendezvous message pushed over a resilient gate.
+/// An unfinished piece of a rendezvous message pushed over a gate with several rails (or
+/// whose sender wants a Fin): what came of it, for asking again, for the Fin, and for learning
+/// its rail's bandwidth.
 pub(crate) struct PieceRecv {
     pub rid: RequestId,
     pub peer: u32,
@@ -62,6 +64,10 @@ pub(crate) struct PieceRecv {
     pub got: usize,
     /// The sender wants a Fin when the whole message is in (`FLAG_FIN`).
     pub fin: bool,
+    /// When it was asked for (ns; 0: asked for again after a rail failed, which teaches
+    /// nothing of the rail's bandwidth) and when its last byte came (0: not yet).
+    pub asked: u64,
+    pub done_at: u64,
 }
 
 /// Whether a control chunk of this kind travels wrapped (numbered) on a resilient gate.
@@ -230,6 +236,7 @@ impl State {
                 p.len -= p.got;
                 p.got = 0;
                 p.rail = live;
+                p.asked = 0;
                 again.push((p.off, p.len, p.sreq, p.rid));
             }
         }
@@ -286,21 +293,45 @@ impl State {
             .find(|p| p.rid == rid && p.peer == peer && p.off + p.got == off)
         {
             p.got += n;
+            if p.got >= p.len {
+                p.done_at = crate::trace::clock_ns();
+            }
         }
     }
 
-    /// The receive `rid` from `peer` has all its data: forget its pieces and send the Fin its
-    /// sender waits for.
+    /// The receive `rid` from `peer` has all its data: teach each rail the rate its pieces
+    /// came at (from their Cts to their last byte: the receiver's view, as the sender's would
+    /// measure its socket buffers), forget the pieces and send the Fin the sender waits for.
     #[cold]
     pub(super) fn pieces_done(&mut self, peer: u32, rid: RequestId) {
         let mut fin = None;
+        let g = &mut self.gates[peer as usize];
+        // Per rail: bytes, when asked, when the last came (a rail with a piece asked for
+        // again teaches nothing).
+        let mut rails = vec![(0usize, 0u64, 0u64); g.rails.len()];
         self.pieces.retain(|p| {
             let mine = p.rid == rid && p.peer == peer;
-            if mine && p.fin {
-                fin = Some(p.sreq);
+            if mine {
+                if p.fin {
+                    fin = Some(p.sreq);
+                }
+                if let Some(r) = rails.get_mut(p.rail) {
+                    r.0 += p.len;
+                    r.1 = if p.asked == 0 {
+                        u64::MAX
+                    } else {
+                        r.1.max(p.asked)
+                    };
+                    r.2 = r.2.max(p.done_at);
+                }
             }
             !mine
         });
+        for (rail, &(want, asked, last)) in g.rails.iter_mut().zip(&rails) {
+            if want > 0 && asked != u64::MAX && last > asked {
+                rail.learn(want, last - asked);
+            }
+        }
         if let Some(sreq) = fin {
             self.queue_ctrl(peer, Kind::Fin, 0, sreq, 0);
         }

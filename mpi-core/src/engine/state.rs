@@ -13,7 +13,7 @@ use super::rails::{DriverId, NO_DRIVER};
 use super::strategy::PacketStrategy;
 use super::{
     check_dest_tag, check_src_tag, check_type, order, Buffers, Gate, MatchQ, OnSent, PendingGet,
-    SplitRecv, Strategy, Unexpected,
+    Strategy, Unexpected,
 };
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{Op, Persistent, Request, RequestId, Slab, PROC_NULL_STATUS};
@@ -87,8 +87,6 @@ pub(crate) struct State {
     /// The driver being polled (the rail data arrives on).
     pub(super) polling: DriverId,
     /// Rendezvous receives whose data this process asked for in pieces over several rails,
-    /// timed to learn the rails' bandwidth.
-    pub(super) splits: Vec<SplitRecv>,
     /// Unfinished pieces of rendezvous messages pushed over gates with several rails
     /// (`resilience`), and of those whose sender waits for a Fin.
     pub(super) pieces: Vec<super::resilience::PieceRecv>,
@@ -194,7 +192,6 @@ impl State {
             strat,
             order: (0..nprocs).map(|_| order::Order::default()).collect(),
             polling: NO_DRIVER,
-            splits: Vec::new(),
             pieces: Vec::new(),
             to_register: Vec::new(),
             to_deregister: Vec::new(),
@@ -540,7 +537,6 @@ impl State {
         }
         self.rma_peer_lost(peer);
         self.gets.retain(|x| x.peer != peer);
-        self.splits.retain(|x| x.peer != peer);
         self.pieces.retain(|x| x.peer != peer);
         if !self.lost.contains(&peer) {
             self.lost.push(peer);
