@@ -36,10 +36,13 @@ static PROGRESS: Mutex<Progress> = Mutex::new(Progress {
     windows: 0,
 });
 
-/// `MADMPI_ASYNC_PROGRESS`: `Some(false)` never, `Some(true)` for every window, `None` for
-/// windows with another member.
-fn setting() -> Option<bool> {
-    env_parse::<u8>("MADMPI_ASYNC_PROGRESS").map(|v| v != 0)
+/// Whether a window of `members` processes needs the thread (`MADMPI_ASYNC_PROGRESS`: `0`
+/// never, `1` for every window; by default for windows with another member).
+fn needs_thread(members: usize) -> bool {
+    match env_parse::<u8>("MADMPI_ASYNC_PROGRESS") {
+        Some(v) => v != 0,
+        None => members > 1,
+    }
 }
 
 /// Whether the progress thread runs (for tests and diagnostics).
@@ -50,12 +53,7 @@ pub fn async_progress_running() -> bool {
 /// A window of `members` processes was created by this process (called outside any engine
 /// call, by the thread that created it).
 pub(crate) fn window_opened(members: usize) {
-    let wanted = match setting() {
-        Some(false) => false,
-        Some(true) => true,
-        None => members > 1,
-    };
-    if !wanted {
+    if !needs_thread(members) {
         return;
     }
     let mut p = PROGRESS.lock();
@@ -90,12 +88,7 @@ pub(crate) fn window_opened(members: usize) {
 
 /// A window counted by [`window_opened`] was freed.
 pub(crate) fn window_closed(members: usize) {
-    let counted = match setting() {
-        Some(false) => false,
-        Some(true) => true,
-        None => members > 1,
-    };
-    if !counted {
+    if !needs_thread(members) {
         return;
     }
     let mut p = PROGRESS.lock();

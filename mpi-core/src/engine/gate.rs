@@ -284,7 +284,7 @@ impl State {
     }
 
     /// Queue a chunk that is a header alone.
-    fn queue_header(&mut self, peer: u32, hdr: Header) {
+    pub(super) fn queue_header(&mut self, peer: u32, hdr: Header) {
         self.queue(
             peer,
             OutChunk {

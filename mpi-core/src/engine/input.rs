@@ -320,19 +320,7 @@ impl State {
             Ok(inner) if inner.kind == Kind::RailDown as u8 => {
                 self.rail_down(peer, inner.tag.max(0) as usize, false)
             }
-            Ok(inner)
-                if inner.len == 0
-                    && matches!(
-                        inner.kind(),
-                        Some(
-                            Kind::Cts
-                                | Kind::Fin
-                                | Kind::SyncAck
-                                | Kind::CancelReq
-                                | Kind::CancelAck
-                        )
-                    ) =>
-            {
+            Ok(inner) if inner.len == 0 && super::resilience::wrapped(inner.kind) => {
                 self.handle_chunk(peer, inner, &[])
             }
             _ => self.peer_error(format!("from rank {peer}: a malformed Ctrl chunk")),

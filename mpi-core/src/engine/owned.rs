@@ -16,9 +16,13 @@ pub(crate) struct Owned {
 }
 
 impl Owned {
-    /// Keep `body` in a slot (until `release_owned`); its number.
-    pub(super) fn keep(&mut self, body: Vec<u8>) -> u32 {
-        match self.free.pop() {
+    /// A chunk with header `hdr` (its `len` set here) and payload `body`, which is kept in a
+    /// slot until a driver took the chunk (`release_owned`).
+    pub(super) fn chunk(&mut self, mut hdr: Header, body: Vec<u8>) -> OutChunk {
+        hdr.len = body.len() as u32;
+        // (A Vec's heap buffer does not move when the Vec does.)
+        let (ptr, len) = (body.as_ptr(), body.len());
+        let k = match self.free.pop() {
             Some(k) => {
                 self.slots[k as usize] = Some(body);
                 k
@@ -27,6 +31,13 @@ impl Owned {
                 self.slots.push(Some(body));
                 self.slots.len() as u32 - 1
             }
+        };
+        OutChunk {
+            hdr,
+            ptr,
+            len,
+            sent: OnSent::Owned(k),
+            gather: None,
         }
     }
 }
@@ -34,21 +45,9 @@ impl Owned {
 impl State {
     /// Queue a chunk with header `hdr` (its `len` set here) and payload `body` to world rank
     /// `peer`; the engine keeps `body` until a driver took the chunk.
-    pub(crate) fn queue_owned(&mut self, peer: u32, mut hdr: Header, body: Vec<u8>) {
-        hdr.len = body.len() as u32;
-        let (ptr, len) = (body.as_ptr(), body.len());
-        let k = self.owned.keep(body);
-        self.queue(
-            peer,
-            OutChunk {
-                hdr,
-                // (A Vec's heap buffer does not move when the Vec does.)
-                ptr,
-                len,
-                sent: OnSent::Owned(k),
-                gather: None,
-            },
-        );
+    pub(crate) fn queue_owned(&mut self, peer: u32, hdr: Header, body: Vec<u8>) {
+        let c = self.owned.chunk(hdr, body);
+        self.queue(peer, c);
     }
 
     /// The chunk that owned slot `k` left.

@@ -25,7 +25,7 @@
 
 use std::collections::VecDeque;
 
-use super::gate::{numbered, OnSent, OutChunk};
+use super::gate::{numbered, OutChunk};
 use super::rails::DriverId;
 use super::State;
 use crate::request::RequestId;
@@ -72,7 +72,7 @@ pub(crate) struct PieceRecv {
 
 /// Whether a control chunk of this kind travels wrapped (numbered) on a resilient gate.
 #[inline]
-fn wrapped(kind: u8) -> bool {
+pub(super) fn wrapped(kind: u8) -> bool {
     matches!(
         Kind::from_raw(kind),
         Some(
@@ -93,21 +93,11 @@ impl State {
         if !wrapped(c.hdr.kind) || c.len != 0 {
             return c;
         }
-        let body = c.hdr.encode().to_vec();
         let hdr = Header {
             kind: Kind::Ctrl as u8,
-            len: body.len() as u32,
             ..Default::default()
         };
-        let (ptr, len) = (body.as_ptr(), body.len());
-        let k = self.owned.keep(body);
-        OutChunk {
-            hdr,
-            ptr,
-            len,
-            sent: OnSent::Owned(k),
-            gather: None,
-        }
+        self.owned.chunk(hdr, c.hdr.encode().to_vec())
     }
 
     /// A packet left for `peer` on a resilient gate: keep a copy of its numbered chunks until
@@ -149,19 +139,12 @@ impl State {
         }
         r.acked = last;
         r.ack_now = false;
-        let hdr = Header {
-            kind: Kind::Ack as u8,
-            msg_len: last as u64,
-            ..Default::default()
-        };
-        self.queue(
+        self.queue_header(
             peer,
-            OutChunk {
-                hdr,
-                ptr: std::ptr::null(),
-                len: 0,
-                sent: OnSent::Nothing,
-                gather: None,
+            Header {
+                kind: Kind::Ack as u8,
+                msg_len: last as u64,
+                ..Default::default()
             },
         );
     }
@@ -259,24 +242,17 @@ impl State {
         let end = off + len;
         while off < end {
             let n = (end - off).min(1 << 30);
-            let hdr = Header {
-                kind: Kind::Cts as u8,
-                flags: wire::FLAG_PART,
-                tag: rail as i32,
-                seq: n as u32,
-                msg_len: off as u64,
-                sreq,
-                aux: rid.0,
-                ..Default::default()
-            };
-            self.queue(
+            self.queue_header(
                 peer,
-                OutChunk {
-                    hdr,
-                    ptr: std::ptr::null(),
-                    len: 0,
-                    sent: OnSent::Nothing,
-                    gather: None,
+                Header {
+                    kind: Kind::Cts as u8,
+                    flags: wire::FLAG_PART,
+                    tag: rail as i32,
+                    seq: n as u32,
+                    msg_len: off as u64,
+                    sreq,
+                    aux: rid.0,
+                    ..Default::default()
                 },
             );
             off += n;

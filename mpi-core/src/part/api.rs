@@ -91,15 +91,7 @@ pub fn pready(r: RequestId, parts: &[i64]) -> Result<()> {
             );
         }
         for &i in parts {
-            if i < 0 || i >= p.parts as i64 {
-                return err(
-                    ErrorClass::Arg,
-                    format!(
-                        "partition {i} out of range (the request has {} partitions)",
-                        p.parts
-                    ),
-                );
-            }
+            in_range(i, p.parts)?;
         }
         for &i in parts {
             p.ready(&mut e.st, i as usize)?;
@@ -125,15 +117,7 @@ pub fn parrived(r: RequestId, i: i64) -> Result<bool> {
                     "MPI_Parrived on a partitioned send request",
                 );
             }
-            if i < 0 || i >= p.parts as i64 {
-                return err(
-                    ErrorClass::Arg,
-                    format!(
-                        "partition {i} out of range (the request has {} partitions)",
-                        p.parts
-                    ),
-                );
-            }
+            in_range(i, p.parts)?;
             if !p.active {
                 return Ok(true);
             }
@@ -146,4 +130,15 @@ pub fn parrived(r: RequestId, i: i64) -> Result<bool> {
         p.advance(&mut e.st);
         p.has_arrived(i as usize)
     })
+}
+
+/// Partition `i` of a request of `parts` partitions exists (else MPI_ERR_ARG).
+fn in_range(i: i64, parts: usize) -> Result<()> {
+    if i < 0 || i >= parts as i64 {
+        return err(
+            ErrorClass::Arg,
+            format!("partition {i} out of range (the request has {parts} partitions)"),
+        );
+    }
+    Ok(())
 }

@@ -23,8 +23,6 @@ pub struct DriverCounters {
 /// The engine's counters (`State::stats`).
 #[derive(Clone, Debug, Default)]
 pub struct Counters {
-    /// Packets handed to drivers.
-    pub packets: u64,
     /// Chunks (messages, control and data chunks) in those packets.
     pub packet_chunks: u64,
     /// Most chunks in one packet.
@@ -58,10 +56,14 @@ impl Counters {
         }
     }
 
+    /// Packets handed to drivers (each counted by its driver).
+    pub fn packets(&self) -> u64 {
+        self.drivers.iter().map(|d| d.packets_sent).sum()
+    }
+
     /// A packet of `chunks` chunks and `bytes` bytes to `peer` left on driver `drv`.
     #[inline(always)]
     pub(crate) fn packet(&mut self, drv: u8, peer: u32, chunks: u64, bytes: usize) {
-        self.packets += 1;
         self.packet_chunks += chunks;
         if chunks > self.max_chunks {
             self.max_chunks = chunks;

@@ -129,7 +129,7 @@ fn defs() -> Vec<PvarDesc> {
             TunerBasic,
             "scheduler",
             "packets handed to drivers (all peers, all rails)",
-            E(|c| c.packets),
+            E(|c| c.packets()),
         ),
         def(
             "madmpi_packet_chunks_sent",

@@ -349,20 +349,30 @@ fn access(
     Ok(v)
 }
 
-pub unsafe fn MPI_T_pvar_read(
+/// MPI_T_pvar_read (`reset`: MPI_T_pvar_readreset): the value into `buf`.
+fn read_into(
     session: MPI_T_pvar_session,
     handle: MPI_T_pvar_handle,
     buf: *mut c_void,
+    reset: bool,
 ) -> c_int {
     code((|| {
         if buf.is_null() {
             return Err(MPI_T_ERR_INVALID);
         }
-        let v = access(session, handle, false, None)?;
+        let v = access(session, handle, reset, None)?;
         // SAFETY: `buf` holds one unsigned long long (caller contract).
         unsafe { *(buf as *mut u64) = v };
         Ok(())
     })())
+}
+
+pub unsafe fn MPI_T_pvar_read(
+    session: MPI_T_pvar_session,
+    handle: MPI_T_pvar_handle,
+    buf: *mut c_void,
+) -> c_int {
+    read_into(session, handle, buf, false)
 }
 
 pub unsafe fn MPI_T_pvar_readreset(
@@ -370,15 +380,7 @@ pub unsafe fn MPI_T_pvar_readreset(
     handle: MPI_T_pvar_handle,
     buf: *mut c_void,
 ) -> c_int {
-    code((|| {
-        if buf.is_null() {
-            return Err(MPI_T_ERR_INVALID);
-        }
-        let v = access(session, handle, true, None)?;
-        // SAFETY: as in MPI_T_pvar_read.
-        unsafe { *(buf as *mut u64) = v };
-        Ok(())
-    })())
+    read_into(session, handle, buf, true)
 }
 
 pub unsafe fn MPI_T_pvar_write(
