@@ -9,7 +9,7 @@
 use std::sync::atomic::Ordering;
 
 use super::ring::{self, Consumer, Producer};
-use super::{RxRing, ShmTransport, TxRing};
+use super::{RxRing, ShmTransport, Stall, TxRing};
 use crate::{Error, Result, SendOutcome};
 
 impl ShmTransport {
@@ -45,8 +45,7 @@ impl ShmTransport {
                 self.tx[j] = Some(TxRing {
                     prod,
                     slot: self.slots[j],
-                    blocked: 0,
-                    blocked_since: None,
+                    stall: Stall::default(),
                 });
                 let t = self.tx[j].as_mut().expect("just set");
                 if push(&mut t.prod, 0) {
@@ -78,9 +77,7 @@ impl ShmTransport {
         if self.doorbell {
             slot.doorbell.0.fetch_add(1, Ordering::Release);
         }
-        let f = &mut self.far[j];
-        f.blocked = 0;
-        f.blocked_since = None;
+        self.far[j].stall = Stall::default();
         Ok(SendOutcome::Done)
     }
 

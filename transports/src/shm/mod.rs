@@ -173,9 +173,14 @@ struct TxRing {
     prod: Producer,
     /// The receiver's doorbell and identity.
     slot: NonNull<ProcSlot>,
-    /// Consecutive `WouldBlock`s, and when the first of them happened.
-    blocked: u32,
-    blocked_since: Option<Instant>,
+    stall: Stall,
+}
+
+/// Consecutive `WouldBlock`s towards a receiver, and when the first of them happened.
+#[derive(Debug, Default)]
+struct Stall {
+    count: u32,
+    since: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -191,9 +196,7 @@ struct RxRing {
 #[derive(Debug, Default)]
 struct Far {
     inbox: bool,
-    /// As [`TxRing`]'s.
-    blocked: u32,
-    blocked_since: Option<Instant>,
+    stall: Stall,
 }
 
 /// World rank → local index.
@@ -367,8 +370,7 @@ impl ShmTransport {
                 // producer (the slot claim above makes `my_local` ours).
                 prod: unsafe { Producer::new(ctrl, data, cap) },
                 slot: slots[j],
-                blocked: 0,
-                blocked_since: None,
+                stall: Stall::default(),
             }));
             let (ctrl, data) = seg.ring(my_local, layout.static_ring(j, my_local));
             rx.push(RxRing {
@@ -467,21 +469,18 @@ impl ShmTransport {
         if state == STATE_CLOSED {
             return Err(Error::PeerLost(peer));
         }
-        let (blocked, blocked_since) = match self.tx[j].as_mut() {
-            Some(t) => (&mut t.blocked, &mut t.blocked_since),
-            None => {
-                let f = &mut self.far[j];
-                (&mut f.blocked, &mut f.blocked_since)
-            }
+        let s = match self.tx[j].as_mut() {
+            Some(t) => &mut t.stall,
+            None => &mut self.far[j].stall,
         };
-        *blocked = blocked.wrapping_add(1);
+        s.count = s.count.wrapping_add(1);
         // Read the clock once every 256 attempts only.
-        if *blocked & 0xff == 1 {
+        if s.count & 0xff == 1 {
             let now = Instant::now();
-            match *blocked_since {
-                None => *blocked_since = Some(now),
+            match s.since {
+                None => s.since = Some(now),
                 Some(since) if now.duration_since(since) >= PEER_CHECK_AFTER => {
-                    *blocked_since = Some(now);
+                    s.since = Some(now);
                     if pid > 0 {
                         if let Err(e) = sys::probe_pid(pid) {
                             if e.raw_os_error() == Some(libc::ESRCH) {
@@ -566,8 +565,7 @@ impl ShmTransport {
                 // Release: a receiver that sees the new count also sees the record.
                 slot.doorbell.0.fetch_add(1, Ordering::Release);
             }
-            t.blocked = 0;
-            t.blocked_since = None;
+            t.stall = Stall::default();
             return Ok(SendOutcome::Done);
         }
         self.blocked(j)
