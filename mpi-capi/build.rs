@@ -10,6 +10,11 @@
 //! - `coll_wrappers.rs`: `crate::imp::MPI_Xxx` for every form of the collectives (blocking,
 //!   `MPI_I*`, `MPI_*_init`, each with its `_c` twin), one call to the collective's hand-written
 //!   `_impl` each; included by `src/imp/coll/mod.rs` and counted as defined under `src/imp/`.
+//! - `io_wrappers.rs`: the same for the MPI-IO data-access calls (`MPI_File_read*`,
+//!   `MPI_File_write*`, `MPI_File_i*`, the split collectives, each `_c` twin), one call to the
+//!   helper of its form each; included by `src/imp/io/mod.rs`.
+//! - `part_wrappers.rs`: the same for `MPI_Psend_init`, `MPI_Precv_init` and their `_c` twins;
+//!   included by `src/imp/part.rs`.
 //! - `generated.rs`: for every function, `MPI_Xxx` and `PMPI_Xxx` with the exact C signature. Each
 //!   body is a panic boundary around one call: `crate::imp::MPI_Xxx` when `src/imp/` defines
 //!   `fn MPI_Xxx(`, `crate::convert::MPI_Xxx` for the pure conversions, and otherwise
@@ -56,6 +61,14 @@ fn main() {
     let (coll_wrappers, coll_names) = generate_coll_wrappers(&table, &implemented);
     write_if_changed(&out_dir.join("coll_wrappers.rs"), &coll_wrappers);
     implemented.extend(coll_names);
+    // So are the MPI-IO data-access calls.
+    let (io_wrappers, io_names) = generate_io_wrappers(&table, &implemented);
+    write_if_changed(&out_dir.join("io_wrappers.rs"), &io_wrappers);
+    implemented.extend(io_names);
+    // And the partitioned inits.
+    let (part_wrappers, part_names) = generate_part_wrappers(&table, &implemented);
+    write_if_changed(&out_dir.join("part_wrappers.rs"), &part_wrappers);
+    implemented.extend(part_names);
     for name in &implemented {
         if !table.functions.iter().any(|f| &f.name == name) {
             println!(
@@ -810,11 +823,6 @@ fn generate_coll_wrapper(
     impl_fn: &str,
     mode: Option<&str>,
 ) {
-    let params: Vec<String> = f
-        .params
-        .iter()
-        .map(|p| format!("{}: {}", p.name, rust_type(&p.ty, table, false)))
-        .collect();
     let mut args = vec![format!("{:?}", f.name)];
     let mut request = "NOREQ";
     let mut body = String::new();
@@ -853,14 +861,245 @@ fn generate_coll_wrapper(
     } else {
         assert!(request == "NOREQ", "{}: a request without modes", f.name);
     }
+    write_wrapper(
+        out,
+        f,
+        table,
+        &format!("{body}    {impl_fn}({})", args.join(", ")),
+    );
+}
+
+/// `pub unsafe fn <name>(<the C parameters>) -> c_int { <body> }`, the shape of every generated
+/// wrapper (`body` is indented lines, the last one the call, without a newline).
+fn write_wrapper(out: &mut String, f: &Decl, table: &SignatureTable, body: &str) {
+    if f.params.len() > 7 {
+        out.push_str("\n#[allow(clippy::too_many_arguments)]");
+    }
+    let params: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| format!("{}: {}", p.name, rust_type(&p.ty, table, false)))
+        .collect();
     writeln!(
         out,
-        "\npub unsafe fn {}({}) -> c_int {{\n{body}    {impl_fn}({})\n}}",
+        "\npub unsafe fn {}({}) -> c_int {{\n{body}\n}}",
         f.name,
-        params.join(", "),
-        args.join(", ")
+        params.join(", ")
     )
     .unwrap();
+}
+
+// ----------------------------------------------------------------------------------------------
+// io_wrappers.rs
+// ----------------------------------------------------------------------------------------------
+
+/// What the name of an MPI-IO data-access call says:
+/// `MPI_File_[i]{read,write}[_at][_all|_shared|_ordered][_begin|_end][_c]`.
+struct IoAccess {
+    write: bool,
+    /// The `Where` of `src/imp/io/calls.rs`: explicit offset, individual or shared pointer.
+    place: &'static str,
+    /// `_all` and `_ordered` are collective.
+    collective: bool,
+    form: IoForm,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum IoForm {
+    Blocking,
+    Nonblocking,
+    Begin,
+    End,
+}
+
+impl IoAccess {
+    /// `None` for the other `MPI_File_*` functions.
+    fn of(name: &str) -> Option<Self> {
+        let rest = name.strip_prefix("MPI_File_")?;
+        let rest = rest.strip_suffix("_c").unwrap_or(rest);
+        let (rest, split) = match (rest.strip_suffix("_begin"), rest.strip_suffix("_end")) {
+            (Some(r), _) => (r, Some(IoForm::Begin)),
+            (_, Some(r)) => (r, Some(IoForm::End)),
+            _ => (rest, None),
+        };
+        let (rest, nonblocking) = match rest.strip_prefix('i') {
+            Some(r) => (r, true),
+            None => (rest, false),
+        };
+        let (write, rest) = match (rest.strip_prefix("read"), rest.strip_prefix("write")) {
+            (Some(r), _) => (false, r),
+            (_, Some(r)) => (true, r),
+            _ => return None,
+        };
+        let (place, collective) = match rest {
+            "" => ("Where::Indiv", false),
+            "_all" => ("Where::Indiv", true),
+            "_at" => ("Where::At(offset)", false),
+            "_at_all" => ("Where::At(offset)", true),
+            "_shared" => ("Where::Shared", false),
+            "_ordered" => ("Where::Ordered", true),
+            _ => return None,
+        };
+        let form = match (split, nonblocking) {
+            (None, false) => IoForm::Blocking,
+            (None, true) => IoForm::Nonblocking,
+            (Some(form), false) => form,
+            (Some(_), true) => panic!("{name}: a non-blocking split collective"),
+        };
+        assert!(
+            collective || split.is_none(),
+            "{name}: a split form of an independent call"
+        );
+        Some(IoAccess {
+            write,
+            place,
+            collective,
+            form,
+        })
+    }
+}
+
+/// `crate::imp::MPI_File_*` for every data-access call of the table (the forms of `IoAccess`,
+/// and each `_c` twin), in the order of the table: `pub unsafe fn` with the C signature whose
+/// body is one call to the hand-written helper of its form in `src/imp/io/`:
+/// `calls::blocking(name, fh, buf, count, datatype, place, write, collective, status)`,
+/// `nb::nonblocking(…, request)` in place of the status, `split::begin(name, fh, buf, count,
+/// datatype, place, write)` (always collective) and `split::end(name, fh, write, status)` (the
+/// buffer is not used). `int` counts widen to `i64`; `MPI_Count` ones already are. A form
+/// `src/imp/` defines by hand is not generated. Returns the code and the names defined.
+fn generate_io_wrappers(
+    table: &SignatureTable,
+    hand_written: &BTreeSet<String>,
+) -> (String, Vec<String>) {
+    let mut out = String::from(
+        "// Generated by mpi-capi/build.rs (generate_io_wrappers) from abi/mpi-abi-signatures.txt.\n\
+         // Do not edit: the implementations are the helpers of src/imp/io/{calls,nb,split}.rs.\n",
+    );
+    let mut names = Vec::new();
+    for f in &table.functions {
+        let Some(io) = IoAccess::of(&f.name) else {
+            continue;
+        };
+        let name = &f.name;
+        let large = name.ends_with("_c");
+        // The parameters follow from the name: checked, so that the call below is right.
+        let mut expected = vec![("fh", "MPI_File")];
+        if io.form == IoForm::End {
+            expected.push(("buf", "void"));
+        } else {
+            if io.place.starts_with("Where::At") {
+                expected.push(("offset", "MPI_Offset"));
+            }
+            expected.push(("buf", "void"));
+            expected.push(("count", if large { "MPI_Count" } else { "int" }));
+            expected.push(("datatype", "MPI_Datatype"));
+        }
+        match io.form {
+            IoForm::Blocking | IoForm::End => expected.push(("status", "MPI_Status")),
+            IoForm::Nonblocking => expected.push(("request", "MPI_Request")),
+            IoForm::Begin => {}
+        }
+        let actual: Vec<(&str, &str)> = f
+            .params
+            .iter()
+            .map(|p| (p.name.as_str(), p.ty.base.as_str()))
+            .collect();
+        assert!(
+            actual == expected && returns_error_code(f) && !f.variadic,
+            "{name}: parameters {actual:?}, expected {expected:?}"
+        );
+        assert!(
+            f.params[f.params.iter().position(|p| p.name == "buf").unwrap()]
+                .ty
+                .konst
+                == io.write,
+            "{name}: the buffer of a write (only) is const"
+        );
+        if hand_written.contains(name) {
+            continue;
+        }
+        let count = if large { "count" } else { "count as i64" };
+        let (write, coll) = (io.write, io.collective);
+        let body = match io.form {
+            IoForm::Blocking => format!(
+                "    calls::blocking({name:?}, fh, buf as *mut u8, {count}, datatype, {}, {write}, {coll}, status)",
+                io.place
+            ),
+            IoForm::Nonblocking => format!(
+                "    nb::nonblocking({name:?}, fh, buf as *mut u8, {count}, datatype, {}, {write}, {coll}, request)",
+                io.place
+            ),
+            IoForm::Begin => format!(
+                "    split::begin({name:?}, fh, buf as *mut u8, {count}, datatype, {}, {write})",
+                io.place
+            ),
+            IoForm::End => {
+                format!("    let _ = buf; // not used\n    split::end({name:?}, fh, {write}, status)")
+            }
+        };
+        write_wrapper(&mut out, f, table, &body);
+        names.push(name.clone());
+    }
+    (out, names)
+}
+
+// ----------------------------------------------------------------------------------------------
+// part_wrappers.rs
+// ----------------------------------------------------------------------------------------------
+
+/// `crate::imp::MPI_Psend_init`, `MPI_Precv_init` and their `_c` twins (the same C signature:
+/// the count is an `MPI_Count` in both), each one call to the hand-written
+/// `part_init(name, send, <the C arguments>)` of `src/imp/part.rs`. A form `src/imp/` defines by
+/// hand is not generated. Returns the code and the names defined.
+fn generate_part_wrappers(
+    table: &SignatureTable,
+    hand_written: &BTreeSet<String>,
+) -> (String, Vec<String>) {
+    let mut out = String::from(
+        "// Generated by mpi-capi/build.rs (generate_part_wrappers) from abi/mpi-abi-signatures.txt.\n\
+         // Do not edit: the implementation is `part_init` of src/imp/part.rs.\n",
+    );
+    let mut names = Vec::new();
+    for (base, send, peer) in [
+        ("MPI_Psend_init", true, "dest"),
+        ("MPI_Precv_init", false, "source"),
+    ] {
+        for name in [base.to_owned(), format!("{base}_c")] {
+            let f = table
+                .functions
+                .iter()
+                .find(|f| f.name == name)
+                .unwrap_or_else(|| panic!("{name}: no signature"));
+            let expected = [
+                ("buf", "void"),
+                ("partitions", "int"),
+                ("count", "MPI_Count"),
+                ("datatype", "MPI_Datatype"),
+                (peer, "int"),
+                ("tag", "int"),
+                ("comm", "MPI_Comm"),
+                ("info", "MPI_Info"),
+                ("request", "MPI_Request"),
+            ];
+            let actual: Vec<(&str, &str)> = f
+                .params
+                .iter()
+                .map(|p| (p.name.as_str(), p.ty.base.as_str()))
+                .collect();
+            assert!(
+                actual == expected && returns_error_code(f) && !f.variadic,
+                "{name}: parameters {actual:?}, expected {expected:?}"
+            );
+            if hand_written.contains(&name) {
+                continue;
+            }
+            let args: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
+            let body = format!("    part_init({name:?}, {send}, {})", args.join(", "));
+            write_wrapper(&mut out, f, table, &body);
+            names.push(name);
+        }
+    }
+    (out, names)
 }
 
 // ----------------------------------------------------------------------------------------------

@@ -388,8 +388,32 @@ fn program_calls_the_library_through_the_header() {
     assert_eq!(run(&mut Command::new(&exe)), "ok\n");
 }
 
-/// Names of the functions `mpi-capi/src/imp/` defines (`fn MPI_Xxx(` outside comments).
+/// Names of the functions `mpi-capi/src/imp/` defines (`fn MPI_Xxx(` outside comments), with
+/// the wrappers `mpi-capi/build.rs` generates into its `OUT_DIR` and `src/imp/` includes (the
+/// collectives, the MPI-IO data-access calls, the partitioned inits).
 fn implemented_functions() -> BTreeSet<String> {
+    fn scan(text: &str, names: &mut BTreeSet<String>) {
+        let mut text = text.to_owned();
+        while let Some(start) = text.find("/*") {
+            let end = text[start..]
+                .find("*/")
+                .map_or(text.len(), |e| start + e + 2);
+            text.replace_range(start..end, " ");
+        }
+        for line in text.lines() {
+            let code = line.split("//").next().unwrap();
+            for (i, _) in code.match_indices("fn MPI_") {
+                let name: String = code[i + 3..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let after = code[i + 3 + name.len()..].trim_start();
+                if after.starts_with('(') || after.starts_with('<') {
+                    names.insert(name);
+                }
+            }
+        }
+    }
     fn walk(dir: &Path, names: &mut BTreeSet<String>) {
         let Ok(entries) = fs::read_dir(dir) else {
             return;
@@ -399,26 +423,7 @@ fn implemented_functions() -> BTreeSet<String> {
             if path.is_dir() {
                 walk(&path, names);
             } else if path.extension().is_some_and(|e| e == "rs") {
-                let mut text = read(&path);
-                while let Some(start) = text.find("/*") {
-                    let end = text[start..]
-                        .find("*/")
-                        .map_or(text.len(), |e| start + e + 2);
-                    text.replace_range(start..end, " ");
-                }
-                for line in text.lines() {
-                    let code = line.split("//").next().unwrap();
-                    for (i, _) in code.match_indices("fn MPI_") {
-                        let name: String = code[i + 3..]
-                            .chars()
-                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                            .collect();
-                        let after = code[i + 3 + name.len()..].trim_start();
-                        if after.starts_with('(') || after.starts_with('<') {
-                            names.insert(name);
-                        }
-                    }
-                }
+                scan(&read(&path), names);
             }
         }
     }
@@ -427,38 +432,16 @@ fn implemented_functions() -> BTreeSet<String> {
         &workspace().join("mpi-capi").join("src").join("imp"),
         &mut names,
     );
-    names.extend(generated_collectives());
-    names
-}
-
-/// The collective wrappers `mpi-capi/build.rs` generates (into its `OUT_DIR`, which no file of
-/// `src/imp/` shows): every declared form of each base name of its `COLLECTIVES` list — the
-/// blocking one, `MPI_I*`, `*_init`, and the `_c` twin of each.
-fn generated_collectives() -> Vec<String> {
-    let build = read(&workspace().join("mpi-capi").join("build.rs"));
-    let start = build
-        .find("const COLLECTIVES: &[&str] = &[")
-        .expect("build.rs lists COLLECTIVES");
-    let list = &build[start..start + build[start..].find("];").expect("end of COLLECTIVES")];
-    let (_, functions) = signatures();
-    let declared: BTreeSet<&str> = functions.iter().map(|p| declared_name(p)).collect();
-    let mut out = Vec::new();
-    for base in list.split('"').skip(1).step_by(2) {
-        let stem = &base["MPI_".len()..];
-        for form in [
-            base.to_string(),
-            format!("MPI_I{}", stem.to_ascii_lowercase()),
-            format!("{base}_init"),
-        ] {
-            for name in [form.clone(), format!("{form}_c")] {
-                if declared.contains(name.as_str()) {
-                    out.push(name);
-                }
-            }
-        }
+    let before = names.len();
+    for generated in ["coll_wrappers.rs", "io_wrappers.rs", "part_wrappers.rs"] {
+        scan(&read(&capi_out_dir().join(generated)), &mut names);
     }
-    assert!(out.len() > 100, "generated collectives: {out:?}");
-    out
+    assert!(
+        names.len() > before + 150,
+        "generated wrappers: {} functions",
+        names.len() - before
+    );
+    names
 }
 
 #[test]
