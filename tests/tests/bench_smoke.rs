@@ -281,16 +281,36 @@ fn bad_option_is_refused() {
 /// the MPI benchmarks, 0 B left out, ending with `# done`.
 #[test]
 fn rawtcp() {
+    raw_baseline("rawtcp", "library=raw TCP", &[]);
+}
+
+/// The fi_pingpong baseline of ofi mode (runs libfabric's `fi_pingpong` over
+/// `tcp;ofi_rxm`, installed by scripts/install-deps.sh), likewise.
+#[test]
+fn fipingpong() {
+    raw_baseline(
+        "fipingpong",
+        "library=fi_pingpong",
+        &[("MADMPI_OFI_PROVIDER", "tcp;ofi_rxm")],
+    );
+}
+
+/// Builds `bench/c/<name>.c` with the plain C compiler, warning-free, and
+/// checks its output: the header naming the library (`library`), `lat_us`
+/// and `bw_MBps` for 1 .. 64 B, `# done` last, and a usage error on a bad
+/// option.
+fn raw_baseline(name: &str, library: &str, env: &[(&str, &str)]) {
     let root = repo();
-    let exe = scratch().join("plain").join("rawtcp");
+    let exe = scratch().join("plain").join(name);
     std::fs::create_dir_all(exe.parent().expect("dir")).expect("mkdir");
     let cc = std::env::var("CC")
         .ok()
         .filter(|c| !c.trim().is_empty())
         .unwrap_or_else(|| "cc".into());
+    let src = root.join(format!("bench/c/{name}.c"));
     let o = Command::new(&cc)
         .args(["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror"])
-        .arg(root.join("bench/c/rawtcp.c"))
+        .arg(&src)
         .arg("-o")
         .arg(&exe)
         .stdin(Stdio::null())
@@ -298,7 +318,8 @@ fn rawtcp() {
         .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
     assert!(
         o.status.success(),
-        "{cc} bench/c/rawtcp.c failed ({}):\n{}",
+        "{cc} {} failed ({}):\n{}",
+        src.display(),
         o.status,
         String::from_utf8_lossy(&o.stderr)
     );
@@ -306,12 +327,14 @@ fn rawtcp() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let r = run_plain(&exe, &argv);
-    assert!(r.success(), "{}", ctx(&r, "rawtcp"));
+    let mut cmd = Command::new(&exe);
+    cmd.args(&argv).envs(env.iter().copied());
+    let r = run_command(cmd, name, RUN_TIMEOUT);
+    assert!(r.success(), "{}", ctx(&r, name));
     assert!(
         r.stdout
             .lines()
-            .any(|l| l.starts_with("# pingpong ranks=2") && l.contains("library=raw TCP")),
+            .any(|l| l.starts_with("# pingpong ranks=2") && l.contains(library)),
         "{}",
         ctx(&r, "header comment line")
     );

@@ -13,7 +13,9 @@ MPICH: mpicc.mpich + mpiexec.mpich, Open MPI: mpicc.openmpi + mpirun.openmpi),
 runs them interleaved and writes bench/results/<timestamp>/{results.json,
 summary.md, plots/*.png, plots/*.svg} (and the bench/results/latest symlink).
 In TCP mode the ping-pong also runs bench/c/rawtcp.c (built with $CC or cc),
-a busy-polling TCP ping-pong without MPI: the `raw TCP` baseline.
+a busy-polling TCP ping-pong without MPI: the `raw TCP` baseline. In ofi mode
+it runs bench/c/fipingpong.c, libfabric's `fi_pingpong` on the same provider:
+the `fi_pingpong` baseline, and ours over its own tcp driver (`ours-tcp`).
 
 options:
   --quick              fewer sizes and iterations, 3 runs (under 3 minutes)
@@ -21,10 +23,11 @@ options:
   --transport T        shm (default), tcp, both, or ofi (libfabric: ours and Open
                        MPI's cm/ofi on MADMPI_OFI_PROVIDER, default tcp;ofi_rxm;
                        MPICH's Debian build has no ofi device and does not run)
-  --impl LIST          comma-separated subset of ours,ours-aggreg,mpich,openmpi
-                       (default: all; ours-aggreg is ours with
-                       MADMPI_STRATEGY=aggreg, run for pingpong, multiseg,
-                       msgrate and rma only, not a peer)
+  --impl LIST          comma-separated subset of ours,ours-aggreg,ours-tcp,
+                       mpich,openmpi (default: all; ours-aggreg is ours with
+                       MADMPI_STRATEGY=aggreg, ours-tcp ours over its tcp
+                       driver in ofi mode only; both run pingpong, multiseg,
+                       msgrate and rma only, and are not peers)
   --bench LIST         comma-separated subset of the benchmarks
                        (pingpong,barrier,msgrate,multiseg,indexed,overlap,coll,
                        ringbcast,io,rma; scale, only when named: MPI_Init to the

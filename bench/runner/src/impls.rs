@@ -9,30 +9,51 @@ use crate::proc::{self, Outcome, Spec};
 
 /// Which implementation; `OursAggreg` is ours with the aggregating packet
 /// scheduler (`MADMPI_STRATEGY=aggreg`), same binaries and launcher, run
-/// only where the strategy matters and never counted as a peer; `RawTcp` is
-/// the raw TCP baseline (bench/c/rawtcp.c, no MPI), run in TCP mode next to
-/// the ping-pong and never counted as a peer. The order of the variants is
-/// the interleaving order of a round.
+/// only where the strategy matters and never counted as a peer; `OursTcp` is
+/// ours over its own `tcp` driver, run in `ofi` mode next to ours over
+/// libfabric and never counted as a peer; `RawTcp` is the raw TCP baseline
+/// (bench/c/rawtcp.c, no MPI), run in TCP mode next to the ping-pong, and
+/// `FiPingpong` libfabric's own ping-pong (bench/c/fipingpong.c runs
+/// `fi_pingpong`), run in `ofi` mode: the raw floors, never peers. The order
+/// of the variants is the interleaving order of a round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     Ours,
     OursAggreg,
+    OursTcp,
     Mpich,
     OpenMpi,
     RawTcp,
+    FiPingpong,
 }
 
 impl Kind {
     /// The MPI implementations (what `--impl` chooses from).
-    pub const ALL: [Kind; 4] = [Kind::Ours, Kind::OursAggreg, Kind::Mpich, Kind::OpenMpi];
+    pub const ALL: [Kind; 5] = [
+        Kind::Ours,
+        Kind::OursAggreg,
+        Kind::OursTcp,
+        Kind::Mpich,
+        Kind::OpenMpi,
+    ];
 
     /// Benchmarks the `ours-aggreg` variant runs: those whose messages the
     /// packet scheduler can aggregate or delay.
     pub const AGGREG_BENCHES: [&'static str; 4] = ["pingpong", "msgrate", "multiseg", "rma"];
 
-    /// An MPI implementation, as opposed to the raw TCP baseline.
+    /// An MPI implementation, as opposed to a raw baseline.
     pub fn is_mpi(self) -> bool {
-        self != Kind::RawTcp
+        !self.is_raw()
+    }
+
+    /// A raw floor under the ping-pong (no MPI): raw TCP, `fi_pingpong`.
+    pub fn is_raw(self) -> bool {
+        matches!(self, Kind::RawTcp | Kind::FiPingpong)
+    }
+
+    /// A variant of ours shown only in the tables that have its figures.
+    pub fn is_variant(self) -> bool {
+        matches!(self, Kind::OursAggreg | Kind::OursTcp)
     }
 
     /// A reference implementation ours is compared with (MPICH, Open MPI).
@@ -40,15 +61,15 @@ impl Kind {
         matches!(self, Kind::Mpich | Kind::OpenMpi)
     }
 
-    /// madmpi itself, with either packet scheduler.
+    /// madmpi itself, with either packet scheduler or driver.
     pub fn is_ours(self) -> bool {
-        matches!(self, Kind::Ours | Kind::OursAggreg)
+        matches!(self, Kind::Ours | Kind::OursAggreg | Kind::OursTcp)
     }
 
     /// The `MADMPI_STRATEGY` our runs get (None for the others).
     pub fn strategy(self) -> Option<&'static str> {
         match self {
-            Kind::Ours => Some("adaptive"),
+            Kind::Ours | Kind::OursTcp => Some("adaptive"),
             Kind::OursAggreg => Some("aggreg"),
             _ => None,
         }
@@ -59,9 +80,11 @@ impl Kind {
         match self {
             Kind::Ours => "ours",
             Kind::OursAggreg => "ours-aggreg",
+            Kind::OursTcp => "ours-tcp",
             Kind::Mpich => "mpich",
             Kind::OpenMpi => "openmpi",
             Kind::RawTcp => "rawtcp",
+            Kind::FiPingpong => "fi_pingpong",
         }
     }
 
@@ -70,9 +93,11 @@ impl Kind {
         match self {
             Kind::Ours => "ours",
             Kind::OursAggreg => "ours (aggreg)",
+            Kind::OursTcp => "ours (tcp driver)",
             Kind::Mpich => "MPICH",
             Kind::OpenMpi => "Open MPI",
             Kind::RawTcp => "raw TCP",
+            Kind::FiPingpong => "fi_pingpong",
         }
     }
 
@@ -83,6 +108,8 @@ impl Kind {
 
 /// The raw TCP baseline's program (bench/c/rawtcp.c).
 pub const RAWTCP: &str = "rawtcp";
+/// The `fi_pingpong` baseline's program (bench/c/fipingpong.c).
+pub const FIPINGPONG: &str = "fipingpong";
 
 /// Which transport the run must use between ranks of one node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -144,14 +171,14 @@ impl Impl {
     /// The implementation with its default commands; nothing checked yet.
     pub fn new(kind: Kind, repo: &Path, build_root: &Path) -> Impl {
         let (cc, launcher) = match kind {
-            Kind::Ours | Kind::OursAggreg => (
+            Kind::Ours | Kind::OursAggreg | Kind::OursTcp => (
                 repo.join("bin/mpicc").display().to_string(),
                 repo.join("bin/mpirun").display().to_string(),
             ),
             Kind::Mpich => ("mpicc.mpich".into(), "mpiexec.mpich".into()),
             Kind::OpenMpi => ("mpicc.openmpi".into(), "mpirun.openmpi".into()),
             // Not MPI: the plain C compiler, and the program runs directly.
-            Kind::RawTcp => (
+            Kind::RawTcp | Kind::FiPingpong => (
                 std::env::var("CC")
                     .ok()
                     .filter(|c| !c.trim().is_empty())
@@ -182,22 +209,25 @@ impl Impl {
 
     /// The program that stands for benchmark `bench`: the benchmark itself
     /// for an MPI implementation (`ours-aggreg`: only those of
-    /// [`Kind::AGGREG_BENCHES`]); for the raw TCP baseline, `rawtcp` for
-    /// `pingpong` and nothing else.
+    /// [`Kind::AGGREG_BENCHES`]); for the raw baselines, `rawtcp` or
+    /// `fipingpong` for `pingpong` and nothing else.
     pub fn program(&self, bench: &str) -> Option<String> {
         match self.kind {
             Kind::RawTcp => (bench == "pingpong").then(|| RAWTCP.to_string()),
-            Kind::OursAggreg => Kind::AGGREG_BENCHES
+            Kind::FiPingpong => (bench == "pingpong").then(|| FIPINGPONG.to_string()),
+            Kind::OursAggreg | Kind::OursTcp => Kind::AGGREG_BENCHES
                 .contains(&bench)
                 .then(|| bench.to_string()),
             _ => Some(bench.to_string()),
         }
     }
 
-    /// Whether this runs in `transport` mode (the raw TCP baseline: TCP only).
+    /// Whether this runs in `transport` mode (the raw TCP baseline: TCP only;
+    /// `fi_pingpong` and ours over its tcp driver: `ofi` only).
     pub fn runs_on(&self, transport: Transport) -> bool {
         match self.kind {
             Kind::RawTcp => transport == Transport::Tcp,
+            Kind::FiPingpong | Kind::OursTcp => transport == Transport::Ofi,
             // Debian's MPICH reaches networks through UCX, not libfabric.
             Kind::Mpich => transport != Transport::Ofi,
             _ => true,
@@ -219,6 +249,15 @@ impl Impl {
         let mut env = Vec::new();
         match self.kind {
             Kind::RawTcp => argv.clear(),
+            Kind::FiPingpong => {
+                argv.clear();
+                env.push(("MADMPI_OFI_PROVIDER".into(), ofi_provider()));
+            }
+            Kind::OursTcp => {
+                // The comparison point of `ofi` mode: ours over its own driver.
+                env.push(("MADMPI_STRATEGY".into(), "adaptive".into()));
+                env.push(("MADMPI_TRANSPORTS".into(), "tcp".into()));
+            }
             Kind::Ours | Kind::OursAggreg => {
                 // Always explicit, so the caller's environment cannot change
                 // which scheduler `ours` measures.
@@ -282,16 +321,25 @@ impl Impl {
 
     /// Checks that the compiler and launcher exist; sets `status`.
     pub fn detect(&mut self) {
-        let missing: Vec<&str> = [self.cc.as_str(), self.launcher.as_str()]
+        // `fi_pingpong` is what bench/c/fipingpong.c runs.
+        let tool = if self.kind == Kind::FiPingpong {
+            "fi_pingpong"
+        } else {
+            ""
+        };
+        let missing: Vec<&str> = [self.cc.as_str(), self.launcher.as_str(), tool]
             .into_iter()
             .filter(|c| !c.is_empty() && proc::which(c).is_none())
             .collect();
         if !missing.is_empty() {
             let hint = match self.kind {
-                Kind::Ours | Kind::OursAggreg => "; run `make` at the repository root",
+                Kind::Ours | Kind::OursAggreg | Kind::OursTcp => {
+                    "; run `make` at the repository root"
+                }
                 Kind::Mpich => "; apt-get install mpich",
                 Kind::OpenMpi => "; apt-get install openmpi-bin libopenmpi-dev",
                 Kind::RawTcp => "; set CC or apt-get install gcc",
+                Kind::FiPingpong => "; apt-get install libfabric-bin (and gcc, or set CC)",
             };
             self.status = Err(format!("{} not found{hint}", missing.join(" and ")));
         }

@@ -129,6 +129,9 @@ fn run(o: &Options) -> Result<ExitCode, String> {
 
     let mut impls: Vec<Impl> = Vec::new();
     for &kind in &o.impls {
+        if kind == Kind::OursTcp && !o.transports.contains(&Transport::Ofi) {
+            continue; // ours over its tcp driver is the comparison point of ofi mode only
+        }
         let mut i = Impl::new(kind, &o.repo, &build_root);
         // Only the programs it runs (ours-aggreg: a subset).
         let mine: Vec<(String, PathBuf)> = sources
@@ -150,15 +153,18 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         prepare(&mut i, &mine, built, &src_dir, &log_dir);
         impls.push(i);
     }
-    // The raw TCP floor under the ping-pong: TCP mode only, not a peer.
-    if o.transports.contains(&Transport::Tcp) && wanted.contains(&"pingpong") {
-        let mut raw = Impl::new(Kind::RawTcp, &o.repo, &build_root);
-        let src = vec![(
-            impls::RAWTCP.to_string(),
-            src_dir.join(format!("{}.c", impls::RAWTCP)),
-        )];
-        prepare(&mut raw, &src, None, &src_dir, &log_dir);
-        impls.push(raw);
+    // The raw floors under the ping-pong, not peers: raw TCP in TCP mode,
+    // libfabric's fi_pingpong in ofi mode.
+    for (kind, transport, prog) in [
+        (Kind::RawTcp, Transport::Tcp, impls::RAWTCP),
+        (Kind::FiPingpong, Transport::Ofi, impls::FIPINGPONG),
+    ] {
+        if o.transports.contains(&transport) && wanted.contains(&"pingpong") {
+            let mut raw = Impl::new(kind, &o.repo, &build_root);
+            let src = vec![(prog.to_string(), src_dir.join(format!("{prog}.c")))];
+            prepare(&mut raw, &src, None, &src_dir, &log_dir);
+            impls.push(raw);
+        }
     }
 
     let jobs = plan(o, &wanted);

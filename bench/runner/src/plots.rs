@@ -152,9 +152,10 @@ fn look(kind: Kind) -> (RGBColor, Marker) {
     match kind {
         Kind::Ours => (RGBColor(214, 39, 40), Marker::Circle),
         Kind::OursAggreg => (RGBColor(148, 103, 189), Marker::Diamond),
+        Kind::OursTcp => (RGBColor(255, 127, 14), Marker::Diamond),
         Kind::Mpich => (RGBColor(31, 119, 180), Marker::Triangle),
         Kind::OpenMpi => (RGBColor(44, 160, 44), Marker::Square),
-        Kind::RawTcp => (RGBColor(40, 40, 40), Marker::Cross),
+        Kind::RawTcp | Kind::FiPingpong => (RGBColor(40, 40, 40), Marker::Cross),
     }
 }
 
@@ -226,7 +227,7 @@ fn chart(
                 label: format!("{}{suffix}", kind.title()),
                 color,
                 marker,
-                dashed: i > 0 || kind == Kind::RawTcp,
+                dashed: i > 0 || kind.is_raw(),
                 points,
             });
         }

@@ -239,12 +239,12 @@ pub fn paired_to_best_peer(
     paired_ratio(row, Kind::Ours, peer)
 }
 
-/// Our overhead over the raw TCP baseline, if both exist: ours − raw for
+/// Our overhead over the raw baseline `raw`, if both exist: ours − raw for
 /// lower-is-better metrics (times: `+12.3`), ours / raw otherwise
 /// (rates: `×0.85`).
-pub fn over_raw(better: Better, cells: &BTreeMap<Kind, Cell>) -> Option<String> {
+pub fn over_raw(raw: Kind, better: Better, cells: &BTreeMap<Kind, Cell>) -> Option<String> {
     let ours = cells.get(&Kind::Ours)?.med;
-    let raw = cells.get(&Kind::RawTcp)?.med;
+    let raw = cells.get(&raw)?.med;
     match better {
         Better::Lower => Some(format!(
             "{}{}",
@@ -264,9 +264,32 @@ fn over_raw_title(better: Better, metric: &str) -> String {
     }
 }
 
-/// Whether any row of `table` has a raw TCP figure.
-fn has_raw(table: &Table) -> bool {
-    has_kind(table, Kind::RawTcp)
+/// The raw baseline (raw TCP, `fi_pingpong`) of which `table` has figures.
+fn raw_of(table: &Table) -> Option<Kind> {
+    [Kind::RawTcp, Kind::FiPingpong]
+        .into_iter()
+        .find(|&k| has_kind(table, k))
+}
+
+/// What the headline says of the raw baseline `raw`.
+fn raw_note(raw: Kind) -> &'static str {
+    match raw {
+        Kind::FiPingpong => {
+            "`fi_pingpong` is the floor measured in the same run by `bench/c/fipingpong.c`, which \
+             runs libfabric's own ping-pong (`fi_pingpong -e rdm`) on the same provider, server \
+             and client on one host, for the sizes of `pingpong --mode lat`. It is not a peer: \
+             `ours/best peer` ignores it. `ours vs raw` is our overhead over it: ours − raw in \
+             µs for times, ours / raw for bandwidths. `ours (tcp driver)` is ours over its own \
+             `tcp` driver in the same rounds, not a peer either.\n"
+        }
+        _ => {
+            "`raw TCP` is the floor measured in the same run by `bench/c/rawtcp.c`, a minimal \
+             busy-polling TCP ping-pong over loopback (same sizes and iteration policy as \
+             `pingpong --mode lat`). It is not a peer: `ours/best peer` ignores it. \
+             `ours vs raw` is our overhead over it: ours − raw in µs for times, ours / raw \
+             for bandwidths.\n"
+        }
+    }
 }
 
 /// Whether any row of `table` has a figure of `kind`.
@@ -552,7 +575,8 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
     s.push('\n');
 
     // Columns: the MPI implementations (`ours (aggreg)` only in the tables
-    // that have its figures); the raw TCP baseline is added to the tables
+    // that have its figures, likewise `ours (tcp driver)`); the raw baseline
+    // (raw TCP, fi_pingpong) is added to the tables
     // that have its figures.
     let kinds: Vec<Kind> = ctx
         .impls
@@ -563,16 +587,19 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
     let all = tables(runs, ctx.bench_order);
 
     for &t in ctx.transports {
+        let here = |kind: Kind| {
+            all.iter()
+                .any(|(k, table)| k.transport == t && has_kind(table, kind))
+        };
         let raw_here = all
             .iter()
-            .any(|(k, table)| k.transport == t && has_raw(table));
-        let aggreg_here = all
-            .iter()
-            .any(|(k, table)| k.transport == t && has_kind(table, Kind::OursAggreg));
+            .filter(|(k, _)| k.transport == t)
+            .find_map(|(_, table)| raw_of(table));
+        let aggreg_here = here(Kind::OursAggreg);
         let head_kinds: Vec<Kind> = kinds
             .iter()
             .copied()
-            .filter(|&k| k != Kind::OursAggreg || aggreg_here)
+            .filter(|&k| !k.is_variant() || here(k))
             .collect();
         let _ = writeln!(s, "## Headline numbers ({t})\n");
         if aggreg_here {
@@ -589,29 +616,22 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
                 1.0 / multiseg_target(t)
             );
         }
-        if raw_here {
-            let _ = writeln!(
-                s,
-                "`raw TCP` is the floor measured in the same run by `bench/c/rawtcp.c`, a minimal \
-                 busy-polling TCP ping-pong over loopback (same sizes and iteration policy as \
-                 `pingpong --mode lat`). It is not a peer: `ours/best peer` ignores it. \
-                 `ours vs raw` is our overhead over it: ours − raw in µs for times, ours / raw \
-                 for bandwidths.\n"
-            );
+        if let Some(raw) = raw_here {
+            let _ = writeln!(s, "{}", raw_note(raw));
         }
         let _ = write!(s, "| measurement |");
         for k in &head_kinds {
             let _ = write!(s, " {} |", k.title());
         }
-        if raw_here {
-            let _ = write!(s, " raw TCP | ours vs raw |");
+        if let Some(raw) = raw_here {
+            let _ = write!(s, " {} | ours vs raw |", raw.title());
         }
         let _ = write!(s, " ours/best peer |");
         if aggreg_here {
             let _ = write!(s, " aggreg/best peer |");
         }
         s.push('\n');
-        let extra = 2 * usize::from(raw_here) + usize::from(aggreg_here);
+        let extra = 2 * usize::from(raw_here.is_some()) + usize::from(aggreg_here);
         let _ = writeln!(s, "|---|{}---|", "---|".repeat(head_kinds.len() + extra));
         let mut any = false;
         for &(bench, mode, metric, size, ranks, label) in HEADLINES {
@@ -633,8 +653,8 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             for k in &head_kinds {
                 let _ = write!(s, " {} |", cell_text(cells.get(k), ctx.runs_per_impl, true));
             }
-            if raw_here {
-                let over = over_raw(key.better, &cells).map_or("–".into(), |o| {
+            if let Some(raw) = raw_here {
+                let over = over_raw(raw, key.better, &cells).map_or("–".into(), |o| {
                     if key.metric == "lat_us" {
                         format!("{o} µs")
                     } else {
@@ -644,7 +664,7 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
                 let _ = write!(
                     s,
                     " {} | {over} |",
-                    cell_text(cells.get(&Kind::RawTcp), ctx.runs_per_impl, true)
+                    cell_text(cells.get(&raw), ctx.runs_per_impl, true)
                 );
             }
             let r = ratio(key.better, &cells).map_or("–".into(), |r| format!("{r:.2}"));
@@ -701,21 +721,19 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
                 key.ranks,
                 better_note(key.better)
             );
-            let raw = has_raw(table);
+            let raw = raw_of(table);
             let aggreg = has_kind(table, Kind::OursAggreg);
             let mut cols: Vec<Kind> = kinds
                 .iter()
                 .copied()
-                .filter(|&k| k != Kind::OursAggreg || aggreg)
+                .filter(|&k| !k.is_variant() || has_kind(table, k))
                 .collect();
-            if raw {
-                cols.push(Kind::RawTcp);
-            }
+            cols.extend(raw);
             let _ = write!(s, "| size |");
             for k in &cols {
                 let _ = write!(s, " {} |", k.title());
             }
-            if raw {
+            if raw.is_some() {
                 let _ = write!(s, " {} |", over_raw_title(key.better, &key.metric));
             }
             let _ = write!(s, " ours/best peer | paired |");
@@ -726,7 +744,7 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
             let _ = writeln!(
                 s,
                 "|---:|{}---:|",
-                "---:|".repeat(cols.len() + 1 + usize::from(raw) + usize::from(aggreg))
+                "---:|".repeat(cols.len() + 1 + usize::from(raw.is_some()) + usize::from(aggreg))
             );
             for (size, row) in table {
                 let cells = cells_of(row, key.better);
@@ -738,8 +756,8 @@ pub fn render(ctx: &Context<'_>, runs: &[RunRecord]) -> String {
                         cell_text(cells.get(k), ctx.runs_per_impl, false)
                     );
                 }
-                if raw {
-                    let o = over_raw(key.better, &cells).unwrap_or_else(|| "–".into());
+                if let Some(raw) = raw {
+                    let o = over_raw(raw, key.better, &cells).unwrap_or_else(|| "–".into());
                     let _ = write!(s, " {o} |");
                 }
                 let r = ratio(key.better, &cells).map_or("–".into(), |r| format!("{r:.2}"));
@@ -1180,8 +1198,15 @@ mod tests {
             .unwrap(),
         );
         assert_eq!(ratio(Better::Lower, &cells), None);
-        assert_eq!(over_raw(Better::Lower, &cells).as_deref(), Some("+0.500"));
-        assert_eq!(over_raw(Better::Higher, &cells).as_deref(), Some("×2.00"));
+        assert_eq!(
+            over_raw(Kind::RawTcp, Better::Lower, &cells).as_deref(),
+            Some("+0.500")
+        );
+        assert_eq!(
+            over_raw(Kind::RawTcp, Better::Higher, &cells).as_deref(),
+            Some("×2.00")
+        );
+        assert_eq!(over_raw(Kind::FiPingpong, Better::Lower, &cells), None);
     }
 
     /// A `RESULT` line of `bench`/`mode` with one value.
