@@ -432,6 +432,10 @@ fn defs() -> Vec<Def> {
             "ofi receive buffers kept posted (empty: 64)",
         ),
         ("MADMPI_OFI_TX", "ofi send buffers, the credits (empty: 64)"),
+        (
+            "MADMPI_OFI_RMA",
+            "0: ofi rendezvous data in fragments instead of fi_read (empty: 1)",
+        ),
     ] {
         v.push(ro(
             name,
