@@ -61,6 +61,9 @@ pub fn class_code(c: ErrorClass) -> c_int {
         ErrorClass::Assert => MPI_ERR_ASSERT,
         ErrorClass::Disp => MPI_ERR_DISP,
         ErrorClass::Size => MPI_ERR_SIZE,
+        ErrorClass::Name => MPI_ERR_NAME,
+        ErrorClass::Service => MPI_ERR_SERVICE,
+        ErrorClass::Port => MPI_ERR_PORT,
     }
 }
 

@@ -79,6 +79,12 @@ pub enum ErrorClass {
     Disp,
     /// MPI_ERR_SIZE: invalid size.
     Size,
+    /// MPI_ERR_NAME: a service name that cannot be published or is not published (lookup).
+    Name,
+    /// MPI_ERR_SERVICE: unpublishing a service name that is not published.
+    Service,
+    /// MPI_ERR_PORT: invalid port name.
+    Port,
 }
 
 impl ErrorClass {
@@ -120,6 +126,9 @@ impl ErrorClass {
             ErrorClass::Assert => "MPI_ERR_ASSERT",
             ErrorClass::Disp => "MPI_ERR_DISP",
             ErrorClass::Size => "MPI_ERR_SIZE",
+            ErrorClass::Name => "MPI_ERR_NAME",
+            ErrorClass::Service => "MPI_ERR_SERVICE",
+            ErrorClass::Port => "MPI_ERR_PORT",
         }
     }
 }

@@ -43,7 +43,8 @@ pub use coll::{
 };
 pub use comm::{
     comm_create_from_group, comm_create_group, comm_dup, comm_idup, comm_is_inter, comm_role,
-    comm_split, comm_split_shared, free_comm, intercomm_create, intercomm_merge, topology,
+    comm_split, comm_split_shared, disconnect_wait, free_comm, intercomm_create, intercomm_merge,
+    topology,
 };
 pub use comm::{comm_from_session_group, intercomm_from_session_groups};
 pub use engine::{Strategy, BSEND_OVERHEAD};

@@ -302,6 +302,47 @@ impl Client {
         }
     }
 
+    /// Publishes `service` as reachable at `port` in the process manager's name service (the
+    /// scope is the server's: with our `mpirun`, the job). Both must be single tokens, as for
+    /// [`put`](Self::put); a server that already holds `service` answers with a non-zero `rc`
+    /// ([`Error::Rejected`]).
+    pub fn publish_name(&mut self, service: &str, port: &str) -> Result<(), Error> {
+        check_token("service", service, service, NAME_MAX)?;
+        check_token("port", service, port, NAME_MAX)?;
+        self.request(&Command::PublishName {
+            service: service.into(),
+            port: port.into(),
+        })?;
+        Ok(())
+    }
+
+    /// Withdraws `service` from the name service; [`Error::NotFound`] when it is not published.
+    pub fn unpublish_name(&mut self, service: &str) -> Result<(), Error> {
+        check_token("service", service, service, NAME_MAX)?;
+        let reply = self.exchange(&Command::UnpublishName {
+            service: service.into(),
+        })?;
+        match reply.rc() {
+            Some(rc) if rc != 0 => Err(Error::NotFound(service.to_owned())),
+            _ => Ok(()),
+        }
+    }
+
+    /// The port published under `service`; [`Error::NotFound`] when none is.
+    pub fn lookup_name(&mut self, service: &str) -> Result<String, Error> {
+        check_token("service", service, service, NAME_MAX)?;
+        let reply = self.exchange(&Command::LookupName {
+            service: service.into(),
+        })?;
+        match (reply.rc(), reply.get("port")) {
+            (Some(rc), _) if rc != 0 => Err(Error::NotFound(service.to_owned())),
+            (_, Some(port)) => Ok(port.to_owned()),
+            (_, None) => Err(Error::Protocol(format!(
+                "lookup_result for {service} has rc=0 and no port: {reply}"
+            ))),
+        }
+    }
+
     /// The ranks that share this node, in increasing order.
     ///
     /// From the `PMI_process_mapping` job attribute (Hydra, Slurm and our `mpirun` serve it).
@@ -579,6 +620,10 @@ fn rejected(cmd: &str, rc: i64, reply: &Message) -> Error {
     }
 }
 
+/// Longest service name or port string the name service calls send (one line must hold both
+/// within every server's buffer: Hydra's is 1024 bytes per line).
+pub const NAME_MAX: usize = 400;
+
 /// Keys and values travel as single tokens through servers that never unescape.
 fn check_token(what: &str, key: &str, s: &str, max: usize) -> Result<(), Error> {
     if s.is_empty() {
@@ -675,6 +720,32 @@ mod tests {
         drop(c);
         let server = h.join().unwrap();
         assert!(server.is_finalized(0));
+    }
+
+    #[test]
+    fn name_service() {
+        let (mut c, h) = client_pair(ServerConfig::single_node(1, "kvs"));
+        assert!(matches!(c.lookup_name("svc"), Err(Error::NotFound(s)) if s == "svc"));
+        assert!(matches!(c.unpublish_name("svc"), Err(Error::NotFound(_))));
+        c.publish_name("svc", "tcp:127.0.0.1:5").unwrap();
+        assert!(matches!(
+            c.publish_name("svc", "other"),
+            Err(Error::Rejected { cmd, .. }) if cmd == "publish_name"
+        ));
+        assert_eq!(c.lookup_name("svc").unwrap(), "tcp:127.0.0.1:5");
+        c.unpublish_name("svc").unwrap();
+        assert!(matches!(c.lookup_name("svc"), Err(Error::NotFound(_))));
+        // Refused before reaching the wire.
+        assert!(matches!(
+            c.publish_name("a b", "p"),
+            Err(Error::Protocol(_))
+        ));
+        assert!(matches!(
+            c.publish_name("s", &"p".repeat(NAME_MAX + 1)),
+            Err(Error::Protocol(_))
+        ));
+        drop(c);
+        h.join().unwrap();
     }
 
     #[test]

@@ -112,6 +112,13 @@ fn point_to_point_traffic_under_hydra() {
     examples_under_hydra("tests/c/faults/traffic.c", &["100"], "OK traffic");
 }
 
+/// The name service (MPI_Publish_name and its kin) through Hydra's PMI-1 `publish_name`,
+/// `lookup_name` and `unpublish_name` (Hydra's own table without `-nameserver`).
+#[test]
+fn name_service_under_hydra() {
+    examples_under_hydra("tests/c/dpm/names.c", &[], "OK names");
+}
+
 #[test]
 fn tcp_secret_comes_from_rank_0_through_the_kvs() {
     let _one = serial();

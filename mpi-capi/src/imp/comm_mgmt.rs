@@ -261,32 +261,51 @@ pub unsafe fn MPI_Comm_create_group(
 
 pub unsafe fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     let h = comm.as_ref().copied().unwrap_or(MPI_COMM_NULL);
-    let r = (|| {
-        let slot = out(comm, "comm").map_err(code)?;
-        let c = handles::comm(*slot).map_err(code)?;
-        if c == madmpi::COMM_WORLD || c == madmpi::COMM_SELF {
-            return Err((
-                MPI_ERR_COMM,
-                format!(
-                    "cannot free the predefined communicator {}",
-                    handles::comm_name(*slot)
-                ),
-            ));
-        }
-        attr::delete_all(Obj::Comm, *slot as usize)?;
-        madmpi::free_comm(c).map_err(code)?;
-        handles::free_comm(*slot).map_err(code)?;
-        let mut m = META.lock();
-        m.names.remove(&(*slot as usize));
-        m.infos.remove(&(*slot as usize));
-        *slot = MPI_COMM_NULL;
-        Ok(())
-    })();
+    let r = free_handle(comm, false);
     done(
         h,
         &|| format!("MPI_Comm_free(comm={})", handles::comm_name(h)),
         r,
     )
+}
+
+/// MPI_Comm_disconnect: MPI_Comm_free once the pending communication on the communicator is
+/// over and its members are all there (`madmpi::disconnect_wait`).
+pub unsafe fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
+    let h = comm.as_ref().copied().unwrap_or(MPI_COMM_NULL);
+    let r = free_handle(comm, true);
+    done(
+        h,
+        &|| format!("MPI_Comm_disconnect(comm={})", handles::comm_name(h)),
+        r,
+    )
+}
+
+/// The common part of MPI_Comm_free and MPI_Comm_disconnect.
+unsafe fn free_handle(comm: *mut MPI_Comm, disconnect: bool) -> Result<(), E> {
+    let slot = out(comm, "comm").map_err(code)?;
+    let c = handles::comm(*slot).map_err(code)?;
+    if c == madmpi::COMM_WORLD || c == madmpi::COMM_SELF {
+        return Err((
+            MPI_ERR_COMM,
+            format!(
+                "cannot {} the predefined communicator {}",
+                if disconnect { "disconnect" } else { "free" },
+                handles::comm_name(*slot)
+            ),
+        ));
+    }
+    if disconnect {
+        madmpi::disconnect_wait(c).map_err(code)?;
+    }
+    attr::delete_all(Obj::Comm, *slot as usize)?;
+    madmpi::free_comm(c).map_err(code)?;
+    handles::free_comm(*slot).map_err(code)?;
+    let mut m = META.lock();
+    m.names.remove(&(*slot as usize));
+    m.infos.remove(&(*slot as usize));
+    *slot = MPI_COMM_NULL;
+    Ok(())
 }
 
 pub unsafe fn MPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_int) -> c_int {

@@ -4,14 +4,16 @@
 //!
 //! Here: the communicator queries; `engine_slot` holds the engine and how calls reach it,
 //! `lifetime` MPI_Init/Finalize/Abort and the process-wide state, `wait` polling and the
-//! completion calls, `p2p` the point-to-point calls and probes, `compound` the requests made of
-//! others (MPI_Isendrecv) or completed by the application (generalized requests), `progress` the
-//! asynchronous progress thread of one-sided communication. Every call is re-exported here.
+//! completion calls, `p2p` the point-to-point calls and probes, `names` the name service of
+//! dynamic processes, `compound` the requests made of others (MPI_Isendrecv) or completed by
+//! the application (generalized requests), `progress` the asynchronous progress thread of
+//! one-sided communication. Every call is re-exported here.
 
 mod buffers;
 mod compound;
 mod engine_slot;
 mod lifetime;
+mod names;
 mod p2p;
 mod progress;
 mod wait;
@@ -30,6 +32,7 @@ pub use lifetime::{
     lost_ranks, nodes, processor_name, query_thread, rank_host, session_end, session_start,
     universe_size, wtick, wtime,
 };
+pub use names::{lookup_name, publish_name, unpublish_name};
 pub use p2p::{
     improbe, imrecv, iprobe, irecv, irecv_now, isend, isend_now, mprobe, probe, recv, recv_init,
     recv_now, send, send_init, send_now, start,

@@ -252,6 +252,23 @@ pub fn free_comm(c: CommId) -> Result<()> {
     })
 }
 
+/// MPI_Comm_disconnect's wait, before the communicator is freed (`free_comm`, after the
+/// attributes' delete callbacks): waits until this process's outgoing traffic has been handed
+/// to the drivers (queued chunks, rendezvous reads: what MPI_Finalize waits for, but not the
+/// freed requests of other communicators, which may wait for messages that come later) and the
+/// collectives in progress on `c` have finished, then synchronises the members (a barrier on
+/// `c`, so that no member leaves while another still sends on it). The standard asks the
+/// caller to have completed and matched every communication on `c` first, as before
+/// MPI_Finalize.
+pub fn disconnect_wait(c: CommId) -> Result<()> {
+    with(|e| e.st.comm(c).map(|_| ()))?;
+    crate::api::wait_until(|e| {
+        let collectives = EXTRA.lock().get(&c.0).map_or(0, |x| x.pending);
+        Ok((collectives == 0 && !e.st.sending()).then_some(()))
+    })?;
+    crate::coll::barrier(c)
+}
+
 fn destroy(st: &mut State, c: CommId) -> Result<()> {
     let ctx = st.comm(c)?.ctx;
     st.remove_comm(c)?;

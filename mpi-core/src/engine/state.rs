@@ -583,6 +583,11 @@ impl State {
         }
     }
 
+    /// Outgoing traffic not yet handed to a driver: queued chunks, rendezvous reads.
+    pub fn sending(&self) -> bool {
+        !self.dirty.is_empty() || !self.gets.is_empty()
+    }
+
     /// Requests the engine must finish before MPI_Finalize returns (buffered and freed sends,
     /// control chunks not yet handed to a driver).
     pub fn busy(&self) -> bool {
