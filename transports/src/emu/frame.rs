@@ -220,7 +220,9 @@ mod tests {
 
     #[test]
     fn slicing_by_8_agrees_with_the_bytewise_crc() {
-        let data: Vec<u8> = (0..4099u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let data: Vec<u8> = (0..4099u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
         for len in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 100, 4099] {
             for start in [0, 1, 3] {
                 let p = &data[start..start + len.min(data.len() - start)];

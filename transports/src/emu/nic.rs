@@ -45,8 +45,19 @@ pub struct NicConfig {
 struct Sent {
     seq: u32,
     frame: Vec<u8>,
-    sent_at: u64,
+    /// When the receiver may see it (its retransmission timer runs from there).
+    visible: u64,
+    /// Sent more than once: its acknowledgement says nothing of the round trip (Karn).
+    retx: bool,
 }
+
+/// The least retransmission timeout beyond a control frame's round trip, ns: a few of the
+/// scheduler's time slices, as the receiver's NIC is played by a process that may be
+/// descheduled (a real one answers whatever its host does); real losses are mostly repaired
+/// by a NAK, the timeout only catches the last frame of a burst.
+const RTO_MIN: u64 = 2_000_000;
+/// The longest retransmission timeout after repeated timeouts (backoff), ns.
+const RTO_MAX: u64 = 100_000_000;
 
 #[derive(Default)]
 struct Tx {
@@ -62,6 +73,13 @@ struct Tx {
     unacked: VecDeque<Sent>,
     unacked_bytes: usize,
     last_retx: u64,
+    /// Time from a frame's visibility to its acknowledgement: smoothed, and its variation
+    /// (RFC 6298's estimator, on the receiver's reaction time instead of the whole round
+    /// trip, so that the frame's size does not enter), ns; 0: no sample yet.
+    srtt: u64,
+    rttvar: u64,
+    /// How long after a frame's visibility it is resent if not acknowledged, ns.
+    ack_rto: u64,
     /// Control frames the ring had no room for (unreliable profiles).
     ctl_pending: VecDeque<Vec<u8>>,
 }
@@ -102,6 +120,8 @@ pub(crate) struct Nic {
     regs: VecDeque<(u64, u64)>,
     rng: u64,
     rto: u64,
+    /// The least `ack_rto`: 0.5 ms beyond a control frame's round trip.
+    rto_min: u64,
     rtt: u64,
     /// When the host or the firmware last serviced the NIC.
     pub(crate) last_service: u64,
@@ -138,6 +158,10 @@ impl Nic {
         let m0 = &cfg.profile.modules[0];
         let rtt = 2 * (m0.o_s + m0.l + m0.o_r);
         let rto = 500_000 + 2 * cfg.profile.one_way_ns(max_packet, cfg.modules);
+        let rto_min = RTO_MIN + rtt;
+        for p in &mut list {
+            p.tx.ack_rto = rto_min;
+        }
         Nic {
             rng: cfg.seed | 1,
             cfg,
@@ -148,6 +172,7 @@ impl Nic {
             nic_free: 0,
             regs: VecDeque::new(),
             rto,
+            rto_min,
             rtt,
             last_service: 0,
             deferred: None,
@@ -272,7 +297,8 @@ impl Nic {
                 tx.unacked.push_back(Sent {
                     seq: s,
                     frame: frame.clone(),
-                    sent_at: now,
+                    visible: h.visible,
+                    retx: false,
                 });
             }
             // A frame the ring cannot take is lost like a dropped one: the timeout resends.
@@ -370,7 +396,8 @@ impl Nic {
             tx.unacked.push_back(Sent {
                 seq,
                 frame,
-                sent_at: now,
+                visible,
+                retx: false,
             });
         } else {
             let hb = h.encode();
@@ -503,11 +530,11 @@ impl Nic {
                         }
                     }
                 }
-                Kind::Ack => self.acked(i, h.aux),
+                Kind::Ack => self.acked(i, h.aux, now),
                 Kind::Nak => {
-                    self.acked(i, h.aux);
+                    self.acked(i, h.aux, now);
                     if now >= self.peers[i].tx.last_retx + self.rtt {
-                        self.retransmit(i, now);
+                        self.retransmit(i, now, usize::MAX);
                     }
                 }
             }
@@ -526,22 +553,44 @@ impl Nic {
         self.send_ctl(i, Kind::Nak, 0, exp, now);
     }
 
-    fn acked(&mut self, i: usize, upto: u32) {
+    /// Every frame before `upto` arrived: forget them, and learn from the newest of them sent
+    /// once how soon the receiver answers.
+    fn acked(&mut self, i: usize, upto: u32, now: u64) {
         let tx = &mut self.peers[i].tx;
+        let mut sample = None;
+        let first = tx.unacked.front().map(|s| s.seq);
         while let Some(s) = tx.unacked.front() {
             if !seq_before(s.seq, upto) {
                 break;
             }
+            sample = (!s.retx).then(|| now.saturating_sub(s.visible));
             tx.unacked_bytes -= s.frame.len();
             tx.unacked.pop_front();
         }
+        let advanced = sample.is_some() || tx.unacked.front().map(|s| s.seq) != first;
+        if let Some(r) = sample {
+            if tx.srtt == 0 {
+                tx.srtt = r.max(1);
+                tx.rttvar = r / 2;
+            } else {
+                tx.rttvar = (3 * tx.rttvar + tx.srtt.abs_diff(r)) / 4;
+                tx.srtt = (7 * tx.srtt + r) / 8;
+            }
+        }
+        if advanced {
+            // Progress ends a backoff: the timeout is the estimator's again.
+            tx.ack_rto = (tx.srtt + 4 * tx.rttvar).clamp(self.rto_min, RTO_MAX);
+        }
     }
 
-    /// Go-back-N: resend every unacknowledged frame, in order, on the NIC (no host time).
-    fn retransmit(&mut self, i: usize, now: u64) {
+    /// Resend the first `count` unacknowledged frames, in order, on the NIC (no host time):
+    /// all of them after a NAK (go-back-N), the first one after a timeout (the receiver's
+    /// answer to it says what else is missing; a timeout that was only a late answer, a host
+    /// descheduled for a while, then costs one frame, not the window).
+    fn retransmit(&mut self, i: usize, now: u64, count: usize) {
         let prof = self.cfg.profile;
         let mut k = 0;
-        while k < self.peers[i].tx.unacked.len() {
+        while k < self.peers[i].tx.unacked.len().min(count) {
             let start = self.nic_free.max(now);
             let (frame, len, module) = {
                 let s = &self.peers[i].tx.unacked[k];
@@ -561,7 +610,8 @@ impl Nic {
             let tx = &mut self.peers[i].tx;
             tx.last_visible = visible;
             tx.unacked[k].frame = frame;
-            tx.unacked[k].sent_at = now;
+            tx.unacked[k].visible = visible;
+            tx.unacked[k].retx = true;
             k += 1;
         }
         self.peers[i].tx.last_retx = now;
@@ -573,14 +623,16 @@ impl Nic {
             let exp = self.peers[i].rx.expected;
             self.send_ctl(i, Kind::Ack, 0, exp, now);
         }
-        let timed_out = self.peers[i]
-            .tx
+        let tx = &self.peers[i].tx;
+        let timed_out = tx
             .unacked
             .front()
-            .is_some_and(|s| now >= s.sent_at + self.rto);
+            .is_some_and(|s| now >= s.visible + tx.ack_rto);
         if timed_out {
             self.stats.timeouts += 1;
-            self.retransmit(i, now);
+            self.retransmit(i, now, 1);
+            let tx = &mut self.peers[i].tx;
+            tx.ack_rto = (2 * tx.ack_rto).min(RTO_MAX);
         }
     }
 

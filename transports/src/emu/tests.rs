@@ -404,39 +404,43 @@ fn probe_bcl3_stream() {
             (256 << 10) as f64 * 1000.0 / ns as f64
         );
     }
-    let mut c = cfg(find("bcl3").unwrap(), 0.0);
-    c.ring_bytes = DEFAULT_RING;
-    let mut pr = pair(&c);
-    let n = pr.a.caps().max_packet;
-    let data = vec![7u8; n];
-    const COUNT: usize = 40;
-    let bid = pr.ids[1];
-    let EmuPair { a, b, .. } = &mut pr;
-    let t0 = now_ns();
-    let t1 = std::thread::scope(|s| {
-        let rx = s.spawn(move || {
-            let mut got = 0;
-            while got < COUNT {
-                b.poll_recv(&mut |_, p| {
-                    assert_eq!(p.len(), n);
-                    got += 1;
-                })
-                .expect("poll");
+    // The same stream over GM (about the same bandwidth, no handshake, no CRC) and BIP
+    // (handshake, no CRC): what the machine's load alone costs.
+    for net in ["gm", "bip", "bcl3"] {
+        let mut c = cfg(find(net).unwrap(), 0.0);
+        c.ring_bytes = DEFAULT_RING;
+        let mut pr = pair(&c);
+        let n = pr.a.caps().max_packet;
+        let data = vec![7u8; n];
+        const COUNT: usize = 40;
+        let bid = pr.ids[1];
+        let EmuPair { a, b, .. } = &mut pr;
+        let t0 = now_ns();
+        let t1 = std::thread::scope(|s| {
+            let rx = s.spawn(move || {
+                let mut got = 0;
+                while got < COUNT {
+                    b.poll_recv(&mut |_, p| {
+                        assert_eq!(p.len(), n);
+                        got += 1;
+                    })
+                    .expect("poll");
+                }
+                now_ns()
+            });
+            for _ in 0..COUNT {
+                while a.try_send(bid, &[IoSlice::new(&data)]).expect("send") != SendOutcome::Done {
+                    a.poll_recv(&mut |_, _| {}).expect("poll");
+                }
             }
-            now_ns()
+            rx.join().expect("receiver")
         });
-        for _ in 0..COUNT {
-            while a.try_send(bid, &[IoSlice::new(&data)]).expect("send") != SendOutcome::Done {
-                a.poll_recv(&mut |_, _| {}).expect("poll");
-            }
-        }
-        rx.join().expect("receiver")
-    });
-    let model = find("bcl3").unwrap().stream_mbps(n, c.nic.modules);
-    println!(
-        "bcl3 stream of {COUNT} x {n} B: {:.1} MB/s (model, NIC occupancy: {model:.1})",
-        (COUNT * n) as f64 * 1000.0 / (t1 - t0) as f64
-    );
-    println!("sender {:?}", pr.a.stats());
-    println!("receiver {:?}", pr.b.stats());
+        let model = find(net).unwrap().stream_mbps(n, c.nic.modules);
+        println!(
+            "{net} stream of {COUNT} x {n} B: {:.1} MB/s (model, NIC occupancy: {model:.1})",
+            (COUNT * n) as f64 * 1000.0 / (t1 - t0) as f64
+        );
+        println!("  sender {:?}", pr.a.stats());
+        println!("  receiver {:?}", pr.b.stats());
+    }
 }

@@ -71,10 +71,7 @@ pub fn rails(curves: &BTreeMap<&'static str, (Curve, Curve)>) -> String {
 }
 
 /// Medians of `metric` by (mode, size).
-fn table(
-    ms: &[crate::parse::Measurement],
-    metric: &str,
-) -> BTreeMap<(String, u64), f64> {
+fn table(ms: &[crate::parse::Measurement], metric: &str) -> BTreeMap<(String, u64), f64> {
     ms.iter()
         .filter(|m| m.metric == metric)
         .map(|m| ((m.mode.clone(), m.size), m.med))

@@ -173,7 +173,12 @@ pub fn network(dir: &Path, s: &Series, curve: &Curve, model: &Curve) -> Result<(
     for (area, bw) in [(left, false), (right, true)] {
         let lines = vec![
             (ours.to_string(), pick(curve, bw), COLORS[0], false),
-            ("model (one packet)".to_string(), pick(model, bw), COLORS[2], true),
+            (
+                "model (one packet)".to_string(),
+                pick(model, bw),
+                COLORS[2],
+                true,
+            ),
         ];
         let marks = marks_of(s, bw, COLORS[1]);
         let what = if bw {
@@ -216,7 +221,12 @@ pub fn paper(
                 super::Prog::PingPong => "MPI",
                 super::Prog::Madeleine => "Madeleine API",
             };
-            lines.push((format!("ours: {what} over emu {id}"), pick(curve, bw), color, false));
+            lines.push((
+                format!("ours: {what} over emu {id}"),
+                pick(curve, bw),
+                color,
+                false,
+            ));
             if !modelled.contains(&s.emu) && !model.is_empty() {
                 modelled.push(s.emu);
                 lines.push((format!("model: {}", s.emu), pick(model, bw), color, true));

@@ -184,7 +184,13 @@ pub const SERIES: &[Series] = &[
         prog: Prog::PingPong,
         points: &[
             p("lat", 2.5, "raw MX", ISSUE, false),
-            p("lat", 3.0, "MAD-MPI / MX (raw + 0.5 µs, a bound)", S003, true),
+            p(
+                "lat",
+                3.0,
+                "MAD-MPI / MX (raw + 0.5 µs, a bound)",
+                S003,
+                true,
+            ),
             p("bw", 1155.0, "MAD-MPI / MX", S003, true),
         ],
     },
@@ -195,7 +201,13 @@ pub const SERIES: &[Series] = &[
         prog: Prog::PingPong,
         points: &[
             p("lat", 1.5, "raw Elan", ISSUE, false),
-            p("lat", 2.0, "MAD-MPI / Elan (raw + 0.5 µs, a bound)", S003, true),
+            p(
+                "lat",
+                2.0,
+                "MAD-MPI / Elan (raw + 0.5 µs, a bound)",
+                S003,
+                true,
+            ),
             p("bw", 835.0, "MAD-MPI / Elan", S003, true),
         ],
     },
