@@ -406,8 +406,35 @@ fn probe_bcl3_stream() {
     }
     // The same stream over GM (about the same bandwidth, no handshake, no CRC) and BIP
     // (handshake, no CRC): what the machine's load alone costs.
-    for net in ["gm", "bip", "bcl3"] {
-        let mut c = cfg(find(net).unwrap(), 0.0);
+    static GM_RELIABLE: Profile = Profile {
+        name: "gm-reliable",
+        about: "test: GM's module with BCL-3's reliable link",
+        modules: &[Module {
+            name: "gm",
+            upto: usize::MAX,
+            o_s: 2500,
+            o_r: 2500,
+            l: 8400,
+            g_ps: 1_000_000 / 145,
+            unit: 1,
+            credits: 0,
+            handshake: false,
+            reg: None,
+            copy_ps: 0,
+            copy_window: 0,
+            optional: false,
+        }],
+        reliable: true,
+        reg_cache: 0,
+        eager: 16 << 10,
+    };
+    for net in ["gm", "gm-reliable", "bip", "bcl3"] {
+        let p = if net == "gm-reliable" {
+            &GM_RELIABLE
+        } else {
+            find(net).unwrap()
+        };
+        let mut c = cfg(p, 0.0);
         c.ring_bytes = DEFAULT_RING;
         let mut pr = pair(&c);
         let n = pr.a.caps().max_packet;
@@ -419,13 +446,17 @@ fn probe_bcl3_stream() {
         let t1 = std::thread::scope(|s| {
             let rx = s.spawn(move || {
                 let mut got = 0;
+                let mut at = Vec::new();
                 while got < COUNT {
                     b.poll_recv(&mut |_, p| {
                         assert_eq!(p.len(), n);
                         got += 1;
+                        at.push(now_ns());
                     })
                     .expect("poll");
                 }
+                let gaps: Vec<u64> = at.windows(2).map(|w| (w[1] - w[0]) / 1000).collect();
+                println!("  {net}: gaps between deliveries (us): {gaps:?}");
                 now_ns()
             });
             for _ in 0..COUNT {
@@ -435,7 +466,7 @@ fn probe_bcl3_stream() {
             }
             rx.join().expect("receiver")
         });
-        let model = find(net).unwrap().stream_mbps(n, c.nic.modules);
+        let model = p.stream_mbps(n, c.nic.modules);
         println!(
             "{net} stream of {COUNT} x {n} B: {:.1} MB/s (model, NIC occupancy: {model:.1})",
             (COUNT * n) as f64 * 1000.0 / (t1 - t0) as f64

@@ -20,6 +20,7 @@ use crate::parse::parse_line;
 use crate::proc::{self, Outcome, Spec};
 
 /// A published figure.
+#[derive(Clone, Copy)]
 pub struct Point {
     /// `lat` (µs, the smallest message) or `bw` (MB/s, the largest).
     pub metric: &'static str,
