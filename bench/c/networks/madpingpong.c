@@ -6,8 +6,8 @@
  * 1 MiB), as pingpong.c's lat mode.  Metric lat_us (half round trip, lower
  * is better) and bw_MBps (payload / lat).  madmpi only (the networks part of
  * bench/runner runs it over the emulated networks, where the published
- * Madeleine II points are for this layer); it lives apart from bench/c/*.c,
- * which every MPI must build.
+ * Madeleine II points are for this layer); it lives apart from the programs
+ * of bench/c, which every MPI must build.
  */
 #include "../common.h"
 
@@ -90,7 +90,8 @@ int main(int argc, char **argv)
         if (bench_size_on(&o, n)) {
             c.n = n;
             bench_fill(c.sbuf, n, n * 2 + c.rank);
-            memset(c.rbuf, 0, (size_t)n);
+            if (n > 0)
+                memset(c.rbuf, 0, (size_t)n);
             MPI_Barrier(MPI_COMM_WORLD);
             ping_op(&c);
             if (c.rank <= 1) {
