@@ -62,6 +62,11 @@ pub struct Stats {
     pub dropped: u64,
     /// See `dropped`.
     pub flipped: u64,
+    /// Frames taken off the wire's ring.
+    pub frames_in: u64,
+    /// CRC checks made on received frames (reliable profiles: one per frame taken off the
+    /// ring, however many polls it waits for its visibility time).
+    pub crc_checks: u64,
     /// Frames that failed their CRC.
     pub crc_errors: u64,
     /// Frames after a gap, dropped and asked for again.

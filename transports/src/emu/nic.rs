@@ -434,10 +434,16 @@ impl Nic {
         self.last_service = now;
         let reliable = self.reliable();
         let Nic {
-            wire, peers, index, ..
+            wire,
+            peers,
+            index,
+            stats,
+            ..
         } = self;
         wire.poll_recv(&mut |from, bytes| {
             if let Some(&i) = index.get(&from.0) {
+                stats.frames_in += 1;
+                stats.crc_checks += u64::from(reliable);
                 // The CRC is checked once per frame, here: not again at each look while the
                 // frame waits for its visibility time (a 256 KiB frame's CRC, computed on every
                 // poll, used to delay its delivery by up to two CRC times).

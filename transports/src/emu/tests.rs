@@ -381,6 +381,30 @@ fn lossy_bcl3_large_frames_arrive_once_in_order_intact() {
     assert!(sa.handshakes > 0, "the normal channel was used: {sa:?}");
 }
 
+/// A reliable frame's CRC is checked once, as it comes off the ring, not at each of the polls
+/// that find it waiting for its visibility time (a 256 KiB frame's CRC at every poll used to
+/// delay its delivery by up to two CRC times: half of BCL-3's bandwidth).
+#[test]
+fn crc_is_checked_once_per_frame() {
+    let mut pr = pair(&cfg(find("bcl3").unwrap(), 0.0));
+    let b = pr.ids[1];
+    let data = vec![3u8; 2000];
+    while pr.a.try_send(b, &[IoSlice::new(&data)]).expect("send") != SendOutcome::Done {}
+    let (mut polls, mut got) = (0u64, 0);
+    while got == 0 {
+        polls += 1;
+        pr.b.poll_recv(&mut |_, p| {
+            assert_eq!(p, &data[..]);
+            got += 1;
+        })
+        .expect("poll");
+    }
+    let s = pr.b.stats();
+    assert!(s.frames_in >= 1, "{s:?}");
+    assert_eq!(s.crc_checks, s.frames_in, "{polls} polls: {s:?}");
+    pr.settle();
+}
+
 /// Not a check, a measurement (run with `--ignored --nocapture`): the CRC of a 256 KiB frame
 /// computed byte by byte and by slicing-by-8, and a stream of the largest packets over BCL-3
 /// between two threads (sender and receiver as two processes would be), in MB/s, with the
