@@ -34,6 +34,10 @@ options:
                        first Allreduce and shared memory mapped, 16/64/128/256 ranks
                        on this node; networks: ours over each emulated network,
                        next to the papers' published points; see docs/networks.md)
+  --networks LIST      with networks: only these curves and experiments (ids as
+                       in docs/networks.md: bip, sisci, mad-bip, bcl3, mx, ...,
+                       rails, multiseg, indexed); alone it implies
+                       --bench networks
   --ranks N            ranks for barrier/coll/ringbcast/io (default 4; barrier also
                        runs on 2)
   --timeout SECS       limit per run (default 300, 120 with --quick)
@@ -62,6 +66,8 @@ pub struct Options {
     pub bench_args: Vec<String>,
     /// `--bench` named `networks`: ping-pong over each emulated network (ours only).
     pub networks: bool,
+    /// `--networks`: the curves and experiments of the networks part to run (all: `None`).
+    pub networks_only: Option<Vec<String>>,
 }
 
 /// Benchmarks that exist, in the order they run.
@@ -109,6 +115,7 @@ pub fn parse(
         out: None,
         bench_args: Vec::new(),
         networks: false,
+        networks_only: None,
     };
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
@@ -182,6 +189,21 @@ pub fn parse(
                     return Err(CliError::Bad("--bench: empty list".into()));
                 }
                 o.benches = Some(v);
+            }
+            "--networks" => {
+                let mut v = Vec::new();
+                for s in value("--networks")?.split(',').filter(|s| !s.is_empty()) {
+                    if !crate::networks::known(s) {
+                        return Err(CliError::Bad(format!(
+                            "--networks: unknown `{s}` ({})",
+                            crate::networks::ids().join(", ")
+                        )));
+                    }
+                    v.push(s.to_string());
+                }
+                o.networks = true;
+                o.networks_only = Some(v);
+                o.benches.get_or_insert_with(Vec::new);
             }
             "--repo" => o.repo = PathBuf::from(value("--repo")?),
             "--out" => o.out = Some(PathBuf::from(value("--out")?)),

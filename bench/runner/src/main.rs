@@ -91,7 +91,7 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     }
 
     if o.networks {
-        let md = networks::run(&o.repo, &run_dir, &log_dir, o.quick, o.timeout)
+        let md = networks::run(&o.repo, &run_dir, &log_dir, o)
             .unwrap_or_else(|e| format!("## Emulated networks\n\nnot measured: {e}\n"));
         let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
         let text = format!(

@@ -136,8 +136,12 @@ impl Header {
     }
 }
 
-const fn crc_table() -> [u32; 256] {
-    let mut t = [0u32; 256];
+/// Slicing-by-8 tables of the reflected IEEE 802.3 polynomial: `T[0]` is the classic
+/// byte-at-a-time table, `T[k][i]` the CRC of byte `i` followed by `k` zero bytes. Eight bytes
+/// per step instead of one: a 256 KiB frame's CRC is computed several times faster (it is
+/// computed once per frame on each side, on the path of every reliable packet).
+const fn crc_tables() -> [[u32; 256]; 8] {
+    let mut t = [[0u32; 256]; 8];
     let mut i = 0;
     while i < 256 {
         let mut c = i as u32;
@@ -150,21 +154,57 @@ const fn crc_table() -> [u32; 256] {
             };
             k += 1;
         }
-        t[i] = c;
+        t[0][i] = c;
         i += 1;
+    }
+    let mut k = 1;
+    while k < 8 {
+        let mut i = 0;
+        while i < 256 {
+            let p = t[k - 1][i];
+            t[k][i] = (p >> 8) ^ t[0][(p & 0xff) as usize];
+            i += 1;
+        }
+        k += 1;
     }
     t
 }
 
-static CRC: [u32; 256] = crc_table();
+static CRC: [[u32; 256]; 8] = crc_tables();
+
+/// Continue the (inverted) CRC register `c` over `p`.
+fn crc_update(mut c: u32, p: &[u8]) -> u32 {
+    let mut words = p.chunks_exact(8);
+    for w in &mut words {
+        let lo = c ^ u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        let hi = u32::from_le_bytes([w[4], w[5], w[6], w[7]]);
+        c = CRC[7][(lo & 0xff) as usize]
+            ^ CRC[6][((lo >> 8) & 0xff) as usize]
+            ^ CRC[5][((lo >> 16) & 0xff) as usize]
+            ^ CRC[4][(lo >> 24) as usize]
+            ^ CRC[3][(hi & 0xff) as usize]
+            ^ CRC[2][((hi >> 8) & 0xff) as usize]
+            ^ CRC[1][((hi >> 16) & 0xff) as usize]
+            ^ CRC[0][(hi >> 24) as usize];
+    }
+    for &b in words.remainder() {
+        c = CRC[0][((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
+    }
+    c
+}
 
 /// CRC-32 (IEEE 802.3 polynomial, reflected) over several pieces.
 pub fn crc32(pieces: &[&[u8]]) -> u32 {
+    !pieces.iter().fold(!0u32, |c, p| crc_update(c, p))
+}
+
+/// CRC-32 the byte-at-a-time way (what this module did before slicing-by-8): to check the
+/// tables against, and for the measurement in the driver's tests.
+#[cfg(test)]
+pub(crate) fn crc_bytewise(p: &[u8]) -> u32 {
     let mut c = !0u32;
-    for p in pieces {
-        for &b in *p {
-            c = CRC[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
-        }
+    for &b in p {
+        c = CRC[0][((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
     }
     !c
 }
@@ -177,6 +217,21 @@ pub fn frame_crc(frame: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slicing_by_8_agrees_with_the_bytewise_crc() {
+        let data: Vec<u8> = (0..4099u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for len in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 100, 4099] {
+            for start in [0, 1, 3] {
+                let p = &data[start..start + len.min(data.len() - start)];
+                assert_eq!(crc32(&[p]), crc_bytewise(p), "len {len} start {start}");
+                let (a, b) = p.split_at(p.len() / 3);
+                assert_eq!(crc32(&[a, b]), crc_bytewise(p), "split, len {len}");
+            }
+        }
+    }
 
     #[test]
     fn crc_known_value_and_roundtrip() {

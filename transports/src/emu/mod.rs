@@ -8,7 +8,8 @@
 //! Selection: `MADMPI_TRANSPORTS=emu`, `MADMPI_EMU=bip` (a list, `bip,sisci`, starts one driver
 //! per network: several rails to each peer). `MADMPI_EMU_LOSS` (reliable profiles only),
 //! `MADMPI_EMU_SCI_DMA`, `MADMPI_EMU_OFF`, `MADMPI_EMU_REGCACHE`, `MADMPI_EMU_RING_BYTES`,
-//! `MADMPI_EMU_SEED`: see `docs/networks.md`.
+//! `MADMPI_EMU_SEED`, `MADMPI_EMU_STATS` (each NIC's counters on stderr at the end): see
+//! `docs/networks.md`.
 //!
 //! With a reliable profile, a thread plays the NIC's firmware while the host does not poll
 //! (in `MPI_Finalize`'s barrier, say): it acknowledges, and resends what timed out, as
@@ -61,6 +62,11 @@ pub struct Stats {
     pub dropped: u64,
     /// See `dropped`.
     pub flipped: u64,
+    /// Frames taken off the wire's ring.
+    pub frames_in: u64,
+    /// CRC checks made on received frames (reliable profiles: one per frame taken off the
+    /// ring, however many polls it waits for its visibility time).
+    pub crc_checks: u64,
     /// Frames that failed their CRC.
     pub crc_errors: u64,
     /// Frames after a gap, dropped and asked for again.
@@ -349,6 +355,16 @@ impl Drop for EmuTransport {
         if let Some((stop, h)) = self.firmware.take() {
             stop.store(true, Ordering::Release);
             let _ = h.join();
+        }
+        if std::env::var_os("MADMPI_EMU_STATS").is_some_and(|v| !v.is_empty() && v != "0") {
+            let n = lock(&self.nic);
+            eprintln!(
+                "madmpi emu {} ({}) pid {}: {:?}",
+                self.caps.name,
+                n.profile_name(),
+                std::process::id(),
+                n.stats
+            );
         }
     }
 }

@@ -22,6 +22,10 @@ const WINDOW: usize = 64;
 /// Bytes a reliable sender keeps unacknowledged per peer before it stalls.
 const WINDOW_BYTES: usize = 2 << 20;
 
+/// A poll that finds a frame becoming visible within this many ns waits for it (about one
+/// progress pass of the engine: the lag with which a poll loop would otherwise notice it).
+const NEAR_NS: u64 = 500;
+
 /// The knobs of one emulated NIC.
 #[derive(Clone, Debug)]
 pub struct NicConfig {
@@ -41,8 +45,19 @@ pub struct NicConfig {
 struct Sent {
     seq: u32,
     frame: Vec<u8>,
-    sent_at: u64,
+    /// When the receiver may see it (its retransmission timer runs from there).
+    visible: u64,
+    /// Sent more than once: its acknowledgement says nothing of the round trip (Karn).
+    retx: bool,
 }
+
+/// The least retransmission timeout beyond a control frame's round trip, ns: a few of the
+/// scheduler's time slices, as the receiver's NIC is played by a process that may be
+/// descheduled (a real one answers whatever its host does); real losses are mostly repaired
+/// by a NAK, the timeout only catches the last frame of a burst.
+const RTO_MIN: u64 = 2_000_000;
+/// The longest retransmission timeout after repeated timeouts (backoff), ns.
+const RTO_MAX: u64 = 100_000_000;
 
 #[derive(Default)]
 struct Tx {
@@ -58,14 +73,23 @@ struct Tx {
     unacked: VecDeque<Sent>,
     unacked_bytes: usize,
     last_retx: u64,
+    /// Time from a frame's visibility to its acknowledgement: smoothed, and its variation
+    /// (RFC 6298's estimator, on the receiver's reaction time instead of the whole round
+    /// trip, so that the frame's size does not enter), ns; 0: no sample yet.
+    srtt: u64,
+    rttvar: u64,
+    /// How long after a frame's visibility it is resent if not acknowledged, ns.
+    ack_rto: u64,
     /// Control frames the ring had no room for (unreliable profiles).
     ctl_pending: VecDeque<Vec<u8>>,
 }
 
 #[derive(Default)]
 struct Rx {
-    /// Frames taken from the ring, not yet visible or not yet handled.
-    wire: VecDeque<Vec<u8>>,
+    /// Frames taken from the ring, not yet visible or not yet handled, each with the result of
+    /// its CRC check (made once, as the frame comes off the ring: a real NIC checks it at wire
+    /// speed as the frame arrives; `true` on profiles without CRC).
+    wire: VecDeque<(Vec<u8>, bool)>,
     /// Data accepted by the NIC, for the host: (module, frame).
     ready: VecDeque<(u8, Vec<u8>)>,
     /// Next sequence number expected.
@@ -96,6 +120,8 @@ pub(crate) struct Nic {
     regs: VecDeque<(u64, u64)>,
     rng: u64,
     rto: u64,
+    /// The least `ack_rto`: 0.5 ms beyond a control frame's round trip.
+    rto_min: u64,
     rtt: u64,
     /// When the host or the firmware last serviced the NIC.
     pub(crate) last_service: u64,
@@ -132,6 +158,10 @@ impl Nic {
         let m0 = &cfg.profile.modules[0];
         let rtt = 2 * (m0.o_s + m0.l + m0.o_r);
         let rto = 500_000 + 2 * cfg.profile.one_way_ns(max_packet, cfg.modules);
+        let rto_min = RTO_MIN + rtt;
+        for p in &mut list {
+            p.tx.ack_rto = rto_min;
+        }
         Nic {
             rng: cfg.seed | 1,
             cfg,
@@ -142,6 +172,7 @@ impl Nic {
             nic_free: 0,
             regs: VecDeque::new(),
             rto,
+            rto_min,
             rtt,
             last_service: 0,
             deferred: None,
@@ -159,6 +190,10 @@ impl Nic {
 
     pub(crate) fn reaches(&self, peer: PeerId) -> bool {
         self.index.contains_key(&peer.0)
+    }
+
+    pub(crate) fn profile_name(&self) -> &'static str {
+        self.cfg.profile.name
     }
 
     pub(crate) fn reliable(&self) -> bool {
@@ -262,7 +297,8 @@ impl Nic {
                 tx.unacked.push_back(Sent {
                     seq: s,
                     frame: frame.clone(),
-                    sent_at: now,
+                    visible: h.visible,
+                    retx: false,
                 });
             }
             // A frame the ring cannot take is lost like a dropped one: the timeout resends.
@@ -360,7 +396,8 @@ impl Nic {
             tx.unacked.push_back(Sent {
                 seq,
                 frame,
-                sent_at: now,
+                visible,
+                retx: false,
             });
         } else {
             let hb = h.encode();
@@ -395,12 +432,26 @@ impl Nic {
     /// checks, acknowledgements), resend what timed out. Data goes to the host's queue.
     pub(crate) fn service(&mut self, now: u64) -> Result<()> {
         self.last_service = now;
+        let reliable = self.reliable();
         let Nic {
-            wire, peers, index, ..
+            wire,
+            peers,
+            index,
+            stats,
+            ..
         } = self;
         wire.poll_recv(&mut |from, bytes| {
             if let Some(&i) = index.get(&from.0) {
-                peers[i].rx.wire.push_back(bytes.to_vec());
+                stats.frames_in += 1;
+                stats.crc_checks += u64::from(reliable);
+                // The CRC is checked once per frame, here: not again at each look while the
+                // frame waits for its visibility time (a 256 KiB frame's CRC, computed on every
+                // poll, used to delay its delivery by up to two CRC times).
+                let ok = !reliable
+                    || (bytes.len() >= HDR
+                        && u32::from_le_bytes(bytes[24..28].try_into().unwrap_or_default())
+                            == frame_crc(bytes));
+                peers[i].rx.wire.push_back((bytes.to_vec(), ok));
             }
         })?;
         for i in 0..self.peers.len() {
@@ -428,24 +479,19 @@ impl Nic {
     fn handle_arrivals(&mut self, i: usize, now: u64) -> Result<()> {
         let reliable = self.reliable();
         let prof = self.cfg.profile;
-        while let Some(f) = self.peers[i].rx.wire.front() {
-            if reliable {
-                // The NIC checks the CRC as the frame arrives: a damaged frame is dropped
-                // (and the gap it leaves asked for again).
-                let ok = f.len() >= HDR
-                    && u32::from_le_bytes(f[24..28].try_into().unwrap_or_default()) == frame_crc(f);
-                if !ok {
-                    self.peers[i].rx.wire.pop_front();
-                    self.stats.crc_errors += 1;
-                    self.nak(i, now);
-                    continue;
-                }
+        while let Some((f, ok)) = self.peers[i].rx.wire.front() {
+            if !*ok {
+                // A damaged frame is dropped (and the gap it leaves asked for again).
+                self.peers[i].rx.wire.pop_front();
+                self.stats.crc_errors += 1;
+                self.nak(i, now);
+                continue;
             }
             let h = Header::decode(f)?;
             if h.visible > now {
                 return Ok(());
             }
-            let Some(f) = self.peers[i].rx.wire.pop_front() else {
+            let Some((f, _)) = self.peers[i].rx.wire.pop_front() else {
                 return Ok(());
             };
             if reliable && h.kind.sequenced() {
@@ -490,11 +536,11 @@ impl Nic {
                         }
                     }
                 }
-                Kind::Ack => self.acked(i, h.aux),
+                Kind::Ack => self.acked(i, h.aux, now),
                 Kind::Nak => {
-                    self.acked(i, h.aux);
+                    self.acked(i, h.aux, now);
                     if now >= self.peers[i].tx.last_retx + self.rtt {
-                        self.retransmit(i, now);
+                        self.retransmit(i, now, usize::MAX);
                     }
                 }
             }
@@ -513,22 +559,44 @@ impl Nic {
         self.send_ctl(i, Kind::Nak, 0, exp, now);
     }
 
-    fn acked(&mut self, i: usize, upto: u32) {
+    /// Every frame before `upto` arrived: forget them, and learn from the newest of them sent
+    /// once how soon the receiver answers.
+    fn acked(&mut self, i: usize, upto: u32, now: u64) {
         let tx = &mut self.peers[i].tx;
+        let mut sample = None;
+        let first = tx.unacked.front().map(|s| s.seq);
         while let Some(s) = tx.unacked.front() {
             if !seq_before(s.seq, upto) {
                 break;
             }
+            sample = (!s.retx).then(|| now.saturating_sub(s.visible));
             tx.unacked_bytes -= s.frame.len();
             tx.unacked.pop_front();
         }
+        let advanced = sample.is_some() || tx.unacked.front().map(|s| s.seq) != first;
+        if let Some(r) = sample {
+            if tx.srtt == 0 {
+                tx.srtt = r.max(1);
+                tx.rttvar = r / 2;
+            } else {
+                tx.rttvar = (3 * tx.rttvar + tx.srtt.abs_diff(r)) / 4;
+                tx.srtt = (7 * tx.srtt + r) / 8;
+            }
+        }
+        if advanced {
+            // Progress ends a backoff: the timeout is the estimator's again.
+            tx.ack_rto = (tx.srtt + 4 * tx.rttvar).clamp(self.rto_min, RTO_MAX);
+        }
     }
 
-    /// Go-back-N: resend every unacknowledged frame, in order, on the NIC (no host time).
-    fn retransmit(&mut self, i: usize, now: u64) {
+    /// Resend the first `count` unacknowledged frames, in order, on the NIC (no host time):
+    /// all of them after a NAK (go-back-N), the first one after a timeout (the receiver's
+    /// answer to it says what else is missing; a timeout that was only a late answer, a host
+    /// descheduled for a while, then costs one frame, not the window).
+    fn retransmit(&mut self, i: usize, now: u64, count: usize) {
         let prof = self.cfg.profile;
         let mut k = 0;
-        while k < self.peers[i].tx.unacked.len() {
+        while k < self.peers[i].tx.unacked.len().min(count) {
             let start = self.nic_free.max(now);
             let (frame, len, module) = {
                 let s = &self.peers[i].tx.unacked[k];
@@ -548,7 +616,8 @@ impl Nic {
             let tx = &mut self.peers[i].tx;
             tx.last_visible = visible;
             tx.unacked[k].frame = frame;
-            tx.unacked[k].sent_at = now;
+            tx.unacked[k].visible = visible;
+            tx.unacked[k].retx = true;
             k += 1;
         }
         self.peers[i].tx.last_retx = now;
@@ -560,14 +629,16 @@ impl Nic {
             let exp = self.peers[i].rx.expected;
             self.send_ctl(i, Kind::Ack, 0, exp, now);
         }
-        let timed_out = self.peers[i]
-            .tx
+        let tx = &self.peers[i].tx;
+        let timed_out = tx
             .unacked
             .front()
-            .is_some_and(|s| now >= s.sent_at + self.rto);
+            .is_some_and(|s| now >= s.visible + tx.ack_rto);
         if timed_out {
             self.stats.timeouts += 1;
-            self.retransmit(i, now);
+            self.retransmit(i, now, 1);
+            let tx = &mut self.peers[i].tx;
+            tx.ack_rto = (2 * tx.ack_rto).min(RTO_MAX);
         }
     }
 
@@ -577,27 +648,53 @@ impl Nic {
         if let Some(e) = self.deferred.take() {
             return Err(e);
         }
-        let now = now_ns();
+        let mut now = now_ns();
         self.service(now)?;
+        if self.peers.iter().all(|p| p.rx.ready.is_empty()) {
+            if let Some(v) = self.next_visible(now) {
+                // A frame becomes visible within the next poll or so: wait for it here rather
+                // than see it one progress pass late (a lag the network does not have).
+                spin_until(v);
+                now = now_ns();
+                self.service(now)?;
+            }
+        }
         let prof = self.cfg.profile;
         let mut n = 0;
+        // The host's o_r per packet runs from when this poll found it (the emulator's own
+        // bookkeeping above is part of it, as the sender's is part of o_s), then from the end
+        // of the engine's handling of the previous packet.
+        let mut start = now;
         for i in 0..self.peers.len() {
             while let Some((mi, f)) = self.peers[i].rx.ready.pop_front() {
                 let m = &prof.modules[mi as usize];
-                spin_until(now_ns() + m.o_r);
+                spin_until(start + m.o_r);
                 deliver(self.peers[i].id, &f[HDR..]);
                 n += 1;
+                start = now_ns();
                 if m.credits > 0 {
                     let rx = &mut self.peers[i].rx;
                     rx.consumed[mi as usize] += 1;
                     if rx.consumed[mi as usize] >= m.credits.div_ceil(2) {
                         let c = std::mem::take(&mut rx.consumed[mi as usize]);
-                        self.send_ctl(i, Kind::Credit, mi, c, now_ns());
+                        self.send_ctl(i, Kind::Credit, mi, c, start);
                     }
                 }
             }
         }
         Ok(n)
+    }
+
+    /// When the first frame waiting on the wire becomes visible, if that is less than
+    /// [`NEAR_NS`] after `now`.
+    fn next_visible(&self, now: u64) -> Option<u64> {
+        self.peers
+            .iter()
+            .filter_map(|p| p.rx.wire.front())
+            .filter(|(f, ok)| *ok && f.len() >= HDR)
+            .map(|(f, _)| u64::from_le_bytes(f[16..24].try_into().unwrap_or_default()))
+            .filter(|&v| v > now && v <= now + NEAR_NS)
+            .min()
     }
 
     /// Nothing of ours is in flight: every frame sent is visible and (reliable) acknowledged,

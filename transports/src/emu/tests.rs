@@ -329,3 +329,173 @@ fn lossy_bcl3_delivers_a_million_messages_exactly_once() {
     assert!(sa.flipped + sb.flipped > 50, "{sa:?} {sb:?}");
     assert!(sb.crc_errors > 0 && sa.retransmitted > 0, "{sa:?} {sb:?}");
 }
+
+/// Large frames (the normal channel: handshake and registration) over a lossy BCL-3 link, at
+/// a loss rate high enough that many of them are dropped or damaged: each arrives once, in
+/// order, intact (the CRC is checked once per frame, as it comes off the ring).
+#[test]
+fn lossy_bcl3_large_frames_arrive_once_in_order_intact() {
+    const N: u64 = 300;
+    let mut pr = pair(&cfg(find("bcl3").unwrap(), 1e-2));
+    let b = pr.ids[1];
+    let max = pr.a.caps().max_packet;
+    let mut rng = Rng::new(5);
+    let mut next = 0u64;
+    let mut check = |x: &[u8]| {
+        let seq = u64::from_le_bytes(x[..8].try_into().unwrap());
+        assert_eq!(seq, next, "lost, duplicated or reordered");
+        let mut r = Rng::new(seq ^ 0x5555);
+        assert!(
+            x[8..].iter().all(|&c| c == r.next() as u8),
+            "frame {seq} corrupted"
+        );
+        next += 1;
+    };
+    let mut buf = Vec::new();
+    for seq in 0..N {
+        let len = 8 + 4096 + rng.below(max - 8 - 4096);
+        buf.clear();
+        buf.extend_from_slice(&seq.to_le_bytes());
+        let mut r = Rng::new(seq ^ 0x5555);
+        buf.extend((8..len).map(|_| r.next() as u8));
+        loop {
+            match pr.a.try_send(b, &[IoSlice::new(&buf)]).expect("try_send") {
+                SendOutcome::Done => break,
+                SendOutcome::WouldBlock => {
+                    pr.b.poll_recv(&mut |_, x| check(x)).expect("poll");
+                }
+            }
+        }
+    }
+    let t_end = now_ns() + 60_000_000_000;
+    while !(pr.a.idle() && pr.b.idle()) {
+        pr.a.service().expect("service");
+        pr.b.poll_recv(&mut |_, x| check(x)).expect("poll");
+        assert!(now_ns() < t_end, "the lossy link never settled");
+    }
+    pr.b.poll_recv(&mut |_, x| check(x)).expect("poll");
+    let _ = &mut check;
+    assert_eq!(next, N);
+    let (sa, sb) = (pr.a.stats(), pr.b.stats());
+    assert!(sb.crc_errors > 0 && sa.retransmitted > 0, "{sa:?} {sb:?}");
+    assert!(sa.handshakes > 0, "the normal channel was used: {sa:?}");
+}
+
+/// A reliable frame's CRC is checked once, as it comes off the ring, not at each of the polls
+/// that find it waiting for its visibility time (a 256 KiB frame's CRC at every poll used to
+/// delay its delivery by up to two CRC times: half of BCL-3's bandwidth).
+#[test]
+fn crc_is_checked_once_per_frame() {
+    let mut pr = pair(&cfg(find("bcl3").unwrap(), 0.0));
+    let b = pr.ids[1];
+    let data = vec![3u8; 2000];
+    while pr.a.try_send(b, &[IoSlice::new(&data)]).expect("send") != SendOutcome::Done {}
+    let (mut polls, mut got) = (0u64, 0);
+    while got == 0 {
+        polls += 1;
+        pr.b.poll_recv(&mut |_, p| {
+            assert_eq!(p, &data[..]);
+            got += 1;
+        })
+        .expect("poll");
+    }
+    let s = pr.b.stats();
+    assert!(s.frames_in >= 1, "{s:?}");
+    assert_eq!(s.crc_checks, s.frames_in, "{polls} polls: {s:?}");
+    pr.settle();
+}
+
+/// Not a check, a measurement (run with `--ignored --nocapture`): the CRC of a 256 KiB frame
+/// computed byte by byte and by slicing-by-8, and a stream of the largest packets over BCL-3
+/// between two threads (sender and receiver as two processes would be), in MB/s, with the
+/// NIC's counters.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn probe_bcl3_stream() {
+    let frame = vec![0x5au8; 256 << 10];
+    for (name, f) in [
+        ("bytewise", frame::crc_bytewise as fn(&[u8]) -> u32),
+        ("slicing-by-8", |p: &[u8]| frame::crc32(&[p])),
+    ] {
+        let t0 = now_ns();
+        for _ in 0..20 {
+            std::hint::black_box(f(std::hint::black_box(&frame)));
+        }
+        let ns = (now_ns() - t0) / 20;
+        println!(
+            "crc {name}: {} us per 256 KiB ({:.0} MB/s)",
+            ns / 1000,
+            (256 << 10) as f64 * 1000.0 / ns as f64
+        );
+    }
+    // The same stream over GM (about the same bandwidth, no handshake, no CRC) and BIP
+    // (handshake, no CRC): what the machine's load alone costs.
+    static GM_RELIABLE: Profile = Profile {
+        name: "gm-reliable",
+        about: "test: GM's module with BCL-3's reliable link",
+        modules: &[Module {
+            name: "gm",
+            upto: usize::MAX,
+            o_s: 2500,
+            o_r: 2500,
+            l: 8400,
+            g_ps: 1_000_000 / 145,
+            unit: 1,
+            credits: 0,
+            handshake: false,
+            reg: None,
+            copy_ps: 0,
+            copy_window: 0,
+            optional: false,
+        }],
+        reliable: true,
+        reg_cache: 0,
+        eager: 16 << 10,
+    };
+    for net in ["gm", "gm-reliable", "bip", "bcl3"] {
+        let p = if net == "gm-reliable" {
+            &GM_RELIABLE
+        } else {
+            find(net).unwrap()
+        };
+        let mut c = cfg(p, 0.0);
+        c.ring_bytes = DEFAULT_RING;
+        let mut pr = pair(&c);
+        let n = pr.a.caps().max_packet;
+        let data = vec![7u8; n];
+        const COUNT: usize = 40;
+        let bid = pr.ids[1];
+        let EmuPair { a, b, .. } = &mut pr;
+        let t0 = now_ns();
+        let t1 = std::thread::scope(|s| {
+            let rx = s.spawn(move || {
+                let mut got = 0;
+                let mut at = Vec::new();
+                while got < COUNT {
+                    b.poll_recv(&mut |_, p| {
+                        assert_eq!(p.len(), n);
+                        got += 1;
+                        at.push(now_ns());
+                    })
+                    .expect("poll");
+                }
+                let gaps: Vec<u64> = at.windows(2).map(|w| (w[1] - w[0]) / 1000).collect();
+                println!("  {net}: gaps between deliveries (us): {gaps:?}");
+                now_ns()
+            });
+            for _ in 0..COUNT {
+                while a.try_send(bid, &[IoSlice::new(&data)]).expect("send") != SendOutcome::Done {
+                    a.poll_recv(&mut |_, _| {}).expect("poll");
+                }
+            }
+            rx.join().expect("receiver")
+        });
+        let model = p.stream_mbps(n, c.nic.modules);
+        println!(
+            "{net} stream of {COUNT} x {n} B: {:.1} MB/s (model, NIC occupancy: {model:.1})",
+            (COUNT * n) as f64 * 1000.0 / (t1 - t0) as f64
+        );
+        println!("  sender {:?}", pr.a.stats());
+        println!("  receiver {:?}", pr.b.stats());
+    }
+}
