@@ -1,10 +1,10 @@
 //! Accumulates applied element by element with hardware atomics, on elements of 4 or 8 bytes
-//! at an address aligned to their size: one atomic instruction for replace, no-op and the
-//! integer sum and bit operations, a compare-and-swap loop around the reduction kernel
-//! (`apply_basic` on one element) for every other operation (floating point, min/max,
-//! products, logical operations, the 8-byte pair `MPI_2INT`…). Each element is updated by
+//! at an address aligned to their size: one atomic instruction for replace, no-op (a load)
+//! and the integer sum and bit operations, and compare-and-swap. Each element is updated by
 //! one atomic read-modify-write, so concurrent accumulates of every origin are atomic per
-//! element without any lock.
+//! element without any lock. (Any other operation would run as a compare-and-swap loop around
+//! the reduction kernel of one element; `ops` sends those through the accumulate lock
+//! instead, where the kernels run vectorized over the whole operation.)
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 

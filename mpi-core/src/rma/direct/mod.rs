@@ -5,10 +5,11 @@
 //!
 //! - put and get are copies into or out of the target's part;
 //! - accumulates, get-accumulate, fetch-and-op and compare-and-swap are applied by the origin
-//!   in place (`ops`): with hardware atomics on every element of 4 or 8 bytes at an aligned
-//!   address (one instruction for the integer sum and bit operations, replace and no-op; a
-//!   compare-and-swap loop for the others), under the target's accumulate lock in the control
-//!   block otherwise (1-, 2- and 16-byte types, pair types with a hole, misaligned elements);
+//!   in place (`ops`): with one hardware atomic instruction per element for replace,
+//!   compare-and-swap and the integer sum and bit operations on elements of 4 or 8 bytes at an
+//!   aligned address; under the target's accumulate lock in the control block otherwise
+//!   (floating point, min/max, products, logical operations, no-op reads; 1-, 2- and 16-byte
+//!   types, pair types, misaligned elements), the reduction kernels applied in place;
 //! - the window locks (`MPI_Win_lock`, `lock_all`) are words of the control block that the
 //!   origins take and release with atomics ([`Slot`]).
 //!
@@ -17,7 +18,8 @@
 //! `0` anywhere): the standard's accumulate atomicity must hold between every origin, the
 //! target's own accumulates included, so on one window either every operation is direct or
 //! none is. The decision for an element (atomic instruction or accumulate lock) depends only
-//! on its basic type and address, so two accumulates on one element always take the same one.
+//! on its basic type, its address and the operation, so two accumulates with the same
+//! operation (or MPI_NO_OP) on one element are atomic with respect to each other.
 //!
 //! The control block is the first pages of the segment: one 64-byte [`Slot`] per member (its
 //! lock word, its accumulate lock and the lock holders), zeroed at creation. A window of one

@@ -1,17 +1,24 @@
 //! Issuing an operation on the direct path: the origin reads and writes the target's part of
-//! the segment itself. Put and get are copies (one when both sides are contiguous); the
-//! accumulates, get-accumulate, fetch-and-op and compare-and-swap go element by element
-//! through `atomic` where every element of the operation is 4 or 8 bytes at an aligned
-//! address, under the target's accumulate lock otherwise (where elements that are aligned
-//! still use the atomic instructions: the lock-free accumulates of other origins may touch
-//! them at the same time). Every operation is complete at the target when `issue` returns.
+//! the segment itself. Put and get are copies (one when both sides are contiguous). The
+//! accumulates, get-accumulate, fetch-and-op and compare-and-swap whose operation is one
+//! atomic instruction (replace, compare-and-swap, integer sum and bit operations) go element
+//! by element through `atomic`, without any lock, where every element is 4 or 8 bytes at an
+//! aligned address; every other one holds the target's accumulate lock and applies the
+//! reduction kernel in place (floating point, min/max, products, logical operations, MPI_NO_OP
+//! reads, elements of other sizes, pair types, misaligned elements); under the lock, aligned
+//! elements of a native operation still take the atomic instructions, since the lock-free
+//! operations of other origins may touch them meanwhile. Which way an element goes depends
+//! only on its basic type, its address and the operation: concurrent accumulates with the
+//! same operation (or MPI_NO_OP) are atomic per element, which is what the standard asks
+//! (`accumulate_ops` = `same_op_no_op`, the default). Every operation is complete at the
+//! target when `issue` returns.
 
 use madmpi_datatypes::Datatype;
 
 use super::atomic::{self, atomic_at};
 use super::Direct;
 use crate::error::Result;
-use crate::op::{apply_basic, BuiltinOp};
+use crate::op::{apply_basic, is_integer, BuiltinOp};
 use crate::rma::origin::{pack, Plan, Remote};
 use crate::rma::wire::Sub;
 
@@ -189,8 +196,17 @@ unsafe fn accumulate(d: &Direct, me: i32, p: &Plan, target: usize, part: *mut u8
         segs += 1;
     });
     let atomic_kind = (es == 4 || es == 8) && whole;
-    // (A compare-and-swap is one element: atomic when it is one aligned run.)
-    let lock = !(atomic_kind && aligned && (p.sub != Sub::Cas || segs == 1));
+    // The operations one atomic instruction does; the others (and MPI_NO_OP, so that its
+    // reads are ordered with them) hold the accumulate lock and run the reduction kernels in
+    // place. (A compare-and-swap is one element: atomic when it is one aligned run.)
+    let native = p.sub == Sub::Cas
+        || p.op == BuiltinOp::Replace
+        || (is_integer(b)
+            && matches!(
+                p.op,
+                BuiltinOp::Sum | BuiltinOp::Band | BuiltinOp::Bor | BuiltinOp::Bxor
+            ));
+    let lock = !(atomic_kind && aligned && native && (p.sub != Sub::Cas || segs == 1));
     let slot = d.slot(target);
     if lock {
         slot.acc_lock(me);
@@ -219,11 +235,12 @@ unsafe fn accumulate(d: &Direct, me: i32, p: &Plan, target: usize, part: *mut u8
             if r.is_err() {
                 return;
             }
-            // SAFETY: the segment is in the part; elements that are aligned take the atomic
-            // instructions, the others are only ever touched under the accumulate lock
-            // (held: `lock` is set when one is not aligned).
+            // SAFETY: the segment is in the part; aligned elements of a native operation (or
+            // read by MPI_NO_OP) take the atomic instructions, since other origins' native
+            // operations may update them without the lock meanwhile; everything else is
+            // only ever touched under the accumulate lock (held: `lock` is set).
             r = unsafe {
-                if atomic_at(es, tp) {
+                if atomic_at(es, tp) && (native || p.op == BuiltinOp::NoOp) {
                     atomic::run(p.op, b, es, tp, len / es, src_at(at), old.at(at))
                 } else {
                     plain(p.op, b, es, tp, len, src_at(at), old.at(at))
