@@ -27,9 +27,10 @@
 //!   compare-and-swap mutex, fence and PSCW epochs; on MPI_Win_allocate and
 //!   MPI_Win_allocate_shared windows.
 //!
-//! Windows made by MPI_Win_allocate[_shared] take the direct path on one node by default;
-//! the TCP and `aggreg` runs, and those named `messages`, set `MADMPI_RMA_DIRECT=0` to keep
-//! the active-message path checked on one host.
+//! Windows made by MPI_Win_allocate[_shared] take the direct path on one node by default (and
+//! puts and gets to MPI_Win_create windows cross-memory attach); the TCP and `aggreg` runs,
+//! and those named `messages`, set `MADMPI_RMA_DIRECT=0` (neither) to keep the
+//! active-message path checked on one host.
 
 use std::time::Duration;
 
@@ -234,4 +235,13 @@ fn passive_messages_3() {
 #[test]
 fn shared_messages_3() {
     ok_messages("shared", 3);
+}
+
+/// MPI_Win_create windows with puts and gets by message instead of cross-memory attach.
+#[test]
+fn fence_without_cma_3() {
+    job("fence", 3)
+        .env("MADMPI_RMA_CMA", "0")
+        .run()
+        .assert_ok("fence");
 }

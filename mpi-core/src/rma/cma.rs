@@ -11,7 +11,7 @@
 //! with respect to accumulates (the standard makes concurrent ones erroneous), so accumulates
 //! keep the message path and the target's progress. When the OS refuses cross-memory attach
 //! (ptrace rules: Yama's `ptrace_scope`, a non-dumpable process), the window stops trying and
-//! sends messages from then on. `MADMPI_RMA_CMA=0` never tries.
+//! sends messages from then on. `MADMPI_RMA_CMA=0` (or `MADMPI_RMA_DIRECT=0`) never tries.
 
 use madmpi_transports::shmcoll::{read_from, write_to};
 use madmpi_transports::Error as TError;
@@ -21,9 +21,10 @@ use super::wire::Sub;
 use super::Peer;
 use crate::error::{Error, ErrorClass, Result};
 
-/// Whether this process offers its `MPI_Win_create` windows to cross-memory attach.
+/// Whether this process offers its `MPI_Win_create` windows to cross-memory attach
+/// (`MADMPI_RMA_CMA=0` or `MADMPI_RMA_DIRECT=0`: no).
 pub(super) fn enabled() -> bool {
-    std::env::var("MADMPI_RMA_CMA").map_or(true, |v| v.trim() != "0")
+    super::direct::enabled() && std::env::var("MADMPI_RMA_CMA").map_or(true, |v| v.trim() != "0")
 }
 
 /// What [`copy`] did.
