@@ -17,8 +17,20 @@
 //!   (MPI_SHORT_INT, MPI_DOUBLE_INT, MPI_LONG_DOUBLE_INT) and on a derived type whose segments
 //!   split elements; no torn pair is ever read, padding is never written.
 //! - `async`: a target that makes no MPI call (computes, then spins on a load of its own window
-//!   memory) while the origins lock, put, get, accumulate, fetch-and-op and flush: served by the
-//!   asynchronous progress thread; on a window and on a shared window.
+//!   memory) while the origins lock, put, get, accumulate, fetch-and-op and flush: on the
+//!   direct path over shared memory (no target action), served by the asynchronous progress
+//!   thread over TCP; on a window and on a shared window.
+//! - `direct`: concurrent accumulates from every rank (the target's own included) on every
+//!   kind of element (hardware atomics: 4- and 8-byte integers and floating point; the
+//!   accumulate lock: chars, shorts, long doubles, pairs with a hole, a misaligned int),
+//!   fetch-and-op tickets on an int and a double, exclusive holders that never overlap, a
+//!   compare-and-swap mutex, fence and PSCW epochs; on MPI_Win_allocate and
+//!   MPI_Win_allocate_shared windows.
+//!
+//! Windows made by MPI_Win_allocate[_shared] take the direct path on one node by default (and
+//! puts and gets to MPI_Win_create windows cross-memory attach); the TCP and `aggreg` runs,
+//! and those named `messages`, set `MADMPI_RMA_DIRECT=0` (neither) to keep the
+//! active-message path checked on one host.
 
 use std::time::Duration;
 
@@ -32,16 +44,30 @@ fn ok(name: &str, ranks: usize) {
     job(name, ranks).run().assert_ok(name);
 }
 
+/// Over TCP, on the active-message path (on one host, windows would otherwise take the
+/// direct path whatever the transport).
 fn ok_tcp(name: &str, ranks: usize) {
     job(name, ranks)
         .env("MADMPI_TRANSPORTS", "tcp")
+        .env("MADMPI_RMA_DIRECT", "0")
         .run()
         .assert_ok(name);
 }
 
+/// With the `aggreg` strategy, on the active-message path (where operations are chunks that
+/// the strategy packs together).
 fn ok_aggreg(name: &str, ranks: usize) {
     job(name, ranks)
         .env("MADMPI_STRATEGY", "aggreg")
+        .env("MADMPI_RMA_DIRECT", "0")
+        .run()
+        .assert_ok(name);
+}
+
+/// On the active-message path over shared memory.
+fn ok_messages(name: &str, ranks: usize) {
+    job(name, ranks)
+        .env("MADMPI_RMA_DIRECT", "0")
         .run()
         .assert_ok(name);
 }
@@ -142,7 +168,10 @@ fn pairs_aggreg_3() {
 fn async_job(ranks: usize, tcp: bool) {
     let mut j = job("async", ranks).timeout(Duration::from_secs(90));
     if tcp {
-        j = j.env("MADMPI_TRANSPORTS", "tcp");
+        // (The active-message path: the target's progress thread serves the origins.)
+        j = j
+            .env("MADMPI_TRANSPORTS", "tcp")
+            .env("MADMPI_RMA_DIRECT", "0");
     }
     j.run().assert_ok("async");
 }
@@ -165,4 +194,54 @@ fn async_tcp_2() {
 #[test]
 fn async_tcp_4() {
     async_job(4, true);
+}
+
+#[test]
+fn direct_1() {
+    ok("direct", 1);
+}
+
+#[test]
+fn direct_2() {
+    ok("direct", 2);
+}
+
+#[test]
+fn direct_4() {
+    ok("direct", 4);
+}
+
+/// The direct path does not depend on the transport: PSCW notices and fence barriers over
+/// TCP, operations in the node-wide segment.
+#[test]
+fn direct_tcp_3() {
+    job("direct", 3)
+        .env("MADMPI_TRANSPORTS", "tcp")
+        .run()
+        .assert_ok("direct");
+}
+
+/// The same checks on the active-message path.
+#[test]
+fn direct_messages_4() {
+    ok_messages("direct", 4);
+}
+
+#[test]
+fn passive_messages_3() {
+    ok_messages("passive", 3);
+}
+
+#[test]
+fn shared_messages_3() {
+    ok_messages("shared", 3);
+}
+
+/// MPI_Win_create windows with puts and gets by message instead of cross-memory attach.
+#[test]
+fn fence_without_cma_3() {
+    job("fence", 3)
+        .env("MADMPI_RMA_CMA", "0")
+        .run()
+        .assert_ok("fence");
 }

@@ -266,6 +266,9 @@ impl Impl {
                 }
                 if transport == Transport::Tcp {
                     env.push(("MADMPI_TRANSPORTS".into(), "tcp".into()));
+                    // Every peer treated as remote, as MPICH's NOLOCAL does: one-sided
+                    // operations travel over TCP instead of the direct path on one node.
+                    env.push(("MADMPI_RMA_DIRECT".into(), "0".into()));
                 }
                 if transport == Transport::Ofi {
                     env.push(("MADMPI_TRANSPORTS".into(), "ofi".into()));
@@ -524,7 +527,8 @@ mod tests {
             s.env,
             [
                 pair("MADMPI_STRATEGY", "adaptive"),
-                pair("MADMPI_TRANSPORTS", "tcp")
+                pair("MADMPI_TRANSPORTS", "tcp"),
+                pair("MADMPI_RMA_DIRECT", "0")
             ]
         );
         assert_eq!(
@@ -618,7 +622,8 @@ mod tests {
             s.env,
             [
                 pair("MADMPI_STRATEGY", "aggreg"),
-                pair("MADMPI_TRANSPORTS", "tcp")
+                pair("MADMPI_TRANSPORTS", "tcp"),
+                pair("MADMPI_RMA_DIRECT", "0")
             ]
         );
         assert_eq!(

@@ -44,7 +44,7 @@ pub use wait::{
     request_get_status_some, set_spin_budget, spin_budget, test, test_all, test_any, test_some,
     wait, wait_all, wait_all_with, wait_any, wait_completion, wait_some, Completion,
 };
-pub(crate) use wait::{cpus_shared, wait_until, Backoff};
+pub(crate) use wait::{cpus_shared, polled, wait_until, Backoff};
 
 fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())

@@ -2,11 +2,12 @@
 //! it, so that a process that computes without calling MPI still serves the one-sided
 //! operations, lock requests and flushes aimed at it (passive target communication).
 //!
-//! It runs while at least one window with another member exists (started by the first such
-//! window, stopped when the last one is freed, and at MPI_Finalize); `MADMPI_ASYNC_PROGRESS=0`
-//! never starts it, `=1` starts it for every window (single-member ones included). Programs
-//! without windows never start it, so their calls keep owner mode (the point-to-point fast
-//! path at MPI_THREAD_SINGLE/FUNNELED).
+//! It runs while at least one window with another member exists that does not take the
+//! direct path on one node (`rma::direct`, where origins need no target action): started by
+//! the first such window, stopped when the last one is freed, and at MPI_Finalize;
+//! `MADMPI_ASYNC_PROGRESS=0` never starts it, `=1` starts it for every window (single-member
+//! and direct ones included). Programs without such windows never start it, so their calls
+//! keep owner mode (the point-to-point fast path at MPI_THREAD_SINGLE/FUNNELED).
 //!
 //! Owner mode lets the owner thread reach the engine without the lock, which a second thread
 //! cannot share: the owner switches it off (outside any call) before starting the thread, and
@@ -37,11 +38,12 @@ static PROGRESS: Mutex<Progress> = Mutex::new(Progress {
 });
 
 /// Whether a window of `members` processes needs the thread (`MADMPI_ASYNC_PROGRESS`: `0`
-/// never, `1` for every window; by default for windows with another member).
-fn needs_thread(members: usize) -> bool {
+/// never, `1` for every window; by default for windows with another member that do not take
+/// the one-sided direct path, where origins need no target action).
+fn needs_thread(members: usize, direct: bool) -> bool {
     match env_parse::<u8>("MADMPI_ASYNC_PROGRESS") {
         Some(v) => v != 0,
-        None => members > 1,
+        None => members > 1 && !direct,
     }
 }
 
@@ -52,8 +54,8 @@ pub fn async_progress_running() -> bool {
 
 /// A window of `members` processes was created by this process (called outside any engine
 /// call, by the thread that created it).
-pub(crate) fn window_opened(members: usize) {
-    if !needs_thread(members) {
+pub(crate) fn window_opened(members: usize, direct: bool) {
+    if !needs_thread(members, direct) {
         return;
     }
     let mut p = PROGRESS.lock();
@@ -87,8 +89,8 @@ pub(crate) fn window_opened(members: usize) {
 }
 
 /// A window counted by [`window_opened`] was freed.
-pub(crate) fn window_closed(members: usize) {
-    if !needs_thread(members) {
+pub(crate) fn window_closed(members: usize, direct: bool) {
+    if !needs_thread(members, direct) {
         return;
     }
     let mut p = PROGRESS.lock();

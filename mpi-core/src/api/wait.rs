@@ -116,7 +116,7 @@ static IDLE_POLLS: AtomicU32 = AtomicU32::new(0);
 /// Account for the outcome of a polling call (after the engine was released): see
 /// [`IDLE_POLLS`]. The found path costs one load (a store only after fruitless polls).
 #[inline(always)]
-pub(super) fn polled(found: bool) {
+pub(crate) fn polled(found: bool) {
     if found {
         if IDLE_POLLS.load(Ordering::Relaxed) != 0 {
             IDLE_POLLS.store(0, Ordering::Relaxed);

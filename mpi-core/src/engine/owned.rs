@@ -119,6 +119,7 @@ mod tests {
             flavor: crate::rma::Flavor::Create,
             _mem: None,
             segment: None,
+            direct: None,
             regions: Vec::new(),
             peers: vec![Peer::default(); 2],
             pending: vec![0; 2],

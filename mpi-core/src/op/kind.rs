@@ -86,3 +86,9 @@ pub(super) fn available(op: BuiltinOp, b: Basic) -> bool {
         _ => true,
     }
 }
+
+/// Whether `b` is a (C or Fortran) integer type: two's complement, so that its sum and bit
+/// operations are those of the machine's integer instructions.
+pub(crate) fn is_integer(b: Basic) -> bool {
+    matches!(kind(b), Kind::Int { .. })
+}

@@ -15,10 +15,18 @@
 //! Progress: a target serves origins whenever it enters the engine (any MPI call that
 //! progresses, including MPI_Win_* calls and MPI_Test); see `docs/rma.md`.
 //!
+//! Windows whose members all run on one node and whose memory the library allocates take the
+//! direct path instead (`direct`): the origin does every operation itself in the node-wide
+//! segment, and the locks are words of a control block in it; no target action at all.
+//!
 //! Modules: `wire` (the payloads of `Rma` chunks), `origin` (issuing operations, their
 //! answers), `target` (applying operations, the lock of a window), `sync` (fence, locks,
-//! post/start/complete/wait, flushes), `window` (creation and freeing, the queries).
+//! post/start/complete/wait, flushes), `window` (creation and freeing, the queries),
+//! `shared` (shared-memory windows and the node-wide segment), `direct` (the direct path),
+//! `cma` (puts and gets to `MPI_Win_create` windows on this host by cross-memory attach).
 
+mod cma;
+mod direct;
 mod origin;
 mod shared;
 mod sync;
@@ -79,6 +87,10 @@ pub(crate) struct Peer {
     pub id: u32,
     pub size: u64,
     pub disp_unit: u64,
+    /// For cross-memory attach to an `MPI_Win_create` window on this host (`cma`): the
+    /// process id (0: not reachable that way) and the window's base in that process.
+    pub pid: i32,
+    pub base: u64,
 }
 
 /// A lock this process holds, or asked for, on a target.
@@ -108,6 +120,9 @@ pub(crate) struct Win {
     /// A shared window: the start of the segment's data in this process, and each member's
     /// offset in it.
     pub segment: Option<(*mut u8, Vec<usize>)>,
+    /// The direct path on one node (every operation done by the origin in shared memory,
+    /// the locks in the window's control block), when the window takes it.
+    pub direct: Option<direct::Direct>,
     /// Regions attached to a dynamic window: (address, length).
     pub regions: Vec<(usize, usize)>,
     pub peers: Vec<Peer>,

@@ -9,6 +9,7 @@
 
 use madmpi_datatypes::{Basic, Datatype};
 
+use super::cma::Outcome;
 use super::wire::{self, Sub};
 use super::{op_code, Flavor, Track, WinId};
 use crate::api::with;
@@ -64,22 +65,32 @@ pub enum Call {
 /// The origin buffers hold what their types describe; a result buffer stays valid until the
 /// operation completes (at the end of its epoch, a flush, or its request).
 pub unsafe fn rma(w: WinId, call: Call, want_req: bool) -> Result<Option<RequestId>> {
-    with(|e| {
+    let (req, found) = with(|e| {
         // SAFETY: forwarded.
         unsafe { e.st.rma_issue(w, call, want_req) }
-    })
+    })?;
+    if !found {
+        // A compare-and-swap on the direct path that did not swap: the caller probably spins
+        // on a lock word, held by a process that may need this CPU to release it. Counted as
+        // a fruitless poll (past the spin budget, each one yields).
+        crate::api::polled(false);
+    }
+    Ok(req)
 }
 
 /// What an operation sends: its kind, target, packed data, result buffer, operation.
-struct Plan {
-    sub: Sub,
-    target: Remote,
-    data: Vec<u8>,
+pub(super) struct Plan {
+    pub sub: Sub,
+    pub target: Remote,
+    /// The origin data, packed (empty for the direct path, which reads `origin`).
+    pub data: Vec<u8>,
+    /// The origin buffer of a put or an accumulate, for the direct path.
+    pub origin: Option<Local>,
     /// Bytes of target memory the operation touches (its packed stream).
-    bytes: usize,
-    result: Option<(*mut u8, usize, Datatype)>,
-    op: BuiltinOp,
-    basic: Option<Basic>,
+    pub bytes: usize,
+    pub result: Option<(*mut u8, usize, Datatype)>,
+    pub op: BuiltinOp,
+    pub basic: Option<Basic>,
 }
 
 fn same_bytes(a: usize, b: usize, what: &str) -> Result<()> {
@@ -125,23 +136,33 @@ fn acc_basic(op: BuiltinOp, target: &Datatype, other: Option<&Datatype>) -> Resu
 
 /// # Safety
 /// `l` describes readable memory.
-unsafe fn pack(l: &Local) -> Vec<u8> {
+pub(super) unsafe fn pack(l: &Local) -> Vec<u8> {
     let mut v = vec![0u8; l.count * l.dt.size()];
     // SAFETY: the caller's.
     unsafe { l.dt.pack(l.ptr, l.count, 0, &mut v) };
     v
 }
 
-fn plan(call: Call) -> Result<Plan> {
+/// Check `call` and say what it does; the origin data is packed unless `direct` (the direct
+/// path copies from the origin buffer itself).
+fn plan(call: Call, direct: bool) -> Result<Plan> {
     let tbytes = |t: &Remote| t.count * t.dt.size();
+    let packed = |o: &Local| {
+        if direct {
+            Vec::new()
+        } else {
+            // SAFETY: the origin buffer holds its elements (caller of `rma`).
+            unsafe { pack(o) }
+        }
+    };
     Ok(match call {
         Call::Put(o, t) => {
             same_bytes(o.count * o.dt.size(), tbytes(&t), "origin")?;
             Plan {
                 sub: Sub::Put,
                 bytes: tbytes(&t),
-                // SAFETY: the origin buffer holds its elements (caller of `rma`).
-                data: unsafe { pack(&o) },
+                data: packed(&o),
+                origin: Some(o),
                 target: t,
                 result: None,
                 op: BuiltinOp::Replace,
@@ -154,6 +175,7 @@ fn plan(call: Call) -> Result<Plan> {
                 sub: Sub::Get,
                 bytes: tbytes(&t),
                 data: Vec::new(),
+                origin: None,
                 target: t,
                 result: Some((o.ptr, o.count, o.dt)),
                 op: BuiltinOp::NoOp,
@@ -170,8 +192,8 @@ fn plan(call: Call) -> Result<Plan> {
             Plan {
                 sub: Sub::Acc,
                 bytes: tbytes(&t),
-                // SAFETY: as above.
-                data: unsafe { pack(&o) },
+                data: packed(&o),
+                origin: Some(o),
                 target: t,
                 result: None,
                 op,
@@ -191,12 +213,8 @@ fn plan(call: Call) -> Result<Plan> {
             Plan {
                 sub: Sub::GetAcc,
                 bytes: tbytes(&t),
-                // SAFETY: as above.
-                data: if noop {
-                    Vec::new()
-                } else {
-                    unsafe { pack(&o) }
-                },
+                data: if noop { Vec::new() } else { packed(&o) },
+                origin: (!noop).then_some(o),
                 target: t,
                 result: Some((r.ptr, r.count, r.dt)),
                 op,
@@ -221,6 +239,7 @@ fn plan(call: Call) -> Result<Plan> {
                 sub: Sub::Cas,
                 bytes: n,
                 data,
+                origin: None,
                 result: Some((r, 1, t.dt.clone())),
                 target: t,
                 op: BuiltinOp::Replace,
@@ -231,7 +250,8 @@ fn plan(call: Call) -> Result<Plan> {
 }
 
 impl State {
-    /// [`rma`] under the engine lock.
+    /// [`rma`] under the engine lock; with the request, whether the operation did something
+    /// (false: a compare-and-swap on the direct path that did not swap).
     ///
     /// # Safety
     /// As [`rma`].
@@ -240,12 +260,22 @@ impl State {
         w: WinId,
         call: Call,
         want_req: bool,
-    ) -> Result<Option<RequestId>> {
-        let p = plan(call)?;
+    ) -> Result<(Option<RequestId>, bool)> {
+        let win = self.rma.win(w)?;
+        // Whether the origin data is read where it lies (not packed now): the direct path, or
+        // a put that cross-memory attach may carry.
+        let cma_put = |r: i32| {
+            win.flavor == Flavor::Create && win.peers.get(r as usize).is_some_and(|p| p.pid != 0)
+        };
+        let lazy = win.direct.is_some() || matches!(&call, Call::Put(_, t) if cma_put(t.rank));
+        let mut p = plan(call, lazy)?;
         let win = self.rma.win(w)?;
         let t = &p.target;
         if t.rank == crate::PROC_NULL {
-            return Ok(want_req.then(|| self.reqs.insert(Request::done(Op::None))));
+            return Ok((
+                want_req.then(|| self.reqs.insert(Request::done(Op::None))),
+                true,
+            ));
         }
         if t.rank < 0 || t.rank as usize >= win.world.len() {
             return err(
@@ -302,6 +332,39 @@ impl State {
                 format!("target {} has died", t.rank),
             );
         }
+        if let Some(d) = &win.direct {
+            // The direct path on one node: the origin does the operation itself, complete
+            // when this returns (range checked above).
+            // SAFETY: the origin and result buffers hold what their types say (caller).
+            let found =
+                unsafe { super::direct::issue(d, win.rank, &p, t.rank as usize, start as isize)? };
+            let req = want_req.then(|| self.reqs.insert(Request::done(Op::None)));
+            return Ok((req, found));
+        }
+        if win.flavor == Flavor::Create && peer.pid != 0 && matches!(p.sub, Sub::Put | Sub::Get) {
+            // SAFETY: the buffers are the caller's; the range was checked against the
+            // target's window, whose base and process the target published.
+            match unsafe { super::cma::copy(&p, &peer, start)? } {
+                Outcome::Done => {
+                    let req = want_req.then(|| self.reqs.insert(Request::done(Op::None)));
+                    return Ok((req, true));
+                }
+                Outcome::NotHere => {}
+                Outcome::Refused => {
+                    for x in &mut self.rma.win_mut(w)?.peers {
+                        x.pid = 0;
+                    }
+                }
+            }
+        }
+        if p.data.is_empty() && p.bytes > 0 && p.sub == Sub::Put {
+            // (Not packed for cross-memory attach, which did not take it.)
+            if let Some(o) = &p.origin {
+                // SAFETY: the origin buffer holds its elements (caller).
+                p.data = unsafe { pack(o) };
+            }
+        }
+        let win = self.rma.win(w)?;
         if let (Some((seg, offs)), Sub::Put | Sub::Get) = (&win.segment, p.sub) {
             // A shared window: the target's part is mapped here; a put or a get is a copy
             // (checked in range above), complete at once, with no work for the target.
@@ -325,7 +388,10 @@ impl State {
                 // SAFETY: the result buffer holds `count` elements (caller).
                 unsafe { dt.unpack(*ptr, *count, 0, &packed) };
             }
-            return Ok(want_req.then(|| self.reqs.insert(Request::done(Op::None))));
+            return Ok((
+                want_req.then(|| self.reqs.insert(Request::done(Op::None))),
+                true,
+            ));
         }
         let (me, wid, rank) = (win.rank, peer.id, t.rank);
         let elem = p.basic.map_or(1, |b| b.size());
@@ -341,7 +407,7 @@ impl State {
             if let Some(r) = req {
                 self.complete_with(r, None);
             }
-            return Ok(req);
+            return Ok((req, true));
         }
         let token = self.rma.next_token;
         self.rma.next_token += 1;
@@ -380,7 +446,7 @@ impl State {
             };
             self.queue_owned(world, hdr, wire::encode(&segs, data));
         }
-        Ok(req)
+        Ok((req, true))
     }
 
     /// An answer (`Ack` or `Reply`) to one chunk of operation `h.sreq`.
@@ -430,7 +496,18 @@ impl State {
     /// World rank `peer` died: its operations in flight will never be answered. They fail
     /// with MPI_ERR_PROC_ABORTED (their requests complete with it; the windows report it at
     /// their next synchronisation) and are forgotten, and their targets count none pending.
+    ///
+    /// On the direct path, the locks the dead process held in the control blocks of the
+    /// windows it shared with this one are given back (the first member to see the death
+    /// does it), so that origins waiting for them go on.
     pub(crate) fn rma_peer_lost(&mut self, peer: u32) {
+        for w in self.rma.wins.iter().flatten() {
+            if let (Some(d), Some(r)) = (&w.direct, w.world.iter().position(|&x| x == peer)) {
+                if d.release_dead(r as i32) > 0 {
+                    tracing::debug!("released the window locks of dead rank {peer}");
+                }
+            }
+        }
         if self.rma.ops.is_empty() {
             return;
         }

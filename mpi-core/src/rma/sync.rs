@@ -6,6 +6,13 @@
 //! requests, grants, unlocks, posts and completes are `Rma` chunks like the operations, in
 //! sequence order with them. Waiting polls the engine (spin, then yield), so a process waiting
 //! here serves the operations others target it with.
+//!
+//! On the direct path (`direct`) operations are complete when issued: a flush is a memory
+//! fence, and the locks are words of the window's control block that the origin takes (spin,
+//! then yield, polling the engine meanwhile) and releases itself; fence and PSCW keep their
+//! barrier and notices, with memory fences around them.
+
+use std::sync::atomic::{fence, Ordering};
 
 use super::wire::Sub;
 use super::{Held, WinId};
@@ -128,8 +135,11 @@ pub fn win_fence(assert: i32, w: WinId) -> Result<()> {
     })?;
     wait_done(w, None)?;
     // Every member's operations on this process are answered once every member has passed
-    // its wait: the barrier says so.
+    // its wait: the barrier says so. (The direct path's copies and stores are this thread's
+    // own: the fences order them with the barrier.)
+    fence(Ordering::SeqCst);
     crate::barrier(comm)?;
+    fence(Ordering::SeqCst);
     with(|e| {
         e.st.rma.win_mut(w)?.fence = assert & MODE_NOSUCCEED == 0;
         Ok(())
@@ -172,19 +182,69 @@ pub fn win_lock(t: LockType, rank: i32, assert: i32, w: WinId) -> Result<()> {
             win.held[rank as usize] = Held::Unchecked(t);
             return Ok(false);
         }
+        if let Some(d) = &win.direct {
+            // The lock word in the control block: taken at once, or waited for below.
+            if d.try_lock(rank as usize, t, win.rank, false) {
+                win.held[rank as usize] = Held::Granted(t);
+                return Ok(false);
+            }
+            if t == LockType::Exclusive {
+                d.slot(rank as usize).announce();
+            }
+            win.held[rank as usize] = Held::Asked(t);
+            return Ok(true);
+        }
         win.held[rank as usize] = Held::Asked(t);
         notify(e, w, rank, Sub::Lock, (t == LockType::Exclusive) as u8)?;
         Ok(true)
     })?;
     if asked {
-        wait_until(|e| {
-            let win = e.st.rma.win(w)?;
+        let r = wait_until(|e| {
+            let win = e.st.rma.win_mut(w)?;
+            take_direct(win, rank as usize);
             if matches!(win.held[rank as usize], Held::Granted(_)) {
                 return Ok(Some(()));
             }
             check_alive(e, w, &mut std::iter::once(rank as usize))?;
             Ok(None)
-        })?;
+        });
+        if r.is_err() {
+            let _ = with(|e| {
+                let win = e.st.rma.win_mut(w)?;
+                if let (Some(d), Held::Asked(t)) = (&win.direct, win.held[rank as usize]) {
+                    if t == LockType::Exclusive {
+                        d.slot(rank as usize).withdraw();
+                    }
+                    win.held[rank as usize] = Held::None;
+                }
+                Ok(())
+            });
+        }
+        r?;
+    }
+    Ok(())
+}
+
+/// On the direct path, try again to take the lock asked for on `rank` (exclusive ones were
+/// announced).
+fn take_direct(win: &mut super::Win, rank: usize) {
+    if let (Some(d), Held::Asked(t)) = (&win.direct, win.held[rank]) {
+        if d.try_lock(rank, t, win.rank, true) {
+            win.held[rank] = Held::Granted(t);
+        }
+    }
+}
+
+/// Release this process's lock on `rank`, held as `h` (a message to the target, or the lock
+/// word on the direct path).
+fn release(e: &mut Engine, w: WinId, rank: i32, h: Held) -> Result<()> {
+    let win = e.st.rma.win(w)?;
+    if let (Some(d), Held::Granted(t)) = (&win.direct, h) {
+        d.unlock(rank as usize, t, win.rank);
+        return Ok(());
+    }
+    if matches!(h, Held::Granted(_)) && win.direct.is_none() {
+        return notify(e, w, rank, Sub::Unlock, 0);
     }
     Ok(())
 }
@@ -208,8 +268,9 @@ pub fn win_unlock(rank: i32, w: WinId) -> Result<()> {
     with(|e| {
         let win = e.st.rma.win_mut(w)?;
         let h = std::mem::replace(&mut win.held[rank as usize], Held::None);
-        if matches!(h, Held::Granted(_)) {
-            notify(e, w, rank, Sub::Unlock, 0)?;
+        let direct = win.direct.is_some();
+        release(e, w, rank, h)?;
+        if matches!(h, Held::Granted(_)) && !direct {
             // The lock is released at once: others may be waiting for it.
             e.flush()?;
         }
@@ -236,6 +297,13 @@ pub fn win_lock_all(assert: i32, w: WinId) -> Result<()> {
             return Ok(0);
         }
         win.held.fill(Held::Asked(LockType::Shared));
+        if win.direct.is_some() {
+            // Shared locks of the control block, taken in rank order.
+            for r in 0..n {
+                take_direct(win, r);
+            }
+            return Ok(n);
+        }
         for r in 0..n {
             notify(e, w, r as i32, Sub::Lock, 0)?;
         }
@@ -243,7 +311,10 @@ pub fn win_lock_all(assert: i32, w: WinId) -> Result<()> {
     })?;
     if n > 0 {
         wait_until(|e| {
-            let win = e.st.rma.win(w)?;
+            let win = e.st.rma.win_mut(w)?;
+            if let Some(r) = win.held.iter().position(|h| !matches!(h, Held::Granted(_))) {
+                take_direct(win, r);
+            }
             if win.held.iter().all(|h| matches!(h, Held::Granted(_))) {
                 return Ok(Some(()));
             }
@@ -272,9 +343,7 @@ pub fn win_unlock_all(w: WinId) -> Result<()> {
         let held = std::mem::take(&mut win.held);
         win.held = vec![Held::None; held.len()];
         for (r, h) in held.into_iter().enumerate() {
-            if matches!(h, Held::Granted(_)) {
-                notify(e, w, r as i32, Sub::Unlock, 0)?;
-            }
+            release(e, w, r as i32, h)?;
         }
         e.flush()
     })?;
@@ -306,23 +375,48 @@ pub fn win_flush(rank: i32, w: WinId) -> Result<()> {
     if rank == crate::PROC_NULL {
         return with(|e| e.st.rma.win(w).map(|_| ()));
     }
-    with(|e| {
+    let done = with(|e| {
         check_rank(e, w, rank)?;
-        passive(e, w, Some(rank))
+        passive(e, w, Some(rank))?;
+        direct_done(e, w)
     })?;
+    if done {
+        return Ok(());
+    }
     wait_done(w, Some(&[rank]))
+}
+
+/// On the direct path every operation is complete when issued: a flush is a memory fence
+/// (and the report of an error), unless operations by message are still in flight. Whether
+/// that settled the flush.
+fn direct_done(e: &mut Engine, w: WinId) -> Result<bool> {
+    let win = e.st.rma.win_mut(w)?;
+    if win.direct.is_none() || win.pending.iter().any(|&p| p > 0) {
+        return Ok(false);
+    }
+    fence(Ordering::SeqCst);
+    match win.error.take() {
+        Some(x) => Err(x),
+        None => Ok(true),
+    }
 }
 
 /// MPI_Win_flush_all and MPI_Win_flush_local_all.
 pub fn win_flush_all(w: WinId) -> Result<()> {
-    with(|e| passive(e, w, None))?;
+    let done = with(|e| {
+        passive(e, w, None)?;
+        direct_done(e, w)
+    })?;
+    if done {
+        return Ok(());
+    }
     wait_done(w, None)
 }
 
 /// MPI_Win_sync: the window's memory copies agree (one copy: a memory barrier).
 pub fn win_sync(w: WinId) -> Result<()> {
     with(|e| e.st.rma.win(w).map(|_| ()))?;
-    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    fence(Ordering::SeqCst);
     Ok(())
 }
 
@@ -338,6 +432,8 @@ pub fn win_post(group: &[i32], assert: i32, w: WinId) -> Result<()> {
             );
         }
         win.post = Some(group.to_vec());
+        // The target's own stores come before the origins' accesses.
+        fence(Ordering::SeqCst);
         if assert & MODE_NOCHECK == 0 {
             for &r in group {
                 notify(e, w, r, Sub::Post, 0)?;
@@ -375,6 +471,7 @@ pub fn win_start(group: &[i32], assert: i32, w: WinId) -> Result<()> {
             Ok(None)
         })?;
     }
+    fence(Ordering::SeqCst);
     with(|e| {
         e.st.rma.win_mut(w)?.start = Some(group.to_vec());
         Ok(())
@@ -391,6 +488,8 @@ pub fn win_complete(w: WinId) -> Result<()> {
         ),
     })?;
     let done = wait_done(w, Some(&group));
+    // The direct path's stores before the notice.
+    fence(Ordering::SeqCst);
     with(|e| {
         e.st.rma.win_mut(w)?.start = None;
         for &r in &group {
@@ -429,6 +528,8 @@ fn exposure_done(e: &Engine, w: WinId) -> Result<bool> {
 }
 
 fn close_exposure(w: WinId) -> Result<()> {
+    // The origins' direct stores (fenced before their notices) before the target's loads.
+    fence(Ordering::SeqCst);
     with(|e| {
         let win = e.st.rma.win_mut(w)?;
         let n = win.post.take().map_or(0, |g| g.len()) as u32;

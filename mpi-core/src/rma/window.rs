@@ -7,7 +7,8 @@ use std::collections::VecDeque;
 
 use madmpi_datatypes::{Basic, Datatype};
 
-use super::{Flavor, Held, Mem, Peer, Win, WinId};
+use super::direct::{self, ctl_bytes, Direct};
+use super::{shared, Flavor, Held, Mem, Peer, Win, WinId};
 use crate::api::{comm_info, with};
 use crate::coll::Data;
 use crate::error::{err, ErrorClass, Result};
@@ -33,29 +34,72 @@ pub struct WinInfo {
 
 /// MPI_Win_create: a window over `size` bytes at `base`, collective over `comm`.
 pub fn win_create(base: *mut u8, size: usize, disp_unit: usize, comm: CommId) -> Result<WinId> {
-    make(base, size, disp_unit, comm, Flavor::Create, None)
+    make(base, size, disp_unit, comm, Flavor::Create, None, None)
 }
 
 /// MPI_Win_allocate: a window over `size` new bytes (zeroed, aligned for any C type); returns
-/// the window and the memory's address.
+/// the window and the memory's address. When every member runs on this host, the memory is
+/// this process's part of one node-wide segment (parts 64-byte aligned) and the window takes
+/// the direct path (`direct`); otherwise (or when the segment cannot be made) it is heap
+/// memory reached by active messages.
 pub fn win_allocate(size: usize, disp_unit: usize, comm: CommId) -> Result<(WinId, *mut u8)> {
-    let mut mem = AlignedBuf::new(size);
-    let base = mem.ptr();
-    let w = make(
-        base,
-        size,
-        disp_unit,
-        comm,
-        Flavor::Allocate,
-        Some(Mem::Heap(mem)),
-    )?;
+    if disp_unit == 0 {
+        return err(ErrorClass::Disp, "the displacement unit must be positive");
+    }
+    let info = comm_info(comm)?;
+    let (n, me) = (info.local.len(), info.rank as usize);
+    let heap = |direct: bool| {
+        let mut mem = AlignedBuf::new(size);
+        let base = mem.ptr();
+        (Mem::Heap(mem), base, direct.then(|| Direct::local(base)))
+    };
+    let (mem, base, d) = if info.remote.is_some() {
+        // (Refused by `make`.)
+        heap(false)
+    } else if n == 1 {
+        heap(direct::enabled())
+    } else {
+        let want = direct::enabled() && shared::one_host(&info.local, me);
+        let all = shared::exchange([size as u64, want as u64], n, comm)?;
+        if all.iter().all(|x| x[1] == 1) {
+            let ctl = ctl_bytes(n);
+            let mut offsets = Vec::with_capacity(n);
+            let mut total = ctl;
+            for x in &all {
+                offsets.push(total);
+                total = total.saturating_add((x[0] as usize).div_ceil(64) * 64);
+            }
+            match shared::node_segment(total, me, n, comm)? {
+                Some(s) => {
+                    let parts = offsets.iter().map(|&o| s.ptr().wrapping_add(o)).collect();
+                    // SAFETY: the segment begins with `ctl` zeroed bytes, page-aligned,
+                    // mapped by every member, kept with the window.
+                    let d = unsafe { Direct::in_segment(parts, s.ptr()) };
+                    let base = s.ptr().wrapping_add(offsets[me]);
+                    (Mem::Shared(s), base, Some(d))
+                }
+                None => heap(false),
+            }
+        } else {
+            heap(false)
+        }
+    };
+    let w = make(base, size, disp_unit, comm, Flavor::Allocate, Some(mem), d)?;
     Ok((w, base))
 }
 
 /// MPI_Win_create_dynamic: a window without memory (MPI_Win_attach adds some); target
 /// displacements are addresses.
 pub fn win_create_dynamic(comm: CommId) -> Result<WinId> {
-    make(std::ptr::null_mut(), 0, 1, comm, Flavor::Dynamic, None)
+    make(
+        std::ptr::null_mut(),
+        0,
+        1,
+        comm,
+        Flavor::Dynamic,
+        None,
+        None,
+    )
 }
 
 pub(super) fn make(
@@ -65,6 +109,7 @@ pub(super) fn make(
     comm: CommId,
     flavor: Flavor,
     mem: Option<Mem>,
+    direct: Option<Direct>,
 ) -> Result<WinId> {
     if disp_unit == 0 && flavor != Flavor::Dynamic {
         return err(ErrorClass::Disp, "the displacement unit must be positive");
@@ -78,6 +123,7 @@ pub(super) fn make(
     let dup = crate::comm_dup(comm)?;
     let info = comm_info(dup)?;
     let n = info.local.len();
+    let is_direct = direct.is_some();
     let id = with(|e| {
         let rma = &mut e.st.rma;
         let win = Win {
@@ -90,6 +136,7 @@ pub(super) fn make(
             flavor,
             _mem: mem,
             segment: None,
+            direct,
             regions: Vec::new(),
             peers: vec![Peer::default(); n],
             pending: vec![0; n],
@@ -116,20 +163,26 @@ pub(super) fn make(
             }
         })
     })?;
-    let mine = [id.0 as u64, size as u64, disp_unit as u64];
-    let mut all = vec![0u64; 3 * n];
+    // Members on this host may reach an MPI_Win_create window by cross-memory attach.
+    let pid = if flavor == Flavor::Create && super::cma::enabled() {
+        madmpi_transports::shmcoll::my_pid() as u64
+    } else {
+        0
+    };
+    let mine = [id.0 as u64, size as u64, disp_unit as u64, pid, base as u64];
+    let mut all = vec![0u64; 5 * n];
     let byte = Datatype::basic(Basic::Byte);
     // SAFETY: both buffers live until the call returns.
     let r = unsafe {
         crate::coll::allgather(
             Some(Data {
                 ptr: mine.as_ptr() as *mut u8,
-                count: 24,
+                count: 40,
                 dt: byte.clone(),
             }),
             Data {
                 ptr: all.as_mut_ptr() as *mut u8,
-                count: 24,
+                count: 40,
                 dt: byte,
             },
             dup,
@@ -143,18 +196,26 @@ pub(super) fn make(
         let _ = crate::free_comm(dup);
         return Err(e);
     }
+    let host = crate::rank_host(info.local[info.rank as usize]);
+    let local: Vec<bool> = info
+        .local
+        .iter()
+        .map(|&r| host.is_some() && crate::rank_host(r) == host)
+        .collect();
     with(|e| {
         let w = e.st.rma.win_mut(id)?;
-        for (p, c) in w.peers.iter_mut().zip(all.chunks_exact(3)) {
+        for ((p, c), &here) in w.peers.iter_mut().zip(all.chunks_exact(5)).zip(&local) {
             *p = Peer {
                 id: c[0] as u32,
                 size: c[1],
                 disp_unit: c[2],
+                pid: if here { c[3] as i32 } else { 0 },
+                base: c[4],
             };
         }
         Ok(())
     })?;
-    crate::api::window_opened(n);
+    crate::api::window_opened(n, is_direct);
     Ok(id)
 }
 
@@ -176,9 +237,9 @@ pub fn win_free(w: WinId) -> Result<()> {
                  complete/wait)",
             );
         }
-        Ok((win.comm, win.world.len()))
+        Ok((win.comm, win.world.len(), win.direct.is_some()))
     })?;
-    let (comm, members) = comm;
+    let (comm, members, direct) = comm;
     super::sync::wait_all_done(w)?;
     crate::barrier(comm)?;
     with(|e| {
@@ -187,7 +248,7 @@ pub fn win_free(w: WinId) -> Result<()> {
         e.st.rma.ops.retain(|_, t| t.win != w);
         Ok(())
     })?;
-    crate::api::window_closed(members);
+    crate::api::window_closed(members, direct);
     crate::free_comm(comm)
 }
 

@@ -1,0 +1,329 @@
+//! Issuing an operation on the direct path: the origin reads and writes the target's part of
+//! the segment itself. Put and get are copies (one when both sides are contiguous). The
+//! accumulates, get-accumulate, fetch-and-op and compare-and-swap whose operation is one
+//! atomic instruction (replace, compare-and-swap, integer sum and bit operations) go element
+//! by element through `atomic`, without any lock, where every element is 4 or 8 bytes at an
+//! aligned address; every other one holds the target's accumulate lock and applies the
+//! reduction kernel in place (floating point, min/max, products, logical operations, MPI_NO_OP
+//! reads, elements of other sizes, pair types, misaligned elements); under the lock, aligned
+//! elements of a native operation still take the atomic instructions, since the lock-free
+//! operations of other origins may touch them meanwhile. Which way an element goes depends
+//! only on its basic type, its address and the operation: concurrent accumulates with the
+//! same operation (or MPI_NO_OP) are atomic per element, which is what the standard asks
+//! (`accumulate_ops` = `same_op_no_op`, the default). Every operation is complete at the
+//! target when `issue` returns.
+
+use madmpi_datatypes::Datatype;
+
+use super::atomic::{self, atomic_at};
+use super::Direct;
+use crate::error::Result;
+use crate::op::{apply_basic, is_integer, BuiltinOp};
+use crate::rma::origin::{pack, Plan, Remote};
+use crate::rma::wire::Sub;
+
+/// Each segment of the target memory: (offset from the operation's start, length, offset in
+/// the packed stream).
+fn each_seg(t: &Remote, bytes: usize, mut f: impl FnMut(isize, usize, usize)) {
+    if let Some((off, len)) = t.dt.contiguous_span(t.count) {
+        if len > 0 {
+            f(off, len, 0);
+        }
+        return;
+    }
+    let mut at = 0;
+    for (off, len) in t.dt.segments(t.count, 0..bytes) {
+        f(off, len, at);
+        at += len;
+    }
+}
+
+/// The origin's data stream: the origin buffer itself when contiguous, else a packed copy
+/// (returned with the pointer, to keep it alive); compare-and-swap's new and compare values.
+///
+/// # Safety
+/// The origin buffer holds its elements.
+unsafe fn source(p: &Plan) -> (*const u8, Vec<u8>) {
+    match &p.origin {
+        Some(o) => match o.dt.contiguous_span(o.count) {
+            Some((off, _)) => (o.ptr.wrapping_offset(off) as *const u8, Vec::new()),
+            None => {
+                // SAFETY: the caller's.
+                let v = unsafe { pack(o) };
+                (v.as_ptr(), v)
+            }
+        },
+        None => (p.data.as_ptr(), Vec::new()),
+    }
+}
+
+/// Do operation `p` of origin `me` on member `target`'s part, `start` bytes into it (the
+/// range was checked against the part). False for a compare-and-swap that did not swap.
+///
+/// # Safety
+/// The origin and result buffers hold what their types describe; `d` is the window's live
+/// direct path.
+pub(crate) unsafe fn issue(
+    d: &Direct,
+    me: i32,
+    p: &Plan,
+    target: usize,
+    start: isize,
+) -> Result<bool> {
+    if p.bytes == 0 {
+        return Ok(true);
+    }
+    let part = d.parts[target].wrapping_offset(start);
+    let t = &p.target;
+    match p.sub {
+        Sub::Put => {
+            // SAFETY: the caller's.
+            let (src, _keep) = unsafe { source(p) };
+            // SAFETY: each segment lies in the target's part (range checked), mapped while
+            // the window lives; the source holds `bytes` bytes. (They may overlap: a put to
+            // this process's own part.)
+            each_seg(t, p.bytes, |off, len, at| unsafe {
+                std::ptr::copy(src.add(at), part.wrapping_offset(off), len)
+            });
+        }
+        Sub::Get => {
+            let Some((rp, rc, rdt)) = &p.result else {
+                return Ok(true);
+            };
+            match rdt.contiguous_span(*rc) {
+                Some((ro, _)) => {
+                    let dst = rp.wrapping_offset(ro);
+                    // SAFETY: as for a put, the other way; the result buffer holds `bytes`.
+                    each_seg(t, p.bytes, |off, len, at| unsafe {
+                        std::ptr::copy(part.wrapping_offset(off), dst.add(at), len)
+                    });
+                }
+                None => {
+                    let mut v = vec![0u8; p.bytes];
+                    let dst = v.as_mut_ptr();
+                    // SAFETY: as above, into `v`.
+                    each_seg(t, p.bytes, |off, len, at| unsafe {
+                        std::ptr::copy_nonoverlapping(part.wrapping_offset(off), dst.add(at), len)
+                    });
+                    // SAFETY: the result buffer holds `rc` elements (caller).
+                    unsafe { rdt.unpack(*rp, *rc, 0, &v) };
+                }
+            }
+        }
+        // SAFETY: forwarded.
+        _ => return unsafe { accumulate(d, me, p, target, part) },
+    }
+    Ok(true)
+}
+
+/// Where the previous values of a get-like accumulate go: the result buffer itself when it
+/// is contiguous, else a temporary unpacked into it at the end.
+struct Old {
+    ptr: *mut u8,
+    tmp: Vec<u8>,
+    unpack: Option<(*mut u8, usize, Datatype)>,
+}
+
+impl Old {
+    fn new(p: &Plan) -> Old {
+        let mut o = Old {
+            ptr: std::ptr::null_mut(),
+            tmp: Vec::new(),
+            unpack: None,
+        };
+        if let Some((rp, rc, rdt)) = &p.result {
+            match rdt.contiguous_span(*rc) {
+                Some((ro, _)) => o.ptr = rp.wrapping_offset(ro),
+                None => {
+                    o.tmp = vec![0u8; p.bytes];
+                    o.ptr = o.tmp.as_mut_ptr();
+                    o.unpack = Some((*rp, *rc, rdt.clone()));
+                }
+            }
+        }
+        o
+    }
+
+    fn at(&self, at: usize) -> *mut u8 {
+        if self.ptr.is_null() {
+            self.ptr
+        } else {
+            self.ptr.wrapping_add(at)
+        }
+    }
+
+    /// # Safety
+    /// The result buffer holds its elements.
+    unsafe fn finish(self) {
+        if let Some((rp, rc, rdt)) = self.unpack {
+            // SAFETY: the caller's.
+            unsafe { rdt.unpack(rp, rc, 0, &self.tmp) };
+        }
+    }
+}
+
+/// An accumulate, get-accumulate, fetch-and-op or compare-and-swap on the target memory at
+/// `part`; false for a compare-and-swap that did not swap.
+///
+/// # Safety
+/// As [`issue`].
+unsafe fn accumulate(d: &Direct, me: i32, p: &Plan, target: usize, part: *mut u8) -> Result<bool> {
+    let Some(b) = p.basic else {
+        return Ok(true);
+    };
+    let es = b.size();
+    let noop = p.op == BuiltinOp::NoOp && p.sub != Sub::Cas;
+    let (src, _keep) = if noop {
+        (std::ptr::null(), Vec::new())
+    } else {
+        // SAFETY: the caller's.
+        unsafe { source(p) }
+    };
+    let src_at = |at: usize| {
+        if src.is_null() {
+            src
+        } else {
+            src.wrapping_add(at)
+        }
+    };
+    let old = Old::new(p);
+    let t = &p.target;
+    // Whether the segments hold whole elements, and whether all of them are aligned.
+    let (mut whole, mut aligned, mut segs) = (true, true, 0);
+    each_seg(t, p.bytes, |off, len, at| {
+        whole &= at % es == 0 && len % es == 0;
+        aligned &= atomic_at(es, part.wrapping_offset(off));
+        segs += 1;
+    });
+    let atomic_kind = (es == 4 || es == 8) && whole;
+    // The operations one atomic instruction does; the others (and MPI_NO_OP, so that its
+    // reads are ordered with them) hold the accumulate lock and run the reduction kernels in
+    // place. (A compare-and-swap is one element: atomic when it is one aligned run.)
+    let native = p.sub == Sub::Cas
+        || p.op == BuiltinOp::Replace
+        || (is_integer(b)
+            && matches!(
+                p.op,
+                BuiltinOp::Sum | BuiltinOp::Band | BuiltinOp::Bor | BuiltinOp::Bxor
+            ));
+    let lock = !(atomic_kind && aligned && native && (p.sub != Sub::Cas || segs == 1));
+    let slot = d.slot(target);
+    if lock {
+        slot.acc_lock(me);
+    }
+    let mut r = Ok(());
+    let mut swapped = true;
+    if p.sub == Sub::Cas {
+        if !lock {
+            // SAFETY: one aligned element in the part; `src` holds new then compare.
+            swapped = unsafe { atomic::cas(es, part, src, src.add(es), old.ptr) };
+        } else {
+            // SAFETY: under the accumulate lock; the segments are in the part.
+            unsafe {
+                let cur = gather(t, p.bytes, part);
+                std::ptr::copy_nonoverlapping(cur.as_ptr(), old.ptr, p.bytes);
+                let cmp = std::slice::from_raw_parts(src.add(p.bytes), p.bytes);
+                swapped = cur == cmp;
+                if swapped {
+                    scatter(t, p.bytes, part, src);
+                }
+            }
+        }
+    } else if atomic_kind {
+        each_seg(t, p.bytes, |off, len, at| {
+            let tp = part.wrapping_offset(off);
+            if r.is_err() {
+                return;
+            }
+            // SAFETY: the segment is in the part; aligned elements of a native operation (or
+            // read by MPI_NO_OP) take the atomic instructions, since other origins' native
+            // operations may update them without the lock meanwhile; everything else is
+            // only ever touched under the accumulate lock (held: `lock` is set).
+            r = unsafe {
+                if atomic_at(es, tp) && (native || p.op == BuiltinOp::NoOp) {
+                    atomic::run(p.op, b, es, tp, len / es, src_at(at), old.at(at))
+                } else {
+                    plain(p.op, b, es, tp, len, src_at(at), old.at(at))
+                }
+            };
+        });
+    } else {
+        // Elements of other sizes, or split over segments (a pair type with a hole): gather
+        // them packed, apply, scatter back, under the lock.
+        // SAFETY: under the accumulate lock; the segments are in the part, `src` and `old`
+        // hold `bytes` bytes.
+        r = unsafe {
+            let mut cur = gather(t, p.bytes, part);
+            if !old.ptr.is_null() {
+                std::ptr::copy_nonoverlapping(cur.as_ptr(), old.ptr, p.bytes);
+            }
+            let r = if src.is_null() {
+                Ok(())
+            } else {
+                apply_basic(p.op, b, p.bytes / es, src, cur.as_mut_ptr())
+            };
+            if r.is_ok() && !src.is_null() {
+                scatter(t, p.bytes, part, cur.as_ptr());
+            }
+            r
+        };
+    }
+    if lock {
+        slot.acc_unlock();
+    }
+    r?;
+    // SAFETY: the caller's.
+    unsafe { old.finish() };
+    Ok(swapped)
+}
+
+/// `len` bytes of elements at `tp` `= src op tp` without atomics (under the accumulate lock);
+/// the previous values to `old` (when not null).
+///
+/// # Safety
+/// `tp`, `src` and `old` hold `len` bytes; the kernels read and write unaligned.
+unsafe fn plain(
+    op: BuiltinOp,
+    b: madmpi_datatypes::Basic,
+    es: usize,
+    tp: *mut u8,
+    len: usize,
+    src: *const u8,
+    old: *mut u8,
+) -> Result<()> {
+    // SAFETY: the caller's.
+    unsafe {
+        if !old.is_null() {
+            std::ptr::copy_nonoverlapping(tp, old, len);
+        }
+        if src.is_null() {
+            return Ok(());
+        }
+        apply_basic(op, b, len / es, src, tp)
+    }
+}
+
+/// The bytes of the target segments, packed.
+///
+/// # Safety
+/// The segments lie in the part at `part`.
+unsafe fn gather(t: &Remote, bytes: usize, part: *mut u8) -> Vec<u8> {
+    let mut v = vec![0u8; bytes];
+    let dst = v.as_mut_ptr();
+    // SAFETY: the caller's; `v` holds `bytes`.
+    each_seg(t, bytes, |off, len, at| unsafe {
+        std::ptr::copy_nonoverlapping(part.wrapping_offset(off), dst.add(at), len)
+    });
+    v
+}
+
+/// Write the packed `data` (`bytes` bytes) over the target segments.
+///
+/// # Safety
+/// As [`gather`]; `data` holds `bytes` bytes outside the segments.
+unsafe fn scatter(t: &Remote, bytes: usize, part: *mut u8, data: *const u8) {
+    // SAFETY: the caller's.
+    each_seg(t, bytes, |off, len, at| unsafe {
+        std::ptr::copy_nonoverlapping(data.add(at), part.wrapping_offset(off), len)
+    });
+}
