@@ -254,9 +254,11 @@ impl Impl {
                 env.push(("MADMPI_OFI_PROVIDER".into(), ofi_provider()));
             }
             Kind::OursTcp => {
-                // The comparison point of `ofi` mode: ours over its own driver.
+                // The comparison point of `ofi` mode: ours over its own driver (one-sided
+                // operations too, as in TCP mode).
                 env.push(("MADMPI_STRATEGY".into(), "adaptive".into()));
                 env.push(("MADMPI_TRANSPORTS".into(), "tcp".into()));
+                env.push(("MADMPI_RMA_DIRECT".into(), "0".into()));
             }
             Kind::Ours | Kind::OursAggreg => {
                 // Always explicit, so the caller's environment cannot change
@@ -272,6 +274,7 @@ impl Impl {
                 }
                 if transport == Transport::Ofi {
                     env.push(("MADMPI_TRANSPORTS".into(), "ofi".into()));
+                    env.push(("MADMPI_RMA_DIRECT".into(), "0".into()));
                     env.push(("MADMPI_OFI_PROVIDER".into(), ofi_provider()));
                 }
             }
