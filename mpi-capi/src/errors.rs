@@ -61,6 +61,7 @@ pub fn class_code(c: ErrorClass) -> c_int {
         ErrorClass::Assert => MPI_ERR_ASSERT,
         ErrorClass::Disp => MPI_ERR_DISP,
         ErrorClass::Size => MPI_ERR_SIZE,
+        ErrorClass::Session => MPI_ERR_SESSION,
     }
 }
 
@@ -587,6 +588,7 @@ mod tests {
             Info,
             Topology,
             Dims,
+            Session,
         ] {
             let code = class_code(c);
             assert_eq!(class_name(code), Some(c.mpi_name()));

@@ -79,6 +79,8 @@ pub enum ErrorClass {
     Disp,
     /// MPI_ERR_SIZE: invalid size.
     Size,
+    /// MPI_ERR_SESSION: invalid session.
+    Session,
 }
 
 impl ErrorClass {
@@ -120,6 +122,7 @@ impl ErrorClass {
             ErrorClass::Assert => "MPI_ERR_ASSERT",
             ErrorClass::Disp => "MPI_ERR_DISP",
             ErrorClass::Size => "MPI_ERR_SIZE",
+            ErrorClass::Session => "MPI_ERR_SESSION",
         }
     }
 }

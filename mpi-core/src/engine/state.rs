@@ -17,7 +17,7 @@ use super::{
 };
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{Op, Persistent, Request, RequestId, Slab, PROC_NULL_STATUS};
-use crate::{CommId, ANY_SOURCE};
+use crate::{CommId, SessionId, ANY_SOURCE};
 
 /// A multi-step operation (a non-blocking collective) that the progress engine advances: it
 /// posts its point-to-point steps on the state (on the communicator's collective context) and
@@ -44,6 +44,9 @@ pub(crate) struct Comm {
     /// For an intercommunicator, the world ranks of the remote group: point-to-point ranks
     /// name remote processes.
     pub remote: Option<Arc<[u32]>>,
+    /// The session it derives from (made from a session's group, or from such a
+    /// communicator): its buffered sends may use the session's buffer.
+    pub session: Option<SessionId>,
 }
 
 impl Comm {
@@ -159,6 +162,7 @@ impl State {
                 rank: me as i32,
                 size: nprocs as i32,
                 world: all.clone(),
+                session: None,
             }),
             Some(Comm {
                 remote: None,
@@ -166,6 +170,7 @@ impl State {
                 rank: 0,
                 size: 1,
                 world: Arc::from(vec![me]),
+                session: None,
             }),
             // The sessions' communicator of every process (`crate::comm::SESSION_COMM`): no
             // handle names it; MPI_Comm_create_from_group agrees on context ids over it.
@@ -175,6 +180,7 @@ impl State {
                 rank: me as i32,
                 size: nprocs as i32,
                 world: all,
+                session: None,
             }),
         ];
         State {
