@@ -334,7 +334,16 @@ impl State {
                     src,
                     tag,
                     comm,
-                } => self.irecv(buf, count, dt, src, tag, comm, false)?,
+                } => {
+                    // The receive runs in the persistent request itself: a match with a
+                    // rendezvous already there asks for the data under this request's id
+                    // at once (a Cts that would name the inner request is not rewritten).
+                    let r = self.irecv_in(Some(id), buf, count, dt, src, tag, comm, false)?;
+                    if r == id {
+                        return Ok(());
+                    }
+                    r
+                }
                 Persistent::Coll(_) | Persistent::Part(_) => unreachable!("started above"),
             }
         };
@@ -360,7 +369,18 @@ impl State {
         for g in &mut self.gates {
             let pinned = g.rails.iter_mut().flat_map(|r| r.out.iter_mut());
             for c in g.out.iter_mut().chain(pinned) {
-                if c.hdr.sreq == from.0 {
+                // A chunk this process sends about a peer's request (a receiver's answers)
+                // names the peer's request in `sreq`: not ours.
+                let theirs = matches!(
+                    crate::wire::Kind::from_raw(c.hdr.kind),
+                    Some(
+                        crate::wire::Kind::Cts
+                            | crate::wire::Kind::Fin
+                            | crate::wire::Kind::SyncAck
+                            | crate::wire::Kind::CancelAck
+                    )
+                );
+                if !theirs && c.hdr.sreq == from.0 {
                     c.hdr.sreq = to.0;
                 }
                 match &mut c.sent {
