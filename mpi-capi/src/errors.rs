@@ -64,6 +64,7 @@ pub fn class_code(c: ErrorClass) -> c_int {
         ErrorClass::Name => MPI_ERR_NAME,
         ErrorClass::Service => MPI_ERR_SERVICE,
         ErrorClass::Port => MPI_ERR_PORT,
+        ErrorClass::Session => MPI_ERR_SESSION,
     }
 }
 
@@ -590,6 +591,7 @@ mod tests {
             Info,
             Topology,
             Dims,
+            Session,
         ] {
             let code = class_code(c);
             assert_eq!(class_name(code), Some(c.mpi_name()));

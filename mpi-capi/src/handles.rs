@@ -102,7 +102,8 @@ impl Kind {
             Kind::Request | Kind::Message => ErrorClass::Request,
             Kind::Op => ErrorClass::Op,
             Kind::Info => ErrorClass::Info,
-            Kind::Errhandler | Kind::Win | Kind::File | Kind::Session => ErrorClass::Arg,
+            Kind::Session => ErrorClass::Session,
+            Kind::Errhandler | Kind::Win | Kind::File => ErrorClass::Arg,
         }
     }
 

@@ -85,6 +85,8 @@ pub enum ErrorClass {
     Service,
     /// MPI_ERR_PORT: invalid port name.
     Port,
+    /// MPI_ERR_SESSION: invalid session.
+    Session,
 }
 
 impl ErrorClass {
@@ -129,6 +131,7 @@ impl ErrorClass {
             ErrorClass::Name => "MPI_ERR_NAME",
             ErrorClass::Service => "MPI_ERR_SERVICE",
             ErrorClass::Port => "MPI_ERR_PORT",
+            ErrorClass::Session => "MPI_ERR_SESSION",
         }
     }
 }

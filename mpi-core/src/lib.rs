@@ -47,7 +47,7 @@ pub use comm::{
     topology,
 };
 pub use comm::{comm_from_session_group, intercomm_from_session_groups};
-pub use engine::{Strategy, BSEND_OVERHEAD};
+pub use engine::{BufferOwner, Strategy, BSEND_OVERHEAD};
 pub use error::{Error, ErrorClass, Result};
 pub use group::{Group, GroupComparison};
 pub use madmpi_datatypes::Datatype;
@@ -69,6 +69,11 @@ pub const TAG_UB: i32 = i32::MAX;
 /// A communicator known to the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CommId(pub u32);
+
+/// A session of the sessions model (MPI_Session_init), numbered by the engine from 1 in the
+/// order the sessions start; a number is never given twice in a process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SessionId(pub u32);
 
 /// MPI_COMM_WORLD.
 pub const COMM_WORLD: CommId = CommId(0);

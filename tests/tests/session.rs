@@ -59,3 +59,24 @@ fn abi_fortran_1() {
 fn abi_fortran_3() {
     job("abi_fortran", 3).run().assert_ok("abi_fortran");
 }
+
+/// A session's buffer for buffered sends (MPI_Session_attach_buffer and its kin): the session's
+/// communicators and those derived from them use it when they have no buffer of their own, the
+/// process having none.
+#[test]
+fn session_buffers_1() {
+    job("session_buffers", 1).run().assert_ok("session_buffers");
+}
+
+#[test]
+fn session_buffers_3() {
+    job("session_buffers", 3).run().assert_ok("session_buffers");
+}
+
+#[test]
+fn session_buffers_4_tcp() {
+    job("session_buffers", 4)
+        .env("MADMPI_TRANSPORTS", "tcp")
+        .run()
+        .assert_ok("session_buffers");
+}

@@ -1,34 +1,49 @@
 //! The C interface of groups: a handle table of [`madmpi::Group`]s (`MPI_GROUP_EMPTY` is the
 //! predefined empty group; operations that produce an empty group return it), argument
 //! conversion and error reporting. The set logic is `madmpi::group`'s; nothing here talks to
-//! other processes.
+//! other processes. A group remembers the session it derives from (MPI_Group_from_session_pset,
+//! the group of a communicator of a session, and groups made from those), which the
+//! communicators made from it carry.
 
 use std::os::raw::c_int;
 
-use madmpi::{ErrorClass, Group, GroupComparison};
+use madmpi::{ErrorClass, Group, GroupComparison, SessionId};
 use parking_lot::{const_mutex, Mutex};
 
 use super::common::*;
 use crate::abi::*;
 use crate::handles::{self, Kind, Table};
 
-static GROUPS: Mutex<Table<Group>> = const_mutex(Table::new(Kind::Group));
+/// A group and the session it derives from.
+type Entry = (Group, Option<SessionId>);
 
-/// Group `g`.
-pub(crate) fn group(g: MPI_Group) -> R<Group> {
+static GROUPS: Mutex<Table<Entry>> = const_mutex(Table::new(Kind::Group));
+
+/// Group `g` and the session it derives from.
+pub(crate) fn group_of(g: MPI_Group) -> R<Entry> {
     match g as usize {
-        0x109 => Ok(Group::empty()),
+        0x109 => Ok((Group::empty(), None)),
         0x108 => fail(ErrorClass::Group, "invalid group: MPI_GROUP_NULL"),
         h => GROUPS.lock().get(h).cloned(),
     }
 }
 
-/// A handle for a group (MPI_GROUP_EMPTY when it is empty).
-pub(crate) fn new_group(g: Group) -> R<MPI_Group> {
+/// Group `g`.
+pub(crate) fn group(g: MPI_Group) -> R<Group> {
+    group_of(g).map(|e| e.0)
+}
+
+/// A handle for a group derived from `session` (MPI_GROUP_EMPTY when it is empty).
+pub(crate) fn new_group_of(g: Group, session: Option<SessionId>) -> R<MPI_Group> {
     if g.is_empty() {
         return Ok(MPI_GROUP_EMPTY);
     }
-    Ok(GROUPS.lock().insert(g)? as MPI_Group)
+    Ok(GROUPS.lock().insert((g, session))? as MPI_Group)
+}
+
+/// A handle for a group of the world model (MPI_GROUP_EMPTY when it is empty).
+pub(crate) fn new_group(g: Group) -> R<MPI_Group> {
+    new_group_of(g, None)
 }
 
 /// MPI_IDENT, MPI_SIMILAR or MPI_UNEQUAL.
@@ -121,9 +136,9 @@ fn binary(
     f: impl FnOnce(&Group, &Group) -> Group,
 ) -> c_int {
     let r = (|| {
-        let (a, b) = (group(g1)?, group(g2)?);
+        let ((a, sa), (b, sb)) = (group_of(g1)?, group_of(g2)?);
         let o = out(newgroup, "newgroup")?;
-        *o = new_group(f(&a, &b))?;
+        *o = new_group_of(f(&a, &b), sa.or(sb))?;
         Ok(())
     })();
     done(name, r)
@@ -172,9 +187,9 @@ fn select(
     f: impl FnOnce(&Group) -> R<Group>,
 ) -> c_int {
     let r: R<()> = (|| {
-        let g = self::group(group)?;
+        let (g, session) = group_of(group)?;
         let o = out(newgroup, "newgroup")?;
-        *o = new_group(f(&g)?)?;
+        *o = new_group_of(f(&g)?, session)?;
         Ok(())
     })();
     finish_self(
@@ -250,7 +265,8 @@ pub unsafe fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
     let r = (|| {
         let c = handles::comm(comm)?;
         let o = out(group, "group")?;
-        *o = new_group(madmpi::comm_info(c)?.local.into())?;
+        let info = madmpi::comm_info(c)?;
+        *o = new_group_of(info.local.into(), info.session)?;
         Ok(())
     })();
     finish(comm, r, &|| {
@@ -262,10 +278,11 @@ pub unsafe fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_
     let r = (|| {
         let c = handles::comm(comm)?;
         let o = out(group, "group")?;
-        let rem = madmpi::comm_info(c)?
+        let info = madmpi::comm_info(c)?;
+        let rem = info
             .remote
             .ok_or_else(|| madmpi::Error::new(ErrorClass::Comm, "not an intercommunicator"))?;
-        *o = new_group(rem.into())?;
+        *o = new_group_of(rem.into(), info.session)?;
         Ok(())
     })();
     finish(comm, r, &|| {

@@ -11,17 +11,19 @@
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 
-use madmpi::{ErrorClass, Group, ThreadLevel};
+use madmpi::{ErrorClass, Group, SessionId, ThreadLevel};
 use parking_lot::{const_mutex, Mutex};
 
 use super::common::*;
-use super::group::{group, new_group};
+use super::group::{group_of, new_group_of};
 use super::info::{new_info, pairs, Pairs};
 use crate::abi::*;
 use crate::errors;
 use crate::handles::{self, Errh, ErrhFn, Kind, Table};
 
 struct SessionEntry {
+    /// The engine's id of it.
+    id: SessionId,
     /// Its error handler (a handle, one reference held).
     errh: usize,
     /// The info it was created with, plus what it provides (`thread_level`).
@@ -49,11 +51,21 @@ fn level_of(name: &str) -> Option<ThreadLevel> {
     })
 }
 
-fn session_errh(s: MPI_Session) -> R<usize> {
+/// What `f` reads of the entry of session `s`.
+fn entry<T>(s: MPI_Session, f: impl FnOnce(&SessionEntry) -> T) -> R<T> {
     match s as usize {
-        0x120 => fail(ErrorClass::Arg, "invalid session: MPI_SESSION_NULL"),
-        h => SESSIONS.lock().get(h).map(|e| e.errh),
+        0x120 => fail(ErrorClass::Session, "invalid session: MPI_SESSION_NULL"),
+        h => SESSIONS.lock().get(h).map(f),
     }
+}
+
+fn session_errh(s: MPI_Session) -> R<usize> {
+    entry(s, |e| e.errh)
+}
+
+/// The engine's id of session `s`.
+pub(crate) fn session_id(s: MPI_Session) -> R<SessionId> {
+    entry(s, |e| e.id)
 }
 
 /// Call a session error handler function.
@@ -78,7 +90,8 @@ fn raise_on(s: MPI_Session, call: &dyn Fn() -> String, e: madmpi::Error) -> c_in
     errors::raise_by(h, &|f, c| call_user(f, s, c), call, code, &e.msg)
 }
 
-fn done(s: MPI_Session, name: &str, r: R<()>) -> c_int {
+/// MPI_SUCCESS, or `r`'s error raised on the handler of session `s`.
+pub(crate) fn done(s: MPI_Session, name: &str, r: R<()>) -> c_int {
     match r {
         Ok(()) => MPI_SUCCESS,
         Err(e) => raise_on(s, &|| name.to_string(), e),
@@ -169,10 +182,11 @@ pub unsafe fn MPI_Session_init(
             })?,
             None => ThreadLevel::Multiple,
         };
-        let provided = madmpi::session_start(asked)?;
+        let (provided, id) = madmpi::session_start(asked)?;
         p.retain(|(k, _)| k != "thread_level");
         p.push(("thread_level".into(), level_name(provided).into()));
         let entry = SessionEntry {
+            id,
             errh: errhandler as usize,
             info: p,
         };
@@ -183,7 +197,7 @@ pub unsafe fn MPI_Session_init(
                 Ok(())
             }
             Err(e) => {
-                let _ = madmpi::session_end();
+                let _ = madmpi::session_end(id);
                 Err(e)
             }
         }
@@ -211,8 +225,7 @@ pub unsafe fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
     };
     let r = (|| {
         let s = *input(session as *const MPI_Session, "session")?;
-        session_errh(s)?;
-        madmpi::session_end()?;
+        madmpi::session_end(session_id(s)?)?;
         let e = SESSIONS.lock().remove(s as usize)?;
         handles::errh_unref(e.errh);
         *session = MPI_SESSION_NULL;
@@ -227,10 +240,7 @@ pub unsafe fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
 pub unsafe fn MPI_Session_get_info(session: MPI_Session, info_used: *mut MPI_Info) -> c_int {
     let r = (|| {
         let out = out(info_used, "info_used")?;
-        let p = match session as usize {
-            0x120 => return fail(ErrorClass::Arg, "invalid session: MPI_SESSION_NULL"),
-            h => SESSIONS.lock().get(h)?.info.clone(),
-        };
+        let p = entry(session, |e| e.info.clone())?;
         *out = new_info(p)?;
         Ok(())
     })();
@@ -317,10 +327,10 @@ pub unsafe fn MPI_Group_from_session_pset(
     newgroup: *mut MPI_Group,
 ) -> c_int {
     let r = (|| {
-        session_errh(session)?;
+        let id = session_id(session)?;
         let name = string_arg(pset_name, "pset_name", MPI_MAX_PSET_NAME_LEN)?;
         let out = out(newgroup, "newgroup")?;
-        *out = new_group(Group::from(pset(&name)?))?;
+        *out = new_group_of(Group::from(pset(&name)?), Some(id))?;
         Ok(())
     })();
     done(session, "MPI_Group_from_session_pset", r)
@@ -382,14 +392,14 @@ pub unsafe fn MPI_Comm_create_from_group(
 ) -> c_int {
     let r = (|| {
         running()?;
-        let g = group(group_h)?;
+        let (g, session) = group_of(group_h)?;
         let tag = string_arg(stringtag, "stringtag", MPI_MAX_STRINGTAG_LEN)?;
         if info != MPI_INFO_NULL {
             pairs(info)?;
         }
         let errh = comm_errh_arg(errhandler)?;
         let out = out(newcomm, "newcomm")?;
-        *out = match madmpi::comm_from_session_group(g.world_ranks(), &tag)? {
+        *out = match madmpi::comm_from_session_group(g.world_ranks(), &tag, session)? {
             Some(id) => handles::register_comm(id, errh)?,
             None => MPI_COMM_NULL,
         };
@@ -411,8 +421,8 @@ pub unsafe fn MPI_Intercomm_create_from_groups(
 ) -> c_int {
     let r = (|| {
         running()?;
-        let lg = group(local_group)?;
-        let rg = group(remote_group)?;
+        let (lg, ls) = group_of(local_group)?;
+        let (rg, rs) = group_of(remote_group)?;
         let tag = string_arg(stringtag, "stringtag", MPI_MAX_STRINGTAG_LEN)?;
         if info != MPI_INFO_NULL {
             pairs(info)?;
@@ -425,6 +435,7 @@ pub unsafe fn MPI_Intercomm_create_from_groups(
             rg.world_ranks(),
             remote_leader,
             &tag,
+            ls.or(rs),
         )?;
         *out = handles::register_comm(id, errh)?;
         Ok(())

@@ -14,9 +14,9 @@ use super::engine_slot::{
 };
 use super::env_parse;
 use super::wait::{set_spin, wait_until, SPIN};
-use crate::engine::{Engine, Strategy};
+use crate::engine::{BufferOwner, Engine, Strategy};
 use crate::error::{err, Error, ErrorClass, Result};
-use crate::ThreadLevel;
+use crate::{SessionId, ThreadLevel};
 
 struct Global {
     pmi: Option<Client>,
@@ -207,6 +207,8 @@ static ENGINE_UP: AtomicBool = AtomicBool::new(false);
 static SHUT_DOWN: AtomicBool = AtomicBool::new(false);
 /// Sessions initialized and not finalized.
 static SESSIONS: AtomicU32 = AtomicU32::new(0);
+/// The number of the last session started.
+static LAST_SESSION: AtomicU32 = AtomicU32::new(0);
 
 /// Whether the engine runs: MPI calls may be made (through the world model or a session).
 pub fn active() -> bool {
@@ -215,8 +217,9 @@ pub fn active() -> bool {
 
 /// MPI_Session_init's part in the library's lifetime: starts the engine when nothing else
 /// has (the process may never call MPI_Init), at `level` (`MPI_THREAD_MULTIPLE` when the info
-/// asks for nothing: the engine's lock serves every level). Returns the level provided.
-pub fn session_start(level: ThreadLevel) -> Result<ThreadLevel> {
+/// asks for nothing: the engine's lock serves every level). Returns the level provided and the
+/// new session's id.
+pub fn session_start(level: ThreadLevel) -> Result<(ThreadLevel, SessionId)> {
     let mut g = GLOBAL.lock();
     if !ENGINE_UP.load(Ordering::Acquire) {
         if SHUT_DOWN.load(Ordering::Acquire) {
@@ -229,24 +232,32 @@ pub fn session_start(level: ThreadLevel) -> Result<ThreadLevel> {
         start_engine(&mut g, level, false)?;
     }
     SESSIONS.fetch_add(1, Ordering::AcqRel);
-    Ok(if PHASE.load(Ordering::Acquire) == RUNNING {
+    let id = SessionId(LAST_SESSION.fetch_add(1, Ordering::AcqRel) + 1);
+    let provided = if PHASE.load(Ordering::Acquire) == RUNNING {
         g.thread_level
     } else {
         level
-    })
+    };
+    Ok((provided, id))
 }
 
-/// MPI_Session_finalize's part: the session's traffic completes. When it was the last
+/// MPI_Session_finalize's part: the session's traffic completes (its buffered sends too: its
+/// buffer, if one is attached, is detached as MPI_Session_detach_buffer would). When it was the last
 /// session: after MPI_Finalize, the engine stops now (MPI_Finalize left it running for the
 /// sessions); in a process that never called MPI_Init, the ranks synchronise as MPI_Finalize
 /// does (PMI barrier) but the engine stays, so that a later MPI_Session_init, or MPI_Init,
 /// reuses it (sessions may be initialized again), and the process says goodbye to the launcher
 /// (PMI finalize) when it exits.
-pub fn session_end() -> Result<()> {
+pub fn session_end(id: SessionId) -> Result<()> {
     if !ENGINE_UP.load(Ordering::Acquire) {
         return not_running();
     }
     wait_until(|e| Ok((!e.st.busy()).then_some(())))?;
+    // Nothing is in flight any more, buffered sends included (they are detached requests).
+    with(|e| {
+        e.st.bsends.forget(BufferOwner::Session(id));
+        Ok(())
+    })?;
     let mut g = GLOBAL.lock();
     let left = SESSIONS.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
     if left == 0 {

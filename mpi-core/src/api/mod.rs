@@ -80,6 +80,8 @@ pub struct CommInfo {
     pub local: std::sync::Arc<[u32]>,
     /// World ranks of the remote group (intercommunicators).
     pub remote: Option<std::sync::Arc<[u32]>>,
+    /// The session it derives from (sessions model), if any.
+    pub session: Option<crate::SessionId>,
 }
 
 /// The engine's view of communicator `c`.
@@ -91,6 +93,7 @@ pub fn comm_info(c: CommId) -> Result<CommInfo> {
             rank: cm.rank,
             local: cm.world.clone(),
             remote: cm.remote.clone(),
+            session: cm.session,
         })
     })
 }

@@ -66,9 +66,9 @@ pub fn intercomm_create(
                         "MPI_Intercomm_create: the two groups overlap (or the remote group is empty)",
                     );
                 }
-                let lc = add(st, 2 * y, g.clone(), None)?;
+                let lc = add(st, local, 2 * y, g.clone(), None)?;
                 set_extra(lc, None, None, true);
-                let id = add(st, 2 * x, g.clone(), Some(rem))?;
+                let id = add(st, local, 2 * x, g.clone(), Some(rem))?;
                 set_extra(id, Some(lc), None, true);
                 *o.lock() = Some(id);
                 Ok(())
@@ -120,7 +120,7 @@ pub fn intercomm_merge(inter: CommId, high: bool) -> Result<CommId> {
                 } else {
                     remote.iter().chain(group.iter()).copied().collect()
                 };
-                let id = add(st, 2 * x, world, None)?;
+                let id = add(st, inter, 2 * x, world, None)?;
                 set_extra(id, None, None, true);
                 *o.lock() = Some(id);
                 Ok(())

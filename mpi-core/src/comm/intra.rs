@@ -31,6 +31,7 @@ pub(super) fn idup(c: CommId, sink: Option<ErrorSink>) -> Result<(CommId, Reques
             size: local.len() as i32,
             world: local.clone(),
             remote: remote.clone(),
+            session: st.comm(c)?.session,
         });
         set_extra(id, None, topo.clone(), false);
         *o.lock() = Some(id);
@@ -59,7 +60,7 @@ pub(super) fn idup(c: CommId, sink: Option<ErrorSink>) -> Result<(CommId, Reques
                     if let Some(Some(cm)) = st.comms.get_mut(id.0 as usize) {
                         cm.ctx = 2 * x;
                     }
-                    let lc = add(st, 2 * y, local.clone(), None)?;
+                    let lc = add(st, c, 2 * y, local.clone(), None)?;
                     set_extra(lc, None, None, true);
                     set_extra(id, Some(lc), topo.clone(), true);
                     Ok(())
@@ -139,7 +140,7 @@ pub(crate) fn split_with(
             }
             // SAFETY: `pairs` holds one (color, key) pair per process of `local`.
             let world = unsafe { members_of(pairs, &local, color) };
-            let id = add(st, 2 * x, world, None)?;
+            let id = add(st, c, 2 * x, world, None)?;
             set_extra(id, None, topo.clone(), true);
             *o.lock() = Some(Some(id));
             Ok(())
@@ -255,7 +256,7 @@ pub(super) fn split_inter(
             *o.lock() = Some(None);
             return Ok(());
         }
-        *o.lock() = Some(Some(add_inter(st, x, y, lw, rw)?));
+        *o.lock() = Some(Some(add_inter(st, c, x, y, lw, rw)?));
         Ok(())
     });
     Ok(())
@@ -264,14 +265,15 @@ pub(super) fn split_inter(
 /// Register an intercommunicator (context id `x`) and its local communicator (id `y`).
 pub(super) fn add_inter(
     st: &mut State,
+    from: CommId,
     x: u32,
     y: u32,
     local: Arc<[u32]>,
     remote: Arc<[u32]>,
 ) -> Result<CommId> {
-    let lc = add(st, 2 * y, local.clone(), None)?;
+    let lc = add(st, from, 2 * y, local.clone(), None)?;
     set_extra(lc, None, None, true);
-    let id = add(st, 2 * x, local, Some(remote))?;
+    let id = add(st, from, 2 * x, local, Some(remote))?;
     set_extra(id, Some(lc), None, true);
     Ok(id)
 }
@@ -330,7 +332,7 @@ pub(crate) fn create_with(
                         *o.lock() = Some(None);
                         return Ok(());
                     }
-                    *o.lock() = Some(Some(add_inter(st, x, y, w.clone(), rw)?));
+                    *o.lock() = Some(Some(add_inter(st, c, x, y, w.clone(), rw)?));
                     Ok(())
                 },
             );
@@ -343,7 +345,7 @@ pub(crate) fn create_with(
                 *o.lock() = Some(None);
                 return Ok(());
             }
-            let id = add(st, 2 * x, world.clone(), None)?;
+            let id = add(st, c, 2 * x, world.clone(), None)?;
             set_extra(id, None, topo.clone(), true);
             *o.lock() = Some(Some(id));
             Ok(())
@@ -395,7 +397,7 @@ pub fn comm_create_group(c: CommId, group: &[u32], tag: i32) -> Result<Option<Co
     let o = out.clone();
     run(c, Some(group_tag(tag)), |b, _st| {
         agree_intra(b, &t, move |st, x| {
-            let id = add(st, 2 * x, world.clone(), None)?;
+            let id = add(st, c, 2 * x, world.clone(), None)?;
             set_extra(id, None, None, true);
             *o.lock() = Some(id);
             Ok(())

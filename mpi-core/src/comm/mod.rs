@@ -139,8 +139,16 @@ pub use inter::*;
 pub use intra::*;
 pub use session::{comm_from_session_group, intercomm_from_session_groups};
 
-/// Register a communicator from inside a schedule.
-fn add(st: &mut State, ctx: u32, local: Arc<[u32]>, remote: Option<Arc<[u32]>>) -> Result<CommId> {
+/// Register a communicator made from `from` from inside a schedule: it derives from the
+/// session `from` derives from, if any.
+fn add(
+    st: &mut State,
+    from: CommId,
+    ctx: u32,
+    local: Arc<[u32]>,
+    remote: Option<Arc<[u32]>>,
+) -> Result<CommId> {
+    let session = st.comm(from).ok().and_then(|c| c.session);
     let me = st.comm(crate::COMM_WORLD)?.rank as u32;
     let rank = local.iter().position(|&r| r == me).ok_or_else(|| {
         Error::new(
@@ -155,6 +163,7 @@ fn add(st: &mut State, ctx: u32, local: Arc<[u32]>, remote: Option<Arc<[u32]>>) 
         size,
         world: local,
         remote,
+        session,
     }))
 }
 
@@ -272,6 +281,8 @@ pub fn disconnect_wait(c: CommId) -> Result<()> {
 fn destroy(st: &mut State, c: CommId) -> Result<()> {
     let ctx = st.comm(c)?.ctx;
     st.remove_comm(c)?;
+    // Its buffer goes with it: the id may name another communicator later.
+    st.bsends.forget(crate::engine::BufferOwner::Comm(c));
     crate::coll::shmcoll::forget(c);
     let ex = EXTRA.lock().remove(&c.0);
     let Some(ex) = ex else {

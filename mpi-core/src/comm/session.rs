@@ -8,8 +8,13 @@
 //! from the user's string tag (a hash of it: two creations in progress at once over
 //! overlapping groups must use string tags whose hashes differ, as in MPICH, which hashes them
 //! too). The leaders of an intercommunicator's two groups talk on its point-to-point context.
+//!
+//! A communicator made from a session's group carries the session (`Comm::session`), and so
+//! does every communicator made from it (`add`): their buffered sends may use the session's
+//! buffer (MPI_Session_attach_buffer).
 
 use super::*;
+use crate::SessionId;
 
 /// The sessions' communicator (see the module documentation).
 pub(crate) const SESSION_COMM: CommId = CommId(2);
@@ -25,8 +30,13 @@ fn tag_of(s: &str) -> i32 {
 }
 
 /// MPI_Comm_create_from_group: a communicator of `group` (world ranks, in rank order), made by
-/// the members alone. `None` for an empty group.
-pub fn comm_from_session_group(group: &[u32], tag: &str) -> Result<Option<CommId>> {
+/// the members alone, derived from `session` (the session the group comes from). `None` for an
+/// empty group.
+pub fn comm_from_session_group(
+    group: &[u32],
+    tag: &str,
+    session: Option<SessionId>,
+) -> Result<Option<CommId>> {
     if group.is_empty() {
         return Ok(None);
     }
@@ -37,17 +47,28 @@ pub fn comm_from_session_group(group: &[u32], tag: &str) -> Result<Option<CommId
             "MPI_Comm_create_from_group: the calling process is not in the group",
         );
     }
-    comm_create_group(SESSION_COMM, group, tag_of(tag))
+    let Some(id) = comm_create_group(SESSION_COMM, group, tag_of(tag))? else {
+        return Ok(None);
+    };
+    with(|e| {
+        if let Some(Some(c)) = e.st.comms.get_mut(id.0 as usize) {
+            c.session = session;
+        }
+        Ok(())
+    })?;
+    Ok(Some(id))
 }
 
 /// MPI_Intercomm_create_from_groups: `local` and `remote` (world ranks) form an
-/// intercommunicator; `local_leader` is a rank of `local`, `remote_leader` one of `remote`.
+/// intercommunicator derived from `session`; `local_leader` is a rank of `local`,
+/// `remote_leader` one of `remote`.
 pub fn intercomm_from_session_groups(
     local: &[u32],
     local_leader: i32,
     remote: &[u32],
     remote_leader: i32,
     tag: &str,
+    session: Option<SessionId>,
 ) -> Result<CommId> {
     if !(0..local.len() as i32).contains(&local_leader) {
         return err(
@@ -67,7 +88,7 @@ pub fn intercomm_from_session_groups(
             "MPI_Intercomm_create_from_groups: the two groups overlap",
         );
     }
-    let lc = comm_from_session_group(local, tag)?
+    let lc = comm_from_session_group(local, tag, session)?
         .ok_or_else(|| Error::new(ErrorClass::Group, "the local group is empty"))?;
     let peer = remote[remote_leader as usize] as i32;
     let made = intercomm_create(lc, local_leader, SESSION_COMM, peer, tag_of(tag));

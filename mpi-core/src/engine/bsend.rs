@@ -1,8 +1,10 @@
 //! The buffers of buffered sends: the process's (MPI_Buffer_attach) and, from MPI-4.1, each
-//! communicator's (MPI_Comm_attach_buffer), given by the user (first-fit allocation of
-//! reservations) or automatic (MPI_BUFFER_AUTOMATIC: each buffered message is copied into
-//! memory of its own). A buffered send on a communicator uses the communicator's buffer if one
-//! is attached, else the process's. Each buffer counts what is in flight, for flush and detach.
+//! communicator's (MPI_Comm_attach_buffer) and each session's (MPI_Session_attach_buffer),
+//! given by the user (first-fit allocation of reservations) or automatic
+//! (MPI_BUFFER_AUTOMATIC: each buffered message is copied into memory of its own). A buffered
+//! send on a communicator uses the communicator's buffer if one is attached, else the buffer of
+//! the session the communicator derives from (`Comm::session`) if one is attached, else the
+//! process's (MPI-4.1 §3.6). Each buffer counts what is in flight, for flush and detach.
 //!
 //! State only: nothing here waits (the waiting calls are in `api/buffers.rs`).
 
@@ -10,7 +12,7 @@ use madmpi_datatypes::Datatype;
 
 use super::State;
 use crate::error::{err, Error, ErrorClass, Result};
-use crate::CommId;
+use crate::{CommId, SessionId};
 
 /// Bytes reserved per buffered message beyond its data (MPI_BSEND_OVERHEAD).
 pub const BSEND_OVERHEAD: usize = 512;
@@ -18,8 +20,19 @@ pub const BSEND_OVERHEAD: usize = 512;
 /// The offset of a message of an automatic buffer (it has none).
 const AUTO_OFF: usize = usize::MAX;
 
-/// The id of the process's buffer (communicators' buffers get ids from 1).
+/// The id of the process's buffer (communicators' and sessions' buffers get ids from 1).
 const PROCESS: usize = 0;
+
+/// Whose buffer: what a buffer is attached to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferOwner {
+    /// The process (MPI_Buffer_attach).
+    Process,
+    /// A communicator (MPI_Comm_attach_buffer).
+    Comm(CommId),
+    /// A session (MPI_Session_attach_buffer).
+    Session(SessionId),
+}
 
 /// One attached buffer and its first-fit allocator.
 #[derive(Default)]
@@ -90,69 +103,81 @@ impl BsendBuffer {
     }
 }
 
-/// The process's buffer and the communicators'.
+/// The process's buffer, the communicators' and the sessions'.
 #[derive(Default)]
 pub(crate) struct Buffers {
     process: BsendBuffer,
-    /// (communicator, buffer id, buffer).
-    comms: Vec<(CommId, usize, BsendBuffer)>,
+    /// (communicator or session, buffer id, buffer).
+    others: Vec<(BufferOwner, usize, BsendBuffer)>,
     last_id: usize,
 }
 
 impl Buffers {
-    /// The buffer attached to `comm` (`None`: the process's), if any.
-    pub fn get(&self, comm: Option<CommId>) -> Option<&BsendBuffer> {
-        match comm {
-            None => Some(&self.process).filter(|b| b.attached),
-            Some(c) => self.comms.iter().find(|e| e.0 == c).map(|e| &e.2),
+    /// The buffer attached to `owner`, if any.
+    pub fn get(&self, owner: BufferOwner) -> Option<&BsendBuffer> {
+        match owner {
+            BufferOwner::Process => Some(&self.process).filter(|b| b.attached),
+            o => self.others.iter().find(|e| e.0 == o).map(|e| &e.2),
         }
     }
 
-    /// Attach a buffer to `comm` (`None`: the process).
-    pub fn attach(&mut self, comm: Option<CommId>, b: BsendBuffer) -> Result<()> {
-        if self.get(comm).is_some() {
+    /// Attach a buffer to `owner`.
+    pub fn attach(&mut self, owner: BufferOwner, b: BsendBuffer) -> Result<()> {
+        if self.get(owner).is_some() {
             return err(
                 ErrorClass::Buffer,
                 "a buffer is already attached (detach it first)",
             );
         }
-        match comm {
-            None => self.process = b,
-            Some(c) => {
+        match owner {
+            BufferOwner::Process => self.process = b,
+            o => {
                 self.last_id += 1;
-                self.comms.push((c, self.last_id, b));
+                self.others.push((o, self.last_id, b));
             }
         }
         Ok(())
     }
 
-    /// Detach the buffer of `comm` (`None`: the process's) if nothing of it is in flight:
-    /// `Ok(None)` while something is, `Err` when none is attached.
-    pub fn detach(&mut self, comm: Option<CommId>) -> Result<Option<BsendBuffer>> {
-        let Some(b) = self.get(comm) else {
+    /// Detach the buffer of `owner` if nothing of it is in flight: `Ok(None)` while something
+    /// is, `Err` when none is attached.
+    pub fn detach(&mut self, owner: BufferOwner) -> Result<Option<BsendBuffer>> {
+        let Some(b) = self.get(owner) else {
             return err(ErrorClass::Buffer, "no buffer is attached");
         };
         if b.in_use() {
             return Ok(None);
         }
-        Ok(Some(match comm {
-            None => std::mem::take(&mut self.process),
-            Some(c) => {
-                let i = self.comms.iter().position(|e| e.0 == c).expect("found");
-                self.comms.swap_remove(i).2
+        Ok(self.forget(owner))
+    }
+
+    /// Detach the buffer of `owner` (if any) without waiting: a communicator freed, a session
+    /// finalized. Messages of it in flight still leave (their releases find no buffer).
+    pub fn forget(&mut self, owner: BufferOwner) -> Option<BsendBuffer> {
+        match owner {
+            BufferOwner::Process => Some(std::mem::take(&mut self.process)),
+            o => {
+                let i = self.others.iter().position(|e| e.0 == o)?;
+                Some(self.others.swap_remove(i).2)
             }
-        }))
+        }
     }
 
-    /// Whether messages of the buffer of `comm` (`None`: the process's) are in flight.
-    pub fn in_use(&self, comm: Option<CommId>) -> bool {
-        self.get(comm).is_some_and(|b| b.in_use())
+    /// Whether messages of the buffer of `owner` are in flight.
+    pub fn in_use(&self, owner: BufferOwner) -> bool {
+        self.get(owner).is_some_and(|b| b.in_use())
     }
 
-    /// The buffer a buffered send on `comm` uses, with its id.
-    fn for_send(&mut self, comm: CommId) -> (usize, &mut BsendBuffer) {
-        match self.comms.iter_mut().find(|e| e.0 == comm) {
-            Some(e) => (e.1, &mut e.2),
+    /// The buffer a buffered send on `comm`, derived from `session`, uses, with its id.
+    fn for_send(&mut self, comm: CommId, session: Option<SessionId>) -> (usize, &mut BsendBuffer) {
+        let find = |o: BufferOwner| self.others.iter().position(|e| e.0 == o);
+        let i = find(BufferOwner::Comm(comm))
+            .or_else(|| session.and_then(|s| find(BufferOwner::Session(s))));
+        match i {
+            Some(i) => {
+                let e = &mut self.others[i];
+                (e.1, &mut e.2)
+            }
             None => (PROCESS, &mut self.process),
         }
     }
@@ -162,7 +187,7 @@ impl Buffers {
         let b = if id == PROCESS {
             Some(&mut self.process)
         } else {
-            self.comms.iter_mut().find(|e| e.1 == id).map(|e| &mut e.2)
+            self.others.iter_mut().find(|e| e.1 == id).map(|e| &mut e.2)
         };
         if let Some(b) = b {
             b.release(off);
@@ -176,7 +201,7 @@ pub(super) type Reserved = (*const u8, (usize, usize), Option<Vec<u8>>);
 
 impl State {
     /// Copy a buffered message of `count` elements of `dt` at `buf` (`bytes` packed) into the
-    /// buffer its communicator uses. Returns where the data now is, the reservation to release
+    /// buffer its communicator uses (its own, its session's, or the process's). Returns where the data now is, the reservation to release
     /// when it has left, and the memory of its own of a message of an automatic buffer.
     ///
     /// # Safety
@@ -189,7 +214,8 @@ impl State {
         dt: &Datatype,
         bytes: usize,
     ) -> Result<Reserved> {
-        let (id, b) = self.bsends.for_send(comm);
+        let session = self.comm(comm)?.session;
+        let (id, b) = self.bsends.for_send(comm, session);
         if b.automatic {
             let mut v = vec![0u8; bytes];
             // SAFETY: the caller's contract.

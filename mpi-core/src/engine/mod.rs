@@ -43,7 +43,7 @@ pub(crate) mod strategy;
 
 pub(crate) use bsend::BsendBuffer;
 use bsend::Buffers;
-pub use bsend::BSEND_OVERHEAD;
+pub use bsend::{BufferOwner, BSEND_OVERHEAD};
 use gate::{gate_for, Gate, NotPacked, OnSent, OutChunk, Route, KIND_PACKED};
 use input::SPLIT_MIN;
 pub(crate) use matching::CTX_LIMIT;

@@ -41,6 +41,28 @@ impl State {
         comm: CommId,
         coll: bool,
     ) -> Result<RequestId> {
+        self.irecv_in(None, buf, count, dt, src, tag, comm, coll)
+    }
+
+    /// [`State::irecv`], in request `into` when given (a persistent receive being started):
+    /// that request is then the receive itself, so that what its match sets going (a Cts, the
+    /// pieces asked for, a `get`) names it. A receive from MPI_PROC_NULL is a new null request
+    /// all the same.
+    ///
+    /// # Safety
+    /// As [`State::irecv`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn irecv_in(
+        &mut self,
+        into: Option<RequestId>,
+        buf: *mut u8,
+        count: usize,
+        dt: &Datatype,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+        coll: bool,
+    ) -> Result<RequestId> {
         let c = self.comm(comm)?;
         check_src_tag(c, src, tag)?;
         check_type(dt)?;
@@ -49,14 +71,28 @@ impl State {
         }
         let ctx = c.ctx + coll as u32;
         let target = recv_target(buf, count, dt)?;
-        let rid = self.reqs.insert(Request::new(Op::Recv(RecvOp {
+        let op = Op::Recv(RecvOp {
             ctx,
             target,
             peer: None,
             msg_len: 0,
             got: 0,
             posted: true,
-        })));
+        });
+        let rid = match into {
+            Some(id) => {
+                let r = self
+                    .reqs
+                    .get_mut(id)
+                    .ok_or_else(super::state::bad_request)?;
+                r.op = op;
+                r.active = true;
+                r.complete = false;
+                r.status = crate::request::EMPTY_STATUS;
+                id
+            }
+            None => self.reqs.insert(Request::new(op)),
+        };
         let q = self.mq(ctx);
         if let Some(pos) = q
             .unexpected

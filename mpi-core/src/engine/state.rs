@@ -17,7 +17,7 @@ use super::{
 };
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{Op, Persistent, Request, RequestId, Slab, PROC_NULL_STATUS};
-use crate::{CommId, ANY_SOURCE};
+use crate::{CommId, SessionId, ANY_SOURCE};
 
 /// A multi-step operation (a non-blocking collective) that the progress engine advances: it
 /// posts its point-to-point steps on the state (on the communicator's collective context) and
@@ -44,6 +44,9 @@ pub(crate) struct Comm {
     /// For an intercommunicator, the world ranks of the remote group: point-to-point ranks
     /// name remote processes.
     pub remote: Option<Arc<[u32]>>,
+    /// The session it derives from (made from a session's group, or from such a
+    /// communicator): its buffered sends may use the session's buffer.
+    pub session: Option<SessionId>,
 }
 
 impl Comm {
@@ -159,6 +162,7 @@ impl State {
                 rank: me as i32,
                 size: nprocs as i32,
                 world: all.clone(),
+                session: None,
             }),
             Some(Comm {
                 remote: None,
@@ -166,6 +170,7 @@ impl State {
                 rank: 0,
                 size: 1,
                 world: Arc::from(vec![me]),
+                session: None,
             }),
             // The sessions' communicator of every process (`crate::comm::SESSION_COMM`): no
             // handle names it; MPI_Comm_create_from_group agrees on context ids over it.
@@ -175,6 +180,7 @@ impl State {
                 rank: me as i32,
                 size: nprocs as i32,
                 world: all,
+                session: None,
             }),
         ];
         State {
@@ -328,7 +334,16 @@ impl State {
                     src,
                     tag,
                     comm,
-                } => self.irecv(buf, count, dt, src, tag, comm, false)?,
+                } => {
+                    // The receive runs in the persistent request itself: a match with a
+                    // rendezvous already there asks for the data under this request's id
+                    // at once (a Cts that would name the inner request is not rewritten).
+                    let r = self.irecv_in(Some(id), buf, count, dt, src, tag, comm, false)?;
+                    if r == id {
+                        return Ok(());
+                    }
+                    r
+                }
                 Persistent::Coll(_) | Persistent::Part(_) => unreachable!("started above"),
             }
         };
@@ -354,7 +369,18 @@ impl State {
         for g in &mut self.gates {
             let pinned = g.rails.iter_mut().flat_map(|r| r.out.iter_mut());
             for c in g.out.iter_mut().chain(pinned) {
-                if c.hdr.sreq == from.0 {
+                // A chunk this process sends about a peer's request (a receiver's answers)
+                // names the peer's request in `sreq`: not ours.
+                let theirs = matches!(
+                    crate::wire::Kind::from_raw(c.hdr.kind),
+                    Some(
+                        crate::wire::Kind::Cts
+                            | crate::wire::Kind::Fin
+                            | crate::wire::Kind::SyncAck
+                            | crate::wire::Kind::CancelAck
+                    )
+                );
+                if !theirs && c.hdr.sreq == from.0 {
                     c.hdr.sreq = to.0;
                 }
                 match &mut c.sent {

@@ -142,6 +142,8 @@ fn shadow(st: &mut State, comm: CommId) -> Result<CommId> {
         size,
         world,
         remote,
+        // Partitions are never buffered sends.
+        session: None,
     });
     m.insert(ctx, s);
     Ok(s)

@@ -12,19 +12,7 @@
  * from prev, posted first so that nothing waits for the receiver. */
 static void ring(MPI_Comm comm, int n, unsigned tag, int flush)
 {
-    int size, rank;
-    MPI_OK(MPI_Comm_size(comm, &size));
-    MPI_OK(MPI_Comm_rank(comm, &rank));
-    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
-    char *in = xmalloc((size_t)n * MSG), *out = xmalloc(MSG);
-    MPI_Request *rq = xmalloc(sizeof(MPI_Request) * (size_t)n);
-    for (int i = 0; i < n; i++)
-        MPI_OK(MPI_Irecv(in + (size_t)i * MSG, MSG, MPI_CHAR, prev, (int)tag, comm, &rq[i]));
-    for (int i = 0; i < n; i++) {
-        fill(out, MSG, rank, tag + (unsigned)i);
-        MPI_OK(MPI_Bsend(out, MSG, MPI_CHAR, next, (int)tag, comm));
-        fill(out, MSG, 99, 99); /* the message was copied */
-    }
+    struct bsend_ring r = bsend_ring_begin(comm, n, MSG, tag);
     if (flush == 1)
         MPI_OK(MPI_Buffer_flush());
     else if (flush == 2)
@@ -39,12 +27,7 @@ static void ring(MPI_Comm comm, int n, unsigned tag, int flush)
         MPI_OK(MPI_Wait(&f, MPI_STATUS_IGNORE));
         CHECK(f == MPI_REQUEST_NULL);
     }
-    MPI_OK(MPI_Waitall(n, rq, MPI_STATUSES_IGNORE));
-    for (int i = 0; i < n; i++)
-        CHECKF(verify(in + (size_t)i * MSG, MSG, prev, tag + (unsigned)i) < 0, "message %d", i);
-    free(in);
-    free(out);
-    free(rq);
+    bsend_ring_end(&r);
 }
 
 int main(int argc, char **argv)

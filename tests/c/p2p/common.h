@@ -151,4 +151,48 @@ static inline uint64_t rng_next(uint64_t *s)
     return x * 0x2545F4914F6CDD1DULL;
 }
 
+/* A ring of buffered sends on `c`: every rank posts `n` receives of `len` bytes from prev, then
+ * sends `n` buffered messages of `len` bytes to next, each overwritten once MPI_Bsend returned
+ * (MPI must have copied it). bsend_ring_end waits for the receives and checks their bytes; the
+ * caller may flush buffers between the two. */
+struct bsend_ring {
+    MPI_Comm c;
+    int n, len, prev;
+    unsigned tag;
+    char *in;
+    MPI_Request *rq;
+};
+
+static inline struct bsend_ring bsend_ring_begin(MPI_Comm c, int n, int len, unsigned tag)
+{
+    int size, rank;
+    MPI_OK(MPI_Comm_size(c, &size));
+    MPI_OK(MPI_Comm_rank(c, &rank));
+    struct bsend_ring r = {c, n, len, (rank + size - 1) % size, tag,
+                           (char *)xmalloc((size_t)n * (size_t)len),
+                           (MPI_Request *)xmalloc(sizeof(MPI_Request) * (size_t)n)};
+    for (int i = 0; i < n; i++)
+        MPI_OK(MPI_Irecv(r.in + (size_t)i * (size_t)len, len, MPI_CHAR, r.prev, (int)tag, c,
+                         &r.rq[i]));
+    char *out = (char *)xmalloc((size_t)len);
+    for (int i = 0; i < n; i++) {
+        fill(out, (size_t)len, (unsigned)rank, tag + (unsigned)i);
+        MPI_OK(MPI_Bsend(out, len, MPI_CHAR, (rank + 1) % size, (int)tag, c));
+        fill(out, (size_t)len, 99, 99);
+    }
+    free(out);
+    return r;
+}
+
+static inline void bsend_ring_end(struct bsend_ring *r)
+{
+    MPI_OK(MPI_Waitall(r->n, r->rq, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < r->n; i++)
+        CHECKF(verify(r->in + (size_t)i * (size_t)r->len, (size_t)r->len, (unsigned)r->prev,
+                      r->tag + (unsigned)i) < 0,
+               "message %d of tag %u", i, r->tag);
+    free(r->in);
+    free(r->rq);
+}
+
 #endif

@@ -148,6 +148,33 @@ int main(int argc, char **argv)
                             MPI_STATUS_IGNORE));
     }
 
+    /* A persistent receive started after its message arrived (unexpected), rendezvous-sized:
+     * the receiver's request for the data must name the persistent request (over TCP the data
+     * once came back for an unknown request and the receive never completed). Twice each, by
+     * source and by MPI_ANY_SOURCE. */
+    for (int round = 0; round < 4; round++) {
+        MPI_Request r;
+        int src = round % 2 ? MPI_ANY_SOURCE : peer;
+        if (t_rank == 0) {
+            memset(rb, 0, 300000);
+            MPI_OK(MPI_Recv_init(rb, 300000, MPI_BYTE, src, MPI_ANY_TAG, MPI_COMM_WORLD, &r));
+            MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+            /* The message is in the unexpected queue before the start. */
+            int flag = 0;
+            while (!flag)
+                MPI_OK(MPI_Iprobe(peer, 96, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+            MPI_OK(MPI_Start(&r));
+            MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+            CHECKF(verify(rb, 300000, 96, (unsigned)round) < 0, "round %d", round);
+            MPI_OK(MPI_Request_free(&r));
+        } else {
+            fill(sb, 300000, 96, (unsigned)round);
+            MPI_OK(MPI_Isend(sb, 300000, MPI_BYTE, peer, 96, MPI_COMM_WORLD, &r));
+            MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+            MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        }
+    }
+
     void *det;
     int dsz;
     MPI_OK(MPI_Buffer_detach(&det, &dsz));
