@@ -36,105 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_SIZE (4L << 20)
-#define MAX_REPS 101
+#include "raw_common.h"
+
 /* Tries of the client while the server is still starting. */
 #define CONNECT_TRIES 50
-
-static const long quick_sizes[] = {1, 8, 64, 512, 4096, 32768, 262144,
-                                   1L << 20, 4L << 20};
-#define NQUICK ((int)(sizeof quick_sizes / sizeof quick_sizes[0]))
-
-struct opts {
-    int quick;
-    long min_size, max_size;
-    int reps;
-    long iters; /* > 0: forced */
-    double scale;
-    int lat;
-};
-
-static void usage(void)
-{
-    fprintf(stderr, "usage: fipingpong [--quick] [--min BYTES] [--max BYTES] "
-                    "[--reps N] [--iters N] [--scale F] [--mode lat|bw|bibw] "
-                    "[--window N]\n");
-}
-
-static struct opts parse_opts(int argc, char **argv)
-{
-    struct opts o = {0, 0, -1, -1, 0, 1.0, 1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--quick") == 0 || strcmp(a, "-q") == 0) {
-            o.quick = 1;
-            continue;
-        }
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end = NULL;
-        int bad = v == NULL;
-        if (bad) {
-        } else if (strcmp(a, "--min") == 0) {
-            o.min_size = strtol(v, &end, 0);
-        } else if (strcmp(a, "--max") == 0) {
-            o.max_size = strtol(v, &end, 0);
-        } else if (strcmp(a, "--reps") == 0) {
-            o.reps = (int)strtol(v, &end, 0);
-            bad = o.reps < 1 || o.reps > MAX_REPS;
-        } else if (strcmp(a, "--iters") == 0) {
-            o.iters = strtol(v, &end, 0);
-            bad = o.iters < 1;
-        } else if (strcmp(a, "--scale") == 0) {
-            o.scale = strtod(v, &end);
-            bad = !(o.scale > 0.0);
-        } else if (strcmp(a, "--window") == 0) {
-            long w = strtol(v, &end, 0);
-            bad = w < 1 || w > 4096;
-        } else if (strcmp(a, "--mode") == 0) {
-            bad = strcmp(v, "lat") != 0 && strcmp(v, "bw") != 0 &&
-                  strcmp(v, "bibw") != 0;
-            o.lat = strcmp(v, "lat") == 0;
-            end = (char *)v + strlen(v);
-        } else {
-            bad = 1;
-        }
-        if (bad || end == NULL || *end != '\0') {
-            usage();
-            exit(2);
-        }
-        i++;
-    }
-    if (o.reps < 0)
-        o.reps = o.quick ? 3 : 5;
-    return o;
-}
-
-static long next_size(const struct opts *o, long s)
-{
-    if (o->max_size >= 0 && s >= o->max_size)
-        return -1;
-    if (o->quick) {
-        for (int i = 0; i < NQUICK; i++)
-            if (quick_sizes[i] > s)
-                return quick_sizes[i];
-        return -1;
-    }
-    long n = s == 0 ? 1 : s * 2;
-    return n <= MAX_SIZE ? n : -1;
-}
-
-/* common.h's bench_iters_for_size(o, n, 64 MiB, 40, 10000), as rawtcp.c. */
-static long iters_for(const struct opts *o, long bytes)
-{
-    if (o->iters > 0)
-        return o->iters;
-    double n = 64.0 * 1048576 / (double)(bytes > 1024 ? bytes : 1024);
-    double base = n > 10000 ? 10000 : (n < 40 ? 40 : (long)n);
-    base *= o->scale;
-    if (o->quick)
-        base /= 4.0;
-    return base < 2 ? 2 : (long)base;
-}
 
 static void pause_ms(long ms)
 {
@@ -256,15 +161,9 @@ static double one_run(const char *prov, long n, long iters, int port)
     return us;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
-    struct opts o = parse_opts(argc, argv);
+    struct opts o = parse_opts(argc, argv, "fipingpong");
     const char *prov = getenv("MADMPI_OFI_PROVIDER");
     if (prov == NULL || *prov == '\0')
         prov = "tcp;ofi_rxm";
@@ -277,6 +176,8 @@ int main(int argc, char **argv)
     for (long n = next_size(&o, 0); o.lat && n > 0; n = next_size(&o, n)) {
         if (n < o.min_size)
             continue;
+        if (o.max_size >= 0 && n > o.max_size)
+            break;
         long iters = iters_for(&o, n);
         double us[MAX_REPS];
         int ok = 1;
@@ -295,20 +196,7 @@ int main(int argc, char **argv)
             failed = 1;
             break;
         }
-        qsort(us, (size_t)o.reps, sizeof us[0], cmp_double);
-        double min = us[0], max = us[o.reps - 1];
-        double med = o.reps % 2 ? us[o.reps / 2]
-                                : 0.5 * (us[o.reps / 2 - 1] + us[o.reps / 2]);
-        printf("RESULT bench=pingpong mode=lat size=%ld ranks=2 iters=%ld "
-               "reps=%d metric=lat_us better=lower min=%.6g med=%.6g "
-               "max=%.6g\n",
-               n, iters, o.reps, min, med, max);
-        printf("RESULT bench=pingpong mode=lat size=%ld ranks=2 iters=%ld "
-               "reps=%d metric=bw_MBps better=higher min=%.6g med=%.6g "
-               "max=%.6g\n",
-               n, iters, o.reps, (double)n / max, (double)n / med,
-               (double)n / min);
-        fflush(stdout);
+        report(&o, n, iters, us);
     }
     printf("# done\n");
     return failed;
