@@ -552,11 +552,20 @@ impl Part {
             );
         }
         let rbytes = self.total as usize / self.parts;
-        if rbytes == 0 || plan.sbytes == 0 {
-            return Ok(true);
-        }
-        let first = i * rbytes / plan.sbytes;
-        let last = ((i + 1) * rbytes - 1) / plan.sbytes;
+        // The sender partitions that carry receive partition `i`: by bytes; with no bytes at
+        // all (the totals agree, so both are empty), by position, so that an empty partition
+        // still arrives only once the sender made its counterpart ready.
+        let (first, last) = if rbytes == 0 || plan.sbytes == 0 {
+            (
+                i * plan.sparts / self.parts,
+                ((i + 1) * plan.sparts).div_ceil(self.parts).max(1) - 1,
+            )
+        } else {
+            (
+                i * rbytes / plan.sbytes,
+                ((i + 1) * rbytes - 1) / plan.sbytes,
+            )
+        };
         Ok((first..=last.min(plan.sparts - 1)).all(|j| self.done[j]))
     }
 }

@@ -3,7 +3,7 @@
  * the previous one.  Byte checks of every partition; partitions made ready out of order and
  * across several rounds; different partition counts on each side; a partition reported by
  * MPI_Parrived before the others are even ready; large partitions (rendezvous); a
- * non-contiguous receive type; ordinary messages with the same tag on the same communicator;
+ * non-contiguous receive type; empty partitions; ordinary messages with the same tag on the same communicator;
  * MPI_Startall, MPI_Testall, MPI_Waitany; MPI_PROC_NULL; and the error classes of bad use.
  */
 #include "../p2p/common.h"
@@ -59,6 +59,44 @@ static void same_counts(void)
     CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL);
     free(sb);
     free(rb);
+}
+
+/* Empty partitions (count 0): each still arrives only once the sender made its counterpart
+ * ready: MPI_Parrived is false after the receive starts, true after the matching Pready (the
+ * ring's barrier orders them); with 3 receive partitions against 2 send partitions, receive
+ * partition 1 needs both send partitions. */
+static void empty_partitions(void)
+{
+    int sb = 0, rb = 0, flag = 1;
+    MPI_Request rq[2];
+    MPI_OK(MPI_Psend_init(&sb, 2, 0, MPI_INT, next_r, 8, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[0]));
+    MPI_OK(MPI_Precv_init(&rb, 3, 0, MPI_INT, prev_r, 8, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[1]));
+    for (int k = 0; k < 2; k++) {
+        MPI_OK(MPI_Start(&rq[1]));
+        for (int i = 0; i < 3; i++) {
+            MPI_OK(MPI_Parrived(rq[1], i, &flag));
+            CHECKF(!flag, "round %d: empty partition %d arrived before its sender started", k, i);
+        }
+        MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_OK(MPI_Start(&rq[0]));
+        MPI_OK(MPI_Pready(0, rq[0]));
+        /* Receive partition 0 follows send partition 0; partition 1 also needs send 1. */
+        do
+            MPI_OK(MPI_Parrived(rq[1], 0, &flag));
+        while (!flag);
+        MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_OK(MPI_Parrived(rq[1], 1, &flag));
+        CHECKF(!flag, "round %d: empty partition 1 arrived before send partition 1 was ready", k);
+        MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_OK(MPI_Pready(1, rq[0]));
+        MPI_Status st[2];
+        MPI_OK(MPI_Waitall(2, rq, st));
+        int n = -1;
+        MPI_OK(MPI_Get_count(&st[1], MPI_INT, &n));
+        CHECKF(n == 0, "count %d", n);
+    }
+    MPI_OK(MPI_Request_free(&rq[0]));
+    MPI_OK(MPI_Request_free(&rq[1]));
 }
 
 /* The sender cuts the buffer in 8 partitions of 6 ints, the receiver in 12 of 4. The sender
@@ -230,6 +268,7 @@ int main(int argc, char **argv)
     same_counts();
     different_counts();
     large_and_strided();
+    empty_partitions();
     proc_null();
     errors();
     t_done("partitioned");
