@@ -247,20 +247,19 @@ impl Impl {
     pub fn launch(&self, transport: Transport, nranks: u32, exe: &Path, args: &[String]) -> Spec {
         let mut argv = vec![self.launcher.clone()];
         let mut env = Vec::new();
+        // Ours over its own tcp driver (the comparison point of ofi mode) is ours in TCP mode.
+        let transport = if self.kind == Kind::OursTcp {
+            Transport::Tcp
+        } else {
+            transport
+        };
         match self.kind {
             Kind::RawTcp => argv.clear(),
             Kind::FiPingpong => {
                 argv.clear();
                 env.push(("MADMPI_OFI_PROVIDER".into(), ofi_provider()));
             }
-            Kind::OursTcp => {
-                // The comparison point of `ofi` mode: ours over its own driver (one-sided
-                // operations too, as in TCP mode).
-                env.push(("MADMPI_STRATEGY".into(), "adaptive".into()));
-                env.push(("MADMPI_TRANSPORTS".into(), "tcp".into()));
-                env.push(("MADMPI_RMA_DIRECT".into(), "0".into()));
-            }
-            Kind::Ours | Kind::OursAggreg => {
+            Kind::Ours | Kind::OursAggreg | Kind::OursTcp => {
                 // Always explicit, so the caller's environment cannot change
                 // which scheduler `ours` measures.
                 if let Some(s) = self.kind.strategy() {
@@ -567,6 +566,12 @@ mod tests {
         assert!(
             env.contains(&("MADMPI_OFI_PROVIDER".into(), prov.clone())),
             "{env:?}"
+        );
+        // Ours over its own tcp driver: the environment of ours in TCP mode.
+        let tcp = Impl::new(Kind::OursTcp, repo, Path::new("/b"));
+        assert_eq!(
+            tcp.launch(Transport::Ofi, 2, exe, &[]).env,
+            ours.launch(Transport::Tcp, 2, exe, &[]).env
         );
         let ompi = Impl::new(Kind::OpenMpi, repo, Path::new("/b"));
         let s = ompi.launch(Transport::Ofi, 2, exe, &[]);

@@ -28,19 +28,36 @@ fn info_arg(info: MPI_Info) -> R<()> {
     Ok(())
 }
 
-pub unsafe fn MPI_Publish_name(
+/// MPI_Publish_name and MPI_Unpublish_name: their arguments checked, then `call(service, port)`.
+unsafe fn named_port(
+    name: &str,
     service_name: *const c_char,
     info: MPI_Info,
     port_name: *const c_char,
+    call: fn(&str, &str) -> R<()>,
 ) -> c_int {
     let r = (|| {
         running()?;
         let service = text(service_name, "service_name")?;
         let port = text(port_name, "port_name")?;
         info_arg(info)?;
-        madmpi::publish_name(&service, &port)
+        call(&service, &port)
     })();
-    finish_self("MPI_Publish_name", r)
+    finish_self(name, r)
+}
+
+pub unsafe fn MPI_Publish_name(
+    service_name: *const c_char,
+    info: MPI_Info,
+    port_name: *const c_char,
+) -> c_int {
+    named_port(
+        "MPI_Publish_name",
+        service_name,
+        info,
+        port_name,
+        madmpi::publish_name,
+    )
 }
 
 pub unsafe fn MPI_Lookup_name(
@@ -77,12 +94,11 @@ pub unsafe fn MPI_Unpublish_name(
     info: MPI_Info,
     port_name: *const c_char,
 ) -> c_int {
-    let r = (|| {
-        running()?;
-        let service = text(service_name, "service_name")?;
-        let port = text(port_name, "port_name")?;
-        info_arg(info)?;
-        madmpi::unpublish_name(&service, &port)
-    })();
-    finish_self("MPI_Unpublish_name", r)
+    named_port(
+        "MPI_Unpublish_name",
+        service_name,
+        info,
+        port_name,
+        madmpi::unpublish_name,
+    )
 }
