@@ -2,12 +2,13 @@
 //! with its query, free and cancel callbacks. The core holds a plain request (complete when
 //! MPI_Grequest_complete says so, and then taken by every wait and test call like any other);
 //! the callbacks live here, keyed by the request's handle, and run outside the engine:
-//! - query_fn at MPI_Grequest_complete, which fixes the status the completion calls report
-//!   (its return code becomes the status's error);
-//! - free_fn when the request is freed: taken by a wait/test call, or freed by
-//!   MPI_Request_free once complete (a request freed before is completed by
-//!   MPI_Grequest_complete with its old handle, which stays valid for that: MPICH does the
-//!   same);
+//! - query_fn by each call that reports the status of the complete request (the wait and test
+//!   calls, MPI_Request_get_status*), as the standard says, so that it sees the state the
+//!   application left after MPI_Grequest_complete; its return code becomes the status's error;
+//! - free_fn when the request is freed: taken by a wait/test call (after query_fn; its error,
+//!   when query_fn had none, becomes the status's error), or freed by MPI_Request_free once
+//!   complete (a request freed before is completed by MPI_Grequest_complete with its old
+//!   handle, which stays valid for that: MPICH does the same);
 //! - cancel_fn at MPI_Cancel, with whether the request is complete.
 
 use std::collections::HashMap;
@@ -107,6 +108,41 @@ pub(crate) fn cancel(h: usize) -> Option<c_int> {
     })
 }
 
+/// A completion call reports complete generalized request `h` (if it is one) with status `s`:
+/// query_fn fills `s` now (its return code becomes the error). When the call also frees the
+/// request (`freeing`), free_fn runs after it, and its error counts when query_fn had none; the
+/// handle's later drop then has nothing left to do.
+#[cold]
+pub(crate) fn reporting(h: usize, s: &mut Status, freeing: bool) {
+    let Some((query, extra)) = table(|t| t.get(&h).map(|g| (g.query, g.extra))) else {
+        return;
+    };
+    // SAFETY: a C status is plain integers, for which all zeros is a value.
+    let mut cs: MPI_Status = unsafe { std::mem::zeroed() };
+    empty_status(&mut cs);
+    let rc = match query {
+        // SAFETY: the application's callback with its own state and a status to fill.
+        Some(q) => unsafe { q(extra, &mut cs) },
+        None => MPI_SUCCESS,
+    };
+    *s = Status {
+        source: cs.MPI_SOURCE,
+        tag: cs.MPI_TAG,
+        error: (rc != MPI_SUCCESS).then(|| class_of(rc)),
+        bytes: status_bytes(&cs),
+        msg_len: status_bytes(&cs),
+        cancelled: cs.MPI_internal[2] != 0,
+    };
+    if freeing {
+        if let Some(g) = remove(h) {
+            let rc = call_free(&g);
+            if rc != MPI_SUCCESS && s.error.is_none() {
+                s.error = Some(class_of(rc));
+            }
+        }
+    }
+}
+
 /// The class of an error code a callback returned.
 fn class_of(code: c_int) -> ErrorClass {
     use ErrorClass::*;
@@ -179,8 +215,8 @@ pub unsafe fn MPI_Grequest_start(
 pub unsafe fn MPI_Grequest_complete(request: MPI_Request) -> c_int {
     let h = request as usize;
     let call = || format!("MPI_Grequest_complete(request={h:#x})");
-    let g = table(|t| t.get(&h).map(|g| (g.rid, g.query, g.extra, g.completed)));
-    let Some((rid, query, extra, completed)) = g else {
+    let g = table(|t| t.get(&h).map(|g| (g.rid, g.completed)));
+    let Some((rid, completed)) = g else {
         return errors::raise(
             MPI_COMM_SELF,
             &call,
@@ -197,22 +233,7 @@ pub unsafe fn MPI_Grequest_complete(request: MPI_Request) -> c_int {
             ),
         );
     }
-    let mut cs: MPI_Status = unsafe { std::mem::zeroed() };
-    empty_status(&mut cs);
-    let rc = match query {
-        // SAFETY: the application's callback with its own state and a status to fill.
-        Some(q) => unsafe { q(extra, &mut cs) },
-        None => MPI_SUCCESS,
-    };
-    let status = Status {
-        source: cs.MPI_SOURCE,
-        tag: cs.MPI_TAG,
-        error: (rc != MPI_SUCCESS).then(|| class_of(rc)),
-        bytes: status_bytes(&cs),
-        msg_len: status_bytes(&cs),
-        cancelled: cs.MPI_internal[2] != 0,
-    };
-    match madmpi::grequest_complete(rid, status) {
+    match madmpi::grequest_complete(rid, madmpi::EMPTY_STATUS) {
         Ok(freed) => {
             let user_freed = table(|t| {
                 t.get_mut(&h).is_some_and(|g| {

@@ -273,7 +273,12 @@ pub unsafe fn MPI_Request_get_status_any(
         Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
     };
     match madmpi::request_get_status_any(&rids) {
-        Ok(Some(Some((i, s)))) => {
+        Ok(Some(Some((i, mut s)))) => {
+            if super::grequest::any() {
+                // SAFETY: `lookup` read `count` handles from the array.
+                let h = unsafe { *array_of_requests.add(i) };
+                super::grequest::reporting(h as usize, &mut s, false);
+            }
             *flag = 1;
             *index = i as c_int;
             complete_one(comm_at(&ents, i), status, &s, &call)
@@ -312,7 +317,7 @@ pub unsafe fn MPI_Request_get_status_some(
         Ok(x) => x,
         Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
     };
-    let done = match madmpi::request_get_status_some(&rids) {
+    let mut done = match madmpi::request_get_status_some(&rids) {
         Ok(Some(d)) => d,
         Ok(None) => {
             *outcount = MPI_UNDEFINED;
@@ -320,6 +325,13 @@ pub unsafe fn MPI_Request_get_status_some(
         }
         Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
     };
+    if super::grequest::any() {
+        for (i, s) in done.iter_mut() {
+            // SAFETY: `lookup` read `incount` handles from the array.
+            let h = unsafe { *array_of_requests.add(*i) };
+            super::grequest::reporting(h as usize, s, false);
+        }
+    }
     let k = done.len();
     let idx = match array(array_of_indices, k, "array_of_indices") {
         Ok(a) => a,

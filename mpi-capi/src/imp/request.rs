@@ -33,9 +33,13 @@ fn read_request(request: *mut MPI_Request) -> R<Option<(MPI_Request, ReqEntry)>>
     Ok(Some((h, handles::request(h)?)))
 }
 
-/// After a completion: free the handle of a request the core freed.
+/// After a completion: a generalized request's callbacks fill its status, and the handle of a
+/// request the core freed goes.
 #[inline]
-fn settle(request: &mut MPI_Request, c: &Completion) {
+fn settle(request: &mut MPI_Request, c: &mut Completion) {
+    if super::grequest::any() {
+        super::grequest::reporting(*request as usize, &mut c.status, c.freed);
+    }
     if c.freed {
         handles::drop_request(*request);
         *request = MPI_REQUEST_NULL;
@@ -96,9 +100,9 @@ pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_
             MPI_SUCCESS
         }
         Ok(Some((_, e))) => match madmpi::wait_completion(e.rid) {
-            Ok(c) => {
+            Ok(mut c) => {
                 // SAFETY: read_request checked that `request` is non-null.
-                settle(unsafe { &mut *request }, &c);
+                settle(unsafe { &mut *request }, &mut c);
                 complete_one(e.comm as MPI_Comm, status, &c.status, &call)
             }
             Err(err) => errors::raise(e.comm as MPI_Comm, &call, err),
@@ -130,10 +134,10 @@ pub unsafe fn MPI_Test(
             MPI_SUCCESS
         }
         Ok(Some((_, e))) => match madmpi::test(e.rid) {
-            Ok(Some(c)) => {
+            Ok(Some(mut c)) => {
                 *flag = 1;
                 // SAFETY: read_request checked that `request` is non-null.
-                settle(unsafe { &mut *request }, &c);
+                settle(unsafe { &mut *request }, &mut c);
                 complete_one(e.comm as MPI_Comm, status, &c.status, &call)
             }
             Ok(None) => {
@@ -166,7 +170,10 @@ pub unsafe fn MPI_Request_get_status(
         Err(err) => return errors::raise(MPI_COMM_SELF, &call, err),
     };
     match madmpi::request_get_status(e.rid) {
-        Ok(Some(s)) => {
+        Ok(Some(mut s)) => {
+            if super::grequest::any() {
+                super::grequest::reporting(request as usize, &mut s, false);
+            }
             *flag = 1;
             complete_one(e.comm as MPI_Comm, status, &s, &call)
         }
@@ -304,12 +311,19 @@ fn in_status(comm: MPI_Comm, failed: usize, call: &dyn Fn() -> String) -> c_int 
 fn finish_all(
     m: &mut Many,
     ents: &[Option<ReqEntry>],
-    done: &[Option<Completion>],
+    done: &mut [Option<Completion>],
     statuses: *mut MPI_Status,
     call: &dyn Fn() -> String,
 ) -> c_int {
     let n = m.handles.len();
     let mut st = super::common::statuses(statuses, n);
+    if super::grequest::any() {
+        for (h, c) in m.handles.iter().zip(done.iter_mut()) {
+            if let Some(c) = c {
+                super::grequest::reporting(*h as usize, &mut c.status, c.freed);
+            }
+        }
+    }
     // The freed ones lose their handles under one lock.
     handles::drop_requests(
         (0..n)
@@ -385,6 +399,7 @@ pub unsafe fn MPI_Waitall(
             ents,
             |e| e.map(|e| e.rid),
             |i, c| {
+                let c = &mut { *c };
                 settle(&mut handles[i], c);
                 if let Some(st) = st.as_deref_mut() {
                     fill_status(&mut st[i], &c.status);
@@ -458,12 +473,12 @@ fn finish_any(
     m: &mut Many,
     ents: &[Option<ReqEntry>],
     i: usize,
-    c: &Completion,
+    mut c: Completion,
     index: &mut c_int,
     status: *mut MPI_Status,
     call: &dyn Fn() -> String,
 ) -> c_int {
-    settle(&mut m.handles[i], c);
+    settle(&mut m.handles[i], &mut c);
     *index = i as c_int;
     complete_one(comm_of(ents, i), status, &c.status, call)
 }
@@ -487,7 +502,7 @@ pub unsafe fn MPI_Waitany(
                 return errors::raise(MPI_COMM_SELF, &call, e);
             }
             match madmpi::wait_any(rids) {
-                Ok(Some((i, c))) => finish_any(&mut m, ents, i, &c, index, status, &call),
+                Ok(Some((i, c))) => finish_any(&mut m, ents, i, c, index, status, &call),
                 Ok(None) => {
                     *index = MPI_UNDEFINED;
                     write_empty_status(status);
@@ -522,7 +537,7 @@ pub unsafe fn MPI_Testany(
             match madmpi::test_any(rids) {
                 Ok(Some(Some((i, c)))) => {
                     *flag = 1;
-                    finish_any(&mut m, ents, i, &c, index, status, &call)
+                    finish_any(&mut m, ents, i, c, index, status, &call)
                 }
                 Ok(Some(None)) => {
                     *flag = 1;
@@ -552,7 +567,7 @@ fn finish_some(
     statuses: *mut MPI_Status,
     call: &dyn Fn() -> String,
 ) -> c_int {
-    let Some(done) = done else {
+    let Some(mut done) = done else {
         *outcount = MPI_UNDEFINED;
         return MPI_SUCCESS;
     };
@@ -564,7 +579,7 @@ fn finish_some(
     let mut st = super::common::statuses(statuses, k);
     let mut first_failed = None;
     let mut failed = 0;
-    for (j, (i, c)) in done.iter().enumerate() {
+    for (j, (i, c)) in done.iter_mut().enumerate() {
         settle(&mut m.handles[*i], c);
         idx[j] = *i as c_int;
         if let Some(st) = st.as_deref_mut() {
@@ -720,7 +735,12 @@ pub unsafe fn MPI_Request_get_status_all(
                 let s = match rids[i] {
                     None => madmpi::EMPTY_STATUS,
                     Some(r) => match madmpi::request_get_status(r) {
-                        Ok(Some(s)) => s,
+                        Ok(Some(mut s)) => {
+                            if super::grequest::any() {
+                                super::grequest::reporting(hs[i] as usize, &mut s, false);
+                            }
+                            s
+                        }
                         Ok(None) => {
                             return errors::raise(
                                 comm_of(ents, i),

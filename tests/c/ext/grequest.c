@@ -1,6 +1,8 @@
 /* grequest.c - generalized requests: MPI_Grequest_start/complete with query, free and cancel
  * callbacks, completed by every wait and test call, MPI_Request_get_status, MPI_Cancel and
  * MPI_Request_free (before and after completion), mixed with ordinary requests; errors.
+ * query_fn runs in the calls that report the status (not in MPI_Grequest_complete), so it sees
+ * what the application changed after completing; free_fn runs after it.
  */
 #include "../p2p/common.h"
 
@@ -11,6 +13,8 @@ typedef struct {
     int cancelled;
     int cancel_complete;
     int query_rc;
+    int free_rc;
+    int freed_before_query;
 } state_t;
 
 static int query_fn(void *extra, MPI_Status *status)
@@ -26,8 +30,11 @@ static int query_fn(void *extra, MPI_Status *status)
 
 static int free_fn(void *extra)
 {
-    ((state_t *)extra)->freed++;
-    return MPI_SUCCESS;
+    state_t *s = extra;
+    s->freed++;
+    if (s->queried == 0)
+        s->freed_before_query = 1;
+    return s->free_rc;
 }
 
 static int cancel_fn(void *extra, int complete)
@@ -65,16 +72,19 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Request_get_status(r, &flag, &st));
     CHECK(!flag);
     MPI_OK(MPI_Grequest_complete(r));
-    CHECK(s[0].queried == 1 && s[0].freed == 0);
+    CHECK(s[0].queried == 0 && s[0].freed == 0);
     MPI_OK(MPI_Request_get_status(r, &flag, &st));
-    CHECK(flag && r != MPI_REQUEST_NULL);
+    CHECK(flag && r != MPI_REQUEST_NULL && s[0].queried == 1);
     MPI_OK(MPI_Get_count(&st, MPI_INT, &count));
     CHECK(count == 5);
     EXPECT_CLASS(MPI_Grequest_complete(r), MPI_ERR_REQUEST);
+    /* State changed after completion shows in the status of the completion call. */
+    s[0].id = 15;
     MPI_OK(MPI_Wait(&r, &st));
-    CHECK(r == MPI_REQUEST_NULL && s[0].freed == 1);
+    CHECK(r == MPI_REQUEST_NULL && s[0].freed == 1 && s[0].queried == 2);
+    CHECK(!s[0].freed_before_query);
     MPI_OK(MPI_Get_count(&st, MPI_INT, &count));
-    CHECK(count == 5);
+    CHECK(count == 15);
 
     /* Testall / Waitany / Waitsome / Testsome / Testany with an ordinary request. */
     MPI_Request rs[3];
@@ -149,7 +159,7 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Request_free(&r));
     CHECK(r == MPI_REQUEST_NULL && s[3].freed == 0);
     MPI_OK(MPI_Grequest_complete(keep));
-    CHECK(s[3].freed == 1 && s[3].queried == 1);
+    CHECK(s[3].freed == 1 && s[3].queried == 0);
     r = start(&s[3], 11);
     MPI_OK(MPI_Grequest_complete(r));
     MPI_OK(MPI_Request_free(&r));
@@ -161,6 +171,23 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Grequest_complete(r));
     EXPECT_CLASS(MPI_Wait(&r, &st), MPI_ERR_OTHER);
     CHECK(s[0].freed == 1);
+    /* So is a free_fn error when query_fn succeeded, and the request is gone all the same. */
+    r = start(&s[0], 13);
+    s[0].free_rc = MPI_ERR_BUFFER;
+    MPI_OK(MPI_Grequest_complete(r));
+    EXPECT_CLASS(MPI_Wait(&r, &st), MPI_ERR_BUFFER);
+    CHECK(r == MPI_REQUEST_NULL && s[0].freed == 1 && s[0].queried == 1);
+    /* Testany/Waitall report the query_fn of each generalized request. */
+    rs[0] = start(&s[0], 16);
+    rs[1] = start(&s[1], 17);
+    MPI_OK(MPI_Grequest_complete(rs[0]));
+    MPI_OK(MPI_Grequest_complete(rs[1]));
+    s[1].id = 18;
+    MPI_OK(MPI_Testany(2, rs, &idx, &flag, &st));
+    CHECK(flag && idx == 0 && s[0].queried == 1 && s[1].queried == 0);
+    MPI_OK(MPI_Waitall(2, rs, sts));
+    MPI_OK(MPI_Get_count(&sts[1], MPI_INT, &count));
+    CHECK(count == 18 && s[1].queried == 1 && s[1].freed == 1);
 
     /* NULL callbacks are allowed. */
     MPI_OK(MPI_Grequest_start(NULL, NULL, NULL, NULL, &r));
