@@ -7,6 +7,7 @@
 //! into the core → error mapping → error handler.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::os::raw::{c_int, c_void};
 use std::sync::Mutex;
 
@@ -45,11 +46,31 @@ struct ChannelEntry {
     comm: MPI_Comm,
 }
 
+/// The handles are distinct counters: they are their own hash (no SipHash on every call).
+#[derive(Default)]
+struct HandleHash(u64);
+
+impl Hasher for HandleHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = n as u64;
+    }
+}
+
+type ByHandle<T> = HashMap<usize, T, BuildHasherDefault<HandleHash>>;
+
 #[derive(Default)]
 struct Tables {
     next: usize,
-    channels: HashMap<usize, ChannelEntry>,
-    conns: HashMap<usize, Entry>,
+    channels: ByHandle<ChannelEntry>,
+    conns: ByHandle<Entry>,
 }
 
 /// A connection's pieces are raw pointers into the user's memory, valid as `mad_pack`'s and
@@ -92,8 +113,9 @@ fn recv_mode(m: c_int) -> R<RecvMode> {
     }
 }
 
-/// Run `f` inside a panic boundary; report its error on `comm`'s handler.
-fn guard(name: &'static str, comm: MPI_Comm, f: impl FnOnce() -> R<()>) -> c_int {
+/// Run `f` inside a panic boundary; report its error on the handler of `comm()`'s
+/// communicator (looked up only when there is an error).
+fn guard(name: &'static str, comm: impl FnOnce() -> MPI_Comm, f: impl FnOnce() -> R<()>) -> c_int {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
         Err(Error::new(
             ErrorClass::Intern,
@@ -102,7 +124,7 @@ fn guard(name: &'static str, comm: MPI_Comm, f: impl FnOnce() -> R<()>) -> c_int
     });
     match r {
         Ok(()) => MPI_SUCCESS,
-        Err(e) => errors::raise(comm, &|| name.to_string(), e),
+        Err(e) => errors::raise(comm(), &|| name.to_string(), e),
     }
 }
 
@@ -122,30 +144,38 @@ fn conn_comm(c: usize) -> MPI_Comm {
 /// `int mad_open_channel(MPI_Comm comm, mad_channel_t *channel)`: collective over `comm`.
 #[no_mangle]
 pub unsafe extern "C" fn mad_open_channel(comm: MPI_Comm, channel: *mut *mut c_void) -> c_int {
-    guard("mad_open_channel", comm, || {
-        let out = out(channel, "channel")?;
-        let c = handles::comm(comm)?;
-        let ch = Channel::open(c)?;
-        let h = tables(|t| {
-            let h = fresh(t);
-            t.channels.insert(h, ChannelEntry { channel: ch, comm });
-            h
-        });
-        *out = h as *mut c_void;
-        Ok(())
-    })
+    guard(
+        "mad_open_channel",
+        || comm,
+        || {
+            let out = out(channel, "channel")?;
+            let c = handles::comm(comm)?;
+            let ch = Channel::open(c)?;
+            let h = tables(|t| {
+                let h = fresh(t);
+                t.channels.insert(h, ChannelEntry { channel: ch, comm });
+                h
+            });
+            *out = h as *mut c_void;
+            Ok(())
+        },
+    )
 }
 
 /// `int mad_close_channel(mad_channel_t *channel)`: sets `*channel` to NULL.
 #[no_mangle]
 pub unsafe extern "C" fn mad_close_channel(channel: *mut *mut c_void) -> c_int {
     let h = channel.as_ref().map_or(0, |p| *p as usize);
-    guard("mad_close_channel", channel_comm(h), || {
-        let out = out(channel, "channel")?;
-        let e = tables(|t| t.channels.remove(&h)).ok_or_else(|| bad("channel"))?;
-        *out = std::ptr::null_mut();
-        e.channel.close()
-    })
+    guard(
+        "mad_close_channel",
+        || channel_comm(h),
+        || {
+            let out = out(channel, "channel")?;
+            let e = tables(|t| t.channels.remove(&h)).ok_or_else(|| bad("channel"))?;
+            *out = std::ptr::null_mut();
+            e.channel.close()
+        },
+    )
 }
 
 fn begin(
@@ -157,25 +187,29 @@ fn begin(
 ) -> c_int {
     let ch = channel as usize;
     let comm = channel_comm(ch);
-    guard(name, comm, || {
-        let out = out(connection, "connection")?;
-        // The channel stays in the table while the call blocks: take what the call needs.
-        let id = tables(|t| t.channels.get(&ch).map(|c| c.channel.comm()))
-            .ok_or_else(|| bad("channel"))?;
-        let conn = match (pack, remote) {
-            (true, Some(dest)) => Conn::Pack(madeleine::begin_packing(id, dest)?),
-            (false, None) => Conn::Unpack(madeleine::begin_unpacking(id, madmpi::ANY_SOURCE)?),
-            (false, Some(src)) => Conn::Unpack(madeleine::begin_unpacking(id, src)?),
-            (true, None) => unreachable!("packing has a destination"),
-        };
-        let h = tables(|t| {
-            let h = fresh(t);
-            t.conns.insert(h, Entry { conn, comm });
-            h
-        });
-        *out = h as *mut c_void;
-        Ok(())
-    })
+    guard(
+        name,
+        || comm,
+        || {
+            let out = out(connection, "connection")?;
+            // The channel stays in the table while the call blocks: take what the call needs.
+            let id = tables(|t| t.channels.get(&ch).map(|c| c.channel.comm()))
+                .ok_or_else(|| bad("channel"))?;
+            let conn = match (pack, remote) {
+                (true, Some(dest)) => Conn::Pack(madeleine::begin_packing(id, dest)?),
+                (false, None) => Conn::Unpack(madeleine::begin_unpacking(id, madmpi::ANY_SOURCE)?),
+                (false, Some(src)) => Conn::Unpack(madeleine::begin_unpacking(id, src)?),
+                (true, None) => unreachable!("packing has a destination"),
+            };
+            let h = tables(|t| {
+                let h = fresh(t);
+                t.conns.insert(h, Entry { conn, comm });
+                h
+            });
+            *out = h as *mut c_void;
+            Ok(())
+        },
+    )
 }
 
 /// `int mad_begin_packing(mad_channel_t channel, int remote, mad_connection_t *connection)`.
@@ -223,18 +257,22 @@ pub unsafe extern "C" fn mad_pack(
     receive_mode: c_int,
 ) -> c_int {
     let h = connection as usize;
-    guard("mad_pack", conn_comm(h), || {
-        let (s, r) = (send_mode(send_mode_)?, recv_mode(receive_mode)?);
-        tables(|t| match t.conns.get_mut(&h) {
-            // SAFETY: mad_pack's contract (madeleine.h): `data` holds `size` bytes, readable
-            // as the send mode says.
-            Some(Entry {
-                conn: Conn::Pack(p),
-                ..
-            }) => unsafe { p.pack_raw(data as *const u8, size, s, r) },
-            _ => Err(bad("connection (not a message being packed)")),
-        })
-    })
+    guard(
+        "mad_pack",
+        || conn_comm(h),
+        || {
+            let (s, r) = (send_mode(send_mode_)?, recv_mode(receive_mode)?);
+            tables(|t| match t.conns.get_mut(&h) {
+                // SAFETY: mad_pack's contract (madeleine.h): `data` holds `size` bytes, readable
+                // as the send mode says.
+                Some(Entry {
+                    conn: Conn::Pack(p),
+                    ..
+                }) => unsafe { p.pack_raw(data as *const u8, size, s, r) },
+                _ => Err(bad("connection (not a message being packed)")),
+            })
+        },
+    )
 }
 
 /// `int mad_unpack(mad_connection_t c, void *data, size_t size, int send, int receive)`.
@@ -247,43 +285,53 @@ pub unsafe extern "C" fn mad_unpack(
     receive_mode: c_int,
 ) -> c_int {
     let h = connection as usize;
-    guard("mad_unpack", conn_comm(h), || {
-        let (s, r) = (send_mode(send_mode_)?, recv_mode(receive_mode)?);
-        tables(|t| match t.conns.get_mut(&h) {
-            // SAFETY: mad_unpack's contract (madeleine.h): `data` holds `size` writable bytes
-            // until the call returns (EXPRESS) or until mad_end_unpacking (CHEAPER).
-            Some(Entry {
-                conn: Conn::Unpack(u),
-                ..
-            }) => unsafe { u.unpack_raw(data as *mut u8, size, s, r) },
-            _ => Err(bad("connection (not a message being unpacked)")),
-        })
-    })
+    guard(
+        "mad_unpack",
+        || conn_comm(h),
+        || {
+            let (s, r) = (send_mode(send_mode_)?, recv_mode(receive_mode)?);
+            tables(|t| match t.conns.get_mut(&h) {
+                // SAFETY: mad_unpack's contract (madeleine.h): `data` holds `size` writable bytes
+                // until the call returns (EXPRESS) or until mad_end_unpacking (CHEAPER).
+                Some(Entry {
+                    conn: Conn::Unpack(u),
+                    ..
+                }) => unsafe { u.unpack_raw(data as *mut u8, size, s, r) },
+                _ => Err(bad("connection (not a message being unpacked)")),
+            })
+        },
+    )
 }
 
 fn end(name: &'static str, connection: *mut *mut c_void, pack: bool) -> c_int {
     // SAFETY: a non-null `connection` points to a handle (the caller's contract).
     let h = unsafe { connection.as_ref() }.map_or(0, |p| *p as usize);
-    guard(name, conn_comm(h), || {
-        let out = out(connection, "connection")?;
-        let e = tables(|t| match t.conns.get(&h) {
-            Some(Entry {
-                conn: Conn::Pack(_),
-                ..
-            }) if pack => t.conns.remove(&h),
-            Some(Entry {
-                conn: Conn::Unpack(_),
-                ..
-            }) if !pack => t.conns.remove(&h),
-            _ => None,
-        })
-        .ok_or_else(|| bad("connection"))?;
-        *out = std::ptr::null_mut();
-        match e.conn {
-            Conn::Pack(p) => p.end_packing(),
-            Conn::Unpack(u) => u.end_unpacking(),
-        }
-    })
+    // Looked up now: the connection leaves the table before the message ends.
+    let comm = conn_comm(h);
+    guard(
+        name,
+        || comm,
+        || {
+            let out = out(connection, "connection")?;
+            let e = tables(|t| match t.conns.get(&h) {
+                Some(Entry {
+                    conn: Conn::Pack(_),
+                    ..
+                }) if pack => t.conns.remove(&h),
+                Some(Entry {
+                    conn: Conn::Unpack(_),
+                    ..
+                }) if !pack => t.conns.remove(&h),
+                _ => None,
+            })
+            .ok_or_else(|| bad("connection"))?;
+            *out = std::ptr::null_mut();
+            match e.conn {
+                Conn::Pack(p) => p.end_packing(),
+                Conn::Unpack(u) => u.end_unpacking(),
+            }
+        },
+    )
 }
 
 /// `int mad_end_packing(mad_connection_t *connection)`: sends the message, sets `*connection`
@@ -305,20 +353,24 @@ pub unsafe extern "C" fn mad_end_unpacking(connection: *mut *mut c_void) -> c_in
 #[no_mangle]
 pub unsafe extern "C" fn mad_connection_remote(connection: *mut c_void, rank: *mut c_int) -> c_int {
     let h = connection as usize;
-    guard("mad_connection_remote", conn_comm(h), || {
-        let out = out(rank, "rank")?;
-        *out = tables(|t| match t.conns.get(&h) {
-            Some(Entry {
-                conn: Conn::Pack(p),
-                ..
-            }) => Some(p.dest()),
-            Some(Entry {
-                conn: Conn::Unpack(u),
-                ..
-            }) => Some(u.source()),
-            None => None,
-        })
-        .ok_or_else(|| bad("connection"))?;
-        Ok(())
-    })
+    guard(
+        "mad_connection_remote",
+        || conn_comm(h),
+        || {
+            let out = out(rank, "rank")?;
+            *out = tables(|t| match t.conns.get(&h) {
+                Some(Entry {
+                    conn: Conn::Pack(p),
+                    ..
+                }) => Some(p.dest()),
+                Some(Entry {
+                    conn: Conn::Unpack(u),
+                    ..
+                }) => Some(u.source()),
+                None => None,
+            })
+            .ok_or_else(|| bad("connection"))?;
+            Ok(())
+        },
+    )
 }

@@ -16,7 +16,12 @@
 //! transport and strategy carries it):
 //! - the *head*, tag [`TAG_HEAD`]: 8 bytes giving the length of the body, then every `Express`
 //!   piece and every `Cheaper` piece of at most [`INLINE_MAX`] bytes, in pack order, copied
-//!   into one buffer at `end_packing` (`Safer` pieces were copied at `pack`);
+//!   into one buffer at `end_packing` (`Safer` pieces were copied at `pack`). The receiver
+//!   posts its receive for the head at `begin_unpacking`, before the message is there, into a
+//!   buffer of [`HEAD_CAP`] bytes (any tag: the channel's communicator carries nothing else),
+//!   so that a head arrives as an ordinary expected message: no probe, no unexpected copy. A
+//!   longer head travels in two messages: tag [`TAG_HEAD_LONG`] with the body's and the head's
+//!   lengths, then the head itself, tag [`TAG_HEAD_REST`];
 //! - the *body*, tag [`TAG_BODY`], only when the message has larger `Cheaper` pieces: one
 //!   message whose datatype lists those pieces where they lie in memory, so that the engine
 //!   sends them without a copy (and, for large blocks, by rendezvous straight into the
@@ -81,6 +86,14 @@ pub const INLINE_MAX: usize = 4096;
 pub const TAG_HEAD: i32 = 1;
 /// Tag of a message's body.
 pub const TAG_BODY: i32 = 2;
+/// Tag of the announcement of a head longer than [`HEAD_CAP`]: the body's length, then the
+/// head's, 8 bytes each.
+pub const TAG_HEAD_LONG: i32 = 3;
+/// Tag of a head announced by [`TAG_HEAD_LONG`].
+pub const TAG_HEAD_REST: i32 = 4;
+
+/// The largest head sent as one message: what the receiver's pre-posted receive holds.
+pub const HEAD_CAP: usize = 2 * INLINE_MAX + HEAD_PREFIX;
 
 /// Bytes of the head before its data: the body's length.
 const HEAD_PREFIX: usize = 8;

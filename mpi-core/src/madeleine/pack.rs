@@ -5,7 +5,10 @@ use std::marker::PhantomData;
 
 use madmpi_datatypes::{Basic, Datatype};
 
-use super::{RecvMode, SendMode, HEAD_PREFIX, INLINE_MAX, TAG_BODY, TAG_HEAD};
+use super::{
+    RecvMode, SendMode, HEAD_CAP, HEAD_PREFIX, INLINE_MAX, TAG_BODY, TAG_HEAD, TAG_HEAD_LONG,
+    TAG_HEAD_REST,
+};
 use crate::error::{err, ErrorClass, Result};
 use crate::safe::Equivalence;
 use crate::CommId;
@@ -133,19 +136,40 @@ impl<'a> Packing<'a> {
             // our own copy); `Later` pieces are read now, as their mode says.
             head.extend_from_slice(unsafe { std::slice::from_raw_parts(p.ptr, p.len) });
         }
-        let mut reqs = [None, None];
-        // SAFETY: `head` lives until the requests are waited for below.
-        reqs[0] = Some(unsafe {
-            crate::isend(
-                head.as_ptr(),
-                head.len(),
-                &byte,
-                self.dest,
-                TAG_HEAD,
-                self.comm,
-                crate::SendMode::Standard,
-            )?
-        });
+        let mut reqs = [None, None, None];
+        // A head longer than the receiver's pre-posted buffer is announced first.
+        let long = head.len() > HEAD_CAP;
+        let mut announce = [0u8; 16];
+        announce[..8].copy_from_slice(&head[..HEAD_PREFIX]);
+        announce[8..].copy_from_slice(&(head.len() as u64).to_le_bytes());
+        let pieces: &[(&[u8], i32)] = if long {
+            &[(&announce, TAG_HEAD_LONG), (&head, TAG_HEAD_REST)]
+        } else {
+            &[(&head, TAG_HEAD)]
+        };
+        for (i, &(bytes, tag)) in pieces.iter().enumerate() {
+            // SAFETY: `head` and `announce` live until the requests are waited for below.
+            let r = unsafe {
+                crate::isend(
+                    bytes.as_ptr(),
+                    bytes.len(),
+                    &byte,
+                    self.dest,
+                    tag,
+                    self.comm,
+                    crate::SendMode::Standard,
+                )
+            };
+            match r {
+                Ok(r) => reqs[i] = Some(r),
+                Err(e) => {
+                    for r in reqs.iter_mut().filter_map(Option::take) {
+                        let _ = crate::wait(r);
+                    }
+                    return Err(e);
+                }
+            }
+        }
         if !self.body.is_empty() {
             let (base, dt) = layout(&self.body)?;
             // SAFETY: the pieces stay readable until the message ends, i.e. past the wait.
@@ -161,14 +185,16 @@ impl<'a> Packing<'a> {
                 )
             };
             match r {
-                Ok(r) => reqs[1] = Some(r),
+                Ok(r) => reqs[2] = Some(r),
                 Err(e) => {
-                    let _ = crate::wait(reqs[0].take().expect("head posted"));
+                    for r in reqs.iter_mut().filter_map(Option::take) {
+                        let _ = crate::wait(r);
+                    }
                     return Err(e);
                 }
             }
         }
-        let mut out = [None, None];
+        let mut out = [None, None, None];
         crate::wait_all(&reqs, &mut out)?;
         for c in out.iter().flatten() {
             if let Some(class) = c.status.error {

@@ -7,7 +7,9 @@ use std::marker::PhantomData;
 use madmpi_datatypes::{Basic, Datatype};
 
 use super::pack::{in_head, layout, Piece};
-use super::{RecvMode, SendMode, HEAD_PREFIX, TAG_BODY, TAG_HEAD};
+use super::{
+    RecvMode, SendMode, HEAD_CAP, HEAD_PREFIX, TAG_BODY, TAG_HEAD, TAG_HEAD_LONG, TAG_HEAD_REST,
+};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::safe::Equivalence;
 use crate::CommId;
@@ -36,21 +38,70 @@ pub struct Unpacking<'a> {
 impl<'a> Unpacking<'a> {
     /// Receive the head of the next message from `source` (or any) on `comm`.
     pub(super) fn begin(comm: CommId, source: i32) -> Result<Unpacking<'a>> {
-        let (msg, st) = crate::mprobe(source, TAG_HEAD, comm)?;
-        let mut head = vec![0u8; st.msg_len as usize];
         let byte = Datatype::basic(Basic::Byte);
-        // SAFETY: `head` holds `msg_len` bytes and outlives the wait below.
-        let r = unsafe { crate::imrecv(head.as_mut_ptr(), head.len(), &byte, msg)? };
-        crate::wait(r)?;
-        if head.len() < HEAD_PREFIX {
+        // Posted before the message is there, so that it lands straight in `head` (any tag:
+        // the channel's communicator carries only Madeleine messages, and a sender's body
+        // always follows the head that this process has already taken).
+        let mut head: Vec<u8> = Vec::with_capacity(HEAD_CAP);
+        // SAFETY: `head` has room for HEAD_CAP bytes and outlives the wait below; only the
+        // bytes received are read (set_len to the received count).
+        let r = unsafe {
+            crate::irecv(
+                head.as_mut_ptr(),
+                HEAD_CAP,
+                &byte,
+                source,
+                crate::ANY_TAG,
+                comm,
+            )?
+        };
+        let st = crate::wait(r)?;
+        if let Some(class) = st.error {
             return err(
+                class,
+                "the head of a Madeleine message could not be received",
+            );
+        }
+        // SAFETY: the receive wrote `st.bytes` (at most HEAD_CAP) bytes.
+        unsafe { head.set_len(st.bytes as usize) };
+        let not_madeleine = || {
+            Err(Error::new(
                 ErrorClass::Other,
                 format!(
-                    "a message of {} bytes from rank {} is not a Madeleine message",
-                    head.len(),
-                    st.source
+                    "a message of {} bytes with tag {} from rank {} is not the head of a \
+                     Madeleine message",
+                    st.bytes, st.tag, st.source
                 ),
-            );
+            ))
+        };
+        match st.tag {
+            TAG_HEAD if head.len() >= HEAD_PREFIX => {}
+            TAG_HEAD_LONG if head.len() == 2 * HEAD_PREFIX => {
+                // A long head follows: its length is in the announcement.
+                let mut len = [0u8; 8];
+                len.copy_from_slice(&head[HEAD_PREFIX..]);
+                let len = u64::from_le_bytes(len) as usize;
+                if len < HEAD_PREFIX {
+                    return not_madeleine();
+                }
+                head = vec![0u8; len];
+                // SAFETY: `head` holds `len` bytes and outlives the wait.
+                let r = unsafe {
+                    crate::irecv(
+                        head.as_mut_ptr(),
+                        len,
+                        &byte,
+                        st.source,
+                        TAG_HEAD_REST,
+                        comm,
+                    )?
+                };
+                let rest = crate::wait(r)?;
+                if rest.error.is_some() || rest.bytes as usize != len {
+                    return not_madeleine();
+                }
+            }
+            _ => return not_madeleine(),
         }
         let mut prefix = [0u8; HEAD_PREFIX];
         prefix.copy_from_slice(&head[..HEAD_PREFIX]);

@@ -5,7 +5,9 @@
  * across the head/body boundary and the rendezvous; SEND_LATER data changed after mad_pack is
  * sent changed, SEND_SAFER data is not; several large pieces in one message; an unpacking that
  * does not match fails with MPI_ERR_TRUNCATE and leaves the channel usable; bad arguments give
- * MPI_ERR_ARG / MPI_ERR_RANK; mad_begin_unpacking from any source names the sender.
+ * MPI_ERR_ARG / MPI_ERR_RANK; mad_begin_unpacking from any source names the sender. Heads
+ * (express and small pieces) around and beyond the size of the receiver's pre-posted head
+ * buffer (2 x 4096 + 8 bytes), which then travel as an announcement and the head.
  */
 #include "../p2p/common.h"
 #include <madeleine.h>
@@ -135,6 +137,64 @@ static void mismatch(mad_channel_t ch, int peer, int sender)
     free(big);
 }
 
+/* Heads of every size around the receiver's pre-posted buffer: one express piece of n bytes
+ * plus two small cheaper pieces (in the head too), then a large cheaper piece (the body). */
+static void long_heads(mad_channel_t ch, int peer, int sender)
+{
+    static const size_t hs[] = {8176, 8184, 8185, 8192, 8193, 12000, 70000};
+    const size_t nh = sizeof hs / sizeof hs[0], small = 4, bulk = 20000;
+    unsigned char *e = xmalloc(70000), *b = xmalloc(bulk), s1[4], s2[4];
+    for (unsigned k = 0; k < nh; k++) {
+        size_t n = hs[k];
+        mad_connection_t c;
+        if (sender) {
+            fill(e, n, k, 3);
+            fill(b, bulk, k, 4);
+            fill(s1, small, k, 5);
+            fill(s2, small, k, 6);
+            MPI_OK(mad_begin_packing(ch, peer, &c));
+            MPI_OK(mad_pack(c, s1, small, mad_send_CHEAPER, mad_receive_CHEAPER));
+            MPI_OK(mad_pack(c, e, n, mad_send_CHEAPER, mad_receive_EXPRESS));
+            MPI_OK(mad_pack(c, b, bulk, mad_send_CHEAPER, mad_receive_CHEAPER));
+            MPI_OK(mad_pack(c, s2, small, mad_send_SAFER, mad_receive_CHEAPER));
+            MPI_OK(mad_end_packing(&c));
+        } else {
+            memset(e, 0, n);
+            memset(b, 0, bulk);
+            MPI_OK(mad_begin_unpacking_from(ch, peer, &c));
+            MPI_OK(mad_unpack(c, s1, small, mad_send_CHEAPER, mad_receive_CHEAPER));
+            MPI_OK(mad_unpack(c, e, n, mad_send_CHEAPER, mad_receive_EXPRESS));
+            CHECKF(verify(e, n, k, 3) < 0, "express piece of %zu bytes wrong", n);
+            MPI_OK(mad_unpack(c, b, bulk, mad_send_CHEAPER, mad_receive_CHEAPER));
+            MPI_OK(mad_unpack(c, s2, small, mad_send_SAFER, mad_receive_CHEAPER));
+            MPI_OK(mad_end_unpacking(&c));
+            CHECKF(verify(b, bulk, k, 4) < 0, "body after a head of %zu bytes wrong", n);
+            CHECK(verify(s1, small, k, 5) < 0 && verify(s2, small, k, 6) < 0);
+        }
+    }
+    /* A long head unpacked short: MPI_ERR_TRUNCATE, and the next message still reads right. */
+    if (sender) {
+        for (int m = 0; m < 2; m++) {
+            mad_connection_t c;
+            fill(e, 12000, m, 7);
+            MPI_OK(mad_begin_packing(ch, peer, &c));
+            MPI_OK(mad_pack(c, e, 12000, mad_send_CHEAPER, mad_receive_EXPRESS));
+            MPI_OK(mad_end_packing(&c));
+        }
+    } else {
+        mad_connection_t c;
+        MPI_OK(mad_begin_unpacking_from(ch, peer, &c));
+        MPI_OK(mad_unpack(c, e, 100, mad_send_CHEAPER, mad_receive_EXPRESS));
+        EXPECT_CLASS(mad_end_unpacking(&c), MPI_ERR_TRUNCATE);
+        MPI_OK(mad_begin_unpacking_from(ch, peer, &c));
+        MPI_OK(mad_unpack(c, e, 12000, mad_send_CHEAPER, mad_receive_EXPRESS));
+        MPI_OK(mad_end_unpacking(&c));
+        CHECK(verify(e, 12000, 1, 7) < 0);
+    }
+    free(e);
+    free(b);
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -156,6 +216,8 @@ int main(int argc, char **argv)
         rpc(ch, peer, !even);
         modes(ch, peer, even);
         mismatch(ch, peer, even);
+        long_heads(ch, peer, even);
+        long_heads(ch, peer, !even);
     }
 
     /* Bad arguments. */
@@ -184,21 +246,38 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     if (t_rank == 0) {
         int seen = 0;
-        for (int i = 1; i < t_size; i++) {
+        int *arr = xmalloc(3000 * sizeof(int));
+        for (int i = 1; i < 2 * t_size - 1; i++) {
             int from = -1, val = -1;
             MPI_OK(mad_begin_unpacking(ch, &c));
             MPI_OK(mad_connection_remote(c, &from));
             MPI_OK(mad_unpack(c, &val, sizeof val, mad_send_CHEAPER, mad_receive_EXPRESS));
-            MPI_OK(mad_end_unpacking(&c));
             CHECKF(val == 7 * from && from > 0 && from < t_size, "from %d val %d", from, val);
+            if (seen & (1 << from)) {
+                /* The second message of each sender has a head longer than the buffer. */
+                MPI_OK(mad_unpack(c, arr, 3000 * sizeof(int), mad_send_CHEAPER,
+                                  mad_receive_EXPRESS));
+                for (int j = 0; j < 3000; j++)
+                    CHECKF(arr[j] == from + j, "from %d element %d: %d", from, j, arr[j]);
+            }
+            MPI_OK(mad_end_unpacking(&c));
             seen |= 1 << from;
         }
+        free(arr);
         CHECK(seen == (1 << t_size) - 2);
     } else {
         int val = 7 * t_rank;
         MPI_OK(mad_begin_packing(ch, 0, &c));
         MPI_OK(mad_pack(c, &val, sizeof val, mad_send_CHEAPER, mad_receive_EXPRESS));
         MPI_OK(mad_end_packing(&c));
+        int *arr = xmalloc(3000 * sizeof(int));
+        for (int j = 0; j < 3000; j++)
+            arr[j] = t_rank + j;
+        MPI_OK(mad_begin_packing(ch, 0, &c));
+        MPI_OK(mad_pack(c, &val, sizeof val, mad_send_CHEAPER, mad_receive_EXPRESS));
+        MPI_OK(mad_pack(c, arr, 3000 * sizeof(int), mad_send_CHEAPER, mad_receive_EXPRESS));
+        MPI_OK(mad_end_packing(&c));
+        free(arr);
     }
 
     MPI_OK(mad_close_channel(&ch));
