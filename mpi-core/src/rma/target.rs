@@ -46,7 +46,7 @@ impl State {
         };
         if !ok {
             return self.peer_error(format!(
-                "from rank {peer}: a one-sided chunk for an unknown window {}",
+                "from rank {peer}: a one-sided chunk ({sub:?}) for an unknown window {}",
                 h.ctx
             ));
         }

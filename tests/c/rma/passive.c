@@ -2,7 +2,10 @@
  * lock_all + flush, concurrent accumulates from every rank to one target
  * (atomicity), a fetch-and-op counter, a compare-and-swap spin lock,
  * request-based operations, and a target that computes without calling MPI
- * while the others use its window. Any number of ranks. */
+ * while the others use its window; a window on MPI_COMM_SELF locked and
+ * unlocked by its owner, freed at once, then a new one in its place (nothing of
+ * the first may be read by the second: the test checks stderr for dropped
+ * chunks). Any number of ranks. */
 #include "../p2p/common.h"
 
 #define ROUNDS 200
@@ -151,6 +154,29 @@ int main(int argc, char **argv)
     CHECK(cls == MPI_ERR_RMA_SYNC);
 
     MPI_OK(MPI_Win_free(&win));
+
+    /* Lock oneself, unlock, free at once; then the same number again for a new window,
+     * with messages to oneself in between (whose progress reads what is left to read). */
+    long own[4] = {0, 0, 0, 0};
+    for (int round = 0; round < 4; round++) {
+        MPI_Win w1;
+        MPI_OK(MPI_Win_create(own, sizeof own, sizeof(long), MPI_INFO_NULL, MPI_COMM_SELF, &w1));
+        MPI_OK(MPI_Win_lock(round % 2 ? MPI_LOCK_SHARED : MPI_LOCK_EXCLUSIVE, 0, 0, w1));
+        if (round == 3) {
+            long v = 5;
+            MPI_OK(MPI_Put(&v, 1, MPI_LONG, 0, 1, 1, MPI_LONG, w1));
+        }
+        MPI_OK(MPI_Win_unlock(0, w1));
+        MPI_OK(MPI_Win_free(&w1));
+        int x = round, y = -1;
+        MPI_Request q;
+        MPI_OK(MPI_Issend(&x, 1, MPI_INT, 0, 9, MPI_COMM_SELF, &q));
+        MPI_OK(MPI_Recv(&y, 1, MPI_INT, 0, 9, MPI_COMM_SELF, MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        CHECK(y == round);
+    }
+    CHECK(own[1] == 5);
+
     free(tickets);
     free(all);
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
