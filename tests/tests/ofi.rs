@@ -219,3 +219,39 @@ fn unknown_provider_is_named() {
         o.context()
     );
 }
+
+/// Over `tcp;ofi_rxm` the driver raises rxm's eager limit to its largest packet (its 8-byte
+/// header over `MADMPI_OFI_MAX_PACKET`, 68 KiB by default), so that rxm never cuts a packet
+/// into segments; a limit the user set is kept (the endpoint's log line says which), and the
+/// programs pass under rxm's own 16 KiB limit too, with every large message in 68 KiB
+/// fragments that rxm segments (reads off).
+#[test]
+fn rxm_eager_limit_covers_a_packet_unless_set() {
+    if !ofi() {
+        return;
+    }
+    let o = job("p2p", "basic", 2, "tcp;ofi_rxm")
+        .env("MADMPI_LOG", "info")
+        .run();
+    o.assert_ok("basic");
+    assert!(
+        o.stderr.contains("rxm_eager_limit=69640"),
+        "{}",
+        o.context()
+    );
+    let o = job("p2p", "basic", 2, "tcp;ofi_rxm")
+        .env("MADMPI_LOG", "info")
+        .env("FI_OFI_RXM_EAGER_LIMIT", "16384")
+        .run();
+    o.assert_ok("basic");
+    assert!(
+        o.stderr.contains("rxm_eager_limit=16384"),
+        "{}",
+        o.context()
+    );
+    programs_pass(
+        "tcp;ofi_rxm",
+        &[("FI_OFI_RXM_EAGER_LIMIT", "16384"), ("MADMPI_OFI_RMA", "0")],
+        false,
+    );
+}

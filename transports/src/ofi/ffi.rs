@@ -6,6 +6,7 @@
 //! with `fi_strerror`'s text.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::mem::MaybeUninit;
 
 use crate::{Error, Result};
 
@@ -50,16 +51,6 @@ pub(super) struct CqEntry {
     pub flags: u64,
     /// Bytes received.
     pub len: usize,
-}
-
-impl Default for CqEntry {
-    fn default() -> CqEntry {
-        CqEntry {
-            op_context: std::ptr::null_mut(),
-            flags: 0,
-            len: 0,
-        }
-    }
 }
 
 /// libfabric's `struct fi_context2`: the room a provider may use per operation.
@@ -463,9 +454,10 @@ impl Endpoint {
 
     /// Read completions into `out`: how many, or the error completion at the head of the
     /// queue.
-    pub(super) fn cq_read(&self, out: &mut [CqEntry]) -> Result<Completions> {
-        // SAFETY: `out` has room for `out.len()` entries of the queue's format (FI_CQ_FORMAT_MSG).
-        let ret = unsafe { madmpi_ofi_cq_read(self.raw, out.as_mut_ptr(), out.len()) };
+    pub(super) fn cq_read(&self, out: &mut [MaybeUninit<CqEntry>]) -> Result<Completions> {
+        // SAFETY: `out` has room for `out.len()` entries of the queue's format (FI_CQ_FORMAT_MSG);
+        // the provider writes the ones it returns.
+        let ret = unsafe { madmpi_ofi_cq_read(self.raw, out.as_mut_ptr().cast(), out.len()) };
         if ret >= 0 {
             return Ok(Completions::Done(ret as usize));
         }

@@ -71,7 +71,27 @@ pub fn is_fast(provider: &str) -> bool {
 ///
 /// No provider fits (the error names the provider asked for and `fi_getinfo`'s answer).
 pub fn probe(cfg: &OfiConfig) -> Result<String> {
+    tune_provider(cfg);
     ffi::probe(cfg.provider.as_deref())
+}
+
+/// Set the provider variables the driver needs before libfabric reads them (at its first
+/// call in the process): over `tcp;ofi_rxm`, rxm's eager limit to the driver's largest packet
+/// ([`config::rxm_eager_limit`]), so that no packet is segmented by rxm. A variable the user
+/// set is left alone. Every rank computes the same value from the same settings (rxm refuses
+/// a connection between two eager limits).
+fn tune_provider(cfg: &OfiConfig) {
+    let set = std::env::var(config::RXM_EAGER_VAR).ok();
+    if let Some(v) = config::rxm_eager_limit(
+        cfg.provider.as_deref(),
+        cfg.max_packet + HDR,
+        set.as_deref(),
+    ) {
+        // (MPI_Init runs before the application's threads read the environment, as for the
+        // variables the launcher sets.)
+        std::env::set_var(config::RXM_EAGER_VAR, &v);
+        tracing::debug!(provider = ?cfg.provider, "ofi: {}={v}", config::RXM_EAGER_VAR);
+    }
 }
 
 /// Buffers of one size carved from one allocation, registered once.
@@ -168,6 +188,7 @@ impl OfiTransport {
     ///
     /// No provider fits `cfg`, or a libfabric call fails (named with the provider).
     pub fn open(me: PeerId, n: u32, version: u32, cfg: &OfiConfig) -> Result<OfiTransport> {
+        tune_provider(cfg);
         let cq_size = cfg.rx_buffers + cfg.tx_buffers + CQ_BATCH;
         let ep = Endpoint::open(cfg.provider.as_deref(), cfg.rma, cq_size + 1)?;
         let a = ep.attr().clone();
@@ -181,6 +202,8 @@ impl OfiTransport {
         let fast = is_fast(&a.provider);
         let shm = a.provider.split(';').next() == Some("shm");
         let address = ep.name()?;
+        // (What rxm was started with: `default` is its own 16 KiB.)
+        let rxm_eager = std::env::var(config::RXM_EAGER_VAR).unwrap_or_else(|_| "default".into());
         tracing::info!(
             rank = me.0,
             provider = %a.provider,
@@ -196,6 +219,7 @@ impl OfiTransport {
             max_packet,
             rx_count,
             tx_count,
+            rxm_eager_limit = %rxm_eager,
             "ofi: endpoint open"
         );
         let mut t = OfiTransport {
@@ -403,7 +427,8 @@ impl OfiTransport {
     /// Read the completion queue once (a batch) and record what completed. Returns how many
     /// entries were read.
     fn progress(&mut self) -> Result<usize> {
-        let mut entries = [CqEntry::default(); CQ_BATCH];
+        // (Not zeroed: the provider writes the entries it returns, and only those are read.)
+        let mut entries = [std::mem::MaybeUninit::<CqEntry>::uninit(); CQ_BATCH];
         let base = self.ctx.as_ptr() as usize;
         let n = match self.ep.cq_read(&mut entries)? {
             Completions::Done(n) => n,
@@ -412,7 +437,9 @@ impl OfiTransport {
                 return Ok(1);
             }
         };
-        for e in &entries[..n] {
+        for e in &entries[..n.min(CQ_BATCH)] {
+            // SAFETY: the provider wrote the first `n` entries.
+            let e = unsafe { e.assume_init_ref() };
             let i = (e.op_context as usize).wrapping_sub(base) / std::mem::size_of::<Context>();
             if i >= self.ctx.len() {
                 return Err(Error::Io {

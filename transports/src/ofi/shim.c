@@ -283,9 +283,12 @@ ssize_t madmpi_ofi_read(struct madmpi_ofi *o, void *buf, size_t len, void *desc,
 	return fi_read(o->ep, buf, len, desc, src, addr, key, ctx);
 }
 
+/* An empty queue reads 0 (not -FI_EAGAIN): the common answer of a poll needs no check. */
 ssize_t madmpi_ofi_cq_read(struct madmpi_ofi *o, struct fi_cq_msg_entry *entries, size_t count)
 {
-	return fi_cq_read(o->cq, entries, count);
+	ssize_t ret = fi_cq_read(o->cq, entries, count);
+
+	return ret == -FI_EAGAIN ? 0 : ret;
 }
 
 /* The oldest error completion: its context, and its error text in `text`. */
