@@ -698,6 +698,11 @@ impl Job {
             if !self.killed && now >= k {
                 self.killed = true;
                 self.signal_ranks(libc::SIGKILL);
+                // The ranks can create no more segments: remove theirs now rather than only
+                // once every rank is reaped and the output drained, which can take seconds
+                // with many ranks on a busy node, seconds in which whoever ended this job may
+                // kill us too (the bench runner sends SIGKILL 2 s after SIGTERM).
+                remove_shm_leftovers(&self.kvsname);
                 // Without their stream, the proxies kill the remote ranks themselves.
                 self.links.clear();
             }
@@ -767,6 +772,7 @@ impl Job {
                 // Asked again: no more grace.
                 self.killed = true;
                 self.signal_ranks(libc::SIGKILL);
+                remove_shm_leftovers(&self.kvsname);
                 self.links.clear();
             }
             _ => {

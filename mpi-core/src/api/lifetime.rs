@@ -145,6 +145,15 @@ fn start_engine(g: &mut Global, required: ThreadLevel, owner: bool) -> Result<()
         })?,
         Err(_) => Strategy::Adaptive,
     };
+    let pack_flush = match std::env::var("MADMPI_PACK_FLUSH") {
+        Ok(s) => s.trim().parse::<usize>().map_err(|_| {
+            Error::new(
+                ErrorClass::Arg,
+                format!("MADMPI_PACK_FLUSH={s}: expected a number of bytes (0: off)"),
+            )
+        })?,
+        Err(_) => 0,
+    };
     let mut pmi = Client::from_env()?;
     crate::log::install(pmi.as_ref().map_or(0, |p| p.rank()));
     let (engine, appnum, universe, hosts) = match pmi.as_mut() {
@@ -174,6 +183,10 @@ fn start_engine(g: &mut Global, required: ThreadLevel, owner: bool) -> Result<()
             )
         }
     };
+    let mut engine = engine;
+    if pack_flush > 0 {
+        engine.st.set_pack_flush(pack_flush);
+    }
     let owner = owner && matches!(required, ThreadLevel::Single | ThreadLevel::Funneled);
     with_slot(|slot| {
         *slot = Some(engine);

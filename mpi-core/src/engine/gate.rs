@@ -81,6 +81,10 @@ pub(crate) struct Gate {
     pub(super) aggreg_max: usize,
     /// A message of more than this many bytes travels in a packet of its own.
     pub(super) solo_min: usize,
+    /// Largest packet the send fast path builds (`pack_routed`; a lone record may exceed it up
+    /// to `aggreg_max`): `aggreg_max` unless `MADMPI_PACK_FLUSH` sets it
+    /// ([`State::set_pack_flush`]).
+    pub(super) pack_max: usize,
     pub(super) max_iov: usize,
     /// Rendezvous data may be pulled with `get`.
     pub(super) can_get: bool,
@@ -170,6 +174,7 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
         frag_max,
         aggreg_max: aggreg,
         solo_min: solo,
+        pack_max: aggreg,
         max_iov: iov,
         can_get: get,
         registers,
@@ -227,6 +232,20 @@ pub(super) fn numbered(kind: u8) -> bool {
 }
 
 impl State {
+    /// `MADMPI_PACK_FLUSH`: the packets the send fast path builds (`adaptive`, `aggreg`) hold
+    /// at most `bytes` bytes (capped at each gate's `aggreg_max`; 0: `aggreg_max`, the
+    /// default): a packet that has no room for the next send leaves then, as a full one does,
+    /// so that the receiver works on it while the sender builds the next.
+    pub fn set_pack_flush(&mut self, bytes: usize) {
+        for g in &mut self.gates {
+            g.pack_max = if bytes == 0 {
+                g.aggreg_max
+            } else {
+                bytes.min(g.aggreg_max)
+            };
+        }
+    }
+
     /// No gate has chunks waiting for the strategy.
     #[inline(always)]
     pub fn nothing_queued(&self) -> bool {

@@ -199,6 +199,7 @@ impl State {
             g.eager_max = g.eager_max.min(r.eager_max);
             g.frag_max = r.frag_max;
             g.aggreg_max = g.aggreg_max.min(r.frag_max + HDR_LEN);
+            g.pack_max = g.pack_max.min(g.aggreg_max);
             g.max_iov = r.max_iov;
             g.can_get = g.can_get && r.can_get;
         }

@@ -310,12 +310,16 @@ impl State {
         if !open || g.dead || g.driver == NO_DRIVER || bytes > g.eager_max.min(PACK_COPY_MAX) {
             return Err(NotPacked::Other);
         }
-        if g.packed.len() + rec > g.aggreg_max {
-            return Err(if g.packed.is_empty() {
-                NotPacked::Other
-            } else {
-                NotPacked::Full
-            });
+        // `pack_max` is `aggreg_max` unless `MADMPI_PACK_FLUSH` made it smaller; a record
+        // alone in its packet may be larger, up to `aggreg_max` (checked only then: the
+        // common path makes one compare, as before the setting existed).
+        if g.packed.len() + rec > g.pack_max {
+            if !g.packed.is_empty() {
+                return Err(NotPacked::Full);
+            }
+            if rec > g.aggreg_max {
+                return Err(NotPacked::Other);
+            }
         }
         let rid = self
             .reqs

@@ -7,10 +7,11 @@
 //! Block: a sender that finds the inbox's lock taken gets `WouldBlock`, as with a full ring.
 
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use super::ring::{self, Consumer, Producer};
-use super::{RxRing, ShmTransport, Stall, TxRing};
-use crate::{Error, Result, SendOutcome};
+use super::{RxRing, ShmTransport, Stall, TxRing, PEER_CHECK_AFTER, STATE_CLOSED};
+use crate::{sys, Error, Result, SendOutcome};
 
 impl ShmTransport {
     /// [`push_record`](Self::push_record) to local `j`, which has no pair ring from us: on
@@ -58,16 +59,19 @@ impl ShmTransport {
             }
         }
         let lock = &slot.inbox_lock.0;
-        if lock
-            .compare_exchange(0, self.me as u32 + 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            return self.blocked(j);
-        }
         let (ctrl, data) = self.seg.ring(j, layout.pairs);
+        if let Err(holder) =
+            lock.compare_exchange(0, self.me as u32 + 1, Ordering::Acquire, Ordering::Relaxed)
+        {
+            if !self.take_from_dead(j, holder)? {
+                return self.blocked(j);
+            }
+        } else {
+            self.far[j].lock_stall = Stall::default();
+        }
         // SAFETY: the inbox lies in the mapping owned by `self.seg`; the lock makes this
         // process its only producer until the store below, and the Acquire above shows it the
-        // previous holder's `tail`.
+        // previous holder's `tail` (repaired by `take_from_dead` when the holder died).
         let mut prod = unsafe { Producer::new(ctrl, data, cap) };
         let pushed = push(&mut prod, ring::from_bits(self.me));
         lock.store(0, Ordering::Release);
@@ -79,6 +83,76 @@ impl ShmTransport {
         }
         self.far[j].stall = Stall::default();
         Ok(SendOutcome::Done)
+    }
+
+    /// The inbox lock of local `j` was found held by `holder` (its local index + 1). After it
+    /// has stayed held for [`PEER_CHECK_AFTER`], check (once per such period) whether the
+    /// holder still lives; if it died holding the lock (its pid gone, or its driver closed,
+    /// which never happens while it holds the lock), take the lock over and repair the
+    /// inbox's `tail`, which the holder may have left behind the records it published.
+    /// True when this process now holds the lock.
+    #[cold]
+    #[inline(never)]
+    fn take_from_dead(&mut self, j: usize, holder: u32) -> Result<bool> {
+        let s = &mut self.far[j].lock_stall;
+        s.count = s.count.wrapping_add(1);
+        // Read the clock once every 256 attempts only.
+        if s.count & 0xff != 1 {
+            return Ok(false);
+        }
+        let now = Instant::now();
+        match s.since {
+            Some(since) if now.duration_since(since) >= PEER_CHECK_AFTER => s.since = Some(now),
+            None => {
+                s.since = Some(now);
+                return Ok(false);
+            }
+            Some(_) => return Ok(false),
+        }
+        let k = (holder as usize).wrapping_sub(1);
+        // A holder that is no process of the node (a scribbled word) holds nothing.
+        let dead = k >= self.peers.len()
+            || k == self.me
+            || {
+                let ident = self.ident(k);
+                let state = ident.state.load(Ordering::Acquire);
+                let pid = ident.pid.load(Ordering::Acquire);
+                state == STATE_CLOSED
+                    || (pid > 0
+                        && matches!(sys::probe_pid(pid), Err(e) if e.raw_os_error() == Some(libc::ESRCH)))
+            };
+        if !dead {
+            return Ok(false);
+        }
+        // SAFETY: slots point into the mapping owned by `self.seg`; only atomics are accessed.
+        let lock = unsafe { &self.slots[j].as_ref().inbox_lock.0 };
+        // Only one of the senders that found the holder dead takes the lock over.
+        if lock
+            .compare_exchange(
+                holder,
+                self.me as u32 + 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return Ok(false);
+        }
+        let (ctrl, data) = self.seg.ring(j, self.seg.layout.pairs);
+        // SAFETY: the inbox lies in the mapping owned by `self.seg`; we hold its lock, and its
+        // previous holder is gone.
+        let fixed = unsafe { ring::repair_tail(ctrl, data, self.seg.layout.ring_bytes) };
+        if let Err(e) = fixed {
+            lock.store(0, Ordering::Release);
+            return Err(e);
+        }
+        self.far[j].lock_stall = Stall::default();
+        tracing::warn!(
+            receiver = self.peers[j].0,
+            holder = k,
+            "shm: took over the inbox lock of a dead sender"
+        );
+        Ok(true)
     }
 
     /// Take into `rx` the pair rings of this process that senders have claimed since the

@@ -29,6 +29,14 @@
 //!   same ring, its producers serialized by a lock word that a sender tries once per packet
 //!   (taken: `WouldBlock`, as a full ring; nothing ever waits for it). Each inbox record names
 //!   its sender in its header (bits 40–56, local index + 1).
+//! - The lock word names its holder (local index + 1). A sender that has found it taken for
+//!   [`PEER_CHECK_AFTER`] checks, once per such period, whether the holder still lives (its
+//!   pid in its process slot); a holder that died holding it (its pid gone, or its driver
+//!   closed) has the lock taken over by one of the waiting senders (compare-and-swap from the
+//!   dead holder's value), which first brings the inbox's `tail` past any record the holder
+//!   published without publishing `tail` (`ring::repair_tail`). A record the holder had only
+//!   begun is invisible and overwritten. Without this, one sender killed inside its push
+//!   would block every other sender of that inbox for the rest of the job.
 //!
 //! A pair of processes uses one channel for the whole job, so its packets stay in order
 //! whichever it is, and `MPI_ANY_SOURCE` sees them as before. Rings are claimed on first use,
@@ -128,7 +136,8 @@
 //!   write outside the segment.
 //! - `try_send` reports [`Error::PeerLost`] when the receiver has closed its driver and its ring
 //!   is full, or when the ring has stayed full for a second and its pid no longer exists (an
-//!   inbox whose lock stays taken counts as full).
+//!   inbox whose lock stays taken counts as full; a dead holder's lock is taken over, see
+//!   "Memory").
 //! - The default [`ShmConfig`] ignores the environment; use [`ShmConfig::from_env`].
 //!
 //! # What this module must never do
@@ -197,6 +206,8 @@ struct RxRing {
 struct Far {
     inbox: bool,
     stall: Stall,
+    /// Attempts that found the inbox lock held, for the check of its holder's liveness.
+    lock_stall: Stall,
 }
 
 /// World rank → local index.

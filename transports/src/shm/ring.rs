@@ -174,6 +174,60 @@ impl Producer {
     }
 }
 
+/// Bring a ring's shared `tail` up to the records its producer published: a producer that
+/// died between storing a record's header (the record is then visible to the consumer) and
+/// publishing `tail` left `tail` behind it. Walks the headers from `tail` to the first empty
+/// one (a producer always clears the word after its record, so the walk stops where the dead
+/// producer's last published record ends) and stores the result. A record the producer had
+/// only begun is invisible (its header still 0) and is overwritten by the next one.
+///
+/// # Safety
+///
+/// As [`Producer::new`]; the caller is now the ring's only producer and the previous one is
+/// gone (no producer store can race with the walk).
+pub(super) unsafe fn repair_tail(
+    ctrl: NonNull<RingCtrl>,
+    data: NonNull<u8>,
+    capacity: usize,
+) -> Result<()> {
+    let mask = capacity - 1;
+    // SAFETY: `ctrl` is valid (caller).
+    let ctrl = unsafe { ctrl.as_ref() };
+    let start = ctrl.tail.0.load(Ordering::Acquire);
+    let mut tail = start;
+    loop {
+        let pos = tail as usize & mask;
+        // SAFETY: `tail` only advances by whole 8-aligned records inside the area.
+        let word = unsafe { header(data.as_ptr(), pos) }.load(Ordering::Acquire);
+        if word == 0 {
+            break;
+        }
+        let to_end = capacity - pos;
+        let step = if word == SKIP {
+            to_end
+        } else {
+            let len = word & !(READY | DRIVER | FROM_MASK);
+            let rec = REC_HDR as u64 + align8(len as usize) as u64;
+            if word & READY == 0 || len >= capacity as u64 || rec > to_end as u64 {
+                return Err(Error::Malformed(format!(
+                    "shm ring: bad record header {word:#x} at {pos} after a dead producer"
+                )));
+            }
+            rec as usize
+        };
+        tail += step as u64;
+        // The dead producer published at most one record (and its skip marker) past `tail`;
+        // a walk of more than a ring's worth means headers that no producer wrote.
+        if tail.wrapping_sub(start) > capacity as u64 {
+            return Err(Error::Malformed(
+                "shm ring: no end to the records after a dead producer".into(),
+            ));
+        }
+    }
+    ctrl.tail.0.store(tail, Ordering::Release);
+    Ok(())
+}
+
 /// Consumer end of one ring, owned by the only process that reads from it.
 #[derive(Debug)]
 pub(super) struct Consumer {
@@ -491,6 +545,52 @@ mod tests {
                 "{bad:#x}"
             );
         }
+    }
+
+    #[test]
+    fn repair_tail_after_a_dead_producer() {
+        let mut r = ring(256);
+        let tail = |r: &TestRing| r.prod.ctrl().tail.0.load(Ordering::Acquire);
+        let set_tail = |r: &TestRing, t: u64| r.prod.ctrl().tail.0.store(t, Ordering::Release);
+        let repair = |r: &TestRing| {
+            // SAFETY: the test ring's memory is alive, and nothing else produces on it.
+            unsafe { repair_tail(r.prod.ctrl, r.prod.data, 256) }
+        };
+        // Nothing published past `tail`: unchanged.
+        assert!(push(&mut r, &[1; 56]));
+        repair(&r).unwrap();
+        assert_eq!(tail(&r), 64);
+        // A record published, `tail` not: brought past it.
+        assert!(push(&mut r, &[2; 56]));
+        set_tail(&r, 64);
+        repair(&r).unwrap();
+        assert_eq!(tail(&r), 128);
+        assert_eq!(pop(&mut r), vec![vec![1u8; 56], vec![2u8; 56]]);
+        // A record that wraps: skip marker and record published, `tail` not.
+        assert!(push(&mut r, &[3; 56]));
+        assert!(push(&mut r, &[4; 72]));
+        assert_eq!(r.prod.tail, 256 + 80);
+        set_tail(&r, 192);
+        repair(&r).unwrap();
+        assert_eq!(tail(&r), 256 + 80);
+        assert_eq!(pop(&mut r), vec![vec![3u8; 56], vec![4u8; 72]]);
+        // The wrapped record written at 0 but its skip marker not yet: nothing is visible, and
+        // `tail` stays where the consumer waits.
+        assert!(push(&mut r, &[5; 136]));
+        assert_eq!(pop(&mut r), vec![vec![5u8; 136]]);
+        assert!(push(&mut r, &[6; 136]));
+        let wrap_at = 256 + 80 + 144;
+        // SAFETY: test ring memory is alive; the skip marker's word is inside and 8-aligned.
+        unsafe { header(r.prod.data.as_ptr(), wrap_at & 255) }.store(0, Ordering::Release);
+        set_tail(&r, wrap_at as u64);
+        repair(&r).unwrap();
+        assert_eq!(tail(&r), wrap_at as u64);
+        assert!(pop(&mut r).is_empty());
+        // A header no producer wrote is malformed, not a walk off the ring.
+        // SAFETY: as above.
+        unsafe { header(r.prod.data.as_ptr(), wrap_at & 255) }
+            .store(READY | 4000, Ordering::Release);
+        assert!(matches!(repair(&r), Err(Error::Malformed(_))));
     }
 
     #[test]

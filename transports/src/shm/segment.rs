@@ -83,7 +83,8 @@ pub(super) struct ProcSlot {
     /// How many of this process's pair rings senders have claimed (may count past the number
     /// of rings: those senders use the inbox).
     pub(super) claimed: Padded<AtomicU32>,
-    /// The inbox's producer lock: 0 free, else the holder's local index + 1.
+    /// The inbox's producer lock: 0 free, else the holder's local index + 1 (whose slot gives
+    /// its pid, for the takeover of a dead holder's lock).
     pub(super) inbox_lock: Padded<AtomicU32>,
 }
 

@@ -146,3 +146,107 @@ fn inbox_record_from_nobody_is_malformed() {
     let r = node.t[0].poll_recv(&mut |_, _| panic!("delivered"));
     assert!(matches!(r, Err(Error::Malformed(_))), "{r:?}");
 }
+
+/// The pid of a process that has exited and been reaped (so `kill(pid, 0)` says ESRCH, unless
+/// the system reuses the pid within the test: then the holder looks alive and the test fails
+/// rather than passing wrongly).
+fn dead_pid() -> i32 {
+    let mut child = std::process::Command::new("true")
+        .spawn()
+        .expect("spawn true");
+    let pid = child.id() as i32;
+    child.wait().expect("wait");
+    pid
+}
+
+#[test]
+fn inbox_lock_of_a_dead_sender_is_taken_over() {
+    for doorbell in [false, true] {
+        let mut node = node(4, 0, doorbell);
+        // Sender 1 pushes one record normally, then "dies" inside its next push: it takes
+        // 0's inbox lock, publishes a record's header and never stores `tail` nor releases
+        // the lock.
+        assert!(matches!(
+            node.t[1].try_send(PeerId(10), &[IoSlice::new(b"before")]),
+            Ok(SendOutcome::Done)
+        ));
+        // SAFETY: the slot lies in the mapping owned by the transport.
+        let lock = unsafe { &node.t[0].my_slot.as_ref().inbox_lock.0 };
+        lock.store(2, Ordering::Release);
+        let (ctrl, data) = node.t[0].seg.ring(0, 0);
+        // SAFETY: the inbox of 0 in the live mapping; "sender 1" holds its lock.
+        let old_tail = unsafe { ctrl.as_ref() }.tail.0.load(Ordering::Acquire);
+        // SAFETY: as above.
+        let mut p = unsafe { Producer::new(ctrl, data, 4096) };
+        assert!(p.try_push(&[IoSlice::new(b"last words")], 10, ring::from_bits(1)));
+        // SAFETY: as above.
+        unsafe { ctrl.as_ref() }
+            .tail
+            .0
+            .store(old_tail, Ordering::Release);
+        // SAFETY: the slot of local 1 in the live mapping.
+        let ident = unsafe { &node.t[0].slots[1].as_ref().ident.0 };
+        ident.pid.store(dead_pid(), Ordering::Release);
+
+        // Sender 2 sees the lock held (backpressure) until the holder has been checked, then
+        // takes it over; nothing is lost or duplicated, and 0 keeps polling meanwhile.
+        let start = Instant::now();
+        let mut got: Vec<(u32, Vec<u8>)> = Vec::new();
+        let mut sent = 0u32;
+        while sent < 20 {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "sender 2 still blocked by the dead holder's lock"
+            );
+            match node.t[2].try_send(PeerId(10), &[IoSlice::new(&[sent as u8; 40])]) {
+                Ok(SendOutcome::Done) => sent += 1,
+                Ok(SendOutcome::WouldBlock) => std::thread::yield_now(),
+                Err(e) => panic!("send 2 -> 0: {e}"),
+            }
+            node.t[0]
+                .poll_recv(&mut |p, b| got.push((p.0, b.to_vec())))
+                .expect("poll");
+        }
+        // Took at least one liveness check period, as for a full ring.
+        assert!(start.elapsed() >= PEER_CHECK_AFTER);
+        for _ in 0..4 {
+            node.t[0]
+                .poll_recv(&mut |p, b| got.push((p.0, b.to_vec())))
+                .expect("poll");
+        }
+        let from1: Vec<_> = got.iter().filter(|(p, _)| *p == 11).collect();
+        assert_eq!(from1.len(), 2, "{got:?}");
+        assert_eq!(from1[0].1, b"before");
+        assert_eq!(from1[1].1, b"last words");
+        let from2: Vec<_> = got.iter().filter(|(p, _)| *p == 12).collect();
+        assert_eq!(from2.len(), 20);
+        for (k, (_, r)) in from2.iter().enumerate() {
+            assert_eq!(r, &vec![k as u8; 40]);
+        }
+        // The lock is free again, and a third sender uses the inbox at once.
+        assert_eq!(lock.load(Ordering::Acquire), 0);
+        assert!(matches!(
+            node.t[3].try_send(PeerId(10), &[IoSlice::new(b"z")]),
+            Ok(SendOutcome::Done)
+        ));
+    }
+}
+
+#[test]
+fn inbox_lock_of_a_live_sender_is_not_taken_over() {
+    let mut node = node(3, 0, false);
+    // Local 1 (this very process: alive) holds 0's inbox lock for longer than the check period.
+    // SAFETY: the slot lies in the mapping owned by the transport.
+    let lock = unsafe { &node.t[0].my_slot.as_ref().inbox_lock.0 };
+    lock.store(2, Ordering::Release);
+    let start = Instant::now();
+    while start.elapsed() < PEER_CHECK_AFTER + Duration::from_millis(300) {
+        let r = node.t[2].try_send(PeerId(10), &[IoSlice::new(b"x")]);
+        assert!(matches!(r, Ok(SendOutcome::WouldBlock)), "{r:?}");
+        std::thread::yield_now();
+    }
+    assert_eq!(lock.load(Ordering::Acquire), 2);
+    lock.store(0, Ordering::Release);
+    let r = node.t[2].try_send(PeerId(10), &[IoSlice::new(b"x")]);
+    assert!(matches!(r, Ok(SendOutcome::Done)), "{r:?}");
+}

@@ -372,6 +372,57 @@ fn packed_sends() {
     assert_eq!(net.ranks[1].iprobe(0, 7, COMM_WORLD).unwrap(), None);
 }
 
+/// `MADMPI_PACK_FLUSH` (`State::set_pack_flush`): the packets the send fast path builds hold
+/// at most the limit (a packet without room for the next send is full: the caller sends it
+/// and packs again), a record larger than the limit still packs alone, and everything arrives
+/// in order and intact.
+#[test]
+fn pack_flush_limits_packets() {
+    let mut net = Net::new(2, Strategy::Aggreg, true, 3);
+    // Records of 8-byte messages take 32 + 8 bytes: two fit in 90; that of a 64-byte one
+    // (the simulated rail's eager limit) 96.
+    net.ranks[0].set_pack_flush(90);
+    let mut lens = vec![8usize; 10];
+    lens.push(64);
+    lens.push(8);
+    let data: Vec<Vec<u8>> = (0..lens.len())
+        .map(|k| payload(0, k as u64, lens[k]))
+        .collect();
+    let mut packets = 0;
+    for (k, d) in data.iter().enumerate() {
+        // SAFETY: `data` outlives the requests.
+        if unsafe { send_packed(&mut net.ranks[0], d, 1, 5) }.is_none() {
+            assert!(net.transmit(0, 1), "message {k}: a full packet leaves");
+            packets += 1;
+            // SAFETY: as above.
+            let again = unsafe { send_packed(&mut net.ranks[0], d, 1, 5) };
+            assert!(again.is_some(), "message {k} packs into the next packet");
+        }
+    }
+    while net.transmit(0, 1) {
+        packets += 1;
+    }
+    // 10 small ones two by two, the large one alone, the last one alone.
+    assert_eq!(packets, 7);
+    net.run();
+    for (k, d) in data.iter().enumerate() {
+        net.recv_expect(1, 0, 5, d, &format!("message {k}"));
+    }
+    // 0 restores the default: five small ones fit in one packet again (200 bytes of the
+    // simulated rail's `aggreg_max`, HDR_LEN + 200).
+    net.ranks[0].set_pack_flush(0);
+    for d in &data[..5] {
+        // SAFETY: as above.
+        assert!(unsafe { send_packed(&mut net.ranks[0], d, 1, 6) }.is_some());
+    }
+    assert!(net.transmit(0, 1));
+    assert!(!net.transmit(0, 1));
+    net.run();
+    for (k, d) in data[..5].iter().enumerate() {
+        net.recv_expect(1, 0, 6, d, &format!("message {k} without the limit"));
+    }
+}
+
 /// A peer's garbage is dropped without panicking and without disturbing the matching state.
 #[test]
 fn malformed_packets_are_dropped() {

@@ -428,6 +428,7 @@ fn aggreg_sends_large_chunks_alone_over_shm() {
         g.eager_max = 8192;
         g.frag_max = 8192;
         g.aggreg_max = 16 << 10;
+        g.pack_max = 16 << 10;
     }
     let lens = [100usize, 3000, 100, 100, 4096, 100];
     let data: Vec<Vec<u8>> = lens
