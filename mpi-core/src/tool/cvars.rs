@@ -205,6 +205,15 @@ fn defs() -> Vec<Def> {
                 },
             )
         },
+        ro(
+            "MADMPI_PACK_FLUSH",
+            Int,
+            "scheduler",
+            TunerDetail,
+            "largest packet the send fast path builds before it sends it, in bytes (0: off, \
+             packets as large as the transport takes; experimental)",
+            || int(env_u64("MADMPI_PACK_FLUSH").or(Some(0))),
+        ),
         Def {
             set: Some(set_spin),
             ..ro(
