@@ -17,7 +17,12 @@ use super::{finish_win, win, win_name};
 use crate::abi::*;
 use crate::handles;
 
+#[inline]
 fn dt(d: MPI_Datatype) -> R<Datatype> {
+    if let Some(t) = handles::predefined_type(d) {
+        // (Predefined types are committed.)
+        return Ok(t.clone());
+    }
     let t = handles::datatype(d)?;
     if !t.is_committed() {
         return fail(ErrorClass::Type, "the datatype is not committed");

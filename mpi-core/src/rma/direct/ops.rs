@@ -190,7 +190,7 @@ unsafe fn accumulate(d: &Direct, me: i32, p: &Plan, target: usize, part: *mut u8
     let lock = !(atomic_kind && aligned && native && (p.sub != Sub::Cas || segs == 1));
     let slot = d.slot(target);
     if lock {
-        slot.acc_lock(me);
+        d.acc_lock(target, me);
     }
     let mut r = Ok(());
     let mut swapped = true;
