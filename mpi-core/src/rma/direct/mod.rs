@@ -165,17 +165,17 @@ impl Direct {
                 }
             } else if b.yielding() {
                 rounds += 1;
-                if rounds.is_multiple_of(HOLDER_CHECK) && !self.alive(h as usize - 1) {
-                    if s.acc
+                if rounds.is_multiple_of(HOLDER_CHECK)
+                    && !self.alive(h as usize - 1)
+                    && s.acc
                         .compare_exchange(h, mine, Ordering::Acquire, Ordering::Relaxed)
                         .is_ok()
-                    {
-                        tracing::warn!(
-                            "rank {} of a window died holding an accumulate lock: taken over",
-                            h - 1
-                        );
-                        return;
-                    }
+                {
+                    tracing::warn!(
+                        "rank {} of a window died holding an accumulate lock: taken over",
+                        h - 1
+                    );
+                    return;
                 }
             }
             b.snooze();
