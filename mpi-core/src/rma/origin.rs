@@ -440,6 +440,29 @@ impl State {
             } else {
                 &src[..src_len.min(p.bytes)]
             };
+            // The origin buffer may lie in the window itself (a put or an accumulate from one
+            // place of this process's part to another): the chunk's data is then a copy, as
+            // it is on the way through the transport.
+            let base = if win.flavor == Flavor::Dynamic {
+                0
+            } else {
+                win.base as u64
+            };
+            let (s0, s1) = (
+                data.as_ptr() as u64,
+                data.as_ptr() as u64 + data.len() as u64,
+            );
+            let overlaps = segs.iter().any(|&(o, l)| {
+                let a = base.wrapping_add(o);
+                a < s1 && s0 < a.wrapping_add(l)
+            });
+            let copy;
+            let data = if overlaps {
+                copy = data.to_vec();
+                &copy[..]
+            } else {
+                data
+            };
             match super::target::apply(win, p.sub, aux, &segs, data) {
                 Ok(out) => {
                     if let Some((ptr, count, dt)) = &p.result {
