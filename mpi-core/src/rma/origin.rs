@@ -532,7 +532,8 @@ impl State {
                 aux,
                 ..Default::default()
             };
-            self.queue_owned(world, hdr, wire::encode(&segs, data));
+            let buf = self.owned_buffer(wire::encoded_len(&segs, data));
+            self.queue_owned(world, hdr, wire::encode_into(buf, &segs, data));
         }
         Ok((req, true))
     }
