@@ -568,14 +568,14 @@ pub fn type_name(dt: MPI_Datatype) -> String {
 /// changes while it lives, and a thread only reads the words of handles it was given (using a
 /// handle while another thread frees it is erroneous), so relaxed accesses suffice: the hot
 /// lookups (a request, a library communicator) cost two loads and no atomic read-modify-write.
-struct Side {
+pub(crate) struct Side {
     /// One word per slot, zero until used: a static array in zero-filled memory, whose pages
     /// the system provides only when first written (no lazy chunks to check on every lookup).
     words: [AtomicU64; MAX_SLOTS],
 }
 
 impl Side {
-    const fn new() -> Side {
+    pub(crate) const fn new() -> Side {
         Side {
             words: [const { AtomicU64::new(0) }; MAX_SLOTS],
         }
@@ -589,7 +589,7 @@ impl Side {
 
     /// Handle `h` (of slot `i`) now stands for `v`.
     #[inline]
-    fn set(&self, h: usize, i: usize, v: usize) {
+    pub(crate) fn set(&self, h: usize, i: usize, v: usize) {
         self.word(i)
             .store((h as u64) << 32 | (v as u64 & 0xffff_ffff), Relaxed);
     }
@@ -598,7 +598,7 @@ impl Side {
     /// only ever hold handles of its own kind, so finding `h` itself in the word of its index
     /// is the whole check (kind, generation and liveness at once); 0 is never a handle.
     #[inline(always)]
-    fn get(&self, h: usize) -> Option<(u32, usize)> {
+    pub(crate) fn get(&self, h: usize) -> Option<(u32, usize)> {
         let w = self.word(h).load(Relaxed);
         (w != 0 && w >> 32 == h as u64).then_some((
             ((h >> GEN_SHIFT) as u32) & GEN_MASK,
@@ -608,7 +608,7 @@ impl Side {
 
     /// Handle `h` no longer stands for anything (a stale `h` leaves the slot's new handle alone).
     #[inline(always)]
-    fn clear(&self, h: usize) {
+    pub(crate) fn clear(&self, h: usize) {
         let w = self.word(h);
         if w.load(Relaxed) >> 32 == h as u64 {
             w.store(0, Relaxed);

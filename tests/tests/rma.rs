@@ -26,6 +26,12 @@
 //!   fetch-and-op tickets on an int and a double, exclusive holders that never overlap, a
 //!   compare-and-swap mutex, fence and PSCW epochs; on MPI_Win_allocate and
 //!   MPI_Win_allocate_shared windows.
+//! - `large`: 2 MiB puts, gets and accumulates of one-byte elements on MPI_Win_create windows,
+//!   a lock epoch per operation, to every rank including the origin itself, and 2 MiB
+//!   `MPI_CHAR` sums from every rank with flush_local/flush (the patterns of MPICH's
+//!   `rma_contig` and `large_acc_flush_local`, which crawled on the active-message path); the
+//!   origin's own part with a strided target type, get-accumulate, fetch-and-op and
+//!   compare-and-swap.
 //!
 //! Windows made by MPI_Win_allocate[_shared] take the direct path on one node by default (and
 //! puts and gets to MPI_Win_create windows cross-memory attach); the TCP and `aggreg` runs,
@@ -253,4 +259,26 @@ fn fence_without_cma_3() {
         .env("MADMPI_RMA_CMA", "0")
         .run()
         .assert_ok("fence");
+}
+
+/// Large one-byte-element operations: cross-memory attach for puts and gets (default), then
+/// every operation by message over shared memory and over TCP.
+#[test]
+fn large_1() {
+    ok("large", 1);
+}
+
+#[test]
+fn large_3() {
+    ok("large", 3);
+}
+
+#[test]
+fn large_messages_3() {
+    ok_messages("large", 3);
+}
+
+#[test]
+fn large_tcp_3() {
+    ok_tcp("large", 3);
 }

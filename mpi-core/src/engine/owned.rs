@@ -13,7 +13,19 @@ use crate::wire::Header;
 pub(crate) struct Owned {
     slots: Vec<Option<Vec<u8>>>,
     free: Vec<u32>,
+    /// Payload buffers of chunks that left, kept for the next ones (`owned_buffer`): a large
+    /// one-sided operation is cut into many chunks of the gate's largest packet, and
+    /// allocating them afresh each time made the allocator give the memory back to the
+    /// system and fault it in again, page by page, for every operation.
+    spare: Vec<Vec<u8>>,
+    /// Bytes held by `spare` (at most `SPARE_BYTES`).
+    spare_bytes: usize,
 }
+
+/// Payload buffers smaller than this are not kept (the allocator serves them well).
+const SPARE_MIN: usize = 4096;
+/// At most this many bytes of payload buffers are kept.
+const SPARE_BYTES: usize = 8 << 20;
 
 impl Owned {
     /// A chunk with header `hdr` (its `len` set here) and payload `body`, which is kept in a
@@ -52,11 +64,32 @@ impl State {
 
     /// The chunk that owned slot `k` left.
     pub(super) fn release_owned(&mut self, k: u32) {
-        if let Some(s) = self.owned.slots.get_mut(k as usize) {
-            if s.take().is_some() {
-                self.owned.free.push(k);
+        let o = &mut self.owned;
+        if let Some(s) = o.slots.get_mut(k as usize) {
+            if let Some(mut v) = s.take() {
+                o.free.push(k);
+                let cap = v.capacity();
+                if cap >= SPARE_MIN && o.spare_bytes + cap <= SPARE_BYTES {
+                    v.clear();
+                    o.spare_bytes += cap;
+                    o.spare.push(v);
+                }
             }
         }
+    }
+
+    /// An empty buffer for the payload of a chunk of about `cap` bytes (`queue_owned`): one
+    /// a chunk that left gave back, or a new one.
+    pub(crate) fn owned_buffer(&mut self, cap: usize) -> Vec<u8> {
+        let o = &mut self.owned;
+        if cap >= SPARE_MIN {
+            if let Some(mut v) = o.spare.pop() {
+                o.spare_bytes -= v.capacity();
+                v.reserve(cap);
+                return v;
+            }
+        }
+        Vec::with_capacity(cap)
     }
 
     /// Mark request `id` complete (with `error`, if any).

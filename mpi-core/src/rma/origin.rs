@@ -134,6 +134,24 @@ fn acc_basic(op: BuiltinOp, target: &Datatype, other: Option<&Datatype>) -> Resu
     Ok(basic)
 }
 
+/// The segments `(offset, length)` of the first `bytes` of the target's packed stream: one
+/// when the target memory is one run (walking the elements of a contiguous type one by one,
+/// as the general iterator does, costs a step per element: 2 million for 2 MiB of
+/// `MPI_BYTE`).
+pub(super) fn target_segments(
+    t: &Remote,
+    bytes: usize,
+) -> Box<dyn Iterator<Item = (isize, usize)> + '_> {
+    match t.dt.contiguous_span(t.count) {
+        Some((off, len)) => Box::new(
+            (len.min(bytes) > 0)
+                .then_some((off, len.min(bytes)))
+                .into_iter(),
+        ),
+        None => Box::new(t.dt.segments(t.count, 0..bytes)),
+    }
+}
+
 /// # Safety
 /// `l` describes readable memory.
 pub(super) unsafe fn pack(l: &Local) -> Vec<u8> {
@@ -143,25 +161,36 @@ pub(super) unsafe fn pack(l: &Local) -> Vec<u8> {
     v
 }
 
-/// Check `call` and say what it does; the origin data is packed unless `direct` (the direct
-/// path copies from the origin buffer itself).
-fn plan(call: Call, direct: bool) -> Result<Plan> {
+/// The origin's data stream: the origin buffer itself when contiguous, else a packed copy
+/// (returned with the pointer, to keep it alive); compare-and-swap's new and compare values.
+///
+/// # Safety
+/// The origin buffer holds its elements.
+pub(super) unsafe fn source(p: &Plan) -> (*const u8, Vec<u8>) {
+    match &p.origin {
+        Some(o) => match o.dt.contiguous_span(o.count) {
+            Some((off, _)) => (o.ptr.wrapping_offset(off) as *const u8, Vec::new()),
+            None => {
+                // SAFETY: the caller's.
+                let v = unsafe { pack(o) };
+                (v.as_ptr(), v)
+            }
+        },
+        None => (p.data.as_ptr(), Vec::new()),
+    }
+}
+
+/// Check `call` and say what it does. The origin data is not packed here: every path reads
+/// it from the origin buffer (`source`), which is packed only when not contiguous.
+fn plan(call: Call) -> Result<Plan> {
     let tbytes = |t: &Remote| t.count * t.dt.size();
-    let packed = |o: &Local| {
-        if direct {
-            Vec::new()
-        } else {
-            // SAFETY: the origin buffer holds its elements (caller of `rma`).
-            unsafe { pack(o) }
-        }
-    };
     Ok(match call {
         Call::Put(o, t) => {
             same_bytes(o.count * o.dt.size(), tbytes(&t), "origin")?;
             Plan {
                 sub: Sub::Put,
                 bytes: tbytes(&t),
-                data: packed(&o),
+                data: Vec::new(),
                 origin: Some(o),
                 target: t,
                 result: None,
@@ -192,7 +221,7 @@ fn plan(call: Call, direct: bool) -> Result<Plan> {
             Plan {
                 sub: Sub::Acc,
                 bytes: tbytes(&t),
-                data: packed(&o),
+                data: Vec::new(),
                 origin: Some(o),
                 target: t,
                 result: None,
@@ -213,7 +242,7 @@ fn plan(call: Call, direct: bool) -> Result<Plan> {
             Plan {
                 sub: Sub::GetAcc,
                 bytes: tbytes(&t),
-                data: if noop { Vec::new() } else { packed(&o) },
+                data: Vec::new(),
                 origin: (!noop).then_some(o),
                 target: t,
                 result: Some((r.ptr, r.count, r.dt)),
@@ -261,14 +290,7 @@ impl State {
         call: Call,
         want_req: bool,
     ) -> Result<(Option<RequestId>, bool)> {
-        let win = self.rma.win(w)?;
-        // Whether the origin data is read where it lies (not packed now): the direct path, or
-        // a put that cross-memory attach may carry.
-        let cma_put = |r: i32| {
-            win.flavor == Flavor::Create && win.peers.get(r as usize).is_some_and(|p| p.pid != 0)
-        };
-        let lazy = win.direct.is_some() || matches!(&call, Call::Put(_, t) if cma_put(t.rank));
-        let mut p = plan(call, lazy)?;
+        let p = plan(call)?;
         let win = self.rma.win(w)?;
         let t = &p.target;
         if t.rank == crate::PROC_NULL {
@@ -357,13 +379,22 @@ impl State {
                 }
             }
         }
-        if p.data.is_empty() && p.bytes > 0 && p.sub == Sub::Put {
-            // (Not packed for cross-memory attach, which did not take it.)
-            if let Some(o) = &p.origin {
-                // SAFETY: the origin buffer holds its elements (caller).
-                p.data = unsafe { pack(o) };
-            }
-        }
+        // The origin's data stream (packed now if the origin buffer is not contiguous: the
+        // buffer may be reused once the call returns).
+        // SAFETY: the origin buffer holds its elements (caller).
+        let (src, _packed) = unsafe { source(&p) };
+        let src_len = match p.sub {
+            Sub::Put | Sub::Acc => p.bytes,
+            Sub::GetAcc if p.origin.is_some() => p.bytes,
+            Sub::Cas => p.data.len(),
+            _ => 0,
+        };
+        // SAFETY: `source` gives `src_len` readable bytes (the origin's stream, or the
+        // compare-and-swap values).
+        let src: &[u8] = match src_len {
+            0 => &[],
+            n => unsafe { std::slice::from_raw_parts(src, n) },
+        };
         let win = self.rma.win(w)?;
         if let (Some((seg, offs)), Sub::Put | Sub::Get) = (&win.segment, p.sub) {
             // A shared window: the target's part is mapped here; a put or a get is a copy
@@ -371,13 +402,13 @@ impl State {
             let part = seg.wrapping_add(offs[t.rank as usize]);
             let mut at = 0usize;
             let mut packed = vec![0u8; if p.sub == Sub::Get { p.bytes } else { 0 }];
-            for (off, len) in t.dt.segments(t.count, 0..p.bytes) {
+            for (off, len) in target_segments(t, p.bytes) {
                 let tp = part.wrapping_offset(start as isize + off);
                 // SAFETY: [tp, tp + len) lies in the target's part of the segment (range
                 // checked above), mapped until the window is freed; the origin data is ours.
                 unsafe {
                     if p.sub == Sub::Put {
-                        std::ptr::copy(p.data.as_ptr().add(at), tp, len);
+                        std::ptr::copy(src.as_ptr().add(at), tp, len);
                     } else {
                         std::ptr::copy(tp, packed.as_mut_ptr().add(at), len);
                     }
@@ -394,13 +425,74 @@ impl State {
             ));
         }
         let (me, wid, rank) = (win.rank, peer.id, t.rank);
+        let aux = op_code(p.op) as u64
+            | (p.basic.map_or(0, |b| b.index() as u64) << 8)
+            | ((w.0 as u64) << 32);
+        if world == self.me && win.pending[rank as usize] == 0 {
+            // This process's own part: applied now, as the target would apply the chunk (the
+            // engine is held here as there), without the trip through the self transport.
+            // Earlier operations to it are all applied (none pending), so the order holds.
+            let segs: Vec<(u64, u64)> = target_segments(t, p.bytes)
+                .map(|(off, len)| ((start + off as i128) as u64, len as u64))
+                .collect();
+            let data: &[u8] = if p.sub == Sub::Cas {
+                src
+            } else {
+                &src[..src_len.min(p.bytes)]
+            };
+            // The origin buffer may lie in the window itself (a put or an accumulate from one
+            // place of this process's part to another): the chunk's data is then a copy, as
+            // it is on the way through the transport.
+            let base = if win.flavor == Flavor::Dynamic {
+                0
+            } else {
+                win.base as u64
+            };
+            let (s0, s1) = (
+                data.as_ptr() as u64,
+                data.as_ptr() as u64 + data.len() as u64,
+            );
+            let overlaps = segs.iter().any(|&(o, l)| {
+                let a = base.wrapping_add(o);
+                a < s1 && s0 < a.wrapping_add(l)
+            });
+            let copy;
+            let data = if overlaps {
+                copy = data.to_vec();
+                &copy[..]
+            } else {
+                data
+            };
+            match super::target::apply(win, p.sub, aux, &segs, data) {
+                Ok(out) => {
+                    if let Some((ptr, count, dt)) = &p.result {
+                        // SAFETY: the result buffer holds `count` elements (caller).
+                        unsafe { dt.unpack(*ptr, *count, 0, &out) };
+                    }
+                }
+                Err(super::target::Bad::Range) => {
+                    let win = self.rma.win_mut(w)?;
+                    if win.error.is_none() {
+                        win.error = Some(Error::new(
+                            ErrorClass::RmaRange,
+                            "an operation on this process's own part of the window: its target \
+                             memory is not (all) in the window",
+                        ));
+                    }
+                }
+                Err(super::target::Bad::Malformed(why)) => {
+                    return err(ErrorClass::Intern, why);
+                }
+            }
+            let req = want_req.then(|| self.reqs.insert(Request::done(Op::None)));
+            return Ok((req, true));
+        }
         let elem = p.basic.map_or(1, |b| b.size());
         let room = self
             .chunk_max(world)
             .max(wire::SEG_HDR + wire::SEG_LEN + elem);
-        let segs =
-            t.dt.segments(t.count, 0..p.bytes)
-                .map(|(off, len)| ((start + off as i128) as u64, len as u64));
+        let segs = target_segments(t, p.bytes)
+            .map(|(off, len)| ((start + off as i128) as u64, len as u64));
         let pieces = wire::pieces(segs, room, elem);
         let req = want_req.then(|| self.reqs.insert(Request::new(Op::None)));
         if pieces.is_empty() {
@@ -423,16 +515,12 @@ impl State {
             },
         );
         self.rma.win_mut(w)?.pending[rank as usize] += 1;
-        let aux = op_code(p.op) as u64
-            | (p.basic.map_or(0, |b| b.index() as u64) << 8)
-            | ((w.0 as u64) << 32);
         for (segs, at) in pieces {
             let n: u64 = segs.iter().map(|s| s.1).sum();
             let data: &[u8] = match p.sub {
-                Sub::Put | Sub::Acc => &p.data[at..at + n as usize],
-                Sub::GetAcc if !p.data.is_empty() => &p.data[at..at + n as usize],
-                Sub::Cas => &p.data,
-                _ => &[],
+                Sub::Cas => src,
+                _ if src.is_empty() => &[],
+                _ => &src[at..at + n as usize],
             };
             let hdr = Header {
                 kind: Kind::Rma as u8,
@@ -444,7 +532,8 @@ impl State {
                 aux,
                 ..Default::default()
             };
-            self.queue_owned(world, hdr, wire::encode(&segs, data));
+            let buf = self.owned_buffer(wire::encoded_len(&segs, data));
+            self.queue_owned(world, hdr, wire::encode_into(buf, &segs, data));
         }
         Ok((req, true))
     }

@@ -72,7 +72,10 @@ impl State {
                 } else {
                     Sub::Reply
                 };
-                match apply(win, sub, h.aux, payload) {
+                let r = wire::decode(payload)
+                    .map_err(|_| Bad::Malformed("malformed RMA chunk"))
+                    .and_then(|(segs, data)| apply(win, sub, h.aux, &segs, data));
+                match r {
                     Ok(body) => self.queue_owned(peer, answer(reply, 0), body),
                     Err(Bad::Range) => {
                         self.queue_owned(peer, answer(reply, wire::ERR_RANGE), Vec::new())
@@ -144,18 +147,25 @@ fn take(w: &mut Win, from: i32, excl: bool) {
     }
 }
 
-enum Bad {
+pub(super) enum Bad {
     Range,
     Malformed(&'static str),
 }
 
-/// Apply an operation chunk to the window; the body of its answer (the data a get-like
-/// operation brings back, nothing otherwise).
-fn apply(w: &Win, sub: Sub, aux: u64, payload: &[u8]) -> Result<Vec<u8>, Bad> {
-    let (segs, data) = wire::decode(payload).map_err(|_| Bad::Malformed("malformed RMA chunk"))?;
+/// Apply an operation (a chunk's segments `segs` and data, its `aux` word: operation and
+/// basic type) to the window; the body of its answer (the data a get-like operation brings
+/// back, nothing otherwise). Also used by an origin for operations on its own part of a
+/// window (`origin`), with the engine held as here.
+pub(super) fn apply(
+    w: &Win,
+    sub: Sub,
+    aux: u64,
+    segs: &[(u64, u64)],
+    data: &[u8],
+) -> Result<Vec<u8>, Bad> {
     let mut ptrs = Vec::with_capacity(segs.len());
     let mut total = 0usize;
-    for &(off, len) in &segs {
+    for &(off, len) in segs {
         ptrs.push((resolve(w, off, len).ok_or(Bad::Range)?, len as usize));
         total += len as usize;
     }

@@ -164,7 +164,9 @@ pub(super) fn make(
         })
     })?;
     // Members on this host may reach an MPI_Win_create window by cross-memory attach.
-    let pid = if flavor == Flavor::Create && super::cma::enabled() {
+    // (And the members of a window on the direct path see whether an accumulate lock's
+    // holder has died: `Direct::acc_lock`.)
+    let pid = if (flavor == Flavor::Create && super::cma::enabled()) || is_direct {
         madmpi_transports::shmcoll::my_pid() as u64
     } else {
         0
@@ -204,6 +206,9 @@ pub(super) fn make(
         .collect();
     with(|e| {
         let w = e.st.rma.win_mut(id)?;
+        if let Some(d) = &mut w.direct {
+            d.set_pids(all.chunks_exact(5).map(|c| c[3] as i32).collect());
+        }
         for ((p, c), &here) in w.peers.iter_mut().zip(all.chunks_exact(5)).zip(&local) {
             *p = Peer {
                 id: c[0] as u32,

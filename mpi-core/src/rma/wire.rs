@@ -66,9 +66,14 @@ pub(crate) const SEG_LEN: usize = 16;
 /// The error codes an `Ack` or `Reply` may carry in its flags.
 pub(crate) const ERR_RANGE: u8 = 1;
 
-/// Encode `segs` then `data`.
-pub(crate) fn encode(segs: &[(u64, u64)], data: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(SEG_HDR + segs.len() * SEG_LEN + data.len());
+/// Bytes of the payload [`encode_into`] makes.
+pub(crate) fn encoded_len(segs: &[(u64, u64)], data: &[u8]) -> usize {
+    SEG_HDR + segs.len() * SEG_LEN + data.len()
+}
+
+/// Encode `segs` then `data` into `v` (emptied first: a recycled buffer).
+pub(crate) fn encode_into(mut v: Vec<u8>, segs: &[(u64, u64)], data: &[u8]) -> Vec<u8> {
+    v.clear();
     v.extend_from_slice(&(segs.len() as u32).to_le_bytes());
     v.extend_from_slice(&0u32.to_le_bytes());
     for &(off, len) in segs {
@@ -241,7 +246,9 @@ mod tests {
             total += bytes;
         }
         assert_eq!(total, 1108);
-        let enc = encode(&[(1, 2), (3, 4)], b"xy");
+        // (Into a recycled buffer holding older bytes.)
+        let enc = encode_into(vec![9u8; 100], &[(1, 2), (3, 4)], b"xy");
+        assert_eq!(enc.len(), encoded_len(&[(1, 2), (3, 4)], b"xy"));
         let (d, data) = decode(&enc).unwrap();
         assert_eq!(d, vec![(1, 2), (3, 4)]);
         assert_eq!(data, b"xy");

@@ -48,9 +48,32 @@ pub(crate) struct WinEntry {
 unsafe impl Send for WinEntry {}
 
 static WINS: Mutex<Table<WinEntry>> = const_mutex(Table::new(Kind::Win));
+/// The core window of each live window handle, for lookups without the table's lock (every
+/// one-sided operation looks its window up).
+static WIN_SIDE: handles::Side = handles::Side::new();
+
+/// Store window `e`; its handle.
+pub(crate) fn register_win(e: WinEntry) -> R<MPI_Win> {
+    let id = e.id;
+    let h = WINS.lock().insert(e)?;
+    WIN_SIDE.set(h, h & (handles::MAX_SLOTS - 1), id.0 as usize);
+    Ok(h as MPI_Win)
+}
+
+/// Forget window handle `w`; its entry.
+pub(crate) fn unregister_win(w: MPI_Win) -> R<WinEntry> {
+    let e = WINS.lock().remove(w as usize)?;
+    WIN_SIDE.clear(w as usize);
+    Ok(e)
+}
 
 /// The core window of handle `w`.
+#[inline]
 pub(crate) fn win(w: MPI_Win) -> R<WinId> {
+    if let Some((_, id)) = WIN_SIDE.get(w as usize) {
+        return Ok(WinId(id as u32));
+    }
+    // Not live: the table says why.
     if w == MPI_WIN_NULL {
         return fail(ErrorClass::Win, "invalid window: MPI_WIN_NULL");
     }

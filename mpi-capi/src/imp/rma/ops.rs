@@ -17,7 +17,12 @@ use super::{finish_win, win, win_name};
 use crate::abi::*;
 use crate::handles;
 
+#[inline]
 fn dt(d: MPI_Datatype) -> R<Datatype> {
+    if let Some(t) = handles::predefined_type(d) {
+        // (Predefined types are committed.)
+        return Ok(t.clone());
+    }
     let t = handles::datatype(d)?;
     if !t.is_committed() {
         return fail(ErrorClass::Type, "the datatype is not committed");
@@ -46,8 +51,12 @@ fn remote(rank: c_int, disp: MPI_Aint, count: i64, d: MPI_Datatype) -> R<Remote>
 }
 
 fn builtin(o: MPI_Op, d: MPI_Datatype) -> R<BuiltinOp> {
-    let t = dt(d)?;
-    match op_arg(o, d, &t)? {
+    let op = match handles::predefined_type(d) {
+        // (No reference to take on a predefined type.)
+        Some(t) => op_arg(o, d, t)?,
+        None => op_arg(o, d, &dt(d)?)?,
+    };
+    match op {
         Op::Builtin(b) => Ok(b),
         Op::User { .. } => fail(
             ErrorClass::Op,

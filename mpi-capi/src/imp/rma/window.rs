@@ -10,7 +10,10 @@ use super::super::attr;
 use super::super::common::*;
 use super::super::group::new_group;
 use super::super::info;
-use super::{call_of, finish_win, finish_win_code, with_entry, WinAttrs, WinEntry, WINS};
+use super::{
+    call_of, finish_win, finish_win_code, register_win, unregister_win, with_entry, WinAttrs,
+    WinEntry,
+};
 use crate::abi::*;
 use crate::errors;
 use crate::handles::{self, Errh, ErrhFn};
@@ -54,7 +57,7 @@ fn register(id: WinId, comm: MPI_Comm, inf: MPI_Info, out: &mut MPI_Win) -> R<()
         info: pairs,
         comm,
     };
-    *out = WINS.lock().insert(e)? as MPI_Win;
+    *out = register_win(e)?;
     Ok(())
 }
 
@@ -259,7 +262,7 @@ pub unsafe fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
             if let Err(e) = attr::win_delete_all(w) {
                 return finish_win_code(w, Err(e), &call);
             }
-            if let Ok(e) = WINS.lock().remove(w as usize) {
+            if let Ok(e) = unregister_win(w) {
                 handles::errh_unref(e.errh);
             }
             *win = MPI_WIN_NULL;

@@ -68,6 +68,16 @@ pub(crate) struct Slot {
 
 const _: () = assert!(std::mem::size_of::<Slot>() == SLOT);
 
+/// Yielding rounds between two checks that an accumulate lock's holder still exists.
+const HOLDER_CHECK: u32 = 256;
+
+/// Whether process `pid` exists (`kill(pid, 0)`: only `ESRCH` says it does not).
+fn pid_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 sends nothing; it only checks existence and permission.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 /// Bytes of the control block of a window of `n` members (whole pages: the data that follows
 /// stays page-aligned).
 pub(crate) fn ctl_bytes(n: usize) -> usize {
@@ -84,6 +94,9 @@ pub(crate) fn enabled() -> bool {
 pub(crate) struct Direct {
     /// Start of each member's part in this process's mapping.
     pub parts: Vec<*mut u8>,
+    /// Each member's process id (0: unknown), for an origin waiting for an accumulate lock to
+    /// see that its holder has died (`acc_lock`).
+    pids: Vec<i32>,
     ctl: *const Slot,
     /// The slot of a window of one process.
     _own: Option<Box<Slot>>,
@@ -98,6 +111,7 @@ impl Direct {
     /// every member, for as long as the window exists.
     pub(crate) unsafe fn in_segment(parts: Vec<*mut u8>, ctl: *mut u8) -> Direct {
         Direct {
+            pids: vec![0; parts.len()],
             parts,
             ctl: ctl as *const Slot,
             _own: None,
@@ -114,8 +128,65 @@ impl Direct {
         });
         Direct {
             parts: vec![base],
+            pids: vec![0],
             ctl: &*own as *const Slot,
             _own: Some(own),
+        }
+    }
+
+    /// The members' process ids, as they published them when the window was created. Kept
+    /// only if this process sees every one of them alive now (members in another pid
+    /// namespace would look dead: then none is used).
+    pub(crate) fn set_pids(&mut self, pids: Vec<i32>) {
+        if pids.len() == self.parts.len() && pids.iter().all(|&p| p > 0 && pid_alive(p)) {
+            self.pids = pids;
+        }
+    }
+
+    /// Take target `t`'s accumulate lock for origin `me` (held for one operation only: spin,
+    /// then yield). A holder that died holding it (killed inside an operation) would keep
+    /// every origin waiting here forever, and this wait does not poll the engine that would
+    /// report the death: so, once yielding, every [`HOLDER_CHECK`] rounds the waiter checks
+    /// that the holder's process still exists, and takes the lock over from a dead one (the
+    /// elements it was updating are left as it left them).
+    pub(crate) fn acc_lock(&self, t: usize, me: i32) {
+        let s = self.slot(t);
+        let mine = me as u32 + 1;
+        let mut b = Backoff::new();
+        let mut rounds = 0u32;
+        loop {
+            let h = s.acc.load(Ordering::Relaxed);
+            if h == 0 {
+                if s.acc
+                    .compare_exchange_weak(0, mine, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return;
+                }
+            } else if b.yielding() {
+                rounds += 1;
+                if rounds.is_multiple_of(HOLDER_CHECK)
+                    && !self.alive(h as usize - 1)
+                    && s.acc
+                        .compare_exchange(h, mine, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    tracing::warn!(
+                        "rank {} of a window died holding an accumulate lock: taken over",
+                        h - 1
+                    );
+                    return;
+                }
+            }
+            b.snooze();
+        }
+    }
+
+    /// Whether member `r`'s process may still exist (true when its id is unknown).
+    fn alive(&self, r: usize) -> bool {
+        match self.pids.get(r) {
+            Some(&p) if p > 0 => pid_alive(p),
+            _ => true,
         }
     }
 
@@ -237,20 +308,6 @@ impl Slot {
         }
     }
 
-    /// Take the accumulate lock (held for one operation only: spin, then yield).
-    pub(crate) fn acc_lock(&self, me: i32) {
-        let mine = me as u32 + 1;
-        let mut b = Backoff::new();
-        while self.acc.load(Ordering::Relaxed) != 0
-            || self
-                .acc
-                .compare_exchange_weak(0, mine, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
-            b.snooze();
-        }
-    }
-
     pub(crate) fn acc_unlock(&self) {
         self.acc.store(0, Ordering::Release);
     }
@@ -284,5 +341,59 @@ mod tests {
         assert_eq!(d.slot(0).lock.load(Ordering::Relaxed), 6 << HOLDER_SHIFT);
         d.unlock(0, LockType::Exclusive, 5);
         assert_eq!(d.slot(0).lock.load(Ordering::Relaxed), 0);
+    }
+
+    /// An origin waiting for an accumulate lock whose holder's process has died takes it
+    /// over; a live holder's is waited for.
+    #[test]
+    fn accumulate_lock_of_a_dead_holder_is_taken_over() {
+        let mut d = Direct::local(std::ptr::null_mut());
+        d.parts.push(std::ptr::null_mut());
+        // Member 1: a process that has exited (and been reaped); member 0: this one.
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let dead = child.id() as i32;
+        child.wait().expect("wait");
+        d.pids = vec![std::process::id() as i32, dead];
+        assert!(d.alive(0) && !d.alive(1));
+        // (`set_pids` keeps none of them: one member looks dead.)
+        let mut e = Direct::local(std::ptr::null_mut());
+        e.parts.push(std::ptr::null_mut());
+        e.set_pids(vec![std::process::id() as i32, dead]);
+        assert!(e.pids.iter().all(|&p| p == 0));
+
+        let s = d.slot(0);
+        s.acc.store(2, Ordering::Relaxed); // held by member 1, dead
+        d.acc_lock(0, 0);
+        assert_eq!(s.acc.load(Ordering::Relaxed), 1);
+        s.acc_unlock();
+
+        // Held by member 0 (alive): the waiter gets it only once released.
+        s.acc.store(1, Ordering::Relaxed);
+        /// (The window's pointers are only read here.)
+        struct Shared<'a>(&'a Direct);
+        // SAFETY: the waiter thread only uses the slot's atomics and the pid table.
+        unsafe impl Sync for Shared<'_> {}
+        impl Shared<'_> {
+            fn get(&self) -> &Direct {
+                self.0
+            }
+        }
+        let w = Shared(&d);
+        std::thread::scope(|sc| {
+            let t = sc.spawn(|| {
+                w.get().acc_lock(0, 1);
+                w.get().slot(0).acc.load(Ordering::Relaxed)
+            });
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert_eq!(
+                s.acc.load(Ordering::Relaxed),
+                1,
+                "a live holder's lock kept"
+            );
+            s.acc_unlock();
+            assert_eq!(t.join().expect("waiter"), 2);
+        });
     }
 }

@@ -19,7 +19,7 @@ use super::atomic::{self, atomic_at};
 use super::Direct;
 use crate::error::Result;
 use crate::op::{apply_basic, is_integer, BuiltinOp};
-use crate::rma::origin::{pack, Plan, Remote};
+use crate::rma::origin::{source, Plan, Remote};
 use crate::rma::wire::Sub;
 
 /// Each segment of the target memory: (offset from the operation's start, length, offset in
@@ -35,25 +35,6 @@ fn each_seg(t: &Remote, bytes: usize, mut f: impl FnMut(isize, usize, usize)) {
     for (off, len) in t.dt.segments(t.count, 0..bytes) {
         f(off, len, at);
         at += len;
-    }
-}
-
-/// The origin's data stream: the origin buffer itself when contiguous, else a packed copy
-/// (returned with the pointer, to keep it alive); compare-and-swap's new and compare values.
-///
-/// # Safety
-/// The origin buffer holds its elements.
-unsafe fn source(p: &Plan) -> (*const u8, Vec<u8>) {
-    match &p.origin {
-        Some(o) => match o.dt.contiguous_span(o.count) {
-            Some((off, _)) => (o.ptr.wrapping_offset(off) as *const u8, Vec::new()),
-            None => {
-                // SAFETY: the caller's.
-                let v = unsafe { pack(o) };
-                (v.as_ptr(), v)
-            }
-        },
-        None => (p.data.as_ptr(), Vec::new()),
     }
 }
 
@@ -209,7 +190,7 @@ unsafe fn accumulate(d: &Direct, me: i32, p: &Plan, target: usize, part: *mut u8
     let lock = !(atomic_kind && aligned && native && (p.sub != Sub::Cas || segs == 1));
     let slot = d.slot(target);
     if lock {
-        slot.acc_lock(me);
+        d.acc_lock(target, me);
     }
     let mut r = Ok(());
     let mut swapped = true;
