@@ -129,11 +129,13 @@ pub(crate) fn release(st: &mut State, c: CommId) {
     }
 }
 
+mod dynamic;
 mod ids;
 mod inter;
 mod intra;
 mod session;
 
+pub use dynamic::{close_port, comm_accept, comm_connect, comm_join, open_port};
 use ids::*;
 pub use inter::*;
 pub use intra::*;
@@ -281,6 +283,7 @@ pub fn disconnect_wait(c: CommId) -> Result<()> {
 fn destroy(st: &mut State, c: CommId) -> Result<()> {
     let ctx = st.comm(c)?.ctx;
     st.remove_comm(c)?;
+    dynamic::forget(c);
     // Its buffer goes with it: the id may name another communicator later.
     st.bsends.forget(crate::engine::BufferOwner::Comm(c));
     crate::coll::shmcoll::forget(c);
