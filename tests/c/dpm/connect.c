@@ -8,8 +8,15 @@
  * MPI_ERR_PORT for closing a port not open, connecting to a closed port, to a
  * name that is no port, and (under madmpi, MADMPI_DPM_TIMEOUT=2) to a port
  * nobody accepts on. On one rank only the errors are checked.
+ *
+ * `connect server FILE` / `connect client FILE`: two jobs instead of two
+ * halves of one; the server's root writes the port name to FILE, the client's
+ * root reads it, and the whole world of each job is one group.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "../p2p/common.h"
+
+#include <time.h>
 
 #define SERVICE "madmpi-connect-test"
 #define BIG (1 << 20)
@@ -98,12 +105,54 @@ static void use(MPI_Comm inter, int accepting, int lsize, int rsize, int lrank)
     MPI_OK(MPI_Comm_free(&merged));
 }
 
+/* Two jobs: the world of the server accepts, the world of the client connects. */
+static void two_jobs(int server, const char *file)
+{
+    char port[MPI_MAX_PORT_NAME] = {0};
+    MPI_Comm inter;
+    if (server) {
+        if (t_rank == 0) {
+            MPI_OK(MPI_Open_port(MPI_INFO_NULL, port));
+            char tmp[4096];
+            snprintf(tmp, sizeof tmp, "%s.tmp", file);
+            FILE *f = fopen(tmp, "w");
+            CHECK(f != NULL);
+            fprintf(f, "%s\n", port);
+            fclose(f);
+            CHECK(rename(tmp, file) == 0);
+        }
+        MPI_OK(MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter));
+        if (t_rank == 0)
+            MPI_OK(MPI_Close_port(port));
+    } else {
+        if (t_rank == 0) {
+            FILE *f = NULL;
+            for (int i = 0; i < 6000 && !(f = fopen(file, "r")); i++)
+                nanosleep(&(struct timespec){0, 10000000}, NULL);
+            CHECKF(f != NULL, "no port name in %s", file);
+            CHECK(fgets(port, sizeof port, f) != NULL);
+            fclose(f);
+            port[strcspn(port, "\n")] = 0;
+        }
+        MPI_OK(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter));
+    }
+    int rsize;
+    MPI_OK(MPI_Comm_remote_size(inter, &rsize));
+    use(inter, server, t_size, rsize, t_rank);
+    MPI_OK(MPI_Comm_disconnect(&inter));
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     char port[MPI_MAX_PORT_NAME];
+    if (argc == 3) {
+        two_jobs(strcmp(argv[1], "server") == 0, argv[2]);
+        t_done("connect");
+        return 0;
+    }
 
     if (t_size >= 2) {
         int half = t_size / 2;
