@@ -204,6 +204,8 @@ struct Job {
     scratch: Vec<u8>,
     /// The CPUs mpirun may use, which local ranks are bound to.
     cpus: Vec<usize>,
+    /// Jobs started by MPI_Comm_spawn (`spawn.rs`), waited for at the end.
+    spawned: Vec<std::process::Child>,
 }
 
 /// Runs a job to completion; returns the exit code for mpirun.
@@ -297,6 +299,7 @@ pub fn run(spec: JobSpec) -> i32 {
         open_line: [None; 3],
         scratch: vec![0; CHUNK],
         cpus: sys::allowed_cpus(),
+        spawned: Vec::new(),
         spec,
     };
     for r in 0..np {
@@ -1002,6 +1005,7 @@ impl Job {
                 self.flush_conn(i);
             }
         }
+        let mut replied = false;
         while let Some(ev) = self.server.poll_event() {
             match ev {
                 Event::Abort {
@@ -1035,10 +1039,22 @@ impl Job {
                     let who = rank.map_or("a PMI client".to_owned(), |r| format!("rank {r}"));
                     eprintln!("{}: warning: {who}: {reason}", self.spec.name);
                 }
+                Event::Spawn { conn, blocks, .. } => {
+                    let r = crate::spawn::start(&blocks).map(|c| self.spawned.push(c));
+                    if let Err(e) = &r {
+                        eprintln!("{}: {e}", self.spec.name);
+                    }
+                    self.server.spawn_result(conn, r);
+                    replied = true;
+                }
                 Event::Initialized { .. }
                 | Event::Finalized { .. }
                 | Event::BarrierReleased { .. } => {}
             }
+        }
+        if replied {
+            // The answer to a spawn request.
+            self.pump_server();
         }
     }
 
@@ -1249,6 +1265,14 @@ impl Job {
         self.links.clear();
         for r in &self.ranks {
             sys::reap(r.pid);
+        }
+        // Spawned jobs end on their own (their launcher kills them on failure); a failed job
+        // takes them with it.
+        for c in &mut self.spawned {
+            if self.exit_code.unwrap_or(0) != 0 {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
         }
         remove_shm_leftovers(&self.kvsname);
         exit_status_byte(self.exit_code.unwrap_or(0))

@@ -48,6 +48,7 @@ pub use comm::{
     topology,
 };
 pub use comm::{comm_from_session_group, intercomm_from_session_groups};
+pub use comm::{comm_spawn, connect_parent, parent, SpawnCmd};
 pub use engine::{BufferOwner, Strategy, BSEND_OVERHEAD};
 pub use error::{Error, ErrorClass, Result};
 pub use group::{Group, GroupComparison};

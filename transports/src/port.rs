@@ -100,6 +100,40 @@ impl Port {
         &self.name
     }
 
+    /// [`accept`](Self::accept), giving up at `deadline` (`Ok(None)`).
+    ///
+    /// # Errors
+    ///
+    /// As [`accept`](Self::accept).
+    pub fn accept_until(&self, deadline: Instant, rejected: &mut u32) -> Result<Option<PortConn>> {
+        self.listener
+            .set_nonblocking(true)
+            .map_err(io_err("port: fcntl"))?;
+        let ready = loop {
+            // Peek for a pending connection without taking it.
+            let mut pfd = libc::pollfd {
+                fd: std::os::fd::AsRawFd::as_raw_fd(&self.listener),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, for the duration of the call.
+            let n = unsafe { libc::poll(&mut pfd, 1, 50) };
+            if n > 0 {
+                break true;
+            }
+            if Instant::now() >= deadline {
+                break false;
+            }
+        };
+        self.listener
+            .set_nonblocking(false)
+            .map_err(io_err("port: fcntl"))?;
+        if !ready {
+            return Ok(None);
+        }
+        self.accept(rejected).map(Some)
+    }
+
     /// Wait for a connector that proves the port's secret. Connections that do not are
     /// dropped (`rejected` counts them) and the wait goes on.
     ///

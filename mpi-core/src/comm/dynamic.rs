@@ -83,7 +83,7 @@ fn tcp_config() -> Result<TcpConfig> {
 }
 
 /// How long a connect waits for an acceptor (`MADMPI_DPM_TIMEOUT`, seconds; 60 by default).
-fn timeout() -> Duration {
+pub(super) fn timeout() -> Duration {
     let s = std::env::var("MADMPI_DPM_TIMEOUT")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -113,7 +113,7 @@ pub fn close_port(name: &str) -> Result<()> {
 
 /// Which group a process is in.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Side {
+pub(super) enum Side {
     Accept,
     Connect,
 }
@@ -129,6 +129,7 @@ fn encode_err(e: &Error) -> u32 {
     match e.class {
         ErrorClass::Port => 1,
         ErrorClass::Arg => 3,
+        ErrorClass::Spawn => 4,
         _ => 2,
     }
 }
@@ -137,6 +138,7 @@ fn decode_err(code: u32, msg: String) -> Error {
     let class = match code {
         1 => ErrorClass::Port,
         3 => ErrorClass::Arg,
+        4 => ErrorClass::Spawn,
         _ => ErrorClass::Other,
     };
     Error::new(class, msg)
@@ -177,16 +179,21 @@ fn meet(side: Side, mut conn: PortConn, local: u32, ok: bool) -> Result<Met> {
     })
 }
 
+/// The port `name` of this process.
+pub(super) fn port_of(name: &str) -> Result<Arc<Port>> {
+    PORTS.lock().get(name.trim()).cloned().ok_or_else(|| {
+        Error::new(
+            ErrorClass::Port,
+            format!("{name:?} is not a port this process opened"),
+        )
+    })
+}
+
 /// MPI_Comm_accept (`port` significant at `root` only).
 pub fn comm_accept(port: &str, root: i32, comm: CommId) -> Result<CommId> {
     let name = port.trim().to_owned();
     establish(Side::Accept, root, comm, move || {
-        let p = PORTS.lock().get(&name).cloned().ok_or_else(|| {
-            Error::new(
-                ErrorClass::Port,
-                format!("{name:?} is not a port this process opened"),
-            )
-        })?;
+        let p = port_of(&name)?;
         let mut rejected = 0;
         Ok(p.accept(&mut rejected)?)
     })
@@ -241,10 +248,11 @@ pub(super) fn accepting(c: CommId) -> Option<bool> {
 /// `c` is freed.
 pub(super) fn forget(c: CommId) {
     ACCEPTING.lock().remove(&c.0);
+    super::spawn::forget_parent(c);
 }
 
 /// The collective part of accept and connect; `meet_root` gives the root's socket.
-fn establish(
+pub(super) fn establish(
     side: Side,
     root: i32,
     comm: CommId,

@@ -134,12 +134,14 @@ mod ids;
 mod inter;
 mod intra;
 mod session;
+mod spawn;
 
 pub use dynamic::{close_port, comm_accept, comm_connect, comm_join, open_port};
 use ids::*;
 pub use inter::*;
 pub use intra::*;
 pub use session::{comm_from_session_group, intercomm_from_session_groups};
+pub use spawn::{comm_spawn, connect_parent, parent, SpawnCmd};
 
 /// Register a communicator made from `from` from inside a schedule: it derives from the
 /// session `from` derives from, if any.
