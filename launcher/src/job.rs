@@ -221,6 +221,12 @@ pub fn run(spec: JobSpec) -> i32 {
     let np = spec.placement.np();
     let mut config = ServerConfig::single_node(np, &kvsname);
     config.process_mapping = Some(spec.placement.mapping().to_string());
+    // MPI_UNIVERSE_SIZE: how many processes the job may have in all, spawned ones included
+    // (`MADMPI_UNIVERSE_SIZE`; never below the world's size).
+    config.universe_size = Some(universe_size(
+        np,
+        std::env::var("MADMPI_UNIVERSE_SIZE").ok().as_deref(),
+    ));
     config.rank_appnum = (0..np).map(|r| spec.app_of(r).0 as i32).collect();
     // The job's secret authenticates every TCP connection between ranks. It travels only over
     // the ranks' PMI channels (inherited sockets, or the PMI port after the token), never on a
@@ -1279,6 +1285,14 @@ impl Job {
     }
 }
 
+/// MPI_UNIVERSE_SIZE of a job of `np` ranks: `setting` (`MADMPI_UNIVERSE_SIZE`) when it is a
+/// number of at least `np`, else `np`.
+fn universe_size(np: u32, setting: Option<&str>) -> u32 {
+    setting
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .map_or(np, |u| u.max(np))
+}
+
 /// The command line the remote-start command runs on the remote host: this program as proxy.
 fn remote_command(proxy_path: &std::path::Path) -> String {
     format!(
@@ -1374,6 +1388,14 @@ mod tests {
         assert_eq!(exit_status_byte(257), 1);
         assert_eq!(exit_status_byte(-1), 255);
         assert_eq!(exit_status_byte(-256), 1);
+    }
+
+    #[test]
+    fn universe_size_is_the_setting_but_never_below_the_world() {
+        assert_eq!(universe_size(4, None), 4);
+        assert_eq!(universe_size(4, Some("16")), 16);
+        assert_eq!(universe_size(4, Some(" 2 ")), 4);
+        assert_eq!(universe_size(4, Some("many")), 4);
     }
 
     #[test]

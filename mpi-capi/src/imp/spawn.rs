@@ -99,11 +99,12 @@ unsafe fn spawn(
         Err(e) => {
             fill(asked, MPI_ERR_SPAWN);
             *o = MPI_COMM_NULL;
-            Err(e.into())
+            Err(e)
         }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn MPI_Comm_spawn(
     command_: *const c_char,
     argv: *mut *mut c_char,
@@ -125,6 +126,7 @@ pub unsafe fn MPI_Comm_spawn(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn MPI_Comm_spawn_multiple(
     count: c_int,
     array_of_commands: *mut *mut c_char,

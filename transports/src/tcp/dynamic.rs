@@ -178,6 +178,13 @@ impl Transport for DynTcp {
     }
 }
 
+impl DynTcp {
+    #[cfg(test)]
+    fn take_log_for_tests(&mut self) -> Vec<String> {
+        self.t.take_log()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,12 +244,5 @@ mod tests {
         assert!(refused, "a wrong secret is refused");
         assert!(c0.is_connected(PeerId(2)));
         assert!(!c1.is_connected(PeerId(2)));
-    }
-}
-
-impl DynTcp {
-    #[cfg(test)]
-    fn take_log_for_tests(&mut self) -> Vec<String> {
-        self.t.take_log()
     }
 }
