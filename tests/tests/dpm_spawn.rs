@@ -8,9 +8,9 @@
 use madmpi_tests::harness::{c_program, Job};
 
 #[test]
-fn spawn_1_to_3_parents() {
+fn spawn_1_and_3_parents() {
     let p = c_program("dpm", "spawn", &[]);
-    for n in 1..=3 {
+    for n in [1, 3] {
         Job::new(&p, n)
             .env("MADMPI_DPM_TIMEOUT", "30")
             .run()
