@@ -204,6 +204,8 @@ struct Job {
     scratch: Vec<u8>,
     /// The CPUs mpirun may use, which local ranks are bound to.
     cpus: Vec<usize>,
+    /// Jobs started by MPI_Comm_spawn (`spawn.rs`), waited for at the end.
+    spawned: Vec<std::process::Child>,
 }
 
 /// Runs a job to completion; returns the exit code for mpirun.
@@ -219,6 +221,12 @@ pub fn run(spec: JobSpec) -> i32 {
     let np = spec.placement.np();
     let mut config = ServerConfig::single_node(np, &kvsname);
     config.process_mapping = Some(spec.placement.mapping().to_string());
+    // MPI_UNIVERSE_SIZE: how many processes the job may have in all, spawned ones included
+    // (`MADMPI_UNIVERSE_SIZE`; never below the world's size).
+    config.universe_size = Some(universe_size(
+        np,
+        std::env::var("MADMPI_UNIVERSE_SIZE").ok().as_deref(),
+    ));
     config.rank_appnum = (0..np).map(|r| spec.app_of(r).0 as i32).collect();
     // The job's secret authenticates every TCP connection between ranks. It travels only over
     // the ranks' PMI channels (inherited sockets, or the PMI port after the token), never on a
@@ -297,6 +305,7 @@ pub fn run(spec: JobSpec) -> i32 {
         open_line: [None; 3],
         scratch: vec![0; CHUNK],
         cpus: sys::allowed_cpus(),
+        spawned: Vec::new(),
         spec,
     };
     for r in 0..np {
@@ -1008,6 +1017,7 @@ impl Job {
                 self.flush_conn(i);
             }
         }
+        let mut replied = false;
         while let Some(ev) = self.server.poll_event() {
             match ev {
                 Event::Abort {
@@ -1041,10 +1051,22 @@ impl Job {
                     let who = rank.map_or("a PMI client".to_owned(), |r| format!("rank {r}"));
                     eprintln!("{}: warning: {who}: {reason}", self.spec.name);
                 }
+                Event::Spawn { conn, blocks, .. } => {
+                    let r = crate::spawn::start(&blocks).map(|c| self.spawned.push(c));
+                    if let Err(e) = &r {
+                        eprintln!("{}: {e}", self.spec.name);
+                    }
+                    self.server.spawn_result(conn, r);
+                    replied = true;
+                }
                 Event::Initialized { .. }
                 | Event::Finalized { .. }
                 | Event::BarrierReleased { .. } => {}
             }
+        }
+        if replied {
+            // The answer to a spawn request.
+            self.pump_server();
         }
     }
 
@@ -1256,9 +1278,25 @@ impl Job {
         for r in &self.ranks {
             sys::reap(r.pid);
         }
+        // Spawned jobs end on their own (their launcher kills them on failure); a failed job
+        // takes them with it.
+        for c in &mut self.spawned {
+            if self.exit_code.unwrap_or(0) != 0 {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
         remove_shm_leftovers(&self.kvsname);
         exit_status_byte(self.exit_code.unwrap_or(0))
     }
+}
+
+/// MPI_UNIVERSE_SIZE of a job of `np` ranks: `setting` (`MADMPI_UNIVERSE_SIZE`) when it is a
+/// number of at least `np`, else `np`.
+fn universe_size(np: u32, setting: Option<&str>) -> u32 {
+    setting
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .map_or(np, |u| u.max(np))
 }
 
 /// The command line the remote-start command runs on the remote host: this program as proxy.
@@ -1356,6 +1394,14 @@ mod tests {
         assert_eq!(exit_status_byte(257), 1);
         assert_eq!(exit_status_byte(-1), 255);
         assert_eq!(exit_status_byte(-256), 1);
+    }
+
+    #[test]
+    fn universe_size_is_the_setting_but_never_below_the_world() {
+        assert_eq!(universe_size(4, None), 4);
+        assert_eq!(universe_size(4, Some("16")), 16);
+        assert_eq!(universe_size(4, Some(" 2 ")), 4);
+        assert_eq!(universe_size(4, Some("many")), 4);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod hosts;
 pub mod job;
 pub mod proxy;
+pub mod spawn;
 mod sys;
 
 use std::ffi::OsString;

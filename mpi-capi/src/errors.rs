@@ -65,6 +65,7 @@ pub fn class_code(c: ErrorClass) -> c_int {
         ErrorClass::Service => MPI_ERR_SERVICE,
         ErrorClass::Port => MPI_ERR_PORT,
         ErrorClass::Session => MPI_ERR_SESSION,
+        ErrorClass::Spawn => MPI_ERR_SPAWN,
     }
 }
 

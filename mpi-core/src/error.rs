@@ -87,6 +87,8 @@ pub enum ErrorClass {
     Port,
     /// MPI_ERR_SESSION: invalid session.
     Session,
+    /// MPI_ERR_SPAWN: the processes could not be started.
+    Spawn,
 }
 
 impl ErrorClass {
@@ -132,6 +134,7 @@ impl ErrorClass {
             ErrorClass::Service => "MPI_ERR_SERVICE",
             ErrorClass::Port => "MPI_ERR_PORT",
             ErrorClass::Session => "MPI_ERR_SESSION",
+            ErrorClass::Spawn => "MPI_ERR_SPAWN",
         }
     }
 }

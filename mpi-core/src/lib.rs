@@ -41,12 +41,14 @@ pub use coll::{
     reduce_init, reduce_local, reduce_scatter, reduce_scatter_init, scan, scan_init, scatter,
     scatter_init, scatterv, scatterv_init, Blocks, Data, Input, ROOT,
 };
+pub use comm::{close_port, comm_accept, comm_connect, comm_join, open_port};
 pub use comm::{
     comm_create_from_group, comm_create_group, comm_dup, comm_idup, comm_is_inter, comm_role,
     comm_split, comm_split_shared, disconnect_wait, free_comm, intercomm_create, intercomm_merge,
     topology,
 };
 pub use comm::{comm_from_session_group, intercomm_from_session_groups};
+pub use comm::{comm_spawn, connect_parent, parent, SpawnCmd};
 pub use engine::{BufferOwner, Strategy, BSEND_OVERHEAD};
 pub use error::{Error, ErrorClass, Result};
 pub use group::{Group, GroupComparison};

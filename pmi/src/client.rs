@@ -316,6 +316,25 @@ impl Client {
         Ok(())
     }
 
+    /// Asks the process manager to start the processes of `blocks` (PMI-1 `spawn`, one
+    /// `mcmd=spawn` block per command); [`Error::Rejected`] when it does not.
+    pub fn spawn(&mut self, blocks: &[crate::SpawnBlock]) -> Result<(), Error> {
+        let n = blocks.len() as i32;
+        for (i, b) in blocks.iter().enumerate() {
+            let cmd = Command::Spawn {
+                totspawns: n,
+                spawnssofar: i as i32 + 1,
+                block: Box::new(b.clone()),
+            };
+            if i + 1 < blocks.len() {
+                self.send(&cmd)?;
+            } else {
+                self.request(&cmd)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Withdraws `service` from the name service; [`Error::NotFound`] when it is not published.
     pub fn unpublish_name(&mut self, service: &str) -> Result<(), Error> {
         check_token("service", service, service, NAME_MAX)?;

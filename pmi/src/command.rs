@@ -93,7 +93,26 @@ pub enum Command {
         totspawns: i32,
         /// Which block this is, from 1.
         spawnssofar: i32,
+        /// What to start.
+        block: Box<SpawnBlock>,
     },
+}
+
+/// One command of a PMI-1 spawn request (one `mcmd=spawn` block): `nprocs=`, `execname=`,
+/// `argcnt=` and `arg1=`…, `preput_num=` and `preput_key_0=`/`preput_val_0=`…, `info_num=`
+/// and `info_key_0=`/`info_val_0=`….
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpawnBlock {
+    /// Processes to start.
+    pub nprocs: i32,
+    /// The program.
+    pub execname: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Keys the children find in their KVS (`PARENT_ROOT_PORT_NAME`: the parent's port).
+    pub preput: Vec<(String, String)>,
+    /// The info keys of the command (`host`, `wdir`, `path`, ...).
+    pub info: Vec<(String, String)>,
 }
 
 impl Command {
@@ -174,10 +193,29 @@ impl Command {
             Command::Spawn {
                 totspawns,
                 spawnssofar,
+                block,
             } => {
                 let mut m = m
+                    .arg("nprocs", block.nprocs)
+                    .arg("execname", &block.execname)
                     .arg("totspawns", totspawns)
-                    .arg("spawnssofar", spawnssofar);
+                    .arg("spawnssofar", spawnssofar)
+                    .arg("argcnt", block.args.len());
+                for (i, a) in block.args.iter().enumerate() {
+                    m = m.arg(&format!("arg{}", i + 1), a);
+                }
+                m = m.arg("preput_num", block.preput.len());
+                for (i, (k, v)) in block.preput.iter().enumerate() {
+                    m = m
+                        .arg(&format!("preput_key_{i}"), k)
+                        .arg(&format!("preput_val_{i}"), v);
+                }
+                m = m.arg("info_num", block.info.len());
+                for (i, (k, v)) in block.info.iter().enumerate() {
+                    m = m
+                        .arg(&format!("info_key_{i}"), k)
+                        .arg(&format!("info_val_{i}"), v);
+                }
                 m.mcmd = true;
                 m
             }
@@ -213,10 +251,39 @@ impl Command {
         };
         if m.mcmd {
             return match cmd {
-                "spawn" => Ok(Command::Spawn {
-                    totspawns: int("totspawns", Some(1))?,
-                    spawnssofar: int("spawnssofar", Some(1))?,
-                }),
+                "spawn" => {
+                    let text = |k: &str| m.get(k).unwrap_or("").to_owned();
+                    let count = |k: &str| -> Result<usize, ParseError> {
+                        let v = m.get(k).unwrap_or("0").trim();
+                        v.parse::<usize>()
+                            .ok()
+                            .filter(|&n| n <= 4096)
+                            .ok_or_else(|| ParseError::BadInteger {
+                                cmd: cmd.to_owned(),
+                                key: "argcnt/preput_num/info_num",
+                                value: v.to_owned(),
+                            })
+                    };
+                    let pairs = |n: usize, key: &str, val: &str| {
+                        (0..n)
+                            .map(|i| (text(&format!("{key}{i}")), text(&format!("{val}{i}"))))
+                            .collect::<Vec<_>>()
+                    };
+                    let block = SpawnBlock {
+                        nprocs: int("nprocs", Some(1))?,
+                        execname: text("execname"),
+                        args: (1..=count("argcnt")?)
+                            .map(|i| text(&format!("arg{i}")))
+                            .collect(),
+                        preput: pairs(count("preput_num")?, "preput_key_", "preput_val_"),
+                        info: pairs(count("info_num")?, "info_key_", "info_val_"),
+                    };
+                    Ok(Command::Spawn {
+                        totspawns: int("totspawns", Some(1))?,
+                        spawnssofar: int("spawnssofar", Some(1))?,
+                        block: Box::new(block),
+                    })
+                }
                 _ => Err(ParseError::UnknownCommand(cmd.to_owned())),
             };
         }
@@ -394,6 +461,31 @@ mod tests {
                 Command::Spawn {
                     totspawns: 2,
                     spawnssofar: 1,
+                    block: Box::new(SpawnBlock {
+                        nprocs: 1,
+                        execname: "a".into(),
+                        ..Default::default()
+                    }),
+                },
+            ),
+            (
+                b"mcmd=spawn\nnprocs=3\nexecname=/bin/p q\ntotspawns=1\nspawnssofar=1\n\
+                  argcnt=2\narg1=x y\narg2=-z\npreput_num=1\npreput_key_0=PARENT_ROOT_PORT_NAME\n\
+                  preput_val_0=madmpi-port:1.2.3.4:5/ab\ninfo_num=1\ninfo_key_0=wdir\n\
+                  info_val_0=/tmp\nendcmd\n",
+                Command::Spawn {
+                    totspawns: 1,
+                    spawnssofar: 1,
+                    block: Box::new(SpawnBlock {
+                        nprocs: 3,
+                        execname: "/bin/p q".into(),
+                        args: vec!["x y".into(), "-z".into()],
+                        preput: vec![(
+                            "PARENT_ROOT_PORT_NAME".into(),
+                            "madmpi-port:1.2.3.4:5/ab".into(),
+                        )],
+                        info: vec![("wdir".into(), "/tmp".into())],
+                    }),
                 },
             ),
         ];
@@ -401,9 +493,7 @@ mod tests {
             let got = parse_line(line)
                 .unwrap_or_else(|e| panic!("{}: {e}", String::from_utf8_lossy(line)));
             assert_eq!(&got, want);
-            if !matches!(want, Command::Spawn { .. }) {
-                assert_eq!(parse_line(&want.encode()).as_ref(), Ok(want));
-            }
+            assert_eq!(parse_line(&want.encode()).as_ref(), Ok(want));
         }
     }
 

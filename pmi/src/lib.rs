@@ -28,7 +28,7 @@ pub use client::{Client, Error};
 pub fn shm_prefix(kvsname: &str) -> String {
     format!("madmpi-{kvsname}")
 }
-pub use command::{parse_line, Command};
+pub use command::{parse_line, Command, SpawnBlock};
 pub use mapping::{MappingError, ProcessMapping};
 pub use server::{ConnId, Event, Maxes, Server, ServerConfig};
 pub use wire::{parse_message, Frame, LineFramer, Message, ParseError};

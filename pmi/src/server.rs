@@ -142,6 +142,16 @@ pub enum Event {
         /// What was wrong.
         reason: String,
     },
+    /// A rank asked to start processes (the blocks of one PMI-1 spawn request, complete):
+    /// the launcher starts them, or not, and answers with [`Server::spawn_result`].
+    Spawn {
+        /// The connection to answer on.
+        conn: ConnId,
+        /// Its rank, when known.
+        rank: Option<u32>,
+        /// The commands, in order.
+        blocks: Vec<crate::SpawnBlock>,
+    },
     /// A connection sent something the server refused (it got an error reply).
     Misbehaved {
         /// The connection.
@@ -164,6 +174,8 @@ struct Conn {
     authenticated: bool,
     /// Refused: waiting for the launcher to close it.
     refused: bool,
+    /// The blocks of a spawn request received so far.
+    spawn: Vec<crate::SpawnBlock>,
 }
 
 /// The PMI-1 server state machine. See the module documentation.
@@ -520,14 +532,15 @@ impl Server {
             Command::Spawn {
                 totspawns,
                 spawnssofar,
+                block,
             } => {
                 // The client reads one spawn_result after its last block.
+                let c = &mut self.conns[conn.0];
+                c.spawn.push(*block);
                 if spawnssofar >= totspawns {
-                    self.refuse(
-                        conn,
-                        "spawn_result",
-                        "MPI_Comm_spawn is not supported by this launcher",
-                    );
+                    let blocks = std::mem::take(&mut c.spawn);
+                    let rank = c.rank;
+                    self.events.push_back(Event::Spawn { conn, rank, blocks });
                 }
             }
         }
@@ -637,6 +650,21 @@ impl Server {
     fn send(&mut self, conn: ConnId, msg: Message) {
         if self.conns.get(conn.0).is_some_and(|c| c.open) {
             self.transmit.push_back((conn, msg.encode()));
+        }
+    }
+
+    /// The answer to a [`Event::Spawn`]: the processes were started, or why not.
+    pub fn spawn_result(&mut self, conn: ConnId, r: Result<(), String>) {
+        match r {
+            Ok(()) => self.send(conn, Message::new("spawn_result").arg("rc", 0)),
+            Err(why) => {
+                let msg: String = why
+                    .chars()
+                    .map(|c| if c.is_whitespace() { '_' } else { c })
+                    .collect();
+                let m = Message::new("spawn_result").arg("rc", -1).arg("msg", msg);
+                self.send(conn, m)
+            }
         }
     }
 
@@ -940,12 +968,30 @@ mod tests {
     }
 
     #[test]
-    fn spawn_refused_once_per_request_and_names() {
+    fn spawn_event_once_per_request_and_names() {
         let (mut s, c) = job(1);
-        s.handle_line(c[0], b"mcmd=spawn\ntotspawns=2\nspawnssofar=1\nendcmd\n");
+        s.handle_line(
+            c[0],
+            b"mcmd=spawn\ntotspawns=2\nspawnssofar=1\nexecname=a\nendcmd\n",
+        );
         assert!(drain(&mut s).is_empty());
-        s.handle_line(c[0], b"mcmd=spawn\ntotspawns=2\nspawnssofar=2\nendcmd\n");
+        s.handle_line(
+            c[0],
+            b"mcmd=spawn\ntotspawns=2\nspawnssofar=2\nexecname=b\nendcmd\n",
+        );
+        assert!(drain(&mut s).is_empty(), "the launcher answers");
+        let ev = std::iter::from_fn(|| s.poll_event())
+            .find(|e| matches!(e, Event::Spawn { .. }))
+            .expect("a spawn event");
+        let Event::Spawn { conn, blocks, .. } = ev else {
+            unreachable!()
+        };
+        let names: Vec<&str> = blocks.iter().map(|b| b.execname.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        s.spawn_result(conn, Err("no such program".into()));
         assert!(drain(&mut s)[0].1.starts_with("cmd=spawn_result rc=-1"));
+        s.spawn_result(conn, Ok(()));
+        assert_eq!(drain(&mut s)[0].1, "cmd=spawn_result rc=0\n");
         s.handle_line(c[0], b"cmd=publish_name service=svc port=p1");
         s.handle_line(c[0], b"cmd=lookup_name service=svc");
         s.handle_line(c[0], b"cmd=unpublish_name service=svc");

@@ -213,6 +213,13 @@ fn random_command(rng: &mut Rng) -> Command {
         _ => Command::Spawn {
             totspawns: int(rng),
             spawnssofar: int(rng),
+            block: Box::new(madmpi_pmi::SpawnBlock {
+                nprocs: int(rng),
+                execname: ident(rng),
+                args: vec![ident(rng)],
+                preput: vec![(ident(rng), ident(rng))],
+                info: vec![(ident(rng), ident(rng))],
+            }),
         },
     }
 }

@@ -64,6 +64,7 @@ pub mod emu;
 pub mod loopback;
 #[cfg(madmpi_ofi)]
 pub mod ofi;
+pub mod port;
 pub mod registry;
 pub mod shm;
 pub mod shmcoll;

@@ -451,6 +451,8 @@ pub enum Driver {
     Tcp(TcpTransport),
     /// `emu`.
     Emu(EmuTransport),
+    /// `tcp` to the peers of one intercommunicator outside the world (dynamic processes).
+    Dyn(crate::tcp::DynTcp),
     /// `ofi` (libfabric).
     #[cfg(madmpi_ofi)]
     Ofi(OfiTransport),
@@ -463,6 +465,7 @@ macro_rules! each {
             Driver::Shm($t) => $e,
             Driver::Tcp($t) => $e,
             Driver::Emu($t) => $e,
+            Driver::Dyn($t) => $e,
             #[cfg(madmpi_ofi)]
             Driver::Ofi($t) => $e,
         }
@@ -480,6 +483,7 @@ impl Driver {
             Driver::Loop(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
             Driver::Shm(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
             Driver::Emu(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
+            Driver::Dyn(t) => t.poll_recv_split(split, sink),
             #[cfg(madmpi_ofi)]
             Driver::Ofi(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
         }

@@ -346,17 +346,6 @@ pub unsafe fn MPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_
     })
 }
 
-/// MPI_Comm_get_parent: MPI_COMM_NULL, the answer for a process that was not started by
-/// MPI_Comm_spawn (madmpi does not spawn: every process is started by the launcher).
-pub unsafe fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    let r = (|| {
-        running()?;
-        *out(parent, "parent")? = MPI_COMM_NULL;
-        Ok(())
-    })();
-    finish(MPI_COMM_SELF, r, &|| "MPI_Comm_get_parent".to_string())
-}
-
 pub unsafe fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
     let r = (|| {
         let c = handles::comm(comm)?;

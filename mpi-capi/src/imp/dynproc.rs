@@ -102,3 +102,99 @@ pub unsafe fn MPI_Unpublish_name(
         madmpi::unpublish_name,
     )
 }
+
+// ------------------------------------------------------------------ ports and intercommunicators
+
+pub unsafe fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char) -> c_int {
+    let r = (|| {
+        running()?;
+        info_arg(info)?;
+        if port_name.is_null() {
+            return fail(ErrorClass::Arg, "invalid argument: port_name is NULL");
+        }
+        let port = madmpi::open_port()?;
+        copy_cstr(&port, port_name, MPI_MAX_PORT_NAME as usize);
+        Ok(())
+    })();
+    finish_self("MPI_Open_port", r)
+}
+
+pub unsafe fn MPI_Close_port(port_name: *const c_char) -> c_int {
+    let r = (|| {
+        running()?;
+        let port = text(port_name, "port_name")?;
+        madmpi::close_port(&port)
+    })();
+    finish_self("MPI_Close_port", r)
+}
+
+/// MPI_Comm_accept and MPI_Comm_connect: the arguments checked (the port name and info are
+/// significant at the root only), then `call`.
+unsafe fn accept_connect(
+    port_name: *const c_char,
+    info: MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    call: fn(&str, i32, madmpi::CommId) -> madmpi::Result<madmpi::CommId>,
+) -> R<()> {
+    let c = crate::handles::comm(comm)?;
+    let o = out(newcomm, "newcomm")?;
+    let port = if madmpi::comm_rank(c)? == root {
+        info_arg(info)?;
+        text(port_name, "port_name")?
+    } else {
+        String::new()
+    };
+    let id = call(&port, root, c)?;
+    *o = super::comm_mgmt::register(id, comm)?;
+    Ok(())
+}
+
+pub unsafe fn MPI_Comm_accept(
+    port_name: *const c_char,
+    info: MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    let r = accept_connect(port_name, info, root, comm, newcomm, madmpi::comm_accept);
+    finish(comm, r, &|| {
+        format!(
+            "MPI_Comm_accept(root={root}, comm={})",
+            crate::handles::comm_name(comm)
+        )
+    })
+}
+
+pub unsafe fn MPI_Comm_connect(
+    port_name: *const c_char,
+    info: MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    let r = accept_connect(port_name, info, root, comm, newcomm, madmpi::comm_connect);
+    finish(comm, r, &|| {
+        format!(
+            "MPI_Comm_connect(root={root}, comm={})",
+            crate::handles::comm_name(comm)
+        )
+    })
+}
+
+pub unsafe fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
+    let r = (|| {
+        running()?;
+        let o = out(intercomm, "intercomm")?;
+        if fd < 0 {
+            return fail(ErrorClass::Arg, format!("invalid socket descriptor {fd}"));
+        }
+        // SAFETY: the caller says `fd` is an open socket; it is only borrowed (duplicated).
+        let b = std::os::fd::BorrowedFd::borrow_raw(fd);
+        let id = madmpi::comm_join(b)?;
+        *o = super::comm_mgmt::register(id, MPI_COMM_SELF)?;
+        Ok(())
+    })();
+    finish_self("MPI_Comm_join", r)
+}

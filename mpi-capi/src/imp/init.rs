@@ -18,6 +18,8 @@ fn init(required: ThreadLevel) -> R<ThreadLevel> {
         errors::WORLD_RANK.store(r, Ordering::Relaxed);
     }
     record_world_attrs();
+    // A spawned process connects to its parents (MPI_Comm_get_parent).
+    madmpi::connect_parent()?;
     Ok(provided)
 }
 

@@ -419,7 +419,7 @@ pub fn exit_code(code: i32) -> i32 {
 /// Runs `f` with the connection to the process manager (`None` in a singleton, or once the
 /// process left the job), holding the process-wide state's lock so that PMI requests from
 /// several threads do not interleave.
-pub(super) fn with_pmi<R>(f: impl FnOnce(Option<&mut Client>) -> R) -> R {
+pub(crate) fn with_pmi<R>(f: impl FnOnce(Option<&mut Client>) -> R) -> R {
     f(GLOBAL.lock().pmi.as_mut())
 }
 

@@ -13,6 +13,7 @@ mod buffers;
 mod compound;
 mod engine_slot;
 mod lifetime;
+pub(crate) use lifetime::with_pmi;
 mod names;
 mod p2p;
 mod progress;

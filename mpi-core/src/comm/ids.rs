@@ -219,6 +219,10 @@ pub(super) enum Leaders {
     Coll(Team),
     /// Point to point on a peer communicator with the user's tag (MPI_Intercomm_create).
     User { comm: CommId, peer: i32, tag: i32 },
+    /// Over the socket of a port (dynamic processes: `dynamic.rs`), at the leader only. The
+    /// leader blocks in the step that exchanges; a broken connection fails the agreement in
+    /// both groups (the leader's decision says so).
+    Port(super::dynamic::RootConn),
 }
 
 /// Agreement across two groups: allreduce of the masks in the local group `lt` (leader: local
@@ -247,6 +251,10 @@ pub(super) fn agree_inter_at(
     let all = P(all);
     let i_lead = lt.me == leader;
     if i_lead {
+        let port = match &how {
+            Leaders::Port(c) => Some(c.clone()),
+            _ => None,
+        };
         let pl = payload.clone();
         b.call(move |_| {
             // SAFETY: `out` holds msg_len bytes; `all` a mask.
@@ -267,6 +275,15 @@ pub(super) fn agree_inter_at(
                 b.user_xfer(true, *comm, *peer, *tag, out.p(), msg_len);
                 b.user_xfer(false, *comm, *peer, *tag, inb.p(), cap);
             }
+            Leaders::Port(conn) => {
+                let conn = conn.clone();
+                b.call(move |_| {
+                    // SAFETY: `out` holds msg_len bytes, `inb` cap bytes, both scratch
+                    // buffers of this schedule.
+                    unsafe { super::dynamic::exchange(&conn, out.p(), msg_len, inb.p(), cap) };
+                    Ok(Flow::Next)
+                });
+            }
         }
         b.call(move |_| {
             // SAFETY: the buffers have the sizes computed above; the peer's payload length
@@ -284,7 +301,10 @@ pub(super) fn agree_inter_at(
                     !need_local
                         || (lowest(&mine, Some(x)).is_some() && lowest(&theirs, Some(x)).is_some())
                 });
+                let broke = port.as_ref().is_some_and(|c| c.broken());
                 let words: [u64; 4] = match x {
+                    // 3: the leaders' connection broke, everyone fails.
+                    _ if broke => [3, 0, 0, 0],
                     // 2: a process is out of ids, everyone fails.
                     _ if !left => [2, 0, 0, 0],
                     Some(x) if ok => [
@@ -327,6 +347,13 @@ pub(super) fn agree_inter_at(
         if words[0] == 2 {
             settle(&cell, &[], true);
             return Err(out_of_ids());
+        }
+        if words[0] == 3 {
+            settle(&cell, &[], true);
+            return err(
+                ErrorClass::Other,
+                "the connection between the roots of the two groups broke",
+            );
         }
         let (x, y) = (words[1] as u32, words[2] as u32);
         let keep = if need_local { vec![x, y] } else { vec![x] };

@@ -113,7 +113,9 @@ pub fn intercomm_merge(inter: CommId, high: bool) -> Result<CommId> {
                 let mine_first = if high != their_high {
                     !high
                 } else {
-                    group[0] < remote[0]
+                    // Two jobs number each other's processes differently: the accepting
+                    // group goes first.
+                    dynamic::accepting(inter).unwrap_or(group[0] < remote[0])
                 };
                 let world: Arc<[u32]> = if mine_first {
                     group.iter().chain(remote.iter()).copied().collect()

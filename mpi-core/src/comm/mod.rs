@@ -129,15 +129,19 @@ pub(crate) fn release(st: &mut State, c: CommId) {
     }
 }
 
+mod dynamic;
 mod ids;
 mod inter;
 mod intra;
 mod session;
+mod spawn;
 
+pub use dynamic::{close_port, comm_accept, comm_connect, comm_join, open_port};
 use ids::*;
 pub use inter::*;
 pub use intra::*;
 pub use session::{comm_from_session_group, intercomm_from_session_groups};
+pub use spawn::{comm_spawn, connect_parent, parent, SpawnCmd};
 
 /// Register a communicator made from `from` from inside a schedule: it derives from the
 /// session `from` derives from, if any.
@@ -281,6 +285,7 @@ pub fn disconnect_wait(c: CommId) -> Result<()> {
 fn destroy(st: &mut State, c: CommId) -> Result<()> {
     let ctx = st.comm(c)?.ctx;
     st.remove_comm(c)?;
+    dynamic::forget(c);
     // Its buffer goes with it: the id may name another communicator later.
     st.bsends.forget(crate::engine::BufferOwner::Comm(c));
     crate::coll::shmcoll::forget(c);

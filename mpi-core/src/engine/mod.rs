@@ -29,6 +29,7 @@ use crate::wire;
 
 mod bsend;
 mod drive;
+mod dynamic;
 mod gate;
 mod input;
 mod matching;

@@ -98,6 +98,7 @@
 
 mod config;
 mod conn;
+mod dynamic;
 mod handshake;
 mod peers;
 mod sys;
@@ -113,7 +114,9 @@ pub(crate) use config::parse_size;
 pub use config::{ConnectMode, TcpConfig};
 use conn::{frame_header, Conn, Fail, Phase, RxPool, FRAME_HDR, KIND_BYE, KIND_PACKET};
 use conn::{RX_MIN_FREE, SMALL_WRITE};
+pub use dynamic::DynTcp;
 use peers::{set_buffers, set_liveness, PeerSlot, PeerState};
+pub(crate) use sys::random;
 
 use crate::{
     Caps, Error, PeerId, RecvSink, RemoteRegion, Result, SendOutcome, SplitParams, Transport,
@@ -254,17 +257,7 @@ impl TcpTransport {
             .map_err(io_err("tcp: epoll_ctl"))?;
         let mut probe = [0u8; 8];
         sys::random(&mut probe).map_err(io_err("tcp: getrandom"))?;
-        let peers = (0..nprocs)
-            .map(|_| PeerSlot {
-                addr: None,
-                state: PeerState::Active,
-                conn: None,
-                dialing: None,
-                retry_at: None,
-                first_dial: None,
-                attempts: 0,
-            })
-            .collect();
+        let peers = (0..nprocs).map(|_| PeerSlot::idle()).collect();
         Ok(TcpTransport {
             me: me.0,
             nprocs,

@@ -77,6 +77,21 @@ pub(super) struct PeerSlot {
     pub(super) attempts: u32,
 }
 
+impl PeerSlot {
+    /// A peer not yet added.
+    pub(super) fn idle() -> PeerSlot {
+        PeerSlot {
+            addr: None,
+            state: PeerState::Active,
+            conn: None,
+            dialing: None,
+            retry_at: None,
+            first_dial: None,
+            attempts: 0,
+        }
+    }
+}
+
 impl TcpTransport {
     // ------------------------------------------------------------ internals: bookkeeping
 
