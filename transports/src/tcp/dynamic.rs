@@ -166,11 +166,12 @@ impl Transport for DynTcp {
 
     fn get(
         &mut self,
-        _peer: PeerId,
-        _remote: RemoteRegion,
-        _local: &mut [IoSliceMut<'_>],
+        peer: PeerId,
+        remote: RemoteRegion,
+        local: &mut [IoSliceMut<'_>],
     ) -> Result<()> {
-        Err(Error::Unsupported("get over tcp"))
+        let p = self.inner(peer)?;
+        self.t.get(p, remote, local)
     }
 
     fn reaches(&self, peer: PeerId) -> bool {
