@@ -379,16 +379,10 @@ fn abort_ends_the_job() {
 }
 
 #[test]
-fn fatal_unsupported() {
-    if !toolchain().ours {
-        return; // other MPIs implement MPI_Comm_spawn
-    }
+fn fatal_spawn_of_a_missing_program() {
     fatal(
-        "unsupported",
-        &[
-            "MPI_Comm_spawn is not implemented",
-            "MPI_ERR_UNSUPPORTED_OPERATION",
-        ],
+        "spawn",
+        &["MPI_Comm_spawn", "no-such-program-madmpi", "MPI_ERR_SPAWN"],
     );
 }
 

@@ -8,7 +8,8 @@
  *   uninit      MPI_Send before MPI_Init
  *   finalized   MPI_Barrier after MPI_Finalize
  *   abort       rank 1: MPI_Abort(MPI_COMM_WORLD, 42)
- *   unsupported MPI_Comm_spawn (not implemented) with the default handler
+ *   spawn       MPI_Comm_spawn of a program that does not exist, with the default
+ *               handler
  * 2 ranks.  Prints "UNREACHABLE" if the job survives the error. */
 #include "common.h"
 
@@ -54,10 +55,10 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 42);
         else
             MPI_Recv(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    } else if (strcmp(mode, "unsupported") == 0) {
+    } else if (strcmp(mode, "spawn") == 0) {
         MPI_Comm child;
-        MPI_Comm_spawn("none", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &child,
-                       MPI_ERRCODES_IGNORE);
+        MPI_Comm_spawn("./no-such-program-madmpi", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0,
+                       MPI_COMM_WORLD, &child, MPI_ERRCODES_IGNORE);
     } else {
         FAILF("unknown mode %s", mode);
     }
