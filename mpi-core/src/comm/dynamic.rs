@@ -83,7 +83,7 @@ fn tcp_config() -> Result<TcpConfig> {
 }
 
 /// How long a connect waits for an acceptor (`MADMPI_DPM_TIMEOUT`, seconds; 60 by default).
-pub(super) fn timeout() -> Duration {
+pub(crate) fn timeout() -> Duration {
     let s = std::env::var("MADMPI_DPM_TIMEOUT")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())

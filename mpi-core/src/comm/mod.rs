@@ -129,7 +129,7 @@ pub(crate) fn release(st: &mut State, c: CommId) {
     }
 }
 
-mod dynamic;
+pub(crate) mod dynamic;
 mod ids;
 mod inter;
 mod intra;

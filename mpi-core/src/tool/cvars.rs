@@ -206,6 +206,15 @@ fn defs() -> Vec<Def> {
             )
         },
         ro(
+            "MADMPI_DPM_TIMEOUT",
+            Int,
+            "engine",
+            UserDetail,
+            "seconds an MPI_Comm_connect waits for an acceptor, and an MPI_Comm_spawn for its \
+             children to connect",
+            || int(Some(crate::comm::dynamic::timeout().as_secs())),
+        ),
+        ro(
             "MADMPI_PACK_FLUSH",
             Int,
             "scheduler",
