@@ -137,12 +137,12 @@ impl<'a> Packing<'a> {
             head.extend_from_slice(unsafe { std::slice::from_raw_parts(p.ptr, p.len) });
         }
         let mut reqs = [None, None, None];
-        // A head longer than the receiver's pre-posted buffer is announced first.
-        let long = head.len() > HEAD_CAP;
-        let mut announce = [0u8; 16];
-        announce[..8].copy_from_slice(&head[..HEAD_PREFIX]);
-        announce[8..].copy_from_slice(&(head.len() as u64).to_le_bytes());
-        let pieces: &[(&[u8], i32)] = if long {
+        // A head longer than the receiver's pre-posted buffer is announced first: the body's
+        // length, then the head's.
+        let announce: [u8; 16];
+        let pieces: &[(&[u8], i32)] = if head.len() > HEAD_CAP {
+            let lens = [body_len as u64, head.len() as u64];
+            announce = announcement(lens);
             &[(&announce, TAG_HEAD_LONG), (&head, TAG_HEAD_REST)]
         } else {
             &[(&head, TAG_HEAD)]
@@ -237,4 +237,12 @@ pub(super) fn layout(pieces: &[Piece]) -> Result<(*const u8, Datatype)> {
     let dt = Datatype::create_hindexed(&lens, &displs, &byte)?;
     dt.commit();
     Ok((base, dt))
+}
+
+/// Two lengths as 16 little-endian bytes (a long head's announcement).
+fn announcement(v: [u64; 2]) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&v[0].to_le_bytes());
+    b[8..].copy_from_slice(&v[1].to_le_bytes());
+    b
 }
