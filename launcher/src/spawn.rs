@@ -97,6 +97,13 @@ pub fn command_line(blocks: &[SpawnBlock], cwd: &Path) -> Result<Vec<String>, St
 
 /// Start the job a spawn request asks for (see the module documentation).
 pub fn start(blocks: &[SpawnBlock]) -> Result<Child, String> {
+    let me = std::env::current_exe().map_err(|e| format!("spawn: this program's path: {e}"))?;
+    start_with(&me, blocks)
+}
+
+/// Start the job a spawn request asks for with the launcher `mpirun` (a singleton, which has no
+/// launcher of its own, starts one this way).
+pub fn start_with(mpirun: &Path, blocks: &[SpawnBlock]) -> Result<Child, String> {
     let cwd = std::env::current_dir().map_err(|e| format!("spawn: {e}"))?;
     let argv = command_line(blocks, &cwd)?;
     let port = blocks
@@ -105,13 +112,12 @@ pub fn start(blocks: &[SpawnBlock]) -> Result<Child, String> {
         .find(|(k, _)| k == PARENT_KEY)
         .map(|(_, v)| v.clone())
         .ok_or_else(|| format!("spawn: no {PARENT_KEY} in the request"))?;
-    let me = std::env::current_exe().map_err(|e| format!("spawn: this program's path: {e}"))?;
-    Command::new(me)
+    Command::new(mpirun)
         .args(&argv)
         .env("MADMPI_PARENT_PORT", port)
         .stdin(Stdio::null())
         .spawn()
-        .map_err(|e| format!("spawn: starting the launcher: {e}"))
+        .map_err(|e| format!("spawn: starting the launcher {}: {e}", mpirun.display()))
 }
 
 #[cfg(test)]

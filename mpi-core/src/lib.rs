@@ -41,7 +41,7 @@ pub use coll::{
     reduce_init, reduce_local, reduce_scatter, reduce_scatter_init, scan, scan_init, scatter,
     scatter_init, scatterv, scatterv_init, Blocks, Data, Input, ROOT,
 };
-pub use comm::{close_port, comm_accept, comm_connect, comm_join, open_port};
+pub use comm::{blocking_collective, close_port, comm_accept, comm_connect, comm_join, open_port};
 pub use comm::{
     comm_create_from_group, comm_create_group, comm_dup, comm_idup, comm_is_inter, comm_role,
     comm_split, comm_split_shared, disconnect_wait, free_comm, intercomm_create, intercomm_merge,

@@ -105,6 +105,19 @@ fn nonblocking_overlap() {
     ok_sizes("nonblocking", &[1, 2, 3, 4, 7]);
 }
 
+/// Over TCP every blocking collective goes through point-to-point messages (no shared-memory
+/// path), where blocking and non-blocking collectives started in different orders must still
+/// keep apart (`orders_apart` in `nonblocking.c`).
+#[test]
+fn nonblocking_overlap_over_tcp() {
+    for n in [2, 3] {
+        job("nonblocking", n)
+            .env("MADMPI_TRANSPORTS", "tcp")
+            .run()
+            .assert_ok("nonblocking");
+    }
+}
+
 #[test]
 fn ops_every_type() {
     ok_sizes("ops", &[1, 2, 3, 5, 7]);

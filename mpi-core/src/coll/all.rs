@@ -92,7 +92,7 @@ pub unsafe fn allgather_init(send: Option<Data>, recv: Data, comm: CommId) -> Re
 /// # Safety
 /// As [`iallgather`], until the call returns.
 pub unsafe fn allgather(send: Option<Data>, recv: Data, comm: CommId) -> Result<()> {
-    finish(iallgather(send, recv, comm)?, "MPI_Allgather")
+    crate::comm::blocking_collective(|| finish(iallgather(send, recv, comm)?, "MPI_Allgather"))
 }
 
 /// MPI_Iallgatherv (`send` None: MPI_IN_PLACE).
@@ -149,7 +149,7 @@ pub unsafe fn allgatherv_init(send: Option<Data>, recv: Blocks, comm: CommId) ->
 /// # Safety
 /// As [`iallgather`], until the call returns.
 pub unsafe fn allgatherv(send: Option<Data>, recv: Blocks, comm: CommId) -> Result<()> {
-    finish(iallgatherv(send, recv, comm)?, "MPI_Allgatherv")
+    crate::comm::blocking_collective(|| finish(iallgatherv(send, recv, comm)?, "MPI_Allgatherv"))
 }
 
 // ------------------------------------------------------------------------------------ alltoall
@@ -197,12 +197,14 @@ pub unsafe fn alltoall_init(send: Option<Data>, recv: Data, comm: CommId) -> Res
 /// # Safety
 /// As [`ialltoall`], until the call returns.
 pub unsafe fn alltoall(send: Option<Data>, recv: Data, comm: CommId) -> Result<()> {
-    if shmcoll::alltoall(send.as_ref(), &recv, comm)?
-        || direct::alltoall(send.as_ref(), &recv, comm)?
-    {
-        return Ok(());
-    }
-    finish(ialltoall(send, recv, comm)?, "MPI_Alltoall")
+    crate::comm::blocking_collective(|| {
+        if shmcoll::alltoall(send.as_ref(), &recv, comm)?
+            || direct::alltoall(send.as_ref(), &recv, comm)?
+        {
+            return Ok(());
+        }
+        finish(ialltoall(send, recv, comm)?, "MPI_Alltoall")
+    })
 }
 
 /// MPI_Ialltoallv and MPI_Ialltoallw (`send` None: MPI_IN_PLACE).
@@ -244,7 +246,7 @@ pub unsafe fn alltoallw_init(
 /// # Safety
 /// As [`ialltoall`], until the call returns.
 pub unsafe fn alltoallw(send: Option<Blocks>, recv: Blocks, comm: CommId) -> Result<()> {
-    finish(ialltoallw(send, recv, comm)?, "MPI_Alltoallw")
+    crate::comm::blocking_collective(|| finish(ialltoallw(send, recv, comm)?, "MPI_Alltoallw"))
 }
 
 fn ialltoallw_inner(
@@ -377,10 +379,12 @@ pub unsafe fn neighbor_alltoallw_init(
 /// # Safety
 /// As [`ineighbor_alltoallw`], until the call returns.
 pub unsafe fn neighbor_alltoallw(send: Blocks, recv: Blocks, comm: CommId) -> Result<()> {
-    finish(
-        ineighbor_alltoallw(send, recv, comm)?,
-        "neighbourhood collective",
-    )
+    crate::comm::blocking_collective(|| {
+        finish(
+            ineighbor_alltoallw(send, recv, comm)?,
+            "neighbourhood collective",
+        )
+    })
 }
 
 /// The number of (sources, destinations) of `comm`'s topology at this process.

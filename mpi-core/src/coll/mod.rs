@@ -472,8 +472,10 @@ pub fn barrier_init(comm: CommId) -> Result<RequestId> {
 
 /// MPI_Barrier.
 pub fn barrier(comm: CommId) -> Result<()> {
-    if shmcoll::barrier(comm)? || direct::barrier(comm)? {
-        return Ok(());
-    }
-    finish(ibarrier(comm)?, "MPI_Barrier")
+    crate::comm::blocking_collective(|| {
+        if shmcoll::barrier(comm)? || direct::barrier(comm)? {
+            return Ok(());
+        }
+        finish(ibarrier(comm)?, "MPI_Barrier")
+    })
 }

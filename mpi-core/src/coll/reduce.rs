@@ -134,13 +134,15 @@ pub unsafe fn reduce(
     root: i32,
     comm: CommId,
 ) -> Result<()> {
-    if shmcoll::reduce(send, recv, count, dt, op, Some(root), comm)? {
-        return Ok(());
-    }
-    finish(
-        ireduce(send, recv, count, dt, op, root, comm)?,
-        "MPI_Reduce",
-    )
+    crate::comm::blocking_collective(|| {
+        if shmcoll::reduce(send, recv, count, dt, op, Some(root), comm)? {
+            return Ok(());
+        }
+        finish(
+            ireduce(send, recv, count, dt, op, root, comm)?,
+            "MPI_Reduce",
+        )
+    })
 }
 
 /// Packed input and output of an all-process reduction of `count` elements: `(sp, rp,
@@ -255,24 +257,26 @@ pub unsafe fn allreduce(
     op: &Op,
     comm: CommId,
 ) -> Result<()> {
-    if shmcoll::reduce(send, recv, count, dt, op, None, comm)? {
-        return Ok(());
-    }
-    // Two processes: one exchange (recursive doubling) or halves (Rabenseifner), pipelined.
-    reduce_checks(op, dt)?;
-    let split = match forced("ALLREDUCE")? {
-        Some(a) => a == "rabenseifner",
-        None => op.is_commutative() && count * dt.size() >= REDUCE_LONG,
-    };
-    if forced("ALLREDUCE")? != Some("reduce_bcast")
-        && direct::allreduce(send, recv, count, dt, op, comm, split)?
-    {
-        return Ok(());
-    }
-    finish(
-        iallreduce(send, recv, count, dt, op, comm)?,
-        "MPI_Allreduce",
-    )
+    crate::comm::blocking_collective(|| {
+        if shmcoll::reduce(send, recv, count, dt, op, None, comm)? {
+            return Ok(());
+        }
+        // Two processes: one exchange (recursive doubling) or halves (Rabenseifner), pipelined.
+        reduce_checks(op, dt)?;
+        let split = match forced("ALLREDUCE")? {
+            Some(a) => a == "rabenseifner",
+            None => op.is_commutative() && count * dt.size() >= REDUCE_LONG,
+        };
+        if forced("ALLREDUCE")? != Some("reduce_bcast")
+            && direct::allreduce(send, recv, count, dt, op, comm, split)?
+        {
+            return Ok(());
+        }
+        finish(
+            iallreduce(send, recv, count, dt, op, comm)?,
+            "MPI_Allreduce",
+        )
+    })
 }
 
 /// MPI_Ireduce_scatter (and _block with equal counts): the reduction of `sum(counts)`
@@ -383,10 +387,12 @@ pub unsafe fn reduce_scatter(
     op: &Op,
     comm: CommId,
 ) -> Result<()> {
-    finish(
-        ireduce_scatter(send, recv, counts, dt, op, comm)?,
-        "MPI_Reduce_scatter",
-    )
+    crate::comm::blocking_collective(|| {
+        finish(
+            ireduce_scatter(send, recv, counts, dt, op, comm)?,
+            "MPI_Reduce_scatter",
+        )
+    })
 }
 
 /// MPI_Iscan (`exclusive`: MPI_Iexscan).
@@ -471,10 +477,12 @@ pub unsafe fn scan(
     comm: CommId,
     exclusive: bool,
 ) -> Result<()> {
-    finish(
-        iscan(send, recv, count, dt, op, comm, exclusive)?,
-        if exclusive { "MPI_Exscan" } else { "MPI_Scan" },
-    )
+    crate::comm::blocking_collective(|| {
+        finish(
+            iscan(send, recv, count, dt, op, comm, exclusive)?,
+            if exclusive { "MPI_Exscan" } else { "MPI_Scan" },
+        )
+    })
 }
 
 /// MPI_Reduce_local.

@@ -88,10 +88,12 @@ pub unsafe fn bcast(
     root: i32,
     comm: CommId,
 ) -> Result<()> {
-    if shmcoll::bcast(ptr, count, dt, root, comm)? {
-        return Ok(());
-    }
-    bcast_p2p(Data::new(ptr, count, dt), root, comm)
+    crate::comm::blocking_collective(|| {
+        if shmcoll::bcast(ptr, count, dt, root, comm)? {
+            return Ok(());
+        }
+        bcast_p2p(Data::new(ptr, count, dt), root, comm)
+    })
 }
 
 /// MPI_Bcast over point-to-point (kept out of [`bcast`], whose shared-memory path is short).
@@ -207,7 +209,7 @@ pub unsafe fn gather(
     root: i32,
     comm: CommId,
 ) -> Result<()> {
-    finish(igather(send, recv, root, comm)?, "MPI_Gather")
+    crate::comm::blocking_collective(|| finish(igather(send, recv, root, comm)?, "MPI_Gather"))
 }
 
 /// Linear gather: the root receives every block in place.
@@ -297,7 +299,7 @@ pub unsafe fn gatherv(
     root: i32,
     comm: CommId,
 ) -> Result<()> {
-    finish(igatherv(send, recv, root, comm)?, "MPI_Gatherv")
+    crate::comm::blocking_collective(|| finish(igatherv(send, recv, root, comm)?, "MPI_Gatherv"))
 }
 
 // ------------------------------------------------------------------------------------ scatter
@@ -403,7 +405,7 @@ pub unsafe fn scatter(
     root: i32,
     comm: CommId,
 ) -> Result<()> {
-    finish(iscatter(send, recv, root, comm)?, "MPI_Scatter")
+    crate::comm::blocking_collective(|| finish(iscatter(send, recv, root, comm)?, "MPI_Scatter"))
 }
 
 pub(super) fn scatterv_linear(
@@ -498,5 +500,5 @@ pub unsafe fn scatterv(
     root: i32,
     comm: CommId,
 ) -> Result<()> {
-    finish(iscatterv(send, recv, root, comm)?, "MPI_Scatterv")
+    crate::comm::blocking_collective(|| finish(iscatterv(send, recv, root, comm)?, "MPI_Scatterv"))
 }

@@ -42,8 +42,11 @@ use crate::{CommId, UNDEFINED};
 /// What the collectives keep per communicator, beside the engine's view.
 #[derive(Default, Clone)]
 struct Extra {
-    /// Collectives started so far (all members start them in the same order).
+    /// Non-blocking and persistent collectives started so far (all members start them in
+    /// the same order).
     seq: u32,
+    /// Blocking collectives started so far.
+    bseq: u32,
     /// The intracommunicator of an intercommunicator's local group.
     local: Option<CommId>,
     topo: Option<Arc<Topology>>,
@@ -57,20 +60,50 @@ struct Extra {
 
 static EXTRA: Lazy<Mutex<HashMap<u32, Extra>>> = Lazy::new(|| Mutex::new(HashMap::new()));
 
-/// The base tag of the next collective on `c`: 20 bits of sequence number, 10 bits left for
-/// the algorithm's sub-tags; bit 30 is for MPI_Comm_create_group.
+thread_local! {
+    /// This thread is inside a blocking collective (see [`blocking_collective`]).
+    static BLOCKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs a blocking collective: its messages take tags from a sequence of their own, apart
+/// from the non-blocking and persistent collectives', as in MPICH and Open MPI. Programs that
+/// order a blocking and a non-blocking collective differently on different processes (which
+/// the standard does not allow, but which works there, e.g. mpi4py's emulation of
+/// `MPI_Comm_iagree` with `MPI_Iallreduce` around `MPI_Barrier`) then match each with its own.
+pub fn blocking_collective<T>(f: impl FnOnce() -> T) -> T {
+    let outer = BLOCKING.with(|b| b.replace(true));
+    let r = f();
+    BLOCKING.with(|b| b.set(outer));
+    r
+}
+
+/// The base tag of the next collective on `c`: 19 bits of sequence number (one sequence for
+/// the blocking collectives, bit 29 set, one for the others), 10 bits left for the algorithm's
+/// sub-tags; bit 30 is for MPI_Comm_create_group.
 pub(crate) fn next_tag(c: CommId) -> i32 {
     let mut m = EXTRA.lock();
     let e = m.entry(c.0).or_default();
-    let t = ((e.seq & 0xF_FFFF) << 10) as i32;
-    e.seq = e.seq.wrapping_add(1);
-    t
+    if BLOCKING.with(|b| b.get()) {
+        let t = BLOCKING_TAG | ((e.bseq & SEQ_MASK) << 10) as i32;
+        e.bseq = e.bseq.wrapping_add(1);
+        t
+    } else {
+        let t = ((e.seq & SEQ_MASK) << 10) as i32;
+        e.seq = e.seq.wrapping_add(1);
+        t
+    }
 }
 
-/// The tag [`next_tag`] would return, without taking it.
+/// The sequence bits of a collective's tag.
+const SEQ_MASK: u32 = 0x7_FFFF;
+
+/// The tag bit of the blocking collectives.
+const BLOCKING_TAG: i32 = 1 << 29;
+
+/// The tag [`next_tag`] would return outside a blocking collective, without taking it.
 fn peek_tag(c: CommId) -> i32 {
     let s = EXTRA.lock().get(&c.0).map_or(0, |e| e.seq);
-    ((s & 0xF_FFFF) << 10) as i32
+    ((s & SEQ_MASK) << 10) as i32
 }
 
 fn commit_tag(c: CommId) {
@@ -101,6 +134,7 @@ fn set_extra(c: CommId, local: Option<CommId>, topo: Option<Arc<Topology>>, pool
         c.0,
         Extra {
             seq: 0,
+            bseq: 0,
             local,
             topo,
             pooled,
@@ -134,7 +168,7 @@ mod ids;
 mod inter;
 mod intra;
 mod session;
-mod spawn;
+pub(crate) mod spawn;
 
 pub use dynamic::{close_port, comm_accept, comm_connect, comm_join, open_port};
 use ids::*;

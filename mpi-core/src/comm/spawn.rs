@@ -105,11 +105,7 @@ fn spawn_and_accept(cmds: &[SpawnCmd], port: &str) -> Result<madmpi_transports::
         })
         .collect();
     crate::api::with_pmi(|p| match p {
-        None => err(
-            ErrorClass::Spawn,
-            "this process was not started by a process manager (a singleton): start it with \
-             mpirun to spawn",
-        ),
+        None => singleton_spawn(&blocks),
         Some(c) => c.spawn(&blocks).map_err(|e| {
             Error::new(
                 ErrorClass::Spawn,
@@ -130,4 +126,72 @@ fn spawn_and_accept(cmds: &[SpawnCmd], port: &str) -> Result<madmpi_transports::
             ),
         ),
     }
+}
+
+/// A singleton (started without a launcher) has no process manager to ask: it starts our
+/// `mpirun` itself, as a job of the children's own, exactly as `mpirun` serves a PMI `spawn`
+/// (`launcher/src/spawn.rs`); a thread reaps that launcher when it ends.
+fn singleton_spawn(blocks: &[SpawnBlock]) -> Result<()> {
+    let mpirun = launcher_path()?;
+    let mut child = madmpi_launcher::spawn::start_with(&mpirun, blocks)
+        .map_err(|e| Error::new(ErrorClass::Spawn, e))?;
+    std::thread::Builder::new()
+        .name("madmpi-spawn-reaper".into())
+        .spawn(move || {
+            let _ = child.wait();
+        })
+        .map_err(|e| Error::new(ErrorClass::Spawn, format!("spawn: a reaper thread: {e}")))?;
+    Ok(())
+}
+
+/// Our `mpirun`, for a singleton's spawn: `MADMPI_MPIRUN` when set, else next to the object
+/// this code is in (`libmadmpi.so` in `<prefix>/lib` has it in `<prefix>/bin`; a Rust program
+/// built in the workspace has it in its own directory), else next to the executable. Never a
+/// `mpirun` from `PATH`, which may be another MPI's.
+pub(crate) fn launcher_path() -> Result<std::path::PathBuf> {
+    use std::path::{Path, PathBuf};
+    if let Some(p) = std::env::var_os("MADMPI_MPIRUN").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(obj) = object_path() {
+        dirs.extend(obj.parent().map(Path::to_path_buf));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        dirs.extend(exe.parent().map(Path::to_path_buf));
+    }
+    let tried: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|d| [d.join("mpirun"), d.join("../bin/mpirun")])
+        .collect();
+    tried.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
+        Error::new(
+            ErrorClass::Spawn,
+            format!(
+                "this process was started without a launcher (a singleton) and spawns \
+                     through madmpi's mpirun, which is not at {}: set MADMPI_MPIRUN to it",
+                tried
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        )
+    })
+}
+
+/// The file (shared library or executable) this code was loaded from.
+fn object_path() -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address and fills `info`; a function of this object is a
+    // valid address in it.
+    let found = unsafe { libc::dladdr(object_path as *const libc::c_void, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated path owned by the loader.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let p = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    std::fs::canonicalize(&p).ok().or(Some(p))
 }

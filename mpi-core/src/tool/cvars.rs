@@ -215,6 +215,21 @@ fn defs() -> Vec<Def> {
             || int(Some(crate::comm::dynamic::timeout().as_secs())),
         ),
         ro(
+            "MADMPI_MPIRUN",
+            Str,
+            "engine",
+            UserDetail,
+            "the mpirun a singleton (a process started without a launcher) starts for \
+             MPI_Comm_spawn (empty: none found)",
+            || {
+                text(
+                    crate::comm::spawn::launcher_path()
+                        .ok()
+                        .map(|p| p.display().to_string()),
+                )
+            },
+        ),
+        ro(
             "MADMPI_PACK_FLUSH",
             Int,
             "scheduler",

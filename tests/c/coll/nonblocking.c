@@ -349,9 +349,49 @@ static void persistent(void)
     free(a2r);
 }
 
+/* A non-blocking collective started by one process before a blocking one,
+ * and by the others after it (mpi4py emulates MPI_Comm_iagree this way, with
+ * MPI_Iallreduce around MPI_Barrier). The standard asks for one order, but
+ * MPICH and Open MPI keep the blocking and the non-blocking collectives apart,
+ * and so do we: each matches its own, and the non-blocking one cannot finish
+ * before every process has started it. */
+static void orders_apart(MPI_Comm comm)
+{
+    int me, n;
+    MPI_OK(MPI_Comm_rank(comm, &me));
+    MPI_OK(MPI_Comm_size(comm, &n));
+    for (int root = 0; root < n; root++) {
+        int flag = me == root ? 0xB : 0xD, in = flag, done = 0;
+        MPI_Request rq;
+        MPI_OK(MPI_Barrier(comm));
+        if (me == root) {
+            MPI_OK(MPI_Iallreduce(&in, &flag, 1, MPI_INT, MPI_BAND, comm, &rq));
+            if (n > 1) {
+                MPI_OK(MPI_Test(&rq, &done, MPI_STATUS_IGNORE));
+                CHECKF(!done, "root %d: the iallreduce finished before the others started it", root);
+            }
+            MPI_OK(MPI_Barrier(comm));
+        } else {
+            MPI_OK(MPI_Barrier(comm));
+            int b = me == (root + 1) % n ? 42 : -1;
+            MPI_OK(MPI_Bcast(&b, 1, MPI_INT, (root + 1) % n, comm));
+            CHECK(b == 42);
+            MPI_OK(MPI_Iallreduce(&in, &flag, 1, MPI_INT, MPI_BAND, comm, &rq));
+        }
+        if (me == root) {
+            int b = -1;
+            MPI_OK(MPI_Bcast(&b, 1, MPI_INT, (root + 1) % n, comm));
+            CHECK(n == 1 || b == 42);
+        }
+        MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        CHECKF(flag == (n > 1 ? 0x9 : 0xB), "root %d: flag %#x", root, flag);
+    }
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
+    orders_apart(MPI_COMM_WORLD);
     overlap();
     persistent();
     each(1);

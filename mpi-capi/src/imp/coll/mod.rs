@@ -233,7 +233,14 @@ fn issue<T: Started>(
         if mode != Mode::Blocking {
             out(req, "request")?;
         }
-        let Some(rid) = f(c)?.request() else {
+        // A blocking call's messages take the blocking collectives' tags, also where it
+        // waits for the non-blocking form here.
+        let started = if mode == Mode::Blocking {
+            madmpi::blocking_collective(|| f(c))
+        } else {
+            f(c)
+        };
+        let Some(rid) = started?.request() else {
             if mode == Mode::Blocking {
                 return Ok(());
             }
