@@ -533,6 +533,7 @@ impl Transport for Driver {
         each!(self, t => t.poll_recv_split(split, sink))
     }
 
+    #[inline]
     fn poll_lost(&mut self) -> Option<PeerId> {
         each!(self, t => t.poll_lost())
     }
