@@ -515,7 +515,7 @@ impl Transport for Driver {
         each!(self, t => t.try_send2(peer, head, body))
     }
 
-    #[inline]
+    #[inline(always)]
     fn may_have_input(&self) -> bool {
         each!(self, t => t.may_have_input())
     }

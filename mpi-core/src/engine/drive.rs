@@ -548,15 +548,19 @@ impl Engine {
         // possible input (`may_have_input`: a few loads per shm driver; TCP always says yes),
         // no pending `get`, schedule or deregistration. What `progress_work` would find.
         let st = &self.st;
-        if st.dirty.is_empty()
-            && st.gets.is_empty()
-            && st.scheds.is_empty()
-            && st.to_deregister.is_empty()
-            && !self.drv.list.iter().any(|d| d.may_have_input())
+        if !st.dirty.is_empty()
+            || !st.gets.is_empty()
+            || !st.scheds.is_empty()
+            || !st.to_deregister.is_empty()
         {
-            return Ok(false);
+            return self.progress_work();
         }
-        self.progress_work()
+        for d in &self.drv.list {
+            if d.may_have_input() {
+                return self.progress_work();
+            }
+        }
+        Ok(false)
     }
 
     /// [`Engine::progress`] past its idle test.
