@@ -515,7 +515,7 @@ impl Transport for Driver {
         each!(self, t => t.try_send2(peer, head, body))
     }
 
-    #[inline]
+    #[inline(always)]
     fn may_have_input(&self) -> bool {
         each!(self, t => t.may_have_input())
     }
@@ -533,6 +533,7 @@ impl Transport for Driver {
         each!(self, t => t.poll_recv_split(split, sink))
     }
 
+    #[inline]
     fn poll_lost(&mut self) -> Option<PeerId> {
         each!(self, t => t.poll_lost())
     }

@@ -352,8 +352,8 @@ impl State {
     /// Eager payload straight from the packet into a posted receive (no intermediate copy).
     /// An eager message (`payload`, from `src` with `tag`, arrived from world rank `peer`)
     /// matched by the posted receive `rid`. (A synchronous sender's acknowledgement is the
-    /// caller's.)
-    #[inline]
+    /// caller's.) Always inlined: it runs for every eager chunk a posted receive takes.
+    #[inline(always)]
     pub(super) fn deliver_eager(
         &mut self,
         rid: RequestId,

@@ -685,6 +685,26 @@ impl Transport for ShmTransport {
         }
         self.push_record(peer, len, |p, from| p.try_push(iov, len, from))
     }
+    /// The idle test of [`poll_recv`](Self::poll_recv) alone, so that the engine's progress
+    /// loop skips an idle driver without the poll and the `poll_lost` after it: help asked
+    /// for, rings still to adopt, and (with the doorbell) a ring since the last complete scan
+    /// or (without) a record at the head of some ring.
+    #[inline]
+    fn may_have_input(&self) -> bool {
+        if !self.helps.is_empty() || self.adopted_count < self.claimable {
+            return true;
+        }
+        if self.doorbell {
+            // SAFETY: the slot lies in the mapping owned by `self.seg`.
+            let bell = unsafe { self.my_slot.as_ref() }
+                .doorbell
+                .0
+                .load(Ordering::Acquire);
+            return bell != self.seen;
+        }
+        self.rx.iter().any(|r| r.cons.pending())
+    }
+
     /// An idle poll (nothing in any ring) is a few loads and no call: with the doorbell,
     /// whether it rang since the last complete scan (a ring left non-empty keeps that scan
     /// incomplete); without, whether a record waits at the head of some ring.

@@ -250,3 +250,57 @@ fn inbox_lock_of_a_live_sender_is_not_taken_over() {
     let r = node.t[2].try_send(PeerId(10), &[IoSlice::new(b"x")]);
     assert!(matches!(r, Ok(SendOutcome::Done)), "{r:?}");
 }
+
+/// `may_have_input` (the engine's idle test, which skips the poll when false) is true whenever
+/// a record waits, whichever way it came (pair ring from the start, claimed pair ring, inbox;
+/// with and without the doorbell), and false again once everything was delivered.
+#[test]
+fn may_have_input_sees_every_waiting_record() {
+    for doorbell in [false, true] {
+        // 3 ranks, 8 pair rings: every pair has its ring; 6 ranks, 2 pair rings: claimed
+        // rings and the inbox; 4 ranks, no pair ring: the inbox only.
+        for (n, pairs) in [(3, 8), (6, 2), (4, 0)] {
+            let mut node = node(n, pairs, doorbell);
+            let dst = 0;
+            let drain = |t: &mut ShmTransport| {
+                let mut got = 0;
+                for _ in 0..8 {
+                    got += t.poll_recv(&mut |_, _| {}).expect("poll");
+                }
+                got
+            };
+            drain(&mut node.t[dst]);
+            let t = &node.t[dst];
+            assert!(
+                t.claimable > 0 || !t.may_have_input(),
+                "idle after draining ({n} ranks, {pairs} pair rings, doorbell {doorbell})"
+            );
+            for s in 1..n {
+                let rec = [s as u8; 24];
+                let sent = node.t[s]
+                    .try_send(PeerId(10 + dst as u32), &[IoSlice::new(&rec)])
+                    .expect("send");
+                assert_eq!(sent, SendOutcome::Done);
+                assert!(
+                    node.t[dst].may_have_input(),
+                    "a record from {s} waits ({n} ranks, {pairs} pair rings, doorbell {doorbell})"
+                );
+                let mut got = Vec::new();
+                // (A claimed ring is adopted by the poll that finds its owner written.)
+                for _ in 0..8 {
+                    node.t[dst]
+                        .poll_recv(&mut |p, b| got.push((p, b.to_vec())))
+                        .expect("poll");
+                }
+                assert_eq!(got, vec![(PeerId(10 + s as u32), rec.to_vec())]);
+                // (Pair rings not yet claimed keep the poll looking for their owner.)
+                let t = &node.t[dst];
+                assert_eq!(t.may_have_input(), t.adopted_count < t.claimable);
+                assert!(
+                    t.adopted_count < t.claimable || !t.may_have_input(),
+                    "idle once delivered ({n} ranks, {pairs} pair rings, doorbell {doorbell})"
+                );
+            }
+        }
+    }
+}
