@@ -119,6 +119,28 @@ fn name_service_under_hydra() {
     examples_under_hydra("tests/c/dpm/names.c", &[], "OK names");
 }
 
+/// MPI_Comm_spawn and MPI_Comm_spawn_multiple through Hydra's PMI-1 `spawn`: Hydra starts the
+/// children and puts the parents' port (preput as `PARENT_ROOT_PORT_NAME`) in their KVS, where
+/// their MPI_Init finds it. Hydra accepts a spawn of a missing program and only its proxy
+/// fails to start it, so that part of `spawn.c` ends with MPI_ERR_SPAWN after
+/// `MADMPI_DPM_TIMEOUT`.
+#[test]
+fn spawn_under_hydra() {
+    let _one = serial();
+    let Some(h) = hydra("spawn_under_hydra") else {
+        return;
+    };
+    let o = under_hydra(
+        &h,
+        &[],
+        "tests/c/dpm/spawn.c",
+        &[],
+        &[("MADMPI_DPM_TIMEOUT", "15")],
+    );
+    println!("spawn under Hydra: {:.2?}", o.elapsed);
+    check(&o, "OK spawn", "spawn under Hydra");
+}
+
 #[test]
 fn tcp_secret_comes_from_rank_0_through_the_kvs() {
     let _one = serial();
