@@ -254,6 +254,39 @@ pub unsafe fn apply_basic(
     Ok(())
 }
 
+/// A kernel of [`apply_basic`] for one basic type: `io = a op io` over `n` packed elements.
+pub(crate) type Kernel = unsafe fn(BuiltinOp, usize, *const u8, *mut u8);
+
+/// The kernel [`apply_basic`] runs for `op` on `b`, resolved once (for callers that apply the
+/// same operation often, to few elements: the one-sided fast path): the integer, byte and
+/// `float`/`double` kernels; `None` for every other case (and for an operation not defined on
+/// `b`), which [`apply_basic`] itself serves.
+pub(crate) fn kernel(op: BuiltinOp, b: Basic) -> Option<Kernel> {
+    if !op.supports(b) || !available(op, b) || matches!(op, BuiltinOp::NoOp | BuiltinOp::Replace) {
+        return None;
+    }
+    let int = |size: usize, signed: bool| -> Option<Kernel> {
+        Some(match (size, signed) {
+            (1, true) => int_op::<i8>,
+            (1, false) => int_op::<u8>,
+            (2, true) => int_op::<i16>,
+            (2, false) => int_op::<u16>,
+            (4, true) => int_op::<i32>,
+            (4, false) => int_op::<u32>,
+            (8, true) => int_op::<i64>,
+            (8, false) => int_op::<u64>,
+            _ => return None,
+        })
+    };
+    match kind(b) {
+        Kind::Int { size, signed, .. } => int(size, signed),
+        Kind::Byte => int(1, false),
+        Kind::Float(Fl::F32) => Some(float_op::<f32>),
+        Kind::Float(Fl::F64) => Some(float_op::<f64>),
+        _ => None,
+    }
+}
+
 /// C `long double` arithmetic: the x87 80-bit format on x86-64 (through the FPU, so results are
 /// exactly those of C), `double` where `long double` is a double.
 pub(super) mod ld {

@@ -28,7 +28,7 @@
 mod atomic;
 mod ops;
 
-pub(crate) use ops::issue;
+pub(crate) use ops::{acc_run, cas_run, issue, Class};
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
