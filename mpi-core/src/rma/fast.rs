@@ -42,7 +42,7 @@ pub struct Run<'a> {
 impl Run<'_> {
     /// The run's bytes, when its elements are one run of memory starting at `ptr` (a
     /// contiguous predefined type).
-    #[inline]
+    #[inline(always)]
     fn bytes(&self) -> Option<usize> {
         if !self.dt.is_contiguous() || self.dt.lb() != 0 {
             return None;
@@ -183,15 +183,13 @@ pub unsafe fn acc_now(
     let n = tgt.bytes()?;
     let noop = op == BuiltinOp::NoOp;
     let c = class(op, b)?;
-    if (!noop && (origin.dt.as_basic() != Some(b) || origin.count != tgt.count))
-        || (!noop && origin.bytes().is_none())
-    {
+    // (The origin and the result hold the target's basic type, predefined: their elements
+    // are as contiguous as the target's, and as many bytes.)
+    if !noop && (origin.dt.as_basic() != Some(b) || origin.count != tgt.count) {
         return None;
     }
     let old = match result {
-        Some(r) if r.dt.as_basic() == Some(b) && r.count == tgt.count && r.bytes().is_some() => {
-            r.ptr
-        }
+        Some(r) if r.dt.as_basic() == Some(b) && r.count == tgt.count => r.ptr,
         Some(_) => return None,
         None => std::ptr::null_mut(),
     };
