@@ -22,6 +22,7 @@ macro_rules! word_ops {
         /// # Safety
         /// `tp` is aligned and holds `n` elements in shared memory that only atomic
         /// operations touch concurrently; `src` and `old` hold `n` elements each.
+        #[allow(clippy::too_many_arguments)]
         unsafe fn $run(
             op: BuiltinOp,
             b: Basic,
@@ -122,6 +123,7 @@ pub(super) fn atomic_at(es: usize, p: *const u8) -> bool {
 ///
 /// # Safety
 /// As `run32`.
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn run(
     op: BuiltinOp,
     b: Basic,
