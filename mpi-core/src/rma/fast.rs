@@ -285,3 +285,24 @@ pub fn flush_now(w: WinId, rank: Option<i32>) -> bool {
     })
     .is_some()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The class table is indexed by `op as usize`: the declaration order of the operations
+    /// must be `BuiltinOp::ALL`'s. And it says what the general path's check says.
+    #[test]
+    fn class_table_follows_the_general_check() {
+        for (i, &op) in BuiltinOp::ALL.iter().enumerate() {
+            assert_eq!(op as usize, i, "{op:?}");
+            for &b in &Basic::ALL {
+                let ok = ReduceOp::Builtin(op).check(&Datatype::basic(b)).is_ok();
+                assert_eq!(class(op, b).is_some(), ok, "{op:?} on {b:?}");
+                if let Some(c) = class(op, b) {
+                    assert_eq!(c.native, direct::is_native(op, b), "{op:?} on {b:?}");
+                }
+            }
+        }
+    }
+}

@@ -28,6 +28,8 @@
 mod atomic;
 mod ops;
 
+#[cfg(test)]
+pub(crate) use ops::is_native;
 pub(crate) use ops::{acc_run, cas_run, issue, Class};
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
