@@ -33,6 +33,16 @@
 //!   origin's own part with a strided target type, get-accumulate, fetch-and-op and
 //!   compare-and-swap.
 //!
+//! - `fast`: the fast path of the direct path (contiguous predefined types, done in the call)
+//!   next to the general path on one window: byte checks of puts and gets of 1 to 4096 bytes
+//!   at odd displacements, a put overlapping its origin; concurrent accumulates from every rank
+//!   mixing fast-path and general-path calls (derived types, request-based forms) on the same
+//!   elements (atomic instructions and the accumulate lock), fetch-and-op tickets from both
+//!   paths all distinct, MPI_NO_OP reads with a NULL origin, compare-and-swap on aligned and
+//!   misaligned elements; every error class through the fast path's calls; on
+//!   MPI_Win_allocate, MPI_Win_allocate_shared and MPI_Win_create windows, in owner mode and
+//!   at MPI_THREAD_MULTIPLE.
+//!
 //! Windows made by MPI_Win_allocate[_shared] take the direct path on one node by default (and
 //! puts and gets to MPI_Win_create windows cross-memory attach); the TCP and `aggreg` runs,
 //! and those named `messages`, set `MADMPI_RMA_DIRECT=0` (neither) to keep the
@@ -281,4 +291,28 @@ fn large_messages_3() {
 #[test]
 fn large_tcp_3() {
     ok_tcp("large", 3);
+}
+
+#[test]
+fn fast_1() {
+    ok("fast", 1);
+}
+
+#[test]
+fn fast_3() {
+    ok("fast", 3);
+}
+
+/// At MPI_THREAD_MULTIPLE: the fast path takes the engine lock instead of owner mode.
+#[test]
+fn fast_multiple_4() {
+    let out = job("fast", 4).args(&["multiple"]).run();
+    clean(&out, "fast");
+}
+
+/// The same program on the active-message path (no fast path at all): the results the fast
+/// path must give.
+#[test]
+fn fast_messages_3() {
+    ok_messages("fast", 3);
 }

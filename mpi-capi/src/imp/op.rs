@@ -28,7 +28,8 @@ struct UserOp {
 static OPS: Mutex<Table<UserOp>> = const_mutex(Table::new(Kind::Op));
 
 /// The predefined operation of a handle value.
-fn builtin(h: usize) -> Option<BuiltinOp> {
+#[inline]
+pub(crate) fn builtin(h: usize) -> Option<BuiltinOp> {
     use BuiltinOp::*;
     Some(match h {
         0x21 => Sum,

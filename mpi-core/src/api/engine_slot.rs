@@ -160,6 +160,29 @@ pub(super) fn with_owned<T>(f: impl FnOnce(&mut Engine) -> Option<T>) -> Option<
     unsafe { &mut *c.engine.get() }.as_mut().and_then(f)
 }
 
+/// Run `f` on the engine, alone, by either way in (owner mode or the lock, see
+/// [`EngineCell`]); `None`, having done nothing, when the call may not reach the engine (MPI not
+/// running, another thread in owner mode, a re-entrant call) or when `f` says `None`: for the
+/// fast paths of calls whose checked path reports every error. Tool events are not delivered
+/// here: a fast path queues none.
+#[inline(always)]
+pub(crate) fn with_now<T>(f: impl FnOnce(&mut Engine) -> Option<T>) -> Option<T> {
+    let c = &ENGINE;
+    if c.owned.load(Ordering::Relaxed) {
+        // Owner mode, inline (as `with_owned`): the owner thread, not re-entered.
+        if c.held.load(Ordering::Relaxed) || !is_owner() {
+            return None;
+        }
+        c.held.store(true, Ordering::Relaxed);
+        let _c = Clear(&c.held);
+        // SAFETY: as in `with_slot`.
+        return unsafe { &mut *c.engine.get() }.as_mut().and_then(f);
+    }
+    with_slot(|slot| Ok(slot.as_mut().and_then(f)))
+        .ok()
+        .flatten()
+}
+
 /// Run `f` on the engine, alone (see [`EngineCell`]).
 #[inline]
 pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {

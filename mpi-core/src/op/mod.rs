@@ -34,6 +34,7 @@ use crate::error::{err, Error, ErrorClass, Result};
 
 pub(crate) use buffer::AlignedBuf;
 pub use builtin::apply_basic;
+pub(crate) use builtin::{kernel, Kernel};
 pub use fortran_bool::{fortran_booleans, set_fortran_booleans};
 pub(crate) use kind::is_integer;
 use kind::{available, kind, Kind};

@@ -23,10 +23,12 @@
 //! answers), `target` (applying operations, the lock of a window), `sync` (fence, locks,
 //! post/start/complete/wait, flushes), `window` (creation and freeing, the queries),
 //! `shared` (shared-memory windows and the node-wide segment), `direct` (the direct path),
-//! `cma` (puts and gets to `MPI_Win_create` windows on this host by cross-memory attach).
+//! `cma` (puts and gets to `MPI_Win_create` windows on this host by cross-memory attach),
+//! `fast` (the direct path's fast path: calls on contiguous predefined types done at once).
 
 mod cma;
 mod direct;
+mod fast;
 mod origin;
 mod shared;
 mod sync;
@@ -44,6 +46,7 @@ use crate::op::{AlignedBuf, BuiltinOp};
 use crate::request::RequestId;
 use crate::CommId;
 
+pub use fast::{acc_now, cas_now, flush_now, get_now, put_now, Run};
 pub use origin::{rma, Call, Local, Remote};
 pub use shared::{win_allocate_shared, win_shared_query};
 pub use sync::{

@@ -13,7 +13,7 @@ use madmpi::{BuiltinOp, Datatype, ErrorClass};
 
 use super::super::common::*;
 use super::super::op::op as op_arg;
-use super::{finish_win, win, win_name};
+use super::{fast, finish_win, win, win_name};
 use crate::abi::*;
 use crate::handles;
 
@@ -100,6 +100,16 @@ pub unsafe fn MPI_Put(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
+    if let (Some(id), Some(o), Some(t)) = (
+        fast::win_live(win),
+        fast::run(origin_addr, i64::from(origin_count), origin_datatype),
+        fast::target(i64::from(target_count), target_datatype),
+    ) {
+        // SAFETY: the origin buffer holds its elements (the caller's contract).
+        if unsafe { rma::put_now(id, o, target_rank, target_disp as i64, t) } {
+            return MPI_SUCCESS;
+        }
+    }
     issue("MPI_Put", win, std::ptr::null_mut(), || {
         Ok(Call::Put(
             local(origin_addr, i64::from(origin_count), origin_datatype)?,
@@ -123,6 +133,16 @@ pub unsafe fn MPI_Put_c(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
+    if let (Some(id), Some(o), Some(t)) = (
+        fast::win_live(win),
+        fast::run(origin_addr, origin_count, origin_datatype),
+        fast::target(target_count, target_datatype),
+    ) {
+        // SAFETY: the origin buffer holds its elements (the caller's contract).
+        if unsafe { rma::put_now(id, o, target_rank, target_disp as i64, t) } {
+            return MPI_SUCCESS;
+        }
+    }
     issue("MPI_Put_c", win, std::ptr::null_mut(), || {
         Ok(Call::Put(
             local(origin_addr, origin_count, origin_datatype)?,
@@ -198,6 +218,16 @@ pub unsafe fn MPI_Get(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
+    if let (Some(id), Some(o), Some(t)) = (
+        fast::win_live(win),
+        fast::run(origin_addr, i64::from(origin_count), origin_datatype),
+        fast::target(i64::from(target_count), target_datatype),
+    ) {
+        // SAFETY: the origin buffer holds its elements (the caller's contract).
+        if unsafe { rma::get_now(id, o, target_rank, target_disp as i64, t) } {
+            return MPI_SUCCESS;
+        }
+    }
     issue("MPI_Get", win, std::ptr::null_mut(), || {
         Ok(Call::Get(
             local(
@@ -225,6 +255,16 @@ pub unsafe fn MPI_Get_c(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
+    if let (Some(id), Some(o), Some(t)) = (
+        fast::win_live(win),
+        fast::run(origin_addr, origin_count, origin_datatype),
+        fast::target(target_count, target_datatype),
+    ) {
+        // SAFETY: the origin buffer holds its elements (the caller's contract).
+        if unsafe { rma::get_now(id, o, target_rank, target_disp as i64, t) } {
+            return MPI_SUCCESS;
+        }
+    }
     issue("MPI_Get_c", win, std::ptr::null_mut(), || {
         Ok(Call::Get(
             local(origin_addr as *const c_void, origin_count, origin_datatype)?,
@@ -305,6 +345,18 @@ pub unsafe fn MPI_Accumulate(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
+    if let (Some(id), Some(o), Some(t), Some(b)) = (
+        fast::win_live(win),
+        fast::run(origin_addr, i64::from(origin_count), origin_datatype),
+        fast::target(i64::from(target_count), target_datatype),
+        fast::op(op),
+    ) {
+        // SAFETY: the origin buffer holds its elements (the caller's contract).
+        if let Some(r) = unsafe { rma::acc_now(id, o, None, target_rank, target_disp as i64, t, b) }
+        {
+            return finish_win(win, r, &|| format!("MPI_Accumulate(win={})", win_name(win)));
+        }
+    }
     issue("MPI_Accumulate", win, std::ptr::null_mut(), || {
         Ok(Call::Acc(
             local(origin_addr, i64::from(origin_count), origin_datatype)?,
@@ -330,6 +382,20 @@ pub unsafe fn MPI_Accumulate_c(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
+    if let (Some(id), Some(o), Some(t), Some(b)) = (
+        fast::win_live(win),
+        fast::run(origin_addr, origin_count, origin_datatype),
+        fast::target(target_count, target_datatype),
+        fast::op(op),
+    ) {
+        // SAFETY: the origin buffer holds its elements (the caller's contract).
+        if let Some(r) = unsafe { rma::acc_now(id, o, None, target_rank, target_disp as i64, t, b) }
+        {
+            return finish_win(win, r, &|| {
+                format!("MPI_Accumulate_c(win={})", win_name(win))
+            });
+        }
+    }
     issue("MPI_Accumulate_c", win, std::ptr::null_mut(), || {
         Ok(Call::Acc(
             local(origin_addr, origin_count, origin_datatype)?,
@@ -414,6 +480,28 @@ pub unsafe fn MPI_Get_accumulate(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
+    if let (Some(id), Some(r), Some(t), Some(b)) = (
+        fast::win_live(win),
+        fast::run(result_addr, i64::from(result_count), result_datatype),
+        fast::target(i64::from(target_count), target_datatype),
+        fast::op(op),
+    ) {
+        // (The origin is not read with MPI_NO_OP: any arguments do.)
+        let o = match b {
+            BuiltinOp::NoOp => Some(t),
+            _ => fast::run(origin_addr, i64::from(origin_count), origin_datatype),
+        };
+        if let Some(o) = o {
+            // SAFETY: the buffers hold their elements (the caller's contract).
+            let done =
+                unsafe { rma::acc_now(id, o, Some(r), target_rank, target_disp as i64, t, b) };
+            if let Some(r) = done {
+                return finish_win(win, r, &|| {
+                    format!("MPI_Get_accumulate(win={})", win_name(win))
+                });
+            }
+        }
+    }
     issue("MPI_Get_accumulate", win, std::ptr::null_mut(), || {
         Ok({
             let b = builtin(op, target_datatype)?;
@@ -455,6 +543,28 @@ pub unsafe fn MPI_Get_accumulate_c(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
+    if let (Some(id), Some(r), Some(t), Some(b)) = (
+        fast::win_live(win),
+        fast::run(result_addr, result_count, result_datatype),
+        fast::target(target_count, target_datatype),
+        fast::op(op),
+    ) {
+        // (The origin is not read with MPI_NO_OP: any arguments do.)
+        let o = match b {
+            BuiltinOp::NoOp => Some(t),
+            _ => fast::run(origin_addr, origin_count, origin_datatype),
+        };
+        if let Some(o) = o {
+            // SAFETY: the buffers hold their elements (the caller's contract).
+            let done =
+                unsafe { rma::acc_now(id, o, Some(r), target_rank, target_disp as i64, t, b) };
+            if let Some(r) = done {
+                return finish_win(win, r, &|| {
+                    format!("MPI_Get_accumulate_c(win={})", win_name(win))
+                });
+            }
+        }
+    }
     issue("MPI_Get_accumulate_c", win, std::ptr::null_mut(), || {
         Ok({
             let b = builtin(op, target_datatype)?;
@@ -579,6 +689,28 @@ pub unsafe fn MPI_Fetch_and_op(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
+    if let (Some(id), Some(r), Some(t), Some(b)) = (
+        fast::win_live(win),
+        fast::run(result_addr, 1, datatype),
+        fast::target(1, datatype),
+        fast::op(op),
+    ) {
+        // (The origin is not read with MPI_NO_OP: any pointer does.)
+        let o = match b {
+            BuiltinOp::NoOp => Some(t),
+            _ => fast::run(origin_addr, 1, datatype),
+        };
+        if let Some(o) = o {
+            // SAFETY: the buffers hold one element each (the caller's contract).
+            let done =
+                unsafe { rma::acc_now(id, o, Some(r), target_rank, target_disp as i64, t, b) };
+            if let Some(r) = done {
+                return finish_win(win, r, &|| {
+                    format!("MPI_Fetch_and_op(win={})", win_name(win))
+                });
+            }
+        }
+    }
     issue("MPI_Fetch_and_op", win, std::ptr::null_mut(), || {
         let b = builtin(op, datatype)?;
         let origin = if b == BuiltinOp::NoOp {
@@ -608,6 +740,28 @@ pub unsafe fn MPI_Compare_and_swap(
     target_disp: MPI_Aint,
     win: MPI_Win,
 ) -> c_int {
+    if let (Some(id), Some(r), Some(c), Some(o)) = (
+        fast::win_live(win),
+        fast::run(result_addr, 1, datatype),
+        fast::run(compare_addr, 1, datatype),
+        fast::run(origin_addr, 1, datatype),
+    ) {
+        // SAFETY: the buffers hold one element each (the caller's contract).
+        let done = unsafe {
+            rma::cas_now(
+                id,
+                o.ptr,
+                c.ptr,
+                r.ptr,
+                r.dt,
+                target_rank,
+                target_disp as i64,
+            )
+        };
+        if done.is_some() {
+            return MPI_SUCCESS;
+        }
+    }
     issue("MPI_Compare_and_swap", win, std::ptr::null_mut(), || {
         let t = dt(datatype)?;
         check_buf(origin_addr, 1, &t)?;

@@ -8,7 +8,7 @@ use madmpi::ErrorClass;
 
 use super::super::common::*;
 use super::super::group::group;
-use super::{call_of, finish_win, win};
+use super::{call_of, fast, finish_win, win};
 use crate::abi::*;
 
 fn done(name: &'static str, w: MPI_Win, r: R<()>) -> c_int {
@@ -55,21 +55,33 @@ pub unsafe fn MPI_Win_unlock_all(win_: MPI_Win) -> c_int {
 }
 
 pub unsafe fn MPI_Win_flush(rank: c_int, win_: MPI_Win) -> c_int {
+    if fast::win_live(win_).is_some_and(|id| rma::flush_now(id, Some(rank))) {
+        return MPI_SUCCESS;
+    }
     let r = running().and_then(|_| rma::win_flush(rank, win(win_)?));
     done("MPI_Win_flush", win_, r)
 }
 
 pub unsafe fn MPI_Win_flush_local(rank: c_int, win_: MPI_Win) -> c_int {
+    if fast::win_live(win_).is_some_and(|id| rma::flush_now(id, Some(rank))) {
+        return MPI_SUCCESS;
+    }
     let r = running().and_then(|_| rma::win_flush(rank, win(win_)?));
     done("MPI_Win_flush_local", win_, r)
 }
 
 pub unsafe fn MPI_Win_flush_all(win_: MPI_Win) -> c_int {
+    if fast::win_live(win_).is_some_and(|id| rma::flush_now(id, None)) {
+        return MPI_SUCCESS;
+    }
     let r = running().and_then(|_| rma::win_flush_all(win(win_)?));
     done("MPI_Win_flush_all", win_, r)
 }
 
 pub unsafe fn MPI_Win_flush_local_all(win_: MPI_Win) -> c_int {
+    if fast::win_live(win_).is_some_and(|id| rma::flush_now(id, None)) {
+        return MPI_SUCCESS;
+    }
     let r = running().and_then(|_| rma::win_flush_all(win(win_)?));
     done("MPI_Win_flush_local_all", win_, r)
 }

@@ -11,16 +11,18 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use madmpi_datatypes::Basic;
 
 use crate::error::Result;
-use crate::op::{apply_basic, is_integer, BuiltinOp};
+use crate::op::{apply_basic, BuiltinOp};
 
 macro_rules! word_ops {
     ($run:ident, $cas:ident, $t:ty, $a:ty) => {
         /// `n` elements at `tp` (aligned) `= src op tp`; the previous values to `old` (when
-        /// not null, unaligned); `src` may be null for MPI_NO_OP.
+        /// not null, unaligned); `src` may be null for MPI_NO_OP. `native`: the operation is
+        /// one instruction on `b` (`ops::is_native`).
         ///
         /// # Safety
         /// `tp` is aligned and holds `n` elements in shared memory that only atomic
         /// operations touch concurrently; `src` and `old` hold `n` elements each.
+        #[allow(clippy::too_many_arguments)]
         unsafe fn $run(
             op: BuiltinOp,
             b: Basic,
@@ -28,9 +30,10 @@ macro_rules! word_ops {
             n: usize,
             src: *const u8,
             old: *mut u8,
+            native: bool,
         ) -> Result<()> {
             const ES: usize = std::mem::size_of::<$t>();
-            let int = is_integer(b);
+            let int = native;
             for i in 0..n {
                 // SAFETY: aligned, in the mapping (caller).
                 let a = unsafe { &*(tp.add(i * ES) as *const $a) };
@@ -114,10 +117,13 @@ pub(super) fn atomic_at(es: usize, p: *const u8) -> bool {
     (es == 4 || es == 8) && (p as usize).is_multiple_of(es)
 }
 
-/// `n` elements of `es` bytes (4 or 8, [`atomic_at`]) at `tp`: see `run32`.
+/// `n` elements of `es` bytes (4 or 8, [`atomic_at`]) at `tp`: see `run32`. `native`: the
+/// operation is one instruction on `b` (`ops::is_native`: replace, integer sum and bit
+/// operations); other operations run as compare-and-swap loops.
 ///
 /// # Safety
 /// As `run32`.
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn run(
     op: BuiltinOp,
     b: Basic,
@@ -126,13 +132,14 @@ pub(super) unsafe fn run(
     n: usize,
     src: *const u8,
     old: *mut u8,
+    native: bool,
 ) -> Result<()> {
     // SAFETY: forwarded.
     unsafe {
         if es == 4 {
-            run32(op, b, tp, n, src, old)
+            run32(op, b, tp, n, src, old, native)
         } else {
-            run64(op, b, tp, n, src, old)
+            run64(op, b, tp, n, src, old, native)
         }
     }
 }
@@ -185,6 +192,7 @@ mod tests {
                     4,
                     src.as_ptr().cast(),
                     old.as_mut_ptr().cast(),
+                    super::super::ops::is_native(op, Basic::Int),
                 )
                 .unwrap()
             };
@@ -203,6 +211,7 @@ mod tests {
                 2,
                 s.as_ptr().cast(),
                 std::ptr::null_mut(),
+                false,
             )
             .unwrap()
         };

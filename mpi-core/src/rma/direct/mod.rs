@@ -28,7 +28,9 @@
 mod atomic;
 mod ops;
 
-pub(crate) use ops::issue;
+#[cfg(test)]
+pub(crate) use ops::is_native;
+pub(crate) use ops::{acc_run, cas_run, issue, Class};
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -149,9 +151,23 @@ impl Direct {
     /// report the death: so, once yielding, every [`HOLDER_CHECK`] rounds the waiter checks
     /// that the holder's process still exists, and takes the lock over from a dead one (the
     /// elements it was updating are left as it left them).
+    #[inline]
     pub(crate) fn acc_lock(&self, t: usize, me: i32) {
         let s = self.slot(t);
         let mine = me as u32 + 1;
+        // Free, most of the time: one compare-and-swap.
+        if s.acc
+            .compare_exchange(0, mine, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.acc_lock_wait(s, mine);
+        }
+    }
+
+    /// [`Direct::acc_lock`] when the lock was not free at once.
+    #[cold]
+    #[inline(never)]
+    fn acc_lock_wait(&self, s: &Slot, mine: u32) {
         let mut b = Backoff::new();
         let mut rounds = 0u32;
         loop {

@@ -13,12 +13,12 @@
 //! (`accumulate_ops` = `same_op_no_op`, the default). Every operation is complete at the
 //! target when `issue` returns.
 
-use madmpi_datatypes::Datatype;
+use madmpi_datatypes::{Basic, Datatype};
 
 use super::atomic::{self, atomic_at};
 use super::Direct;
 use crate::error::Result;
-use crate::op::{apply_basic, is_integer, BuiltinOp};
+use crate::op::{apply_basic, is_integer, kernel, BuiltinOp, Kernel};
 use crate::rma::origin::{source, Plan, Remote};
 use crate::rma::wire::Sub;
 
@@ -180,13 +180,7 @@ unsafe fn accumulate(d: &Direct, me: i32, p: &Plan, target: usize, part: *mut u8
     // The operations one atomic instruction does; the others (and MPI_NO_OP, so that its
     // reads are ordered with them) hold the accumulate lock and run the reduction kernels in
     // place. (A compare-and-swap is one element: atomic when it is one aligned run.)
-    let native = p.sub == Sub::Cas
-        || p.op == BuiltinOp::Replace
-        || (is_integer(b)
-            && matches!(
-                p.op,
-                BuiltinOp::Sum | BuiltinOp::Band | BuiltinOp::Bor | BuiltinOp::Bxor
-            ));
+    let native = p.sub == Sub::Cas || is_native(p.op, b);
     let lock = !(atomic_kind && aligned && native && (p.sub != Sub::Cas || segs == 1));
     let slot = d.slot(target);
     if lock {
@@ -222,7 +216,7 @@ unsafe fn accumulate(d: &Direct, me: i32, p: &Plan, target: usize, part: *mut u8
             // only ever touched under the accumulate lock (held: `lock` is set).
             r = unsafe {
                 if atomic_at(es, tp) && (native || p.op == BuiltinOp::NoOp) {
-                    atomic::run(p.op, b, es, tp, len / es, src_at(at), old.at(at))
+                    atomic::run(p.op, b, es, tp, len / es, src_at(at), old.at(at), native)
                 } else {
                     plain(p.op, b, es, tp, len, src_at(at), old.at(at))
                 }
@@ -258,6 +252,126 @@ unsafe fn accumulate(d: &Direct, me: i32, p: &Plan, target: usize, part: *mut u8
     Ok(swapped)
 }
 
+/// Whether `op` on elements of `b` is one atomic instruction (where the element is 4 or 8 bytes
+/// at an aligned address): replace, and the integer sum and bit operations. (Compare-and-swap
+/// is too.) Every path of the window decides with this: an element's accumulates with one
+/// operation always meet in one place.
+#[inline]
+pub(crate) fn is_native(op: BuiltinOp, b: Basic) -> bool {
+    op == BuiltinOp::Replace
+        || (matches!(
+            op,
+            BuiltinOp::Sum | BuiltinOp::Band | BuiltinOp::Bor | BuiltinOp::Bxor
+        ) && is_integer(b))
+}
+
+/// How accumulates apply an operation to a basic type, resolved once (the fast path keeps a
+/// table of them).
+#[derive(Clone, Copy)]
+pub(crate) struct Class {
+    /// One atomic instruction per aligned element of 4 or 8 bytes ([`is_native`]).
+    pub native: bool,
+    /// The reduction kernel, when resolved ([`kernel`]; else `apply_basic` dispatches).
+    pub kernel: Option<Kernel>,
+}
+
+impl Class {
+    pub(crate) fn of(op: BuiltinOp, b: Basic) -> Class {
+        Class {
+            native: is_native(op, b),
+            kernel: kernel(op, b),
+        }
+    }
+}
+
+/// An accumulate (or get-accumulate, fetch-and-op: `old` not null) of origin `me` on `n`
+/// elements of `b` (`es` bytes each) that are one run of memory at `tp` in member `target`'s
+/// part, from the packed `src` (null for MPI_NO_OP), `c` being `Class::of(op, b)`: the fast
+/// path's form of [`accumulate`], deciding as it does for a run of whole elements. Aligned
+/// elements of 4 or 8 bytes with a native operation: atomic instructions, no lock; anything
+/// else under the target's accumulate lock, where aligned elements read by MPI_NO_OP are still
+/// loaded atomically.
+///
+/// # Safety
+/// `tp` holds `n` elements in the part (range checked); `src` and `old` hold `n` elements
+/// each (or are null).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn acc_run(
+    d: &Direct,
+    me: i32,
+    target: usize,
+    op: BuiltinOp,
+    b: Basic,
+    c: Class,
+    es: usize,
+    tp: *mut u8,
+    n: usize,
+    src: *const u8,
+    old: *mut u8,
+) -> Result<()> {
+    let aligned = atomic_at(es, tp);
+    if aligned && c.native {
+        // SAFETY: the caller's; aligned elements of 4 or 8 bytes.
+        return unsafe { atomic::run(op, b, es, tp, n, src, old, true) };
+    }
+    d.acc_lock(target, me);
+    // SAFETY: the caller's; under the accumulate lock.
+    let r = unsafe {
+        if aligned && op == BuiltinOp::NoOp {
+            atomic::run(op, b, es, tp, n, src, old, false)
+        } else if let (Some(k), false) = (c.kernel, src.is_null()) {
+            if !old.is_null() {
+                std::ptr::copy_nonoverlapping(tp, old, n * es);
+            }
+            k(op, n, src, tp);
+            Ok(())
+        } else {
+            plain(op, b, es, tp, n * es, src, old)
+        }
+    };
+    d.slot(target).acc_unlock();
+    r
+}
+
+/// Compare-and-swap of origin `me` on one element of `es` bytes at `tp` in member `target`'s
+/// part (the fast path's form of [`accumulate`]'s): one atomic instruction when it is 4 or 8
+/// bytes at an aligned address, else under the accumulate lock. Whether it swapped.
+///
+/// # Safety
+/// `tp` holds the element in the part; `new`, `cmp` and `old` hold one element each.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn cas_run(
+    d: &Direct,
+    me: i32,
+    target: usize,
+    es: usize,
+    tp: *mut u8,
+    new: *const u8,
+    cmp: *const u8,
+    old: *mut u8,
+) -> bool {
+    if atomic_at(es, tp) {
+        // SAFETY: the caller's; one aligned element of 4 or 8 bytes.
+        return unsafe { atomic::cas(es, tp, new, cmp, old) };
+    }
+    d.acc_lock(target, me);
+    // SAFETY: the caller's; under the accumulate lock. (`old` may alias `cmp` or `new`: the
+    // values are compared and copied from a temporary.)
+    let swapped = unsafe {
+        let mut cur = [0u8; 32];
+        let cur = &mut cur[..es.min(32)];
+        std::ptr::copy_nonoverlapping(tp, cur.as_mut_ptr(), cur.len());
+        let swapped = std::slice::from_raw_parts(cmp, cur.len()) == &cur[..];
+        if swapped {
+            std::ptr::copy(new, tp, cur.len());
+        }
+        std::ptr::copy(cur.as_ptr(), old, cur.len());
+        swapped
+    };
+    d.slot(target).acc_unlock();
+    swapped
+}
+
 /// `len` bytes of elements at `tp` `= src op tp` without atomics (under the accumulate lock);
 /// the previous values to `old` (when not null).
 ///
@@ -265,7 +379,7 @@ unsafe fn accumulate(d: &Direct, me: i32, p: &Plan, target: usize, part: *mut u8
 /// `tp`, `src` and `old` hold `len` bytes; the kernels read and write unaligned.
 unsafe fn plain(
     op: BuiltinOp,
-    b: madmpi_datatypes::Basic,
+    b: Basic,
     es: usize,
     tp: *mut u8,
     len: usize,

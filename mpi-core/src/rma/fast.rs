@@ -1,0 +1,308 @@
+//! The fast path of one-sided calls on the direct path (one node, shared memory): an operation
+//! whose buffers are runs of predefined elements (the C layer passes its predefined datatypes
+//! by reference: no reference counting), on a window that takes the direct path, inside an
+//! access epoch, in range, to a live target, is done at once, here: a copy into or out of the
+//! target's part, or the accumulate's atomic instructions or locked kernel (`direct::acc_run`,
+//! `cas_run`, deciding per element exactly as the general path does, so that both meet in the
+//! same place). Nothing is built: no plan, no packed data, no request.
+//!
+//! Each function returns `None`, having done nothing, when the call is not for the fast path
+//! (a derived or non-contiguous datatype, another kind of window, MPI_PROC_NULL, any check that
+//! fails): the caller then takes the general path (`origin::rma`), which does the operation or
+//! reports the error with its class. So the fast path never reports an error of its own, and
+//! every error class stays the general path's.
+//!
+//! A flush on the direct path has nothing to wait for (every operation is complete when its
+//! call returns; operations by message never go to a direct window): [`flush_now`] is the
+//! epoch check and one memory fence.
+
+use std::sync::atomic::{fence, Ordering};
+
+use madmpi_datatypes::{Basic, Datatype};
+use once_cell::sync::Lazy;
+
+use super::direct::{self, Class, Direct};
+use super::{Held, Win, WinId};
+use crate::api::{polled, with_now};
+use crate::engine::State;
+use crate::error::Result;
+use crate::op::{BuiltinOp, Op as ReduceOp};
+
+/// A buffer of the fast path: `count` elements of a predefined datatype at `ptr`.
+#[derive(Clone, Copy)]
+pub struct Run<'a> {
+    /// Start of the buffer.
+    pub ptr: *mut u8,
+    /// Elements.
+    pub count: usize,
+    /// Their (predefined) type.
+    pub dt: &'a Datatype,
+}
+
+impl Run<'_> {
+    /// The run's bytes, when its elements are one run of memory starting at `ptr` (a
+    /// contiguous predefined type).
+    #[inline(always)]
+    fn bytes(&self) -> Option<usize> {
+        if !self.dt.is_contiguous() || self.dt.lb() != 0 {
+            return None;
+        }
+        self.count.checked_mul(self.dt.size())
+    }
+}
+
+/// How accumulates apply each predefined operation (by its position in [`BuiltinOp::ALL`]) to
+/// each basic type (by its [`Basic::index`]): `None` where the operation is not defined on it
+/// (the general path's check, [`ReduceOp::check`]), else its `Class`. Made once.
+static CLASSES: Lazy<Vec<[Option<Class>; Basic::ALL.len()]>> = Lazy::new(|| {
+    BuiltinOp::ALL
+        .iter()
+        .map(|&op| {
+            let mut row = [None; Basic::ALL.len()];
+            for &b in &Basic::ALL {
+                if ReduceOp::Builtin(op).check(&Datatype::basic(b)).is_ok() {
+                    row[b.index()] = Some(Class::of(op, b));
+                }
+            }
+            row
+        })
+        .collect()
+});
+
+/// How accumulates apply `op` to `b` (`None`: not defined).
+#[inline]
+fn class(op: BuiltinOp, b: Basic) -> Option<Class> {
+    // (`BuiltinOp::ALL` lists the operations in their declaration order.)
+    CLASSES[op as usize][b.index()]
+}
+
+/// The target of an operation of the fast path: window `w` on the direct path, inside an
+/// access epoch to `rank`, live, and `bytes` bytes at displacement `disp` of its part in
+/// range. The window, its direct path and the target address.
+#[inline(always)]
+fn target(
+    st: &State,
+    w: WinId,
+    rank: i32,
+    disp: i64,
+    bytes: usize,
+) -> Option<(&Win, &Direct, *mut u8)> {
+    let win = st.rma.wins.get(w.0 as usize)?.as_ref()?;
+    let d = win.direct.as_ref()?;
+    // (Negative: MPI_PROC_NULL, or invalid.)
+    let r = usize::try_from(rank).ok()?;
+    if r >= win.world.len() || bytes == 0 || !win.may_access(rank) {
+        return None;
+    }
+    let peer = &win.peers[r];
+    let start = u64::try_from(disp.checked_mul(i64::try_from(peer.disp_unit).ok()?)?).ok()?;
+    if start.checked_add(bytes as u64)? > peer.size || st.peer_dead(win.world[r]) {
+        return None;
+    }
+    Some((win, d, d.parts[r].wrapping_add(start as usize)))
+}
+
+/// Copy `n` bytes (small ones as one load and one store: they may overlap, in a put from this
+/// process's own part to itself).
+///
+/// # Safety
+/// Both hold `n` bytes.
+#[inline(always)]
+unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: the caller's; each width reads everything before writing.
+    unsafe {
+        match n {
+            1 => *dst = *src,
+            2 => (dst as *mut u16).write_unaligned((src as *const u16).read_unaligned()),
+            4 => (dst as *mut u32).write_unaligned((src as *const u32).read_unaligned()),
+            8 => (dst as *mut u64).write_unaligned((src as *const u64).read_unaligned()),
+            16 => (dst as *mut u128).write_unaligned((src as *const u128).read_unaligned()),
+            _ => std::ptr::copy(src, dst, n),
+        }
+    }
+}
+
+/// MPI_Put on the fast path: whether it was done (`false`: nothing was, take the general
+/// path).
+///
+/// # Safety
+/// The origin buffer holds its elements.
+pub unsafe fn put_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> bool {
+    let (Some(n), Some(tn)) = (origin.bytes(), tgt.bytes()) else {
+        return false;
+    };
+    if n != tn {
+        return false;
+    }
+    with_now(|e| {
+        let (_, _, tp) = target(&e.st, w, rank, disp, n)?;
+        // SAFETY: the origin holds `n` bytes (caller); the target range is in its part,
+        // mapped while the window lives.
+        unsafe { copy(origin.ptr, tp, n) };
+        Some(())
+    })
+    .is_some()
+}
+
+/// MPI_Get on the fast path: whether it was done (as [`put_now`]).
+///
+/// # Safety
+/// The origin buffer holds its elements.
+pub unsafe fn get_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> bool {
+    let (Some(n), Some(tn)) = (origin.bytes(), tgt.bytes()) else {
+        return false;
+    };
+    if n != tn {
+        return false;
+    }
+    with_now(|e| {
+        let (_, _, tp) = target(&e.st, w, rank, disp, n)?;
+        // SAFETY: as for a put, the other way.
+        unsafe { copy(tp, origin.ptr, n) };
+        Some(())
+    })
+    .is_some()
+}
+
+/// MPI_Accumulate (`result` `None`), MPI_Get_accumulate and MPI_Fetch_and_op on the fast path:
+/// `None` when not done (take the general path), else the operation's outcome. The origin is
+/// not read with MPI_NO_OP.
+///
+/// # Safety
+/// The buffers hold their elements.
+pub unsafe fn acc_now(
+    w: WinId,
+    origin: Run,
+    result: Option<Run>,
+    rank: i32,
+    disp: i64,
+    tgt: Run,
+    op: BuiltinOp,
+) -> Option<Result<()>> {
+    let b = tgt.dt.as_basic()?;
+    let n = tgt.bytes()?;
+    let noop = op == BuiltinOp::NoOp;
+    let c = class(op, b)?;
+    // (The origin and the result hold the target's basic type, predefined: their elements
+    // are as contiguous as the target's, and as many bytes.)
+    if !noop && (origin.dt.as_basic() != Some(b) || origin.count != tgt.count) {
+        return None;
+    }
+    let old = match result {
+        Some(r) if r.dt.as_basic() == Some(b) && r.count == tgt.count => r.ptr,
+        Some(_) => return None,
+        None => std::ptr::null_mut(),
+    };
+    let src = if noop {
+        std::ptr::null()
+    } else {
+        origin.ptr as *const u8
+    };
+    with_now(|e| {
+        let (win, d, tp) = target(&e.st, w, rank, disp, n)?;
+        let es = tgt.dt.size();
+        // SAFETY: the target run is in its part (checked); the origin and result hold
+        // `count` elements (caller).
+        Some(unsafe {
+            direct::acc_run(
+                d,
+                win.rank,
+                rank as usize,
+                op,
+                b,
+                c,
+                es,
+                tp,
+                tgt.count,
+                src,
+                old,
+            )
+        })
+    })
+}
+
+/// MPI_Compare_and_swap on the fast path: `None` when not done (take the general path), else
+/// whether it swapped. One that did not swap counts as a fruitless poll, as on the general
+/// path (the caller may spin on a lock word).
+///
+/// # Safety
+/// `new`, `cmp` and `old` hold one element of `dt` each.
+pub unsafe fn cas_now(
+    w: WinId,
+    new: *const u8,
+    cmp: *const u8,
+    old: *mut u8,
+    dt: &Datatype,
+    rank: i32,
+    disp: i64,
+) -> Option<bool> {
+    dt.as_basic()?;
+    let es = Run {
+        ptr: old,
+        count: 1,
+        dt,
+    }
+    .bytes()?;
+    if es > 32 {
+        return None;
+    }
+    let swapped = with_now(|e| {
+        let (win, d, tp) = target(&e.st, w, rank, disp, es)?;
+        // SAFETY: the element is in the part (checked); the buffers hold one each (caller).
+        Some(unsafe { direct::cas_run(d, win.rank, rank as usize, es, tp, new, cmp, old) })
+    })?;
+    if !swapped {
+        polled(false);
+    }
+    Some(swapped)
+}
+
+/// MPI_Win_flush (`rank`) or MPI_Win_flush_all (`None`), and their `_local` forms, on the
+/// direct path: nothing to wait for, one memory fence. `false`, having done nothing, when not
+/// for the fast path (another kind of window, no passive epoch, an error to report,
+/// MPI_PROC_NULL or an invalid rank).
+pub fn flush_now(w: WinId, rank: Option<i32>) -> bool {
+    with_now(|e| {
+        let win = e.st.rma.wins.get(w.0 as usize)?.as_ref()?;
+        win.direct.as_ref()?;
+        if win.error.is_some() {
+            return None;
+        }
+        let epoch = match rank {
+            Some(r) => {
+                let h = win.held.get(usize::try_from(r).ok()?)?;
+                win.lock_all || matches!(h, Held::Granted(_) | Held::Unchecked(_))
+            }
+            None => win.lock_all,
+        };
+        if !epoch {
+            return None;
+        }
+        // (The general path would wait for operations by message: none on a direct window.)
+        debug_assert!(win.pending.iter().all(|&p| p == 0));
+        fence(Ordering::SeqCst);
+        Some(())
+    })
+    .is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The class table is indexed by `op as usize`: the declaration order of the operations
+    /// must be `BuiltinOp::ALL`'s. And it says what the general path's check says.
+    #[test]
+    fn class_table_follows_the_general_check() {
+        for (i, &op) in BuiltinOp::ALL.iter().enumerate() {
+            assert_eq!(op as usize, i, "{op:?}");
+            for &b in &Basic::ALL {
+                let ok = ReduceOp::Builtin(op).check(&Datatype::basic(b)).is_ok();
+                assert_eq!(class(op, b).is_some(), ok, "{op:?} on {b:?}");
+                if let Some(c) = class(op, b) {
+                    assert_eq!(c.native, direct::is_native(op, b), "{op:?} on {b:?}");
+                }
+            }
+        }
+    }
+}
