@@ -1,0 +1,154 @@
+//! The collective write of two-phase I/O.
+
+use super::super::access::write_segs;
+use super::*;
+
+/// A collective write of the stream `data` at view position `pos`.
+pub(crate) fn write(
+    f: &FileObj,
+    v: &View,
+    pos: i64,
+    data: &[u8],
+    h: &Hints,
+    atomic: bool,
+) -> IoR<()> {
+    let mine = pieces(v, pos, data.len());
+    let Some(plan) = plan(f, h, &mine, h.cb_write)? else {
+        let r = segments_of(v, pos, data.len()).and_then(|s| write_segs(f, &s, data, h, atomic));
+        return agree(f.comm, r);
+    };
+    // `plan` returned an error for every process when one failed.
+    let mine = mine?;
+    let per = split(&plan, &mine);
+    let lists = requests(f, &plan, &per)?;
+    let me = plan.mine(f.rank);
+    let result = with_scratch(f, |sc| -> IoR<IoR<()>> {
+        let Scratch { win, send, recv } = sc;
+        let mut result = Ok(());
+        let mut mycur = vec![0; per.len()];
+        let mut cur = vec![0; lists.len()];
+        for r in 0..plan.rounds {
+            // My pieces of this round, packed per aggregator (mine stay where they are).
+            let mut sends = Vec::new();
+            let mut total = 0;
+            let mut own = (0, 0);
+            for (a, ps) in per.iter().enumerate() {
+                let (i, j) = my_round(&plan, &per, a, r, &mut mycur);
+                if Some(a) == me {
+                    own = (i, j);
+                    continue;
+                }
+                if i == j {
+                    continue;
+                }
+                let len: usize = ps[i..j].iter().map(|p| p.1).sum();
+                sends.push((plan.aggs[a], total, len, a, i, j));
+                total += len;
+            }
+            let sbuf = room(send, total);
+            for &(_, off, _, a, i, j) in &sends {
+                let mut at = off;
+                for &(_, l, s) in &per[a][i..j] {
+                    sbuf[at..at + l].copy_from_slice(&data[s..s + l]);
+                    at += l;
+                }
+            }
+            let sends: Vec<(i32, usize, usize)> =
+                sends.iter().map(|&(d, o, l, ..)| (d, o, l)).collect();
+            // As an aggregator: what each process sends me.
+            let ranges = match me {
+                Some(a) => round_ranges(&plan, a, r, &lists, &mut cur),
+                None => Vec::new(),
+            };
+            let mut recvs = Vec::new();
+            let mut rtotal = 0;
+            for (src, &(i, j)) in ranges.iter().enumerate() {
+                if src as i32 == f.rank || i == j {
+                    continue;
+                }
+                let len: usize = lists[src][i..j].iter().map(|p| p.1).sum();
+                recvs.push((src as i32, rtotal, len));
+                rtotal += len;
+            }
+            let rbuf = room(recv, rtotal);
+            transfer(f, r, &sends, sbuf, &recvs, rbuf)?;
+            if let (Some(a), Ok(())) = (me, &result) {
+                let own = &per[a][own.0..own.1];
+                result = store(f, win, &lists, &ranges, rbuf, own, data, atomic);
+            }
+        }
+        Ok(result)
+    })?;
+    agree(f.comm, result)
+}
+
+/// The aggregator's part of a round: the pieces of every process (`lists[src][i..j]` for
+/// `ranges[src] = (i, j)`, their bytes one after the other in `rbuf`, mine `own` in `data`)
+/// assembled in `win` in rank order and written with one `pwrite` of their span.
+#[allow(clippy::too_many_arguments)]
+fn store(
+    f: &FileObj,
+    win: &mut Vec<u8>,
+    lists: &[Vec<(u64, usize)>],
+    ranges: &[(usize, usize)],
+    rbuf: &[u8],
+    own: &[Piece],
+    data: &[u8],
+    atomic: bool,
+) -> IoR<()> {
+    let mut cover: Vec<(u64, u64)> = Vec::new();
+    for (src, &(i, j)) in ranges.iter().enumerate() {
+        cover.extend(lists[src][i..j].iter().map(|&(o, l)| (o, o + l as u64)));
+    }
+    if cover.is_empty() {
+        return Ok(());
+    }
+    if !cover.windows(2).all(|w| w[0] <= w[1]) {
+        cover.sort_unstable();
+    }
+    // The runs the pieces cover, merged.
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for (a, b) in cover {
+        match runs.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => runs.push((a, b)),
+        }
+    }
+    let lo = runs[0].0;
+    let hi = runs.iter().map(|r| r.1).max().unwrap_or(lo);
+    let holes = runs.len() > 1;
+    let buf = room(win, (hi - lo) as usize);
+    let _lock = if holes || atomic {
+        Some(RangeLock::new(f.fd(), lo, hi - lo, true)?)
+    } else {
+        None
+    };
+    if holes && f.can_read {
+        // Bytes between the pieces keep what the file holds (zeros past its end).
+        let got = pread_full(&f.f, buf, lo)?;
+        buf[got..].fill(0);
+    }
+    let mut at = 0;
+    for (src, &(i, j)) in ranges.iter().enumerate() {
+        if src as i32 == f.rank {
+            for &(o, l, s) in own {
+                let b = (o - lo) as usize;
+                buf[b..b + l].copy_from_slice(&data[s..s + l]);
+            }
+            continue;
+        }
+        for &(o, l) in &lists[src][i..j] {
+            let b = (o - lo) as usize;
+            buf[b..b + l].copy_from_slice(&rbuf[at..at + l]);
+            at += l;
+        }
+    }
+    if holes && !f.can_read {
+        // Write-only descriptor: the covered runs one by one.
+        for &(a, b) in &runs {
+            pwrite_all(&f.f, &buf[(a - lo) as usize..(b - lo) as usize], a)?;
+        }
+        return Ok(());
+    }
+    pwrite_all(&f.f, buf, lo)
+}
