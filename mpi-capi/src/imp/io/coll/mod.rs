@@ -31,6 +31,7 @@
 //! independent call.
 
 mod read;
+mod vectored;
 mod write;
 
 pub(crate) use read::read;

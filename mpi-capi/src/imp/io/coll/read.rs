@@ -124,10 +124,12 @@ fn delivered(m: &[Piece], size: u64) -> usize {
     got
 }
 
-/// The aggregator's part of a round: read the runs that the pieces of every process
-/// (`lists[src][i..j]` for `ranges[src] = (i, j)`) cover into `win` (pieces less than `GAP`
-/// apart in one `pread`), pack the other processes' pieces in rank order into `sbuf`, and
-/// put mine (`own`) straight into my stream `out`.
+/// The aggregator's part of a round: the pieces of every process (`lists[src][i..j]` for
+/// `ranges[src] = (i, j)`) read into the messages of the other processes (`sbuf`, in rank
+/// order) and mine (`own`) straight into my stream `out`. Pieces that do not overlap are read
+/// by one `preadv` per run of adjacent pieces where the runs are few or the holes between them
+/// large; otherwise the runs they cover (pieces less than `GAP` apart merged) are read into
+/// `win` and the pieces copied from there.
 #[allow(clippy::too_many_arguments)]
 fn load(
     f: &FileObj,
@@ -139,53 +141,77 @@ fn load(
     out: &mut [u8],
     atomic: bool,
 ) -> IoR<()> {
-    let mut cover: Vec<(u64, u64)> = Vec::new();
+    // Every piece with where its bytes go.
+    let mut ps: Vec<(u64, usize, *mut u8)> = Vec::new();
+    let mut at = 0;
     for (src, &(i, j)) in ranges.iter().enumerate() {
-        cover.extend(lists[src][i..j].iter().map(|&(o, l)| (o, o + l as u64)));
+        if src as i32 == f.rank {
+            ps.extend(
+                own.iter()
+                    .map(|&(o, l, s)| (o, l, out[s..s + l].as_mut_ptr())),
+            );
+            continue;
+        }
+        for &(o, l) in &lists[src][i..j] {
+            ps.push((o, l, sbuf[at..at + l].as_mut_ptr()));
+            at += l;
+        }
     }
-    if cover.is_empty() {
+    if ps.is_empty() {
         return Ok(());
     }
-    if !cover.windows(2).all(|w| w[0] <= w[1]) {
-        cover.sort_unstable();
+    if !ps.windows(2).all(|w| w[0].0 <= w[1].0) {
+        ps.sort_by_key(|p| p.0);
     }
-    let mut runs: Vec<(u64, u64)> = Vec::new();
-    for (a, b) in cover {
+    // Runs of adjacent pieces: (start, end, first piece).
+    let mut runs: Vec<(u64, u64, usize)> = Vec::new();
+    let mut overlap = false;
+    for (x, &(o, l, _)) in ps.iter().enumerate() {
+        let b = o + l as u64;
         match runs.last_mut() {
-            Some(last) if a <= last.1 + GAP => last.1 = last.1.max(b),
-            _ => runs.push((a, b)),
+            Some(last) if o <= last.1 => {
+                overlap |= o < last.1;
+                last.1 = last.1.max(b);
+            }
+            _ => runs.push((o, b, x)),
         }
     }
     let lo = runs[0].0;
     let hi = runs.iter().map(|r| r.1).max().unwrap_or(lo);
-    let buf = room(win, (hi - lo) as usize);
-    {
-        let _lock = if atomic {
-            Some(RangeLock::new(f.fd(), lo, hi - lo, false)?)
-        } else {
-            None
-        };
-        for &(a, b) in &runs {
-            let span = &mut buf[(a - lo) as usize..(b - lo) as usize];
-            // The file may have shrunk since the pieces were cut at its end: zeros then.
-            let got = pread_full(&f.f, span, a)?;
-            span[got..].fill(0);
+    let covered: u64 = runs.iter().map(|r| r.1 - r.0).sum();
+    let _lock = if atomic {
+        Some(RangeLock::new(f.fd(), lo, hi - lo, false)?)
+    } else {
+        None
+    };
+    if !overlap && (runs.len() <= 8 || hi - lo - covered >= covered) {
+        for (x, r) in runs.iter().enumerate() {
+            let to = runs.get(x + 1).map_or(ps.len(), |n| n.2);
+            let iov: Vec<(*mut u8, usize)> = ps[r.2..to].iter().map(|p| (p.2, p.1)).collect();
+            // SAFETY: the pieces point into `out` and `sbuf`, disjoint, live for the call.
+            unsafe { vectored::preadv_full(f.fd(), &iov, r.0)? };
+        }
+        return Ok(());
+    }
+    // Data sieving: spans of pieces less than GAP apart.
+    let mut spans: Vec<(u64, u64)> = Vec::new();
+    for &(a, b, _) in &runs {
+        match spans.last_mut() {
+            Some(last) if a <= last.1 + GAP => last.1 = last.1.max(b),
+            _ => spans.push((a, b)),
         }
     }
-    let mut at = 0;
-    for (src, &(i, j)) in ranges.iter().enumerate() {
-        if src as i32 == f.rank {
-            for &(o, l, s) in own {
-                let b = (o - lo) as usize;
-                out[s..s + l].copy_from_slice(&buf[b..b + l]);
-            }
-            continue;
-        }
-        for &(o, l) in &lists[src][i..j] {
-            let b = (o - lo) as usize;
-            sbuf[at..at + l].copy_from_slice(&buf[b..b + l]);
-            at += l;
-        }
+    let buf = room(win, (hi - lo) as usize);
+    for &(a, b) in &spans {
+        let span = &mut buf[(a - lo) as usize..(b - lo) as usize];
+        // The file may have shrunk since the pieces were cut at its end: zeros then.
+        let got = pread_full(&f.f, span, a)?;
+        span[got..].fill(0);
+    }
+    for &(o, l, p) in &ps {
+        let b = (o - lo) as usize;
+        // SAFETY: `p` points to `l` writable bytes of `out` or `sbuf` (above), not `win`.
+        unsafe { std::ptr::copy_nonoverlapping(buf[b..].as_ptr(), p, l) };
     }
     Ok(())
 }

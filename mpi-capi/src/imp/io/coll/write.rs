@@ -83,8 +83,11 @@ pub(crate) fn write(
 }
 
 /// The aggregator's part of a round: the pieces of every process (`lists[src][i..j]` for
-/// `ranges[src] = (i, j)`, their bytes one after the other in `rbuf`, mine `own` in `data`)
-/// assembled in `win` in rank order and written with one `pwrite` of their span.
+/// `ranges[src] = (i, j)`, their bytes one after the other in `rbuf`, mine `own` in `data`).
+/// Pieces that do not overlap go to the file as they are, one `pwritev` per run of adjacent
+/// pieces, where the runs are few or the holes between them large; otherwise they are
+/// assembled in `win` in rank order (over the file's bytes in the holes, read under an `fcntl`
+/// lock) and written with one `pwrite` of their span.
 #[allow(clippy::too_many_arguments)]
 fn store(
     f: &FileObj,
@@ -96,27 +99,60 @@ fn store(
     data: &[u8],
     atomic: bool,
 ) -> IoR<()> {
-    let mut cover: Vec<(u64, u64)> = Vec::new();
+    // Every piece, in rank order, with where its bytes are.
+    let mut ps: Vec<(u64, usize, *const u8)> = Vec::new();
+    let mut at = 0;
     for (src, &(i, j)) in ranges.iter().enumerate() {
-        cover.extend(lists[src][i..j].iter().map(|&(o, l)| (o, o + l as u64)));
+        if src as i32 == f.rank {
+            ps.extend(own.iter().map(|&(o, l, s)| (o, l, data[s..s + l].as_ptr())));
+            continue;
+        }
+        for &(o, l) in &lists[src][i..j] {
+            ps.push((o, l, rbuf[at..at + l].as_ptr()));
+            at += l;
+        }
     }
-    if cover.is_empty() {
+    if ps.is_empty() {
         return Ok(());
     }
-    if !cover.windows(2).all(|w| w[0] <= w[1]) {
-        cover.sort_unstable();
+    // File order (stable: equal offsets keep rank order), and the runs the pieces cover:
+    // (start, end, first index in `order`).
+    let mut order: Vec<usize> = (0..ps.len()).collect();
+    if !ps.windows(2).all(|w| w[0].0 <= w[1].0) {
+        order.sort_by_key(|&k| ps[k].0);
     }
-    // The runs the pieces cover, merged.
-    let mut runs: Vec<(u64, u64)> = Vec::new();
-    for (a, b) in cover {
+    let mut runs: Vec<(u64, u64, usize)> = Vec::new();
+    let mut overlap = false;
+    for (x, &k) in order.iter().enumerate() {
+        let (o, l, _) = ps[k];
+        let b = o + l as u64;
         match runs.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => runs.push((a, b)),
+            Some(last) if o <= last.1 => {
+                overlap |= o < last.1;
+                last.1 = last.1.max(b);
+            }
+            _ => runs.push((o, b, x)),
         }
     }
     let lo = runs[0].0;
     let hi = runs.iter().map(|r| r.1).max().unwrap_or(lo);
+    let covered: u64 = runs.iter().map(|r| r.1 - r.0).sum();
     let holes = runs.len() > 1;
+    if !overlap && (runs.len() <= 8 || hi - lo - covered >= covered || !f.can_read) {
+        let _lock = if atomic {
+            Some(RangeLock::new(f.fd(), lo, hi - lo, true)?)
+        } else {
+            None
+        };
+        for (x, r) in runs.iter().enumerate() {
+            let to = runs.get(x + 1).map_or(order.len(), |n| n.2);
+            let iov: Vec<(*const u8, usize)> =
+                order[r.2..to].iter().map(|&k| (ps[k].2, ps[k].1)).collect();
+            // SAFETY: the pieces point into `data` and `rbuf`, live for the call.
+            unsafe { vectored::pwritev_all(f.fd(), &iov, r.0)? };
+        }
+        return Ok(());
+    }
     let buf = room(win, (hi - lo) as usize);
     let _lock = if holes || atomic {
         Some(RangeLock::new(f.fd(), lo, hi - lo, true)?)
@@ -128,24 +164,14 @@ fn store(
         let got = pread_full(&f.f, buf, lo)?;
         buf[got..].fill(0);
     }
-    let mut at = 0;
-    for (src, &(i, j)) in ranges.iter().enumerate() {
-        if src as i32 == f.rank {
-            for &(o, l, s) in own {
-                let b = (o - lo) as usize;
-                buf[b..b + l].copy_from_slice(&data[s..s + l]);
-            }
-            continue;
-        }
-        for &(o, l) in &lists[src][i..j] {
-            let b = (o - lo) as usize;
-            buf[b..b + l].copy_from_slice(&rbuf[at..at + l]);
-            at += l;
-        }
+    for &(o, l, p) in &ps {
+        let b = (o - lo) as usize;
+        // SAFETY: `p` points to `l` bytes of `data` or `rbuf` (above), not `win`.
+        buf[b..b + l].copy_from_slice(unsafe { std::slice::from_raw_parts(p, l) });
     }
     if holes && !f.can_read {
         // Write-only descriptor: the covered runs one by one.
-        for &(a, b) in &runs {
+        for &(a, b, _) in &runs {
             pwrite_all(&f.f, &buf[(a - lo) as usize..(b - lo) as usize], a)?;
         }
         return Ok(());
