@@ -335,43 +335,77 @@ fn tag(r: u64) -> i32 {
     (r % (1 << 20)) as i32
 }
 
-/// Post the messages of a round: sends of `(peer, offset, length)` blocks of `sbuf` and
-/// receives into blocks of `rbuf`; wait for all of them.
-fn transfer(
-    f: &FileObj,
-    r: u64,
-    sends: &[(i32, usize, usize)],
-    sbuf: &[u8],
-    recvs: &[(i32, usize, usize)],
-    rbuf: &mut [u8],
-) -> IoR<()> {
+/// A message of a round: a peer, and its data as `count` elements of a datatype at a pointer
+/// (bytes of a packed buffer, or a type over the pieces of the caller's stream).
+pub(super) struct Msg {
+    peer: i32,
+    ptr: *mut u8,
+    count: usize,
+    dt: Datatype,
+}
+
+impl Msg {
+    /// `len` bytes at `p`.
+    fn bytes(peer: i32, p: *mut u8, len: usize) -> Msg {
+        Msg {
+            peer,
+            ptr: p,
+            count: len,
+            dt: Datatype::basic(Basic::Byte),
+        }
+    }
+
+    /// The blocks `(offset from base, length)` at `base`, as one element of a byte type: the
+    /// engine moves large blocks without packing them (zero-copy rendezvous, `get` into the
+    /// blocks). `None` when the type cannot be built (the caller packs).
+    fn blocks(peer: i32, base: *mut u8, blocks: &[(usize, usize)]) -> Option<Msg> {
+        let lens: Vec<usize> = blocks.iter().map(|b| b.1).collect();
+        let displs: Vec<isize> = blocks.iter().map(|b| b.0 as isize).collect();
+        let dt = Datatype::create_hindexed(&lens, &displs, &Datatype::basic(Basic::Byte)).ok()?;
+        dt.commit();
+        Some(Msg {
+            peer,
+            ptr: base,
+            count: 1,
+            dt,
+        })
+    }
+}
+
+/// Pieces of a message go as a datatype over the caller's stream (no packing) when there are
+/// at most this many ...
+const TYPED_MAX: usize = 256;
+/// ... and they average at least this many bytes (what lets the engine move them zero-copy).
+const TYPED_MIN_AVG: usize = 8192;
+
+/// Whether pieces of these lengths go typed (see [`TYPED_MAX`]).
+fn typed(n: usize, bytes: usize, min_avg: usize) -> bool {
+    n > 1 && n <= TYPED_MAX && bytes / n >= min_avg
+}
+
+/// Post the messages of a round and wait for all of them.
+///
+/// # Safety
+/// Every message's memory is valid (readable for sends, writable for receives) and not
+/// otherwise used until the call returns.
+unsafe fn transfer(f: &FileObj, r: u64, sends: &[Msg], recvs: &[Msg]) -> IoR<()> {
     if sends.is_empty() && recvs.is_empty() {
         return Ok(());
     }
-    let byte = Datatype::basic(Basic::Byte);
     let mut reqs: Vec<Option<RequestId>> = Vec::with_capacity(sends.len() + recvs.len());
     let t = tag(r);
-    for &(src, off, len) in recvs {
-        // SAFETY: `rbuf[off..off + len]` is live and unused until the wait below.
-        let q = unsafe { madmpi::irecv(rbuf[off..].as_mut_ptr(), len, &byte, src, t, f.comm) };
+    for m in recvs {
+        // SAFETY: the caller's contract.
+        let q = unsafe { madmpi::irecv(m.ptr, m.count, &m.dt, m.peer, t, f.comm) };
         match q {
             Ok(q) => reqs.push(Some(q)),
             Err(e) => return Err(abandon(&reqs, e)),
         }
     }
-    for &(dst, off, len) in sends {
-        // SAFETY: `sbuf[off..off + len]` is live and unchanged until the wait below.
-        let q = unsafe {
-            madmpi::isend(
-                sbuf[off..].as_ptr(),
-                len,
-                &byte,
-                dst,
-                t,
-                f.comm,
-                SendMode::Standard,
-            )
-        };
+    for m in sends {
+        // SAFETY: the caller's contract.
+        let q =
+            unsafe { madmpi::isend(m.ptr, m.count, &m.dt, m.peer, t, f.comm, SendMode::Standard) };
         match q {
             Ok(q) => reqs.push(Some(q)),
             Err(e) => return Err(abandon(&reqs, e)),

@@ -90,11 +90,35 @@ pub(crate) fn read(
                     result = r;
                 }
             }
+            // Pieces of a few kilobytes or more are received straight into `out`, the
+            // others into `rbuf` and copied.
+            let mut rmsgs = Vec::with_capacity(recvs.len());
+            let mut copied = Vec::new();
             let rbuf = room(recv, rtotal);
-            transfer(f, r, &sends, &send[..total], &recvs, rbuf)?;
-            let mut at = 0;
-            for &(a, i, j) in &asked {
-                for &(_, l, s) in &per[a][i..j] {
+            for (&(src, off, len), &(a, i, j)) in recvs.iter().zip(&asked) {
+                let ps = &per[a][i..j];
+                let blocks: Vec<(usize, usize)> = ps.iter().map(|p| (p.2, p.1)).collect();
+                let direct = (ps.len() == 1 || typed(ps.len(), len, 2048))
+                    .then(|| Msg::blocks(src, out.as_mut_ptr(), &blocks))
+                    .flatten();
+                match direct {
+                    Some(m) => rmsgs.push(m),
+                    None => {
+                        rmsgs.push(Msg::bytes(src, rbuf[off..].as_mut_ptr(), len));
+                        copied.push((off, ps));
+                    }
+                }
+            }
+            let smsgs: Vec<Msg> = sends
+                .iter()
+                .map(|&(dst, off, len)| Msg::bytes(dst, send[off..].as_mut_ptr(), len))
+                .collect();
+            // SAFETY: the messages point into `send`, `rbuf` and `out` (pieces of `out` that
+            // this round writes nothing else to), live and untouched until the call returns.
+            unsafe { transfer(f, r, &smsgs, &rmsgs)? };
+            for (off, ps) in copied {
+                let mut at = off;
+                for &(_, l, s) in ps {
                     out[s..s + l].copy_from_slice(&rbuf[at..at + l]);
                     at += l;
                 }

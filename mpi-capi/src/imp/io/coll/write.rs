@@ -45,16 +45,30 @@ pub(crate) fn write(
                 sends.push((plan.aggs[a], total, len, a, i, j));
                 total += len;
             }
-            let sbuf = room(send, total);
-            for &(_, off, _, a, i, j) in &sends {
-                let mut at = off;
-                for &(_, l, s) in &per[a][i..j] {
+            // Few large pieces go as a type over `data`, the others packed in `sbuf`.
+            let mut msgs = Vec::with_capacity(sends.len());
+            let mut packed = Vec::new();
+            for &(dst, _, len, a, i, j) in &sends {
+                let ps = &per[a][i..j];
+                let blocks: Vec<(usize, usize)> = ps.iter().map(|p| (p.2, p.1)).collect();
+                match typed(ps.len(), len, TYPED_MIN_AVG)
+                    .then(|| Msg::blocks(dst, data.as_ptr() as *mut u8, &blocks))
+                    .flatten()
+                {
+                    Some(m) => msgs.push(m),
+                    None => packed.push((dst, len, ps)),
+                }
+            }
+            let sbuf = room(send, packed.iter().map(|p| p.1).sum());
+            let mut at = 0;
+            for &(dst, len, ps) in &packed {
+                let start = at;
+                for &(_, l, s) in ps {
                     sbuf[at..at + l].copy_from_slice(&data[s..s + l]);
                     at += l;
                 }
+                msgs.push(Msg::bytes(dst, sbuf[start..].as_mut_ptr(), len));
             }
-            let sends: Vec<(i32, usize, usize)> =
-                sends.iter().map(|&(d, o, l, ..)| (d, o, l)).collect();
             // As an aggregator: what each process sends me.
             let ranges = match me {
                 Some(a) => round_ranges(&plan, a, r, &lists, &mut cur),
@@ -71,7 +85,13 @@ pub(crate) fn write(
                 rtotal += len;
             }
             let rbuf = room(recv, rtotal);
-            transfer(f, r, &sends, sbuf, &recvs, rbuf)?;
+            let rmsgs: Vec<Msg> = recvs
+                .iter()
+                .map(|&(src, off, len)| Msg::bytes(src, rbuf[off..].as_mut_ptr(), len))
+                .collect();
+            // SAFETY: the messages point into `data`, `sbuf` and `rbuf`, live and untouched
+            // until the call returns.
+            unsafe { transfer(f, r, &msgs, &rmsgs)? };
             if let (Some(a), Ok(())) = (me, &result) {
                 let own = &per[a][own.0..own.1];
                 result = store(f, win, &lists, &ranges, rbuf, own, data, atomic);
