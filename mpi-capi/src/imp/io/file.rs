@@ -124,7 +124,7 @@ fn info_used(f: &FileObj, p: &Pairs) -> Pairs {
 pub(crate) fn aggregators(f: &FileObj, h: &Hints, span: u64) -> Vec<i32> {
     let nodes = f.nodes.len().max(1);
     let want = if h.cb_nodes == 0 {
-        (span.div_ceil(agg_bytes()) as usize).max(nodes)
+        (span.div_ceil(AGG_BYTES) as usize).max(nodes)
     } else {
         h.cb_nodes
     }
@@ -148,13 +148,6 @@ pub(crate) fn aggregators(f: &FileObj, h: &Hints, span: u64) -> Vec<i32> {
 
 /// File bytes per aggregator from which a node gets another aggregator (without `cb_nodes`).
 pub(crate) const AGG_BYTES: u64 = 4 << 20;
-
-fn agg_bytes() -> u64 {
-    std::env::var("MADMPI_IO_EXPERIMENT_AGG")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(AGG_BYTES)
-}
 
 /// A path argument, without a file-system prefix such as `ufs:` (ROMIO's convention).
 fn path_of(name: &str) -> IoR<PathBuf> {

@@ -12,15 +12,19 @@
 //!    the `(offset, length)` list of its pieces in the aggregator's domain, cut at the window
 //!    boundaries, for all rounds at once. From then on both sides know, per round, how many
 //!    bytes go between each process and each aggregator.
-//! 3. *Rounds* (point-to-point, only between processes that have data for each other):
-//!    - write ([`write`]): each process packs its pieces of the window into one message per
-//!      aggregator; the aggregator copies the pieces it receives (and its own, straight from
-//!      the caller's stream) into its window buffer, in rank order, and writes their span with
-//!      one `pwrite`, reading the span first under an `fcntl` lock only where the pieces leave
-//!      holes;
-//!    - read ([`read`]): the aggregator reads the runs its window's pieces cover (pieces less
-//!      than [`GAP`] apart read in one `pread`) and sends each process its pieces in one
-//!      message (its own go straight to the caller's stream).
+//! 3. *Rounds* (point-to-point, only between processes that have data for each other; the
+//!    pieces of one message go as a datatype over the caller's stream when they are few and
+//!    large, so that the engine moves them without packing, else packed in one buffer):
+//!    - write ([`write`]): each process sends each aggregator its pieces of the window; the
+//!      aggregator writes the pieces it received, and its own straight from the caller's
+//!      stream, with one `pwritev` per run of adjacent pieces when the pieces do not overlap
+//!      and the runs are few or far apart; otherwise it assembles them in its window buffer in
+//!      rank order and writes their span with one `pwrite`, reading the span first under an
+//!      `fcntl` lock where the pieces leave holes;
+//!    - read ([`read`]): the aggregator reads each run of adjacent pieces with one `preadv`
+//!      straight into the answers (its own pieces into the caller's stream), or, where the
+//!      pieces overlap or leave many small holes, the span of pieces less than [`GAP`] apart
+//!      into its window buffer, and sends each process its pieces in one message.
 //!
 //! The window, send and receive buffers are kept by the file between calls (`Scratch`), so
 //! that repeated collective calls touch no new memory.
@@ -204,6 +208,16 @@ fn plan(f: &FileObj, h: &Hints, mine: &IoR<Vec<Piece>>, cb: Option<bool>) -> IoR
         rounds,
         cb,
     }))
+}
+
+/// A collective access that failed before it started on this process: the others learn it in
+/// the exchange they start with (the plan); returns the error.
+pub(crate) fn fail(f: &FileObj, h: &Hints, e: IoErr, write: bool) -> IoErr {
+    let cb = if write { h.cb_write } else { h.cb_read };
+    match plan(f, h, &Err(e), cb) {
+        Err(e) => e,
+        Ok(_) => ioerr(MPI_ERR_INTERN, "collective I/O: an error was not agreed"),
+    }
 }
 
 /// My pieces cut at the domains' and windows' boundaries, per aggregator (index in

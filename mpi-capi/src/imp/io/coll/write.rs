@@ -3,16 +3,21 @@
 use super::super::access::write_segs;
 use super::*;
 
-/// A collective write of the stream `data` at view position `pos`.
+/// A collective write of the stream `data` at view position `pos` (or of the error that
+/// making the stream met, agreed with the others).
 pub(crate) fn write(
     f: &FileObj,
     v: &View,
     pos: i64,
-    data: &[u8],
+    data: Result<&[u8], &IoErr>,
     h: &Hints,
     atomic: bool,
 ) -> IoR<()> {
-    let mine = pieces(v, pos, data.len());
+    let mine = match data {
+        Ok(d) => pieces(v, pos, d.len()),
+        Err(e) => Err(ioerr(e.code, e.msg.clone())),
+    };
+    let data = data.unwrap_or(&[]);
     let Some(plan) = plan(f, h, &mine, h.cb_write)? else {
         let r = segments_of(v, pos, data.len()).and_then(|s| write_segs(f, &s, data, h, atomic));
         return agree(f.comm, r);
