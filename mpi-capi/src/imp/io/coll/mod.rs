@@ -52,6 +52,9 @@ use super::*;
 /// A piece of an access: file offset, length, offset in the process's stream.
 type Piece = (u64, usize, usize);
 
+/// The largest slot per process of the one-step exchange of requests.
+const SLOT_MAX: u64 = 4096;
+
 /// Reads of two pieces less than this many bytes apart are merged into one `pread`.
 const GAP: u64 = 64 << 10;
 
@@ -100,6 +103,8 @@ pub(super) struct Plan {
     rounds: u64,
     /// Bytes per window.
     cb: u64,
+    /// The most pieces any process has (huge when a process's pieces overlap).
+    most: u64,
 }
 
 impl Plan {
@@ -151,6 +156,11 @@ fn plan(f: &FileObj, h: &Hints, mine: &IoR<Vec<Piece>>, cb: Option<bool>) -> IoR
     let (code, lo, hi, n) = match mine {
         Err(e) => (e.code as i64, -1, -1, 0),
         Ok(m) => match (m.first(), m.iter().map(|p| p.0 + p.1 as u64).max()) {
+            // Overlapping pieces (possible in a read) could be cut more often than there are
+            // boundaries: they make the one-step exchange of requests unsafe (`requests`).
+            (Some(a), Some(b)) if m.windows(2).any(|w| w[1].0 < w[0].0 + w[0].1 as u64) => {
+                (0, a.0 as i64, b as i64, i64::MAX / 4)
+            }
             (Some(a), Some(b)) => (0, a.0 as i64, b as i64, m.len() as i64),
             _ => (0, -1, -1, 0),
         },
@@ -202,11 +212,13 @@ fn plan(f: &FileObj, h: &Hints, mine: &IoR<Vec<Piece>>, cb: Option<bool>) -> IoR
         .map(|w| (w[1] - w[0]).div_ceil(cb))
         .max()
         .unwrap_or(0);
+    let most = ranges.iter().map(|r| r.2 as u64).max().unwrap_or(0);
     Ok(Some(Plan {
         aggs,
         bounds,
         rounds,
         cb,
+        most,
     }))
 }
 
@@ -242,6 +254,78 @@ fn split(plan: &Plan, mine: &[Piece]) -> Vec<Vec<Piece>> {
 /// process, the `(offset, length)` list of that process's pieces in its domain (its own taken
 /// from `per`, not sent).
 fn requests(f: &FileObj, plan: &Plan, per: &[Vec<Piece>]) -> IoR<Vec<Vec<(u64, usize)>>> {
+    let n = f.size as usize;
+    let me = plan.mine(f.rank);
+    // Pieces one process can send one aggregator, at most: its own, each cut at most once per
+    // window boundary. When that is small, one all-to-all of fixed-size slots suffices.
+    let bound = plan
+        .most
+        .saturating_add(plan.aggs.len() as u64 * plan.rounds);
+    let slot = bound.saturating_mul(16).saturating_add(8);
+    let (rbuf, rdispl, rcounts) = if slot <= SLOT_MAX && slot.saturating_mul(n as u64) <= 1 << 20 {
+        let slot = slot as usize;
+        let mut sbuf = vec![0u8; slot * n];
+        for (a, ps) in per.iter().enumerate() {
+            if Some(a) == me {
+                continue;
+            }
+            let m = &mut sbuf[plan.aggs[a] as usize * slot..][..slot];
+            m[..8].copy_from_slice(&(ps.len() as u64).to_le_bytes());
+            for (k, &(o, l, _)) in ps.iter().enumerate() {
+                m[8 + 16 * k..16 + 16 * k].copy_from_slice(&o.to_le_bytes());
+                m[16 + 16 * k..24 + 16 * k].copy_from_slice(&(l as u64).to_le_bytes());
+            }
+        }
+        let mut rbuf = vec![0u8; slot * n];
+        let byte = Datatype::basic(Basic::Byte);
+        // SAFETY: `slot` bytes per process each way, live for the call.
+        unsafe {
+            madmpi::alltoall(
+                Some(madmpi::Data::new(sbuf.as_ptr(), slot, &byte)),
+                madmpi::Data::new(rbuf.as_mut_ptr(), slot, &byte),
+                f.comm,
+            )?
+        };
+        let mut rdispl = vec![0isize; n];
+        let mut rcounts = vec![0i64; n];
+        for i in 0..n {
+            let k = u64::from_le_bytes(rbuf[i * slot..][..8].try_into().expect("8 bytes"));
+            if k > bound {
+                return Err(ioerr(MPI_ERR_INTERN, "malformed two-phase request"));
+            }
+            rdispl[i] = (i * slot + 8) as isize;
+            rcounts[i] = (k * 16) as i64;
+        }
+        (rbuf, rdispl, rcounts)
+    } else {
+        lists_by_size(f, plan, per)?
+    };
+    let mut lists = vec![Vec::new(); n];
+    for (src, list) in lists.iter_mut().enumerate() {
+        if me.is_none() {
+            break;
+        }
+        if src as i32 == f.rank {
+            *list = per[me.unwrap_or(0)].iter().map(|p| (p.0, p.1)).collect();
+            continue;
+        }
+        let m = &rbuf[rdispl[src] as usize..][..rcounts[src] as usize];
+        let word = |i: usize| u64::from_le_bytes(m[i..i + 8].try_into().expect("8 bytes"));
+        *list = (0..m.len() / 16)
+            .map(|i| (word(16 * i), word(16 * i + 8) as usize))
+            .collect();
+    }
+    Ok(lists)
+}
+
+/// The lists of [`requests`] in two steps: one all-to-all of their sizes, one of the lists.
+/// Returns the received bytes, each process's displacement and byte count.
+#[allow(clippy::type_complexity)]
+fn lists_by_size(
+    f: &FileObj,
+    plan: &Plan,
+    per: &[Vec<Piece>],
+) -> IoR<(Vec<u8>, Vec<isize>, Vec<i64>)> {
     let n = f.size as usize;
     let me = plan.mine(f.rank);
     let mut counts = vec![0i64; n];
@@ -289,22 +373,7 @@ fn requests(f: &FileObj, plan: &Plan, per: &[Vec<Piece>]) -> IoR<Vec<Vec<(u64, u
             f.comm,
         )?
     };
-    let mut lists = vec![Vec::new(); n];
-    for (src, list) in lists.iter_mut().enumerate() {
-        if me.is_none() {
-            break;
-        }
-        if src as i32 == f.rank {
-            *list = per[me.unwrap_or(0)].iter().map(|p| (p.0, p.1)).collect();
-            continue;
-        }
-        let m = &rbuf[rdispl[src] as usize..][..rcounts[src] as usize];
-        let word = |i: usize| u64::from_le_bytes(m[i..i + 8].try_into().expect("8 bytes"));
-        *list = (0..m.len() / 16)
-            .map(|i| (word(16 * i), word(16 * i + 8) as usize))
-            .collect();
-    }
-    Ok(lists)
+    Ok((rbuf, rdispl, rcounts))
 }
 
 /// For each process, the range `[from, to)` of its list holding the pieces of round `r` of
