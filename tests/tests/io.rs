@@ -107,3 +107,23 @@ fn shared_4() {
 fn shared_tcp_3() {
     ok_tcp("shared", 3);
 }
+
+#[test]
+fn coll_1() {
+    ok("coll", 1);
+}
+
+#[test]
+fn coll_3() {
+    ok("coll", 3);
+}
+
+#[test]
+fn coll_4() {
+    ok("coll", 4);
+}
+
+#[test]
+fn coll_tcp_4() {
+    ok_tcp("coll", 4);
+}

@@ -94,7 +94,12 @@ pub(crate) fn access(
         let n = m.stream_bytes(&view)?;
         Ok((m, n))
     });
-    let (mem, nstream) = if coll || matches!(wh, Where::Ordered) {
+    // A collective access at an offset or the individual pointer agrees on errors in its
+    // first exchange (`coll::fail`, the plan of two-phase I/O), saving one.
+    let at_once = coll && matches!(wh, Where::At(_) | Where::Indiv);
+    let (mem, nstream) = if at_once {
+        prep.map_err(|e| coll::fail(f, &h, e, write))?
+    } else if coll || matches!(wh, Where::Ordered) {
         agree(f.comm, prep)?
     } else {
         prep?
@@ -120,10 +125,11 @@ pub(crate) fn access(
         }
     };
     let moved = if write {
-        let data = mem.write_stream(&view)?;
         if coll {
-            coll::write(f, &view, pos, &data, &h, atomic)?;
+            let data = mem.write_stream(&view);
+            coll::write(f, &view, pos, data.as_deref(), &h, atomic)?;
         } else {
+            let data = mem.write_stream(&view)?;
             let segs = segments_of(&view, pos, data.len())?;
             write_segs(f, &segs, &data, &h, atomic)?;
         }

@@ -95,7 +95,7 @@ fn info_used(f: &FileObj, p: &Pairs) -> Pairs {
     };
     let defaults = [
         ("cb_buffer_size", h.cb_buffer_size.to_string()),
-        ("cb_nodes", aggregators(f, &h).len().to_string()),
+        ("cb_nodes", aggregators(f, &h, 0).len().to_string()),
         ("romio_cb_read", onoff(h.cb_read).to_string()),
         ("romio_cb_write", onoff(h.cb_write).to_string()),
         (
@@ -118,25 +118,36 @@ fn info_used(f: &FileObj, p: &Pairs) -> Pairs {
     out
 }
 
-/// The aggregators of a file's collective I/O: ranks, at most `cb_nodes` of them (by
-/// default one per node), spread over the nodes first.
-pub(crate) fn aggregators(f: &FileObj, h: &Hints) -> Vec<i32> {
+/// The aggregators of a file's collective I/O over a file region of `span` bytes, in rank
+/// order: `cb_nodes` of them when the hint is given, else one per node and more for a large
+/// region (one per [`AGG_BYTES`], at most one per process), spread over the nodes in turn.
+pub(crate) fn aggregators(f: &FileObj, h: &Hints, span: u64) -> Vec<i32> {
+    let nodes = f.nodes.len().max(1);
     let want = if h.cb_nodes == 0 {
-        f.leaders.len()
+        (span.div_ceil(AGG_BYTES) as usize).max(nodes)
     } else {
-        h.cb_nodes.min(f.size as usize)
-    };
-    let mut v: Vec<i32> = f.leaders.iter().copied().take(want).collect();
-    let mut r = 0;
-    while v.len() < want && r < f.size {
-        if !v.contains(&r) {
-            v.push(r);
+        h.cb_nodes
+    }
+    .clamp(1, f.size.max(1) as usize);
+    let mut v = Vec::with_capacity(want);
+    for k in 0.. {
+        for n in &f.nodes {
+            if let Some(&r) = n.get(k) {
+                if v.len() < want {
+                    v.push(r);
+                }
+            }
         }
-        r += 1;
+        if v.len() >= want || f.nodes.iter().all(|n| n.len() <= k) {
+            break;
+        }
     }
     v.sort_unstable();
     v
 }
+
+/// File bytes per aggregator from which a node gets another aggregator (without `cb_nodes`).
+pub(crate) const AGG_BYTES: u64 = 4 << 20;
 
 /// A path argument, without a file-system prefix such as `ufs:` (ROMIO's convention).
 fn path_of(name: &str) -> IoR<PathBuf> {
@@ -220,16 +231,19 @@ fn open_local(path: &PathBuf, amode: c_int, create: bool, perm: u32) -> IoR<(std
     Ok((f, amode & MPI_MODE_WRONLY == 0))
 }
 
-/// The first rank of each node of `comm`, in rank order.
-fn node_leaders(comm: madmpi::CommId) -> IoR<Vec<i32>> {
+/// The ranks of each node of `comm`, nodes in the order of their first rank.
+fn node_ranks(comm: madmpi::CommId) -> IoR<Vec<Vec<i32>>> {
     let ci = madmpi::comm_info(comm)?;
     let mut seen: Vec<String> = Vec::new();
-    let mut v = Vec::new();
+    let mut v: Vec<Vec<i32>> = Vec::new();
     for (i, &w) in ci.local.iter().enumerate() {
         let h = madmpi::rank_host(w).unwrap_or_default();
-        if !seen.contains(&h) {
-            seen.push(h);
-            v.push(i as i32);
+        match seen.iter().position(|s| *s == h) {
+            Some(k) => v[k].push(i as i32),
+            None => {
+                seen.push(h);
+                v.push(vec![i as i32]);
+            }
         }
     }
     Ok(v)
@@ -324,7 +338,7 @@ fn open_on(dup: madmpi::CommId, path: IoR<PathBuf>, amode: c_int, pairs: Pairs) 
         comm: dup,
         rank,
         size,
-        leaders: node_leaders(dup)?,
+        nodes: node_ranks(dup)?,
         path,
         f,
         amode,
@@ -343,6 +357,7 @@ fn open_on(dup: madmpi::CommId, path: IoR<PathBuf>, amode: c_int, pairs: Pairs) 
             split: None,
             shfp: None,
         }),
+        scratch: Mutex::new(Default::default()),
     };
     if amode & MPI_MODE_APPEND != 0 {
         madmpi::barrier(dup)?;

@@ -122,8 +122,9 @@ pub(crate) struct FileObj {
     /// This process's rank in it, and its size.
     pub rank: i32,
     pub size: i32,
-    /// The first rank of each node, in rank order (the default aggregators).
-    pub leaders: Vec<i32>,
+    /// The ranks of each node, in rank order, nodes in the order of their first rank (where
+    /// the aggregators are taken from).
+    pub nodes: Vec<Vec<i32>>,
     /// The path it was opened with (prefix such as `ufs:` removed).
     pub path: std::path::PathBuf,
     pub f: std::fs::File,
@@ -134,6 +135,8 @@ pub(crate) struct FileObj {
     /// The side file of the shared file pointer.
     pub shfp_path: std::path::PathBuf,
     pub st: Mutex<FileState>,
+    /// The buffers of collective I/O, kept between calls.
+    pub scratch: Mutex<coll::Scratch>,
 }
 
 /// The mutable state of a file.
