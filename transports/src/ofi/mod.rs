@@ -35,16 +35,20 @@
 //! The driver authenticates nothing: like other MPIs over libfabric, it relies on the fabric
 //! (a job's endpoints are reachable by the hosts of the network).
 
+mod card;
 mod config;
 mod ffi;
+mod pool;
 #[cfg(test)]
 mod tests;
 
 use std::collections::VecDeque;
 use std::io::{IoSlice, IoSliceMut};
 
+use card::{card_provider, hex, unhex};
 pub use config::OfiConfig;
 use ffi::{Access, Completions, Context, CqEntry, Endpoint, MemReg};
+use pool::Pool;
 
 use crate::{Caps, Error, PeerId, RemoteRegion, Result, SendOutcome, Transport};
 
@@ -106,38 +110,6 @@ fn tune_provider(cfg: &OfiConfig) {
         // variables the launcher sets.)
         std::env::set_var(config::RXM_EAGER_VAR, &v);
         tracing::debug!(provider = ?cfg.provider, "ofi: {}={v}", config::RXM_EAGER_VAR);
-    }
-}
-
-/// Buffers of one size carved from one allocation, registered once.
-struct Pool {
-    /// Registration of the whole allocation (when the provider wants `FI_MR_LOCAL`); dropped
-    /// before the memory, and after the endpoint is closed (see [`OfiTransport`]'s drop).
-    mr: Option<MemReg>,
-    mem: Vec<u64>,
-    slot: usize,
-}
-
-impl Pool {
-    fn new(ep: &Endpoint, count: usize, slot: usize) -> Result<Pool> {
-        let slot = slot.next_multiple_of(64);
-        let mut mem = vec![0u64; count * slot / 8];
-        let mr = if ep.attr().mr_local {
-            // SAFETY: the allocation lives in the pool, whose registration is dropped first.
-            Some(unsafe { ep.register(mem.as_mut_ptr().cast(), mem.len() * 8, Access::Local, 0)? })
-        } else {
-            None
-        };
-        Ok(Pool { mr, mem, slot })
-    }
-
-    fn ptr(&mut self, i: usize) -> *mut u8 {
-        // SAFETY: `i` is below the pool's count: the offset stays inside the allocation.
-        unsafe { self.mem.as_mut_ptr().cast::<u8>().add(i * self.slot) }
-    }
-
-    fn desc(&self) -> *mut std::ffi::c_void {
-        self.mr.as_ref().map_or(std::ptr::null_mut(), |m| m.desc)
     }
 }
 
@@ -600,25 +572,6 @@ impl Drop for OfiTransport {
         }
         self.ep.close_ep();
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-/// The provider's name as it travels in a card (no `;`, which separates the cards).
-fn card_provider(p: &str) -> String {
-    p.replace(';', "+")
 }
 
 impl Transport for OfiTransport {
