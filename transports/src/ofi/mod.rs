@@ -553,7 +553,7 @@ impl Drop for OfiTransport {
             while start.elapsed() < std::time::Duration::from_secs(2) {
                 match self.post_send(PeerId(i as u32), p.addr, CLOSING, &[]) {
                     Ok(SendOutcome::WouldBlock) => {
-                        if !matches!(self.progress(), Ok(_)) {
+                        if self.progress().is_err() {
                             break;
                         }
                     }
