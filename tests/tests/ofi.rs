@@ -163,6 +163,57 @@ fn rendezvous_data_is_read_with_rdma() {
     }
 }
 
+/// The trace's `ofi` driver counter `name`, summed over the ranks of a job traced into `dir`.
+fn counter_sum(dir: &std::path::Path, ranks: usize, name: &str) -> u64 {
+    (0..ranks)
+        .map(|rank| {
+            let path = dir.join(format!("madmpi-trace-rank{rank}.json"));
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("no trace at {}: {e}", path.display()));
+            let v: serde_json::Value = serde_json::from_str(&text).expect("trace is JSON");
+            let events = v["traceEvents"].as_array().expect("events");
+            let e = events
+                .iter()
+                .find(|e| e["name"] == "driver counters" && e["args"]["driver"] == "ofi")
+                .unwrap_or_else(|| panic!("rank {rank}: no ofi driver counters"));
+            e["args"][name]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{name} in {e}"))
+        })
+        .sum()
+}
+
+/// Small packets (up to the provider's `inject_size`) leave with `fi_inject` by default, and
+/// with `fi_send` under `MADMPI_OFI_INJECT=0`; the programs pass either way (the sends and
+/// collectives of `sendmodes` and `stress` mix injected and sent packets to each peer, whose
+/// order the provider keeps).
+#[test]
+fn small_packets_are_injected_unless_turned_off() {
+    if !ofi() {
+        return;
+    }
+    for (name, ranks) in [("sendmodes", 4), ("stress", 4)] {
+        for inject in ["1", "0"] {
+            let dir = madmpi_tests::harness::scratch()
+                .join(format!("ofi-inject-{name}-{inject}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            job("p2p", name, ranks, "tcp;ofi_rxm")
+                .env("MADMPI_OFI_INJECT", inject)
+                .env("MADMPI_TRACE", &dir.display().to_string())
+                .run()
+                .assert_ok(name);
+            let n = counter_sum(&dir, ranks, "injects");
+            let _ = std::fs::remove_dir_all(&dir);
+            println!("{name} MADMPI_OFI_INJECT={inject}: {n} packets injected");
+            if inject == "1" {
+                assert!(n > 0, "{name}: nothing injected");
+            } else {
+                assert_eq!(n, 0, "{name}: MADMPI_OFI_INJECT=0 injects nothing");
+            }
+        }
+    }
+}
+
 #[test]
 fn programs_over_shm_provider() {
     programs_pass("shm", &[], true);

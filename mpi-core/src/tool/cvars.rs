@@ -469,6 +469,10 @@ fn defs() -> Vec<Def> {
             "MADMPI_OFI_RMA",
             "0: ofi rendezvous data in fragments instead of fi_read (empty: 1)",
         ),
+        (
+            "MADMPI_OFI_INJECT",
+            "0: small ofi packets with fi_send instead of fi_inject (empty: 1)",
+        ),
     ] {
         v.push(ro(
             name,

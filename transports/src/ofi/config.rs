@@ -22,6 +22,10 @@ pub struct OfiConfig {
     /// Rendezvous data is read by the receiver with `fi_read` from the sender's registered
     /// buffer when the provider offers `FI_RMA` (`MADMPI_OFI_RMA=0`: fragments instead).
     pub rma: bool,
+    /// Packets no larger than the provider's `inject_size` (driver header included) leave with
+    /// `fi_inject`: no send buffer, no completion to read (`MADMPI_OFI_INJECT=0`: every packet
+    /// with `fi_send` from the send pool).
+    pub inject: bool,
 }
 
 impl Default for OfiConfig {
@@ -33,6 +37,7 @@ impl Default for OfiConfig {
             rx_buffers: 64,
             tx_buffers: 64,
             rma: true,
+            inject: true,
         }
     }
 }
@@ -84,15 +89,18 @@ impl OfiConfig {
         num("MADMPI_OFI_EAGER", &mut c.eager_threshold, 0, 64 << 20)?;
         num("MADMPI_OFI_RX", &mut c.rx_buffers, 2, 1 << 16)?;
         num("MADMPI_OFI_TX", &mut c.tx_buffers, 1, 1 << 16)?;
-        match get("MADMPI_OFI_RMA").as_deref().map(str::trim) {
-            None | Some("") | Some("1") => {}
-            Some("0") => c.rma = false,
-            Some(v) => {
-                return Err(Error::Invalid(format!(
-                    "MADMPI_OFI_RMA={v}: expected 0 or 1"
-                )));
+        let flag = |var: &str, v: &mut bool| -> Result<()> {
+            match get(var).as_deref().map(str::trim) {
+                None | Some("") | Some("1") => Ok(()),
+                Some("0") => {
+                    *v = false;
+                    Ok(())
+                }
+                Some(x) => Err(Error::Invalid(format!("{var}={x}: expected 0 or 1"))),
             }
-        }
+        };
+        flag("MADMPI_OFI_RMA", &mut c.rma)?;
+        flag("MADMPI_OFI_INJECT", &mut c.inject)?;
         Ok(c)
     }
 }
@@ -159,6 +167,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("MADMPI_OFI_EAGER=lots"), "{e}");
+        let c = OfiConfig::from_lookup(env(&[("MADMPI_OFI_INJECT", "0")])).unwrap();
+        assert!(!c.inject && c.rma);
+        let e = OfiConfig::from_lookup(env(&[("MADMPI_OFI_INJECT", "yes")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MADMPI_OFI_INJECT=yes: expected 0 or 1"), "{e}");
     }
 
     #[test]

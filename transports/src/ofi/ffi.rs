@@ -102,6 +102,7 @@ extern "C" {
         dest: u64,
         ctx: *mut c_void,
     ) -> isize;
+    fn madmpi_ofi_inject(o: *mut RawOfi, buf: *const c_void, len: usize, dest: u64) -> isize;
     fn madmpi_ofi_recv(
         o: *mut RawOfi,
         buf: *mut c_void,
@@ -401,6 +402,14 @@ impl Endpoint {
         // SAFETY: the caller's contract.
         let ret = unsafe { madmpi_ofi_send(self.raw, buf.cast(), len, desc, dest, ctx.cast()) };
         self.posted("fi_send", ret)
+    }
+
+    /// Send `buf` (at most the provider's `inject_size` bytes) to `dest` with `fi_inject`: the
+    /// provider copies it before returning and writes no completion. `Ok(false)`: `FI_EAGAIN`.
+    pub(super) fn inject(&self, buf: &[u8], dest: u64) -> Result<bool> {
+        // SAFETY: the provider reads `buf.len()` bytes of `buf` during the call only.
+        let ret = unsafe { madmpi_ofi_inject(self.raw, buf.as_ptr().cast(), buf.len(), dest) };
+        self.posted("fi_inject", ret)
     }
 
     /// Post an RDMA read of `len` bytes from `src`'s registered memory (`addr` as the

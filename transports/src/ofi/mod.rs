@@ -14,6 +14,12 @@
 //!   it with `fi_send`. The pool's free buffers are the link's credits: none free, or the
 //!   provider's `FI_EAGAIN`, is [`SendOutcome::WouldBlock`]; a buffer is free again when its
 //!   send completes;
+//! - a packet no larger than the provider's `inject_size` (header included) is gathered into
+//!   one buffer and sent with `fi_inject` instead (`MADMPI_OFI_INJECT=0`: never): the provider
+//!   copies it at once, so it takes no credit and writes no completion. Its failure is
+//!   therefore silent (a peer lost while only such packets go to it is not noticed by the
+//!   driver); closing, the driver sends each peer it injected to a header-only packet
+//!   ([`CLOSING`]) with a completion, which says the injected ones left;
 //! - a pool of receive buffers stays posted; [`Transport::poll_recv`] reads the completion
 //!   queue, delivers each received packet from its buffer and posts the buffer again;
 //! - a send that completes in error names its peer lost ([`Transport::poll_lost`]).
@@ -29,16 +35,20 @@
 //! The driver authenticates nothing: like other MPIs over libfabric, it relies on the fabric
 //! (a job's endpoints are reachable by the hosts of the network).
 
+mod card;
 mod config;
 mod ffi;
+mod pool;
 #[cfg(test)]
 mod tests;
 
 use std::collections::VecDeque;
 use std::io::{IoSlice, IoSliceMut};
 
+use card::{card_provider, hex, unhex};
 pub use config::OfiConfig;
 use ffi::{Access, Completions, Context, CqEntry, Endpoint, MemReg};
+use pool::Pool;
 
 use crate::{Caps, Error, PeerId, RemoteRegion, Result, SendOutcome, Transport};
 
@@ -52,6 +62,15 @@ const FAILED: usize = usize::MAX - 1;
 
 /// Completions read per `fi_cq_read`.
 const CQ_BATCH: usize = 32;
+
+/// The version field of the header-only packet a closing driver sends behind its injected
+/// packets (no engine speaks it).
+const CLOSING: u32 = u32::MAX;
+
+/// Idle completion-queue reads while waiting for an RDMA read before the wait starts yielding,
+/// and, past them, reads between two yields.
+const READ_SPIN: u32 = 64;
+const READ_YIELD_EVERY: u32 = 16;
 
 /// Providers that reach other hosts no faster than the `tcp` driver (or not at all): a job
 /// spanning hosts prefers `ofi` over `tcp` only when the provider is none of these.
@@ -94,38 +113,6 @@ fn tune_provider(cfg: &OfiConfig) {
     }
 }
 
-/// Buffers of one size carved from one allocation, registered once.
-struct Pool {
-    /// Registration of the whole allocation (when the provider wants `FI_MR_LOCAL`); dropped
-    /// before the memory, and after the endpoint is closed (see [`OfiTransport`]'s drop).
-    mr: Option<MemReg>,
-    mem: Vec<u64>,
-    slot: usize,
-}
-
-impl Pool {
-    fn new(ep: &Endpoint, count: usize, slot: usize) -> Result<Pool> {
-        let slot = slot.next_multiple_of(64);
-        let mut mem = vec![0u64; count * slot / 8];
-        let mr = if ep.attr().mr_local {
-            // SAFETY: the allocation lives in the pool, whose registration is dropped first.
-            Some(unsafe { ep.register(mem.as_mut_ptr().cast(), mem.len() * 8, Access::Local, 0)? })
-        } else {
-            None
-        };
-        Ok(Pool { mr, mem, slot })
-    }
-
-    fn ptr(&mut self, i: usize) -> *mut u8 {
-        // SAFETY: `i` is below the pool's count: the offset stays inside the allocation.
-        unsafe { self.mem.as_mut_ptr().cast::<u8>().add(i * self.slot) }
-    }
-
-    fn desc(&self) -> *mut std::ffi::c_void {
-        self.mr.as_ref().map_or(std::ptr::null_mut(), |m| m.desc)
-    }
-}
-
 /// A peer as the driver knows it.
 #[derive(Clone, Copy, Debug)]
 struct Peer {
@@ -133,6 +120,8 @@ struct Peer {
     addr: u64,
     /// A send to it failed: every later send answers [`Error::PeerLost`].
     lost: bool,
+    /// Packets injected to it since the last one sent with a completion.
+    injected: u32,
 }
 
 /// The `ofi` driver (see the [module documentation](self)).
@@ -159,6 +148,10 @@ pub struct OfiTransport {
     rx_len: Vec<usize>,
     /// Free send buffers (the credits).
     tx_free: Vec<u32>,
+    /// The largest packet sent with `fi_inject` (driver header included; 0: none), and the
+    /// buffer it is gathered into.
+    inject_max: usize,
+    inject_buf: Box<[u8]>,
     /// The destination of each send buffer in flight.
     tx_peer: Vec<u32>,
     peers: Vec<Option<Peer>>,
@@ -179,6 +172,10 @@ pub struct OfiTransport {
     gets: u64,
     read_bytes: u64,
     registrations: u64,
+    /// Packets sent with `fi_inject` (counted for the trace).
+    injects: u64,
+    /// The driver is being dropped: a peer's failure is not reported on stderr.
+    closing: bool,
 }
 
 impl OfiTransport {
@@ -199,6 +196,12 @@ impl OfiTransport {
         let tx_count = cfg.tx_buffers.min(clamp(a.tx_size).max(1));
         let rx = Pool::new(&ep, rx_count, max_packet + HDR)?;
         let tx = Pool::new(&ep, tx_count, max_packet + HDR)?;
+        // fi_inject where the provider has room for at least a header and a few bytes; never
+        // above the packets the driver sends.
+        let inject_max = match clamp(a.inject_size).min(max_packet + HDR) {
+            n if cfg.inject && n > HDR + 8 => n,
+            _ => 0,
+        };
         let fast = is_fast(&a.provider);
         let shm = a.provider.split(';').next() == Some("shm");
         let address = ep.name()?;
@@ -217,6 +220,7 @@ impl OfiTransport {
             mr_local = a.mr_local,
             mr_virt_addr = a.mr_virt_addr,
             max_packet,
+            inject_max,
             rx_count,
             tx_count,
             rxm_eager_limit = %rxm_eager,
@@ -234,6 +238,8 @@ impl OfiTransport {
             rx_len: vec![PENDING; rx_count],
             tx_free: (0..tx_count as u32).rev().collect(),
             tx_peer: vec![u32::MAX; tx_count],
+            inject_max,
+            inject_buf: vec![0u8; inject_max].into_boxed_slice(),
             peers: vec![None; n as usize],
             lost: VecDeque::new(),
             me: me.0,
@@ -268,6 +274,8 @@ impl OfiTransport {
             gets: 0,
             read_bytes: 0,
             registrations: 0,
+            injects: 0,
+            closing: false,
         };
         t.post_receives()?;
         Ok(t)
@@ -364,6 +372,10 @@ impl OfiTransport {
         let bytes = unsafe { std::slice::from_raw_parts(p, len) };
         let from = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
         let version = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+        if version == CLOSING && len == HDR {
+            // A sender's last packet, which says its injected ones left.
+            return false;
+        }
         let known = self.peers.get(from as usize).copied().flatten();
         match known {
             _ if version != self.version => {
@@ -415,13 +427,84 @@ impl OfiTransport {
                 p.lost = true;
                 self.lost.push_back(PeerId(peer));
                 let prov = self.ep.attr().provider.clone();
-                eprintln!(
-                    "madmpi ofi (rank {}, provider {prov}): send to rank {peer} failed: {text}",
-                    self.me
-                );
+                // (A peer that closed first while this one closes is no news.)
+                if !self.closing {
+                    eprintln!(
+                        "madmpi ofi (rank {}, provider {prov}): send to rank {peer} failed: {text}",
+                        self.me
+                    );
+                }
             }
         }
         Ok(())
+    }
+
+    /// Send a packet with `fi_send` from a buffer of the send pool (its completion frees the
+    /// buffer, or names the peer lost), behind the driver header with `version`.
+    fn post_send(
+        &mut self,
+        peer: PeerId,
+        addr: u64,
+        version: u32,
+        iov: &[IoSlice<'_>],
+    ) -> Result<SendOutcome> {
+        let len: usize = iov.iter().map(|s| s.len()).sum();
+        let Some(&s) = self.tx_free.last() else {
+            return Ok(SendOutcome::WouldBlock);
+        };
+        let i = self.rx_count + s as usize;
+        let buf = self.tx.ptr(s as usize);
+        // SAFETY: send buffer `s` is free (not posted) and has room for HDR + max_packet bytes.
+        unsafe {
+            crate::copy_bytes(self.me.to_le_bytes().as_ptr(), buf, 4);
+            crate::copy_bytes(version.to_le_bytes().as_ptr(), buf.add(4), 4);
+            let mut at = HDR;
+            for piece in iov {
+                crate::copy_bytes(piece.as_ptr(), buf.add(at), piece.len());
+                at += piece.len();
+            }
+        }
+        let desc = self.tx.desc();
+        let ctx: *mut Context = &mut self.ctx[i];
+        // SAFETY: the buffer and the context stay untouched until the completion of `ctx`
+        // frees the buffer; both live until the endpoint is closed.
+        if !unsafe { self.ep.send(buf, HDR + len, desc, addr, ctx)? } {
+            return Ok(SendOutcome::WouldBlock);
+        }
+        self.tx_free.pop();
+        self.tx_peer[s as usize] = peer.0;
+        if let Some(Some(q)) = self.peers.get_mut(peer.0 as usize) {
+            q.injected = 0;
+        }
+        Ok(SendOutcome::Done)
+    }
+
+    /// Send a packet of `len` bytes (`HDR + len <= inject_max`) with `fi_inject`: gathered
+    /// behind the driver header into the inject buffer, which the provider copies before it
+    /// returns. No send buffer is taken and no completion comes back.
+    fn inject(
+        &mut self,
+        peer: PeerId,
+        addr: u64,
+        iov: &[IoSlice<'_>],
+        len: usize,
+    ) -> Result<SendOutcome> {
+        let b = &mut self.inject_buf[..HDR + len];
+        b[..4].copy_from_slice(&self.me.to_le_bytes());
+        b[4..HDR].copy_from_slice(&self.version.to_le_bytes());
+        let mut at = HDR;
+        for piece in iov {
+            b[at..at + piece.len()].copy_from_slice(piece);
+            at += piece.len();
+        }
+        if !self.ep.inject(b, addr)? {
+            return Ok(SendOutcome::WouldBlock);
+        }
+        self.injects += 1;
+        if let Some(Some(q)) = self.peers.get_mut(peer.0 as usize) {
+            q.injected = q.injected.saturating_add(1);
+        }
+        Ok(SendOutcome::Done)
     }
 
     /// Read the completion queue once (a batch) and record what completed. Returns how many
@@ -456,8 +539,28 @@ impl OfiTransport {
 impl Drop for OfiTransport {
     fn drop(&mut self) {
         // Let the sends in flight leave (bounded: a peer may be gone), then close the
-        // endpoint before the registrations and the buffers go.
+        // endpoint before the registrations and the buffers go. Injected packets have no
+        // completion: a packet of the header alone (version CLOSING, skipped by the
+        // receiver), sent with one behind them to each peer that got some, says when they
+        // left (the provider keeps a peer's sends in order).
+        self.closing = true;
         let start = std::time::Instant::now();
+        for i in 0..self.peers.len() {
+            let Some(p) = self.peers[i] else { continue };
+            if p.lost || p.injected == 0 {
+                continue;
+            }
+            while start.elapsed() < std::time::Duration::from_secs(2) {
+                match self.post_send(PeerId(i as u32), p.addr, CLOSING, &[]) {
+                    Ok(SendOutcome::WouldBlock) => {
+                        if self.progress().is_err() {
+                            break;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+        }
         while self.tx_free.len() < self.tx_peer.len()
             && start.elapsed() < std::time::Duration::from_secs(2)
         {
@@ -469,25 +572,6 @@ impl Drop for OfiTransport {
         }
         self.ep.close_ep();
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-/// The provider's name as it travels in a card (no `;`, which separates the cards).
-fn card_provider(p: &str) -> String {
-    p.replace(';', "+")
 }
 
 impl Transport for OfiTransport {
@@ -507,31 +591,10 @@ impl Transport for OfiTransport {
                 self.caps.max_packet
             )));
         }
-        let Some(&s) = self.tx_free.last() else {
-            return Ok(SendOutcome::WouldBlock);
-        };
-        let i = self.rx_count + s as usize;
-        let buf = self.tx.ptr(s as usize);
-        // SAFETY: send buffer `s` is free (not posted) and has room for HDR + max_packet bytes.
-        unsafe {
-            crate::copy_bytes(self.me.to_le_bytes().as_ptr(), buf, 4);
-            crate::copy_bytes(self.version.to_le_bytes().as_ptr(), buf.add(4), 4);
-            let mut at = HDR;
-            for piece in iov {
-                crate::copy_bytes(piece.as_ptr(), buf.add(at), piece.len());
-                at += piece.len();
-            }
+        if HDR + len <= self.inject_max {
+            return self.inject(peer, p.addr, iov, len);
         }
-        let desc = self.tx.desc();
-        let ctx: *mut Context = &mut self.ctx[i];
-        // SAFETY: the buffer and the context stay untouched until the completion of `ctx`
-        // frees the buffer; both live until the endpoint is closed.
-        if !unsafe { self.ep.send(buf, HDR + len, desc, p.addr, ctx)? } {
-            return Ok(SendOutcome::WouldBlock);
-        }
-        self.tx_free.pop();
-        self.tx_peer[s as usize] = peer.0;
-        Ok(SendOutcome::Done)
+        self.post_send(peer, p.addr, self.version, iov)
     }
 
     fn card(&self) -> Option<String> {
@@ -575,6 +638,7 @@ impl Transport for OfiTransport {
         *slot = Some(Peer {
             addr: fi_addr,
             lost: false,
+            injected: 0,
         });
         let a = self.ep.attr();
         tracing::info!(
@@ -694,11 +758,14 @@ impl Transport for OfiTransport {
                 }
             }
         }
+        // (The peer serves the read in its own progress: on a host with more processes than
+        // cores it needs this one's CPU now and then. A yield per idle poll cost a system call
+        // each, several per transfer.)
         let mut idle = 0u32;
         while self.reads > 0 {
             if self.progress()? == 0 {
                 idle += 1;
-                if idle > 64 {
+                if idle > READ_SPIN && idle % READ_YIELD_EVERY == 0 {
                     std::thread::yield_now();
                 }
             }
@@ -730,6 +797,7 @@ impl Transport for OfiTransport {
             ("rdma_gets", self.gets),
             ("rdma_read_bytes", self.read_bytes),
             ("registrations", self.registrations),
+            ("injects", self.injects),
         ]
     }
 

@@ -272,6 +272,13 @@ ssize_t madmpi_ofi_send(struct madmpi_ofi *o, const void *buf, size_t len, void 
 	return fi_send(o->ep, buf, len, desc, dest, ctx);
 }
 
+/* Send `len` bytes (at most the provider's inject_size) that the provider copies before it
+ * returns: the buffer is free at once and no completion is written. */
+ssize_t madmpi_ofi_inject(struct madmpi_ofi *o, const void *buf, size_t len, uint64_t dest)
+{
+	return fi_inject(o->ep, buf, len, dest);
+}
+
 ssize_t madmpi_ofi_recv(struct madmpi_ofi *o, void *buf, size_t len, void *desc, void *ctx)
 {
 	return fi_recv(o->ep, buf, len, desc, FI_ADDR_UNSPEC, ctx);

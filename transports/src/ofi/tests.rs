@@ -129,18 +129,19 @@ fn provider_classes() {
     assert!(is_fast("verbs;ofi_rxm") && is_fast("efa") && is_fast("cxi") && is_fast("psm2"));
 }
 
-#[test]
-fn a_peer_that_closed_is_reported_lost() {
-    let Some(OfiPair(mut a, b)) = pair(&cfg("tcp;ofi_rxm")) else {
-        return;
+/// A first exchange of `size`-byte packets from `a` to `b`, then `b` goes away: `a` reports
+/// it lost (a send answers [`Error::PeerLost`] or `poll_lost` names it) within a minute.
+fn closed_peer_is_reported_lost(cfg: &OfiConfig, size: usize) -> OfiTransport {
+    let Some(OfiPair(mut a, mut b)) = pair(cfg) else {
+        panic!("tcp;ofi_rxm is there (conformance_tcp_rxm)");
     };
     // A first exchange makes the connection, then the peer goes away.
     let mut got = 0;
     let mut sent = false;
-    let mut b = b;
+    let packet = vec![5u8; size];
     for _ in 0..1_000_000 {
         if !sent {
-            sent = a.try_send(PeerId(1), &[IoSlice::new(b"hi")]).unwrap() == SendOutcome::Done;
+            sent = a.try_send(PeerId(1), &[IoSlice::new(&packet)]).unwrap() == SendOutcome::Done;
         }
         a.poll_recv(&mut |_, _| {}).unwrap();
         got += b.poll_recv(&mut |_, _| {}).unwrap();
@@ -153,7 +154,7 @@ fn a_peer_that_closed_is_reported_lost() {
     drop(b);
     let start = std::time::Instant::now();
     let lost = loop {
-        match a.try_send(PeerId(1), &[IoSlice::new(&[7u8; 100])]) {
+        match a.try_send(PeerId(1), &[IoSlice::new(&packet)]) {
             Err(Error::PeerLost(p)) => break p,
             Ok(_) => {}
             Err(e) => panic!("{e}"),
@@ -169,4 +170,70 @@ fn a_peer_that_closed_is_reported_lost() {
         std::thread::yield_now();
     };
     assert_eq!(lost, PeerId(1));
+    a
+}
+
+fn injects(t: &OfiTransport) -> u64 {
+    t.counters()
+        .iter()
+        .find(|c| c.0 == "injects")
+        .map(|c| c.1)
+        .unwrap()
+}
+
+#[test]
+fn a_peer_that_closed_is_reported_lost() {
+    // Packets above rxm's inject size (64 bytes) travel with fi_send.
+    let a = closed_peer_is_reported_lost(&cfg("tcp;ofi_rxm"), 100);
+    assert_eq!(injects(&a), 0);
+}
+
+/// With `MADMPI_OFI_INJECT=0` small packets travel with `fi_send` too, so that their error
+/// completions find a peer lost as larger packets' do (an injected packet has no completion,
+/// not even an error one: over `tcp;ofi_rxm` a stream of small packets to a peer that went
+/// away is then not noticed by the driver; the launcher ends the job).
+#[test]
+fn a_peer_that_closed_is_reported_lost_under_small_packets_without_inject() {
+    let c = OfiConfig {
+        inject: false,
+        ..cfg("tcp;ofi_rxm")
+    };
+    let a = closed_peer_is_reported_lost(&c, 8);
+    assert_eq!(injects(&a), 0);
+}
+
+/// `MADMPI_OFI_INJECT=0` (`inject: false`): every packet with `fi_send`, none injected; and
+/// a packet of exactly the inject size is injected, one byte more is not.
+#[test]
+fn inject_can_be_turned_off_and_stops_at_the_inject_size() {
+    let c = OfiConfig {
+        inject: false,
+        ..cfg("tcp;ofi_rxm")
+    };
+    let mut p = pair(&c).unwrap();
+    assert_eq!(p.0.inject_max, 0);
+    conformance::run_all(&mut p);
+    assert_eq!(injects(&p.0) + injects(&p.1), 0);
+    let OfiPair(mut a, mut b) = pair(&cfg("tcp;ofi_rxm")).unwrap();
+    let max = a.inject_max;
+    assert!(max > HDR);
+    for (len, injected) in [(max - HDR, 1), (max - HDR + 1, 0)] {
+        let before = injects(&a);
+        let packet = vec![9u8; len];
+        let mut got = Vec::new();
+        let mut sent = false;
+        let start = std::time::Instant::now();
+        while got.is_empty() {
+            if !sent {
+                sent =
+                    a.try_send(PeerId(1), &[IoSlice::new(&packet)]).unwrap() == SendOutcome::Done;
+            }
+            a.poll_recv(&mut |_, _| {}).unwrap();
+            b.poll_recv(&mut |_, p| got.push(p.to_vec())).unwrap();
+            assert!(start.elapsed() < std::time::Duration::from_secs(60));
+            std::thread::yield_now();
+        }
+        assert_eq!(got, vec![packet], "{len} bytes");
+        assert_eq!(injects(&a) - before, injected, "{len} bytes");
+    }
 }
