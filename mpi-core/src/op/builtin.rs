@@ -123,6 +123,7 @@ macro_rules! real {
 }
 real!(f32, f64);
 
+#[inline(always)]
 unsafe fn float_op<T: Real>(op: BuiltinOp, n: usize, a: *const u8, io: *mut u8) {
     use BuiltinOp::*;
     match op {
@@ -291,7 +292,7 @@ pub(crate) fn kernel(op: BuiltinOp, b: Basic) -> Option<Kernel> {
 /// and 4), where the processor has it: the same operations in the same order on each element,
 /// so the same results.
 mod wide {
-    use super::{each, BuiltinOp, Kernel, Real};
+    use super::{BuiltinOp, Kernel, Real};
 
     /// The AVX2 kernel, when this processor runs it.
     pub(super) fn float<T: Real>() -> Option<Kernel> {
@@ -307,17 +308,9 @@ mod wide {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn avx2<T: Real>(op: BuiltinOp, n: usize, a: *const u8, io: *mut u8) {
-        use BuiltinOp::*;
-        // SAFETY: the caller's (`each` reads and writes `n` elements at `a` and `io`).
-        unsafe {
-            match op {
-                Sum => each::<T>(n, a, io, |x, y| x.add(y)),
-                Prod => each::<T>(n, a, io, |x, y| x.mul(y)),
-                Min => each::<T>(n, a, io, |x, y| if x.lt(y) { x } else { y }),
-                Max => each::<T>(n, a, io, |x, y| if y.lt(x) { x } else { y }),
-                _ => {}
-            }
-        }
+        // SAFETY: the caller's. `float_op` is inlined here, so its loops are compiled with
+        // AVX2.
+        unsafe { super::float_op::<T>(op, n, a, io) }
     }
 }
 

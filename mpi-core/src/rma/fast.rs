@@ -128,6 +128,25 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
 /// # Safety
 /// The origin buffer holds its elements.
 pub unsafe fn put_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> bool {
+    // SAFETY: forwarded.
+    unsafe { copy_now(w, origin, rank, disp, tgt, true) }
+}
+
+/// MPI_Get on the fast path: whether it was done (as [`put_now`]).
+///
+/// # Safety
+/// The origin buffer holds its elements.
+pub unsafe fn get_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> bool {
+    // SAFETY: forwarded.
+    unsafe { copy_now(w, origin, rank, disp, tgt, false) }
+}
+
+/// A put (`to_target`) or a get on the fast path.
+///
+/// # Safety
+/// As [`put_now`].
+#[inline(always)]
+unsafe fn copy_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run, to_target: bool) -> bool {
     let (Some(n), Some(tn)) = (origin.bytes(), tgt.bytes()) else {
         return false;
     };
@@ -138,27 +157,13 @@ pub unsafe fn put_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> 
         let (_, _, tp) = target(&e.st, w, rank, disp, n)?;
         // SAFETY: the origin holds `n` bytes (caller); the target range is in its part,
         // mapped while the window lives.
-        unsafe { copy(origin.ptr, tp, n) };
-        Some(())
-    })
-    .is_some()
-}
-
-/// MPI_Get on the fast path: whether it was done (as [`put_now`]).
-///
-/// # Safety
-/// The origin buffer holds its elements.
-pub unsafe fn get_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> bool {
-    let (Some(n), Some(tn)) = (origin.bytes(), tgt.bytes()) else {
-        return false;
-    };
-    if n != tn {
-        return false;
-    }
-    with_now(|e| {
-        let (_, _, tp) = target(&e.st, w, rank, disp, n)?;
-        // SAFETY: as for a put, the other way.
-        unsafe { copy(tp, origin.ptr, n) };
+        unsafe {
+            if to_target {
+                copy(origin.ptr, tp, n)
+            } else {
+                copy(tp, origin.ptr, n)
+            }
+        };
         Some(())
     })
     .is_some()
