@@ -169,8 +169,10 @@ pub fn graph_neighbors<'a>(index: &[i32], edges: &'a [i32], rank: i32) -> &'a [i
 }
 
 /// MPI_Dims_create: fill the zero entries of `dims` so that the product is `nnodes`, the
-/// dimensions as close to each other as possible (the lexicographically smallest
-/// non-increasing choice), in non-increasing order.
+/// dimensions as close to each other as possible, in non-increasing order: the free dimensions
+/// with the smallest difference between the largest and the smallest, and among those the one
+/// whose smallest dimension is the largest (then the next smallest, and so on). This is the
+/// choice MPICH makes (its test `topo/dims5` checks 75,000 cases against it).
 pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
     if nnodes < 0 {
         return err(ErrorClass::Arg, format!("invalid number of nodes {nnodes}"));
@@ -205,11 +207,8 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
         }
         return Ok(());
     }
-    let mut out = Vec::with_capacity(free);
-    if !balanced(rest, free, rest, &mut out) {
-        return err(ErrorClass::Intern, "MPI_Dims_create found no factorization");
-    }
-    let mut it = out.into_iter();
+    let out = balanced(rest, free);
+    let mut it = out.into_iter().rev();
     for d in dims.iter_mut() {
         if *d == 0 {
             *d = it.next().unwrap_or(1) as i32;
@@ -218,28 +217,97 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
     Ok(())
 }
 
-/// Lexicographically smallest non-increasing `k` factors of `n`, each ≤ `max`.
-fn balanced(n: u64, k: usize, max: u64, out: &mut Vec<u64>) -> bool {
-    if k == 1 {
-        if n <= max {
-            out.push(n);
-            return true;
+/// The `k` factors of `n` (non-decreasing) with the smallest spread (largest − smallest), the
+/// ties going to the one that is lexicographically largest from the smallest factor up.
+fn balanced(n: u64, k: usize) -> Vec<u64> {
+    let mut divs: Vec<u64> = (1..)
+        .take_while(|d| d * d <= n)
+        .filter(|d| n.is_multiple_of(*d))
+        .collect();
+    let big: Vec<u64> = divs
+        .iter()
+        .rev()
+        .map(|d| n / d)
+        .filter(|&q| q * q != n)
+        .collect();
+    divs.extend(big);
+    let mut s = Search {
+        divs,
+        cur: Vec::with_capacity(k),
+        best: Vec::new(),
+        spread: u64::MAX,
+    };
+    s.next(n, k, 1);
+    s.best
+}
+
+/// Branch and bound over the factorizations, smallest factor first.
+struct Search {
+    /// The divisors of the number being split, ascending.
+    divs: Vec<u64>,
+    /// The factors chosen so far, non-decreasing.
+    cur: Vec<u64>,
+    /// The best factorization found, and its spread.
+    best: Vec<u64>,
+    spread: u64,
+}
+
+impl Search {
+    /// Choose `j` more factors, each at least `lo`, whose product is `r`.
+    fn next(&mut self, r: u64, j: usize, lo: u64) {
+        if j == 0 {
+            return;
         }
-        return false;
-    }
-    // The first factor is at least the k-th root of n.
-    let mut d = 1u64;
-    while d <= max.min(n) {
-        if n.is_multiple_of(d) && d.checked_pow(k as u32).is_none_or(|p| p >= n) {
-            out.push(d);
-            if balanced(n / d, k - 1, d, out) {
-                return true;
+        if j == 1 {
+            if r >= lo {
+                self.cur.push(r);
+                self.offer();
+                self.cur.pop();
             }
-            out.pop();
+            return;
         }
-        d += 1;
+        for i in 0..self.divs.len() {
+            let d = self.divs[i];
+            if d < lo || !r.is_multiple_of(d) {
+                continue;
+            }
+            if d.checked_pow(j as u32).is_none_or(|p| p > r) {
+                break;
+            }
+            // Every factor from here on is at least `d`, and the largest at least the
+            // (j-1)-th root of what is left.
+            let smallest = self.cur.first().copied().unwrap_or(d);
+            if d - smallest > self.spread {
+                break;
+            }
+            if d.max(root_up(r / d, j - 1)) - smallest > self.spread {
+                continue;
+            }
+            self.cur.push(d);
+            self.next(r / d, j - 1, d);
+            self.cur.pop();
+        }
     }
-    false
+
+    fn offer(&mut self) {
+        let spread = self.cur[self.cur.len() - 1] - self.cur[0];
+        if spread < self.spread || (spread == self.spread && self.cur > self.best) {
+            self.spread = spread;
+            self.best.clone_from(&self.cur);
+        }
+    }
+}
+
+/// The smallest `m` with `m^j >= r`.
+fn root_up(r: u64, j: usize) -> u64 {
+    let mut m = (r as f64).powf(1.0 / j as f64).round() as u64;
+    while m > 1 && (m - 1).checked_pow(j as u32).is_some_and(|p| p >= r) {
+        m -= 1;
+    }
+    while m.checked_pow(j as u32).is_some_and(|p| p < r) {
+        m += 1;
+    }
+    m.max(1)
 }
 
 // ------------------------------------------------------------------------------------ creation
@@ -475,6 +543,12 @@ mod tests {
         assert_eq!(dc(12, vec![0, 3, 0]), vec![2, 3, 2]);
         assert_eq!(dc(1, vec![0, 0]), vec![1, 1]);
         assert_eq!(dc(64, vec![0, 0, 0, 0]), vec![4, 4, 2, 2]);
+        // The smallest spread, then the largest smallest dimension (MPICH's choice).
+        assert_eq!(dc(72, vec![0, 0]), vec![9, 8]);
+        assert_eq!(dc(5040, vec![0, 0, 0]), vec![21, 16, 15]);
+        assert_eq!(dc(34425, vec![0, 0, 0]), vec![51, 27, 25]);
+        assert_eq!(dc(1 << 30, vec![0; 40]).iter().product::<i32>(), 1 << 30);
+        assert_eq!(dc(720720, vec![0; 6]).iter().product::<i32>(), 720720);
         assert!(dims_create(10, &mut [3, 0]).is_err());
     }
 

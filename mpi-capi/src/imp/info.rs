@@ -43,9 +43,15 @@ fn env_pairs(argv: Option<Vec<String>>) -> Pairs {
     if args.len() > 1 {
         v.push(("argv".into(), args[1..].join(" ")));
     }
-    if let Ok(n) = madmpi::world_size() {
-        v.push(("maxprocs".into(), n.to_string()));
-    }
+    // Before MPI_Init and after MPI_Finalize, from the launcher (PMI, Slurm), so that the
+    // object is the same whenever it is asked for; a process started without one is alone.
+    let launched = || {
+        ["PMI_SIZE", "SLURM_NTASKS"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok()?.trim().parse::<u32>().ok())
+    };
+    let n = madmpi::world_size().ok().or_else(launched).unwrap_or(1);
+    v.push(("maxprocs".into(), n.to_string()));
     v.push(("host".into(), madmpi::processor_name()));
     v.push(("arch".into(), std::env::consts::ARCH.into()));
     if let Ok(d) = std::env::current_dir() {

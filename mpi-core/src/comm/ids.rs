@@ -20,6 +20,9 @@ pub(super) struct Pool {
     free: [u64; WORDS],
     /// Agreements in progress in this process.
     pub(super) active: std::collections::BTreeSet<Key>,
+    /// How many non-empty snapshots of `free` agreements of this process hold (taken by
+    /// `reserve`, not yet given back by `release`).
+    held: usize,
 }
 
 pub(super) static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| {
@@ -30,6 +33,7 @@ pub(super) static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| {
     Mutex::new(Pool {
         free,
         active: Default::default(),
+        held: 0,
     })
 });
 
@@ -41,19 +45,29 @@ impl Pool {
     /// priority, two agreements could take turns holding the ids on different processes and
     /// both retry forever.
     ///
-    /// The flag is false when the agreement had the priority and still found no free id: the
-    /// process has run out of ids, and the agreement must fail (everywhere) rather than retry.
+    /// The flag is false when the agreement had the priority and still found no free id while
+    /// no other agreement of this process holds any: the process has run out of ids, and the
+    /// agreement must fail (everywhere) rather than retry. When another one holds them (it
+    /// reserved them before this one, of higher priority, started here), this one retries: the
+    /// other finds nothing in common on the processes where this one has the ids, and gives
+    /// them back.
     fn reserve(&mut self, key: Key) -> (Mask, bool) {
         if self.active.first().is_some_and(|&k| k != key) {
             return ([0; WORDS], true);
         }
         let m = std::mem::replace(&mut self.free, [0; WORDS]);
         let some = m.iter().any(|&w| w != 0);
-        (m, some)
+        if some {
+            self.held += 1;
+        }
+        (m, some || self.held > 0)
     }
 
     /// Return the ids of `m` except `keep`.
     fn release(&mut self, m: &Mask, keep: &[u32]) {
+        if m.iter().any(|&w| w != 0) {
+            self.held -= 1;
+        }
         for (f, w) in self.free.iter_mut().zip(m.iter()) {
             *f |= *w;
         }
@@ -388,23 +402,25 @@ pub(super) fn bytes_ranks(b: &[u8]) -> Vec<u32> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn pool_reserves_and_releases() {
+    fn pool() -> Pool {
         let mut p = Pool {
             free: [u64::MAX; WORDS],
             active: Default::default(),
+            held: 0,
         };
         p.free[0] &= !0b11;
+        p
+    }
+
+    #[test]
+    fn pool_reserves_and_releases() {
+        let mut p = pool();
         p.active.insert((0, 0));
         p.active.insert((0, 1024));
         assert_eq!(lowest(&p.reserve((0, 1024)).0, None), None, "not its turn");
         assert!(p.reserve((0, 1024)).1, "not out of ids either");
         let (m, left) = p.reserve((0, 0));
         assert!(left);
-        assert!(
-            !p.reserve((0, 0)).1,
-            "nothing left with the priority: out of ids"
-        );
         assert_eq!(lowest(&m, None), Some(2));
         assert_eq!(lowest(&p.free, None), None);
         p.release(&m, &[2]);
@@ -413,5 +429,30 @@ mod tests {
         other[1] = 1 << 5;
         assert_eq!(lowest(&and(&p.free, &other), None), Some(69));
         assert_eq!(lowest(&m, Some(2)), Some(3));
+        p.free = [0; WORDS];
+        assert!(
+            !p.reserve((0, 0)).1,
+            "nothing left with the priority, nothing held: out of ids"
+        );
+    }
+
+    /// Two MPI_Comm_idup started in different orders on two processes (MPICH's
+    /// `comm_idup_overlap`): here the one of lower priority took every id before the other
+    /// started. The other must retry, not report that the ids ran out.
+    #[test]
+    fn priority_finding_the_ids_held_retries() {
+        let mut p = pool();
+        p.active.insert((8, 0));
+        let (held, _) = p.reserve((8, 0));
+        p.active.insert((4, 0));
+        let (m, left) = p.reserve((4, 0));
+        assert_eq!(lowest(&m, None), None);
+        assert!(left, "held by the other agreement: retry");
+        // The other finds nothing in common and gives them back; now they are there.
+        p.release(&held, &[]);
+        p.release(&m, &[]);
+        let (m, left) = p.reserve((4, 0));
+        assert!(left);
+        assert_eq!(lowest(&m, None), Some(2));
     }
 }

@@ -199,6 +199,36 @@ static void test_idup(void)
     MPI_OK(MPI_Comm_free(&c));
 }
 
+/* Two MPI_Comm_idup on different communicators, started in opposite orders on two
+ * processes (MPICH's comm/comm_idup_overlap): both complete. The second communicator's
+ * context agreement found the first one holding every free id and reported them out. */
+static void test_idup_crossed(void)
+{
+    int me = t_rank;
+    MPI_Comm pair, other, d[2];
+    MPI_Request rq[2];
+    MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, me < 2 ? 0 : MPI_UNDEFINED, me, &pair));
+    if (pair == MPI_COMM_NULL)
+        return;
+    MPI_OK(MPI_Comm_dup(pair, &other));
+    MPI_Comm first = me == 0 ? pair : other, second = me == 0 ? other : pair;
+    for (int round = 0; round < 20; round++) {
+        MPI_OK(MPI_Comm_idup(first, &d[0], &rq[0]));
+        MPI_OK(MPI_Comm_idup(second, &d[1], &rq[1]));
+        MPI_Status sts[2];
+        MPI_OK(MPI_Waitall(2, rq, sts));
+        /* the duplicate of `pair` first, then that of `other`, on both */
+        for (int j = 0; j < 2; j++) {
+            int k = me == 0 ? j : 1 - j, x = 1, y = 0;
+            MPI_OK(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, d[k]));
+            CHECKF(y == (t_size < 2 ? 1 : 2), "sum %d on the idup'ed communicator", y);
+            MPI_OK(MPI_Comm_free(&d[k]));
+        }
+    }
+    MPI_OK(MPI_Comm_free(&other));
+    MPI_OK(MPI_Comm_free(&pair));
+}
+
 static void test_create(void)
 {
     int n = t_size, me = t_rank, sz, rk;
@@ -588,6 +618,7 @@ int main(int argc, char **argv)
     test_exhaustion();
     test_dup_split();
     test_idup();
+    test_idup_crossed();
     test_create();
     test_groups();
     test_attrs();

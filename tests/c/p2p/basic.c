@@ -39,6 +39,17 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Info_create(&pre));
     MPI_OK(MPI_Info_set(pre, "key", "value"));
     MPI_OK(MPI_Info_free(&pre));
+    /* MPI_Info_create_env: the same object before and after MPI_Init (MPICH's
+     * info/infocreateenv); maxprocs, when given, is the job's size */
+    char maxprocs_pre[MPI_MAX_INFO_VAL] = "";
+    int mp_flag_pre = 0;
+    {
+        MPI_Info env = MPI_INFO_NULL;
+        int vl = MPI_MAX_INFO_VAL;
+        MPI_OK(MPI_Info_create_env(argc, argv, &env));
+        MPI_OK(MPI_Info_get_string(env, "maxprocs", &vl, maxprocs_pre, &mp_flag_pre));
+        MPI_OK(MPI_Info_free(&env));
+    }
 #if MPI_VERSION >= 5
     /* the ABI queries (MPI-5.0) */
     int am = -1, an = -1;
@@ -92,6 +103,20 @@ int main(int argc, char **argv)
         CHECKF(v == 5 && sv == 0, "version %d.%d", v, sv);
         CHECK(provided == MPI_THREAD_MULTIPLE);
         CHECKF(strstr(lib, "MPI 5.0") != NULL, "library version '%s'", lib);
+    }
+
+    {
+        MPI_Info env = MPI_INFO_NULL;
+        char mp[MPI_MAX_INFO_VAL] = "";
+        int vl = MPI_MAX_INFO_VAL, mp_flag = 0;
+        MPI_OK(MPI_Info_create_env(argc, argv, &env));
+        MPI_OK(MPI_Info_get_string(env, "maxprocs", &vl, mp, &mp_flag));
+        MPI_OK(MPI_Info_free(&env));
+        CHECKF(mp_flag == mp_flag_pre && strcmp(mp, maxprocs_pre) == 0,
+               "maxprocs before MPI_Init '%s' (%d), after '%s' (%d)", maxprocs_pre, mp_flag_pre,
+               mp, mp_flag);
+        if (mp_flag)
+            CHECKF(atoi(mp) == t_size, "maxprocs %s in a job of %d", mp, t_size);
     }
 
     int self_rank = -1, self_size = -1;
