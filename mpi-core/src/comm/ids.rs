@@ -23,7 +23,14 @@ pub(super) struct Pool {
     /// How many non-empty snapshots of `free` agreements of this process hold (taken by
     /// `reserve`, not yet given back by `release`).
     held: usize,
+    /// An agreement holds the eager ids (word [`EAGER`] of `free`, offered by an agreement's
+    /// first pass: see [`mask_allreduce`]).
+    eager_busy: bool,
 }
+
+/// The word of the id mask an agreement's first pass offers (ids 0–63, the first three being
+/// the predefined communicators'); the other words are the ones agreed on with the priority.
+const EAGER: usize = 0;
 
 pub(super) static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| {
     let mut free = [u64::MAX; WORDS];
@@ -34,6 +41,7 @@ pub(super) static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| {
         free,
         active: Default::default(),
         held: 0,
+        eager_busy: false,
     })
 });
 
@@ -55,7 +63,9 @@ impl Pool {
         if self.active.first().is_some_and(|&k| k != key) {
             return ([0; WORDS], true);
         }
-        let m = std::mem::replace(&mut self.free, [0; WORDS]);
+        let mut m = std::mem::replace(&mut self.free, [0; WORDS]);
+        // The eager ids stay for the first passes.
+        self.free[EAGER] = std::mem::take(&mut m[EAGER]);
         let some = m.iter().any(|&w| w != 0);
         if some {
             self.held += 1;
@@ -63,9 +73,25 @@ impl Pool {
         (m, some || self.held > 0)
     }
 
+    /// The eager ids, for an agreement's first pass, if no other agreement holds them (then
+    /// `true`: give them back with [`Pool::release`] and [`Pool::eager_done`]).
+    fn reserve_eager(&mut self) -> (Mask, bool) {
+        let mut m = [0; WORDS];
+        if self.eager_busy {
+            return (m, false);
+        }
+        self.eager_busy = true;
+        m[EAGER] = std::mem::take(&mut self.free[EAGER]);
+        (m, true)
+    }
+
+    fn eager_done(&mut self) {
+        self.eager_busy = false;
+    }
+
     /// Return the ids of `m` except `keep`.
     fn release(&mut self, m: &Mask, keep: &[u32]) {
-        if m.iter().any(|&w| w != 0) {
+        if m.iter().enumerate().any(|(i, &w)| i != EAGER && w != 0) {
             self.held -= 1;
         }
         for (f, w) in self.free.iter_mut().zip(m.iter()) {
@@ -153,12 +179,26 @@ impl P {
 pub(super) struct Agreed {
     snapshot: Option<Mask>,
     key: Key,
+    /// Every member has started the agreement (its first pass is over).
+    synced: bool,
+    /// The snapshot is of the eager ids.
+    eager: bool,
 }
 
 pub(super) type Cell = Arc<Mutex<Agreed>>;
 
 /// Steps that reserve this process's free ids and AND them over `t` into the returned buffer.
 /// Returns (round to jump to for a retry, buffer with the AND).
+///
+/// The first pass offers only the eager ids (64, held by one agreement of a process at a
+/// time; none if another holds them): it usually agrees on one of them, and otherwise tells
+/// that every member has started the agreement (the caller finds nothing in common and jumps
+/// back). Only then does the agreement take part in the priority among those of this process
+/// and hold the other ids. An agreement that held those while waiting for members that had
+/// not started it could starve another that they must finish first: a blocking
+/// MPI_Comm_create_group on some processes while the others have started an MPI_Comm_idup
+/// before it (MPICH's `comm/comm_create_group_idup`; MPICH synchronises the same way, with an
+/// eager segment of its mask, before an allocation may hold the rest).
 pub(super) fn mask_allreduce(b: &mut B, t: &Team, cell: &Cell) -> (usize, *mut u8) {
     b.op = Some((Op::Builtin(BuiltinOp::Band), Datatype::basic(Basic::UInt64)));
     let key = b.prio.unwrap_or_default();
@@ -169,14 +209,24 @@ pub(super) fn mask_allreduce(b: &mut B, t: &Team, cell: &Cell) -> (usize, *mut u
     let all = b.tmp(BUF_BYTES);
     let c = cell.clone();
     b.call(move |_st| {
-        let (m, left) = POOL.lock().reserve(key);
+        let mut g = c.lock();
+        let mut p = POOL.lock();
+        let (m, left) = if std::mem::replace(&mut g.synced, true) {
+            p.active.insert(key);
+            p.reserve(key)
+        } else {
+            let (m, eager) = p.reserve_eager();
+            g.eager = eager;
+            (m, true)
+        };
+        drop(p);
         let w = if left { u64::MAX } else { 0 };
         // SAFETY: `mine` is a BUF_BYTES scratch buffer of this schedule.
         unsafe {
             write_mask(mine.p(), &m);
             std::ptr::copy_nonoverlapping(w.to_ne_bytes().as_ptr(), mine.p().add(MASK_BYTES), 8);
         }
-        c.lock().snapshot = Some(m);
+        g.snapshot = Some(m);
         Ok(Flow::Next)
     });
     algo::allreduce_doubling(b, t, mine.p(), all, WORDS + 1, 8);
@@ -189,6 +239,9 @@ pub(super) fn settle(cell: &Cell, keep: &[u32], done: bool) {
     let mut p = POOL.lock();
     if let Some(m) = g.snapshot.take() {
         p.release(&m, keep);
+    }
+    if std::mem::take(&mut g.eager) {
+        p.eager_done();
     }
     if done {
         p.active.remove(&g.key);
@@ -407,6 +460,7 @@ mod tests {
             free: [u64::MAX; WORDS],
             active: Default::default(),
             held: 0,
+            eager_busy: false,
         };
         p.free[0] &= !0b11;
         p
@@ -421,19 +475,37 @@ mod tests {
         assert!(p.reserve((0, 1024)).1, "not out of ids either");
         let (m, left) = p.reserve((0, 0));
         assert!(left);
-        assert_eq!(lowest(&m, None), Some(2));
-        assert_eq!(lowest(&p.free, None), None);
-        p.release(&m, &[2]);
-        assert_eq!(lowest(&p.free, None), Some(3));
+        assert_eq!(lowest(&m, None), Some(64), "the eager ids are not in it");
+        assert_eq!(lowest(&p.free, None), Some(2), "only the eager ids are left");
+        p.release(&m, &[64]);
+        assert_eq!(p.free[1] & 0b11, 0b10);
         let mut other = [0u64; WORDS];
         other[1] = 1 << 5;
         assert_eq!(lowest(&and(&p.free, &other), None), Some(69));
-        assert_eq!(lowest(&m, Some(2)), Some(3));
+        assert_eq!(lowest(&m, Some(64)), Some(65));
         p.free = [0; WORDS];
         assert!(
             !p.reserve((0, 0)).1,
             "nothing left with the priority, nothing held: out of ids"
         );
+    }
+
+    #[test]
+    fn eager_ids_go_to_one_first_pass_at_a_time() {
+        let mut p = pool();
+        let (m, took) = p.reserve_eager();
+        assert!(took);
+        assert_eq!(lowest(&m, None), Some(2));
+        assert_eq!(m[1..], [0; WORDS - 1]);
+        let (m2, took2) = p.reserve_eager();
+        assert!(!took2);
+        assert_eq!(lowest(&m2, None), None);
+        // Taking one of them and giving the rest back holds nothing of the rest of the mask.
+        p.release(&m, &[2]);
+        p.eager_done();
+        assert_eq!(p.held, 0);
+        assert_eq!(lowest(&p.free, None), Some(3));
+        assert!(p.reserve_eager().1);
     }
 
     /// Two MPI_Comm_idup started in different orders on two processes (MPICH's
@@ -453,6 +525,6 @@ mod tests {
         p.release(&m, &[]);
         let (m, left) = p.reserve((4, 0));
         assert!(left);
-        assert_eq!(lowest(&m, None), Some(2));
+        assert_eq!(lowest(&m, None), Some(64));
     }
 }

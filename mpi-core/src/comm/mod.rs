@@ -252,8 +252,8 @@ fn start(
         if own_tag {
             commit_tag(comm);
         }
-        POOL.lock().active.insert((ctx, tag));
-        // A failed agreement must not keep its priority.
+        // Its agreement takes part in the priority once every member has started it
+        // (`ids::mask_allreduce`); a failed one must not keep it.
         let mut s = b.finish(tag).holding(comm).finally(move |_| {
             POOL.lock().active.remove(&(ctx, tag));
         });
