@@ -98,6 +98,27 @@ pub const HEAD_CAP: usize = 2 * INLINE_MAX + HEAD_PREFIX;
 /// Bytes of the head before its data: the body's length.
 const HEAD_PREFIX: usize = 8;
 
+thread_local! {
+    /// A head buffer kept from one message to the next (a ping-pong alternates a packing and
+    /// an unpacking, each holding one), so that a message does not allocate its head.
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// An empty buffer with room for `cap` bytes: the spare one if there is one.
+fn head_buffer(cap: usize) -> Vec<u8> {
+    let mut v = SPARE.with(std::cell::Cell::take);
+    v.clear();
+    v.reserve(cap);
+    v
+}
+
+/// Keep `v` as the spare head buffer (unless it is larger than a head usually is).
+fn spare_head(v: Vec<u8>) {
+    if v.capacity() <= HEAD_CAP {
+        SPARE.with(|s| s.set(v));
+    }
+}
+
 /// A channel: a closed world of communication over a group of processes, as in Madeleine II.
 /// It owns a duplicate of the communicator it was opened on, so its messages never match
 /// anything else. Closing it (or dropping it) frees that communicator.
