@@ -188,16 +188,23 @@ fn begin(
     let ch = channel as usize;
     // The channel stays in the table while the call blocks: take what the call needs (its
     // communicator, and the user's for errors) in one look.
-    let found = tables(|t| t.channels.get(&ch).map(|c| (c.comm, c.channel.comm())));
+    let found = tables(|t| {
+        t.channels
+            .get(&ch)
+            .map(|c| (c.comm, c.channel.comm(), c.channel.size().ok()))
+    });
     let comm = found.map_or(MPI_COMM_WORLD, |f| f.0);
     guard(
         name,
         || comm,
         || {
             let out = out(connection, "connection")?;
-            let id = found.ok_or_else(|| bad("channel"))?.1;
+            let (_, id, size) = found.ok_or_else(|| bad("channel"))?;
             let conn = match (pack, remote) {
-                (true, Some(dest)) => Conn::Pack(madeleine::begin_packing(id, dest)?),
+                (true, Some(dest)) => {
+                    let size = size.ok_or_else(|| bad("channel"))?;
+                    Conn::Pack(madeleine::begin_packing_sized(id, size, dest)?)
+                }
                 (false, None) => Conn::Unpack(madeleine::begin_unpacking(id, madmpi::ANY_SOURCE)?),
                 (false, Some(src)) => Conn::Unpack(madeleine::begin_unpacking(id, src)?),
                 (true, None) => unreachable!("packing has a destination"),

@@ -13,6 +13,12 @@ use crate::error::{err, ErrorClass, Result};
 use crate::safe::Equivalence;
 use crate::CommId;
 
+thread_local! {
+    /// The list of a message's head pieces, kept from one message to the next (cleared) so
+    /// that packing a message does not allocate it.
+    static SPARE_PIECES: std::cell::Cell<Vec<Piece>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// A piece of memory of the message: the user's (borrowed for the message's lifetime) or one
 /// of the message's own copies.
 #[derive(Clone, Copy)]
@@ -45,7 +51,7 @@ impl<'a> Packing<'a> {
         Packing {
             comm,
             dest,
-            head: Vec::new(),
+            head: SPARE_PIECES.with(std::cell::Cell::take),
             head_len: 0,
             body: Vec::new(),
             copies: Vec::new(),
@@ -127,6 +133,15 @@ impl<'a> Packing<'a> {
             return Ok(());
         }
         self.ended = true;
+        let r = self.send();
+        let mut pieces = std::mem::take(&mut self.head);
+        pieces.clear();
+        SPARE_PIECES.with(|s| s.set(pieces));
+        r
+    }
+
+    /// Send the head (and the body, if any), and wait until their memory may be reused.
+    fn send(&mut self) -> Result<()> {
         let byte = Datatype::basic(Basic::Byte);
         let body_len: usize = self.body.iter().map(|p| p.len).sum();
         let mut head = super::head_buffer(HEAD_PREFIX + self.head_len);
