@@ -186,17 +186,25 @@ fn begin(
     pack: bool,
 ) -> c_int {
     let ch = channel as usize;
-    let comm = channel_comm(ch);
+    // The channel stays in the table while the call blocks: take what the call needs (its
+    // communicator, and the user's for errors) in one look.
+    let found = tables(|t| {
+        t.channels
+            .get(&ch)
+            .map(|c| (c.comm, c.channel.comm(), c.channel.size().ok()))
+    });
+    let comm = found.map_or(MPI_COMM_WORLD, |f| f.0);
     guard(
         name,
         || comm,
         || {
             let out = out(connection, "connection")?;
-            // The channel stays in the table while the call blocks: take what the call needs.
-            let id = tables(|t| t.channels.get(&ch).map(|c| c.channel.comm()))
-                .ok_or_else(|| bad("channel"))?;
+            let (_, id, size) = found.ok_or_else(|| bad("channel"))?;
             let conn = match (pack, remote) {
-                (true, Some(dest)) => Conn::Pack(madeleine::begin_packing(id, dest)?),
+                (true, Some(dest)) => {
+                    let size = size.ok_or_else(|| bad("channel"))?;
+                    Conn::Pack(madeleine::begin_packing_sized(id, size, dest)?)
+                }
                 (false, None) => Conn::Unpack(madeleine::begin_unpacking(id, madmpi::ANY_SOURCE)?),
                 (false, Some(src)) => Conn::Unpack(madeleine::begin_unpacking(id, src)?),
                 (true, None) => unreachable!("packing has a destination"),
@@ -306,25 +314,25 @@ pub unsafe extern "C" fn mad_unpack(
 fn end(name: &'static str, connection: *mut *mut c_void, pack: bool) -> c_int {
     // SAFETY: a non-null `connection` points to a handle (the caller's contract).
     let h = unsafe { connection.as_ref() }.map_or(0, |p| *p as usize);
-    // Looked up now: the connection leaves the table before the message ends.
-    let comm = conn_comm(h);
+    // The connection leaves the table before the message ends (one look at the table).
+    let e = tables(|t| match t.conns.get(&h) {
+        Some(Entry {
+            conn: Conn::Pack(_),
+            ..
+        }) if pack => t.conns.remove(&h),
+        Some(Entry {
+            conn: Conn::Unpack(_),
+            ..
+        }) if !pack => t.conns.remove(&h),
+        _ => None,
+    });
+    let comm = e.as_ref().map_or_else(|| conn_comm(h), |e| e.comm);
     guard(
         name,
         || comm,
         || {
+            let e = e.ok_or_else(|| bad("connection"))?;
             let out = out(connection, "connection")?;
-            let e = tables(|t| match t.conns.get(&h) {
-                Some(Entry {
-                    conn: Conn::Pack(_),
-                    ..
-                }) if pack => t.conns.remove(&h),
-                Some(Entry {
-                    conn: Conn::Unpack(_),
-                    ..
-                }) if !pack => t.conns.remove(&h),
-                _ => None,
-            })
-            .ok_or_else(|| bad("connection"))?;
             *out = std::ptr::null_mut();
             match e.conn {
                 Conn::Pack(p) => p.end_packing(),

@@ -98,12 +98,35 @@ pub const HEAD_CAP: usize = 2 * INLINE_MAX + HEAD_PREFIX;
 /// Bytes of the head before its data: the body's length.
 const HEAD_PREFIX: usize = 8;
 
+thread_local! {
+    /// A head buffer kept from one message to the next (a ping-pong alternates a packing and
+    /// an unpacking, each holding one), so that a message does not allocate its head.
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// An empty buffer with room for `cap` bytes: the spare one if there is one.
+fn head_buffer(cap: usize) -> Vec<u8> {
+    let mut v = SPARE.with(std::cell::Cell::take);
+    v.clear();
+    v.reserve(cap);
+    v
+}
+
+/// Keep `v` as the spare head buffer (unless it is larger than a head usually is).
+fn spare_head(v: Vec<u8>) {
+    if v.capacity() <= HEAD_CAP {
+        SPARE.with(|s| s.set(v));
+    }
+}
+
 /// A channel: a closed world of communication over a group of processes, as in Madeleine II.
 /// It owns a duplicate of the communicator it was opened on, so its messages never match
 /// anything else. Closing it (or dropping it) frees that communicator.
 #[derive(Debug)]
 pub struct Channel {
     comm: CommId,
+    /// Processes of the channel (a communicator's size never changes).
+    size: i32,
     open: bool,
 }
 
@@ -111,7 +134,18 @@ impl Channel {
     /// Open a channel over the processes of `comm`: collective over `comm` (it duplicates it).
     pub fn open(comm: CommId) -> Result<Channel> {
         let comm = crate::comm_dup(comm)?;
-        Ok(Channel { comm, open: true })
+        let size = match crate::comm_size(comm) {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = crate::free_comm(comm);
+                return Err(e);
+            }
+        };
+        Ok(Channel {
+            comm,
+            size,
+            open: true,
+        })
     }
 
     /// The channel's own communicator (a duplicate of the one it was opened on).
@@ -126,7 +160,7 @@ impl Channel {
 
     /// The number of processes of the channel.
     pub fn size(&self) -> Result<i32> {
-        crate::comm_size(self.comm)
+        Ok(self.size)
     }
 
     /// Close the channel (frees its communicator). Messages under construction must have been
@@ -138,7 +172,7 @@ impl Channel {
 
     /// `mad_begin_packing`: start a message to `dest` (a rank of the channel).
     pub fn begin_packing<'a>(&self, dest: i32) -> Result<Packing<'a>> {
-        begin_packing(self.comm, dest)
+        begin_packing_sized(self.comm, self.size, dest)
     }
 
     /// `mad_begin_unpacking`: wait for the next message from any process of the channel.
@@ -155,7 +189,12 @@ impl Channel {
 /// [`Channel::begin_packing`] on the communicator of a channel (`channel.comm()`), for callers
 /// that keep the channel elsewhere (the C API).
 pub fn begin_packing<'a>(channel: CommId, dest: i32) -> Result<Packing<'a>> {
-    let size = crate::comm_size(channel)?;
+    begin_packing_sized(channel, crate::comm_size(channel)?, dest)
+}
+
+/// [`begin_packing`] on a channel of `size` processes (its size known already: no visit of
+/// the engine to learn it).
+pub fn begin_packing_sized<'a>(channel: CommId, size: i32, dest: i32) -> Result<Packing<'a>> {
     if dest < 0 || dest >= size {
         return err(
             ErrorClass::Rank,

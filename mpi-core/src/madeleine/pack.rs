@@ -13,6 +13,12 @@ use crate::error::{err, ErrorClass, Result};
 use crate::safe::Equivalence;
 use crate::CommId;
 
+thread_local! {
+    /// The list of a message's head pieces, kept from one message to the next (cleared) so
+    /// that packing a message does not allocate it.
+    static SPARE_PIECES: std::cell::Cell<Vec<Piece>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// A piece of memory of the message: the user's (borrowed for the message's lifetime) or one
 /// of the message's own copies.
 #[derive(Clone, Copy)]
@@ -45,7 +51,7 @@ impl<'a> Packing<'a> {
         Packing {
             comm,
             dest,
-            head: Vec::new(),
+            head: SPARE_PIECES.with(std::cell::Cell::take),
             head_len: 0,
             body: Vec::new(),
             copies: Vec::new(),
@@ -127,14 +133,52 @@ impl<'a> Packing<'a> {
             return Ok(());
         }
         self.ended = true;
+        let r = self.send();
+        let mut pieces = std::mem::take(&mut self.head);
+        pieces.clear();
+        SPARE_PIECES.with(|s| s.set(pieces));
+        r
+    }
+
+    /// Send the head (and the body, if any), and wait until their memory may be reused.
+    fn send(&mut self) -> Result<()> {
         let byte = Datatype::basic(Basic::Byte);
         let body_len: usize = self.body.iter().map(|p| p.len).sum();
-        let mut head = Vec::with_capacity(HEAD_PREFIX + self.head_len);
+        let mut head = super::head_buffer(HEAD_PREFIX + self.head_len);
         head.extend_from_slice(&(body_len as u64).to_le_bytes());
         for p in &self.head {
             // SAFETY: each piece is readable until the message ends (pack_raw's contract, or
             // our own copy); `Later` pieces are read now, as their mode says.
             head.extend_from_slice(unsafe { std::slice::from_raw_parts(p.ptr, p.len) });
+        }
+        if self.body.is_empty() && head.len() <= HEAD_CAP {
+            // One message: a blocking send, whose fast path sends it at once, without a
+            // request, when the gate is idle.
+            // SAFETY: `head` lives until the send returns.
+            let r = unsafe {
+                if crate::send_now(
+                    head.as_ptr(),
+                    head.len(),
+                    &byte,
+                    self.dest,
+                    TAG_HEAD,
+                    self.comm,
+                ) {
+                    Ok(())
+                } else {
+                    crate::send(
+                        head.as_ptr(),
+                        head.len(),
+                        &byte,
+                        self.dest,
+                        TAG_HEAD,
+                        self.comm,
+                        crate::SendMode::Standard,
+                    )
+                }
+            };
+            super::spare_head(head);
+            return r;
         }
         let mut reqs = [None, None, None];
         // A head longer than the receiver's pre-posted buffer is announced first: the body's
@@ -196,6 +240,7 @@ impl<'a> Packing<'a> {
         }
         let mut out = [None, None, None];
         crate::wait_all(&reqs, &mut out)?;
+        super::spare_head(head);
         for c in out.iter().flatten() {
             if let Some(class) = c.status.error {
                 return err(class, "a piece of the message could not be sent");

@@ -42,20 +42,30 @@ impl<'a> Unpacking<'a> {
         // Posted before the message is there, so that it lands straight in `head` (any tag:
         // the channel's communicator carries only Madeleine messages, and a sender's body
         // always follows the head that this process has already taken).
-        let mut head: Vec<u8> = Vec::with_capacity(HEAD_CAP);
-        // SAFETY: `head` has room for HEAD_CAP bytes and outlives the wait below; only the
-        // bytes received are read (set_len to the received count).
-        let r = unsafe {
-            crate::irecv(
+        let mut head: Vec<u8> = super::head_buffer(HEAD_CAP);
+        // A blocking receive (posted and polled in one visit of the engine by its fast path).
+        // SAFETY: `head` has room for HEAD_CAP bytes and outlives the receive; only the bytes
+        // received are read (set_len to the received count).
+        let st = unsafe {
+            match crate::recv_now(
                 head.as_mut_ptr(),
                 HEAD_CAP,
                 &byte,
                 source,
                 crate::ANY_TAG,
                 comm,
-            )?
+            ) {
+                Some(r) => r?,
+                None => crate::recv(
+                    head.as_mut_ptr(),
+                    HEAD_CAP,
+                    &byte,
+                    source,
+                    crate::ANY_TAG,
+                    comm,
+                )?,
+            }
         };
-        let st = crate::wait(r)?;
         if let Some(class) = st.error {
             return err(
                 class,
@@ -84,7 +94,7 @@ impl<'a> Unpacking<'a> {
                 if len < HEAD_PREFIX {
                     return not_madeleine();
                 }
-                head = vec![0u8; len];
+                super::spare_head(std::mem::replace(&mut head, vec![0u8; len]));
                 // SAFETY: `head` holds `len` bytes and outlives the wait.
                 let r = unsafe {
                     crate::irecv(
@@ -234,7 +244,9 @@ impl<'a> Unpacking<'a> {
             drop(scratch);
             body_err = st.error;
         }
-        if expected != self.body_len || self.overrun || self.cursor != self.head.len() {
+        let head_len = self.head.len();
+        super::spare_head(std::mem::take(&mut self.head));
+        if expected != self.body_len || self.overrun || self.cursor != head_len {
             return Err(Error::new(
                 ErrorClass::Truncate,
                 format!(
@@ -244,7 +256,7 @@ impl<'a> Unpacking<'a> {
                     self.source,
                     self.body_len,
                     expected,
-                    self.head.len() - HEAD_PREFIX,
+                    head_len - HEAD_PREFIX,
                     self.cursor - HEAD_PREFIX
                 ),
             ));

@@ -317,6 +317,8 @@ impl Nic {
 
     /// The host offers a packet.
     pub(crate) fn try_send(&mut self, peer: PeerId, iov: &[IoSlice<'_>]) -> Result<SendOutcome> {
+        // The sender's o_s runs from here: the emulator's work below is part of it.
+        let now = now_ns();
         if let Some(e) = self.deferred.take() {
             return Err(e);
         }
@@ -328,7 +330,6 @@ impl Nic {
                 self.max_packet
             )));
         }
-        let now = now_ns();
         self.service(now)?;
         if now < self.nic_free {
             self.stats.nic_busy += 1;
@@ -648,23 +649,25 @@ impl Nic {
         if let Some(e) = self.deferred.take() {
             return Err(e);
         }
-        let mut now = now_ns();
+        let now = now_ns();
         self.service(now)?;
+        // The host's o_r per packet runs from when this poll found it (the emulator's own
+        // bookkeeping in this poll is part of it, as the sender's is part of o_s), then from
+        // the end of the engine's handling of the previous packet.
+        let mut start = now;
         if self.peers.iter().all(|p| p.rx.ready.is_empty()) {
             if let Some(v) = self.next_visible(now) {
                 // A frame becomes visible within the next poll or so: wait for it here rather
-                // than see it one progress pass late (a lag the network does not have).
+                // than see it one progress pass late (a lag the network does not have). This
+                // poll is looking when it becomes visible, so it finds it then, at `v`: taking
+                // it in (the second look at the wire below) is part of its o_r.
                 spin_until(v);
-                now = now_ns();
-                self.service(now)?;
+                self.service(now_ns())?;
+                start = v;
             }
         }
         let prof = self.cfg.profile;
         let mut n = 0;
-        // The host's o_r per packet runs from when this poll found it (the emulator's own
-        // bookkeeping above is part of it, as the sender's is part of o_s), then from the end
-        // of the engine's handling of the previous packet.
-        let mut start = now;
         for i in 0..self.peers.len() {
             while let Some((mi, f)) = self.peers[i].rx.ready.pop_front() {
                 let m = &prof.modules[mi as usize];

@@ -499,3 +499,44 @@ fn probe_bcl3_stream() {
         println!("  receiver {:?}", pr.b.stats());
     }
 }
+
+/// The emulator never delivers faster than its model: a lone packet reaches the receiver's
+/// host no sooner than `o_s + L + w(n) + o_r` after it was offered, however the receiver polls
+/// (here back to back, so that its polls wait for frames about to become visible and count
+/// `o_r` from the visibility time). A lower bound only: a loaded machine makes it later.
+#[test]
+fn delivery_never_precedes_the_model() {
+    for name in ["sisci", "bip", "mx", "elan"] {
+        let p = find(name).expect("profile");
+        let c = cfg(p, 0.0);
+        let mut pr = pair(&c);
+        let b = pr.ids[1];
+        for n in [0usize, 8, 40, 100, 1000] {
+            let pk = vec![7u8; n];
+            let want = p.one_way_ns(n, c.nic.modules);
+            for _ in 0..20 {
+                pr.settle();
+                let t0 = now_ns();
+                loop {
+                    match pr.a.try_send(b, &[IoSlice::new(&pk)]).expect("try_send") {
+                        SendOutcome::Done => break,
+                        SendOutcome::WouldBlock => pr.a.service().expect("service"),
+                    }
+                }
+                let mut at = None;
+                while at.is_none() {
+                    pr.b.poll_recv(&mut |_, x| {
+                        assert_eq!(x.len(), n);
+                        at = Some(now_ns());
+                    })
+                    .expect("poll");
+                }
+                let took = at.unwrap_or(0) - t0;
+                assert!(
+                    took >= want,
+                    "{name}: {n} bytes delivered after {took} ns, the model says {want} ns"
+                );
+            }
+        }
+    }
+}

@@ -26,7 +26,7 @@ pub const PAPERS: &[Paper] = &[
     Paper {
         id: "seed002",
         title: "Madeleine over VIA, with and without the registered pool (seed 002)",
-        curves: &["via-pool", "via-dynamic"],
+        curves: &["via-pool", "mad-via-pool", "via-dynamic", "mad-via-dynamic"],
     },
     Paper {
         id: "seed003",
@@ -153,7 +153,7 @@ fn marks_of(s: &Series, bw: bool, color: RGBColor) -> Vec<Mark> {
                 ),
                 p.value,
                 color,
-                p.same,
+                p.kind != super::Layer::Raw,
             )
         })
         .collect()
@@ -227,9 +227,16 @@ pub fn paper(
                 color,
                 false,
             ));
-            if !modelled.contains(&s.emu) && !model.is_empty() {
-                modelled.push(s.emu);
-                lines.push((format!("model: {}", s.emu), pick(model, bw), color, true));
+            // One model line per network and settings (VIA with and without its pool).
+            if !modelled.contains(&(s.emu, s.env)) && !model.is_empty() {
+                modelled.push((s.emu, s.env));
+                let how: Vec<String> = s.env.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+                lines.push((
+                    format!("model: {}{}", s.emu, how.concat()),
+                    pick(model, bw),
+                    color,
+                    true,
+                ));
             }
             for m in marks_of(s, bw, color) {
                 if !marks.iter().any(|x| x.0 == m.0) {

@@ -18,6 +18,30 @@ use madmpi_transports::emu::profile;
 use crate::cli::Options;
 use crate::parse::parse_line;
 use crate::proc::{self, Outcome, Spec};
+use Layer::{Madeleine, Mpi, Raw};
+
+/// The software layer a figure measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    /// The network itself (its own test program, no middleware): compared with the model,
+    /// which emulates it.
+    Raw,
+    /// Madeleine (II) over the network: compared with our curves through the Madeleine API.
+    Madeleine,
+    /// MPI over the network: compared with our curves through MPI.
+    Mpi,
+}
+
+impl Layer {
+    /// What a point of this layer is compared with, as the table says it.
+    pub fn compared(self) -> &'static str {
+        match self {
+            Layer::Raw => "model (raw network)",
+            Layer::Madeleine => "ours (Madeleine API)",
+            Layer::Mpi => "ours (MPI)",
+        }
+    }
+}
 
 /// A published figure.
 #[derive(Clone, Copy)]
@@ -25,12 +49,12 @@ pub struct Point {
     /// `lat` (µs, the smallest message) or `bw` (MB/s, the largest).
     pub metric: &'static str,
     pub value: f64,
-    /// Which layer was measured (raw network, Madeleine II, MPI).
+    /// Which layer was measured, in words (raw network, Madeleine II, MPI).
     pub layer: &'static str,
     pub source: &'static str,
-    /// The layer is the one the curve measures (middleware or MPI over the network: compared
-    /// with ours); otherwise the raw network (compared with the model, which emulates it).
-    pub same: bool,
+    /// The layer: a point is attached only to curves of its own layer (or, raw, to a curve of
+    /// its network, and compared with the model).
+    pub kind: Layer,
 }
 
 /// Which program measures a curve.
@@ -41,6 +65,16 @@ pub enum Prog {
     /// `bench/c/networks/madpingpong.c`: the Madeleine API (an EXPRESS header and the payload
     /// CHEAPER per message).
     Madeleine,
+}
+
+impl Prog {
+    /// The layer this program measures.
+    pub fn layer(self) -> Layer {
+        match self {
+            Prog::PingPong => Layer::Mpi,
+            Prog::Madeleine => Layer::Madeleine,
+        }
+    }
 }
 
 /// One measured curve.
@@ -58,14 +92,14 @@ const fn p(
     value: f64,
     layer: &'static str,
     source: &'static str,
-    same: bool,
+    kind: Layer,
 ) -> Point {
     Point {
         metric,
         value,
         layer,
         source,
-        same,
+        kind,
     }
 }
 
@@ -75,20 +109,17 @@ const S003: &str = "seed 003 (NewMadeleine), §5.1: MAD-MPI adds < 0.5 µs to MX
 const S004: &str = "seed 004 (BCL-3 on DAWNING-3000), §4 and table 1";
 const ISSUE: &str = "era documentation as given in issue 18";
 
-const MAD_BIP: [Point; 2] = [
-    p("lat", 7.0, "Madeleine II / BIP", S000, true),
-    p("bw", 122.0, "Madeleine II / BIP", S000, true),
-];
-const MAD_SISCI: [Point; 2] = [
-    p("lat", 3.9, "Madeleine II / SISCI", S000, true),
-    p("bw", 82.0, "Madeleine II / SISCI", S000, true),
-];
 const BCL3_MPI: [Point; 2] = [
-    p("lat", 23.7, "MPI / BCL-3, inter-node", S004, true),
-    p("bw", 131.0, "MPI / BCL-3, inter-node", S004, true),
+    p("lat", 23.7, "MPI / BCL-3, inter-node", S004, Mpi),
+    p("bw", 131.0, "MPI / BCL-3, inter-node", S004, Mpi),
 ];
 
-/// The curves and their published points.
+/// The curves and their published points. Each point is attached to the curves of its own
+/// layer only: Madeleine II's (and Madeleine over VIA's) to the `mad-` curves, measured through
+/// the Madeleine API; MPI's (BCL-3's MPI, MAD-MPI over MX and Elan) to the MPI curves; the raw
+/// network's to the MPI curve of that network, where the model (not ours) is compared with
+/// it. A curve may have no point of its layer (MPI over SISCI): the table shows it without a
+/// comparison. `layers_are_consistent` checks this and that every point is compared.
 pub const SERIES: &[Series] = &[
     Series {
         id: "bip",
@@ -96,10 +127,8 @@ pub const SERIES: &[Series] = &[
         env: &[],
         prog: Prog::PingPong,
         points: &[
-            p("lat", 5.0, "raw BIP", S000, false),
-            p("bw", 126.0, "raw BIP", S000, false),
-            MAD_BIP[0],
-            MAD_BIP[1],
+            p("lat", 5.0, "raw BIP", S000, Raw),
+            p("bw", 126.0, "raw BIP", S000, Raw),
         ],
     },
     Series {
@@ -107,46 +136,75 @@ pub const SERIES: &[Series] = &[
         emu: "bip",
         env: &[],
         prog: Prog::Madeleine,
-        points: &MAD_BIP,
+        points: &[
+            p("lat", 7.0, "Madeleine II / BIP", S000, Madeleine),
+            p("bw", 122.0, "Madeleine II / BIP", S000, Madeleine),
+        ],
     },
     Series {
         id: "sisci",
         emu: "sisci",
         env: &[],
         prog: Prog::PingPong,
-        points: &MAD_SISCI,
+        points: &[],
     },
     Series {
         id: "mad-sisci",
         emu: "sisci",
         env: &[],
         prog: Prog::Madeleine,
-        points: &MAD_SISCI,
+        points: &[
+            p("lat", 3.9, "Madeleine II / SISCI", S000, Madeleine),
+            p("bw", 82.0, "Madeleine II / SISCI", S000, Madeleine),
+        ],
     },
     Series {
         id: "via-pool",
         emu: "via",
         env: &[],
         prog: Prog::PingPong,
-        points: &[
-            p("lat", 35.0, "M-VIA, no data, no registration", S002, false),
-            p("bw", 11.0, "Madeleine / M-VIA, Fast Ethernet", S002, true),
-        ],
+        points: &[p("lat", 35.0, "M-VIA, no data, no registration", S002, Raw)],
+    },
+    Series {
+        id: "mad-via-pool",
+        emu: "via",
+        env: &[],
+        prog: Prog::Madeleine,
+        points: &[p(
+            "bw",
+            11.0,
+            "Madeleine / M-VIA, Fast Ethernet",
+            S002,
+            Madeleine,
+        )],
     },
     Series {
         id: "via-dynamic",
         emu: "via",
         env: &[("MADMPI_EMU_OFF", "via-pool")],
         prog: Prog::PingPong,
+        points: &[],
+    },
+    Series {
+        id: "mad-via-dynamic",
+        emu: "via",
+        env: &[("MADMPI_EMU_OFF", "via-pool")],
+        prog: Prog::Madeleine,
         points: &[
             p(
                 "lat",
                 53.0,
                 "Madeleine / M-VIA, dynamic registration",
                 S002,
-                true,
+                Madeleine,
             ),
-            p("bw", 11.0, "Madeleine / M-VIA, Fast Ethernet", S002, true),
+            p(
+                "bw",
+                11.0,
+                "Madeleine / M-VIA, Fast Ethernet",
+                S002,
+                Madeleine,
+            ),
         ],
     },
     Series {
@@ -155,8 +213,8 @@ pub const SERIES: &[Series] = &[
         env: &[],
         prog: Prog::PingPong,
         points: &[
-            p("lat", 18.3, "raw BCL-3, inter-node", S004, false),
-            p("bw", 146.0, "raw BCL-3, inter-node", S004, false),
+            p("lat", 18.3, "raw BCL-3, inter-node", S004, Raw),
+            p("bw", 146.0, "raw BCL-3, inter-node", S004, Raw),
             BCL3_MPI[0],
             BCL3_MPI[1],
         ],
@@ -174,8 +232,8 @@ pub const SERIES: &[Series] = &[
         env: &[],
         prog: Prog::PingPong,
         points: &[
-            p("lat", 13.37, "raw GM, best host", S004, false),
-            p("bw", 140.0, "raw GM", S004, false),
+            p("lat", 13.37, "raw GM, best host", S004, Raw),
+            p("bw", 140.0, "raw GM", S004, Raw),
         ],
     },
     Series {
@@ -184,15 +242,15 @@ pub const SERIES: &[Series] = &[
         env: &[],
         prog: Prog::PingPong,
         points: &[
-            p("lat", 2.5, "raw MX", ISSUE, false),
+            p("lat", 2.5, "raw MX", ISSUE, Raw),
             p(
                 "lat",
                 3.0,
                 "MAD-MPI / MX (raw + 0.5 µs, a bound)",
                 S003,
-                true,
+                Mpi,
             ),
-            p("bw", 1155.0, "MAD-MPI / MX", S003, true),
+            p("bw", 1155.0, "MAD-MPI / MX", S003, Mpi),
         ],
     },
     Series {
@@ -201,15 +259,15 @@ pub const SERIES: &[Series] = &[
         env: &[],
         prog: Prog::PingPong,
         points: &[
-            p("lat", 1.5, "raw Elan", ISSUE, false),
+            p("lat", 1.5, "raw Elan", ISSUE, Raw),
             p(
                 "lat",
                 2.0,
                 "MAD-MPI / Elan (raw + 0.5 µs, a bound)",
                 S003,
-                true,
+                Mpi,
             ),
-            p("bw", 835.0, "MAD-MPI / Elan", S003, true),
+            p("bw", 835.0, "MAD-MPI / Elan", S003, Mpi),
         ],
     },
     // Two emulated NICs to each peer, large messages cut over both (see `extra::rails`).
@@ -241,6 +299,10 @@ pub type Curve = Vec<(u64, f64, f64)>;
 /// Bytes of the engine's header before an eager message (`mpi-core/src/wire.rs`,
 /// `EAGER_HDR_LEN`): the emulated wire carries them too.
 const EAGER_HDR: usize = 32;
+
+/// Bytes of a `madpingpong` message besides its payload: the head's 8-byte body length and
+/// the 8-byte EXPRESS header.
+const MAD_HEAD: usize = 16;
 
 /// Where programs are built and run from, and how long a run may take.
 pub struct Ctx<'a> {
@@ -338,10 +400,13 @@ pub fn run(repo: &Path, run_dir: &Path, log_dir: &Path, o: &Options) -> Result<S
          API (`madpingpong`: an 8-byte EXPRESS header and the payload CHEAPER per message). \
          *lat*: the smallest half round trip over the sizes; *bw*: the largest size / half \
          round trip. *model*: what the profile's arithmetic predicts for a lone packet of the \
-         message and the engine's 32-byte header (the raw network, no MPI). A published point \
-         of the layer our curve measures (Madeleine II, MPI) is compared with ours; a point of \
-         the raw network with the model (column *compared*). Measured on a shared machine: see \
-         the load note at the top.\n"
+         message and the engine's 32-byte header (and, for the `mad-` curves, the Madeleine \
+         message's 16 bytes of head): the raw network, no middleware. Each published point is \
+         compared with what measures its own layer (column *compared*): a point of Madeleine \
+         II (or Madeleine over VIA) with our Madeleine API curve, a point of MPI over the \
+         network with our MPI curve, a point of the raw network with the model. A curve with \
+         no published point of its layer is listed without a comparison. Measured on a shared \
+         machine: see the load note at the top.\n"
     );
     let _ = writeln!(
         md,
@@ -404,28 +469,50 @@ pub fn run(repo: &Path, run_dir: &Path, log_dir: &Path, o: &Options) -> Result<S
                     .fold(0.0, f64::max)
             }
         };
-        for pt in s.points {
-            let lat = pt.metric == "lat";
+        let (ours_lat, model_lat) = (best(&curve, true), best(&model, true));
+        let (ours_bw, model_bw) = (best(&curve, false), best(&model, false));
+        for metric in ["lat", "bw"] {
+            let lat = metric == "lat";
             let unit = if lat { "µs" } else { "MB/s" };
-            let (ours, m) = (best(&curve, lat), best(&model, lat));
-            let (cmp, what) = if pt.same {
-                (ours, "ours")
+            let (ours, m) = if lat {
+                (ours_lat, model_lat)
             } else {
-                (m, "model")
+                (ours_bw, model_bw)
             };
-            let ratio = cmp / pt.value;
-            let flag = if (0.85..=1.15).contains(&ratio) {
-                ""
-            } else {
-                " (outside ±15 %)"
-            };
-            let _ = writeln!(
-                md,
-                "| {} | {} | {ours:.2} {unit} | {m:.2} | {} {unit} | {} | {what} | {ratio:.2}{flag} | {} |",
-                s.id, pt.metric, pt.value, pt.layer, pt.source
-            );
+            let mut any = false;
+            for pt in s.points.iter().filter(|pt| pt.metric == metric) {
+                any = true;
+                let cmp = if pt.kind == Raw { m } else { ours };
+                let ratio = cmp / pt.value;
+                let flag = if (0.85..=1.15).contains(&ratio) {
+                    ""
+                } else {
+                    " (outside ±15 %)"
+                };
+                let _ = writeln!(
+                    md,
+                    "| {} | {metric} | {ours:.2} {unit} | {m:.2} | {} {unit} | {} | {} | {ratio:.2}{flag} | {} |",
+                    s.id,
+                    pt.value,
+                    pt.layer,
+                    pt.kind.compared(),
+                    pt.source
+                );
+            }
+            if !any && s.id != "rails" {
+                let _ = writeln!(
+                    md,
+                    "| {} | {metric} | {ours:.2} {unit} | {m:.2} | – | no published point of \
+                     this layer ({}) | – | – | |",
+                    s.id,
+                    match s.prog.layer() {
+                        Madeleine => "Madeleine API",
+                        _ => "MPI",
+                    }
+                );
+            }
         }
-        if !s.points.is_empty() {
+        if s.id != "rails" {
             if let Err(e) = figures::network(&plots, s, &curve, &model) {
                 failures.push(format!("{}: figure: {e}", s.id));
             }
@@ -471,8 +558,8 @@ pub fn run(repo: &Path, run_dir: &Path, log_dir: &Path, o: &Options) -> Result<S
     Ok(md)
 }
 
-/// The model's prediction at the measured sizes, for a lone packet of the message behind the
-/// engine's eager header (a rendezvous's own control messages are not modelled).
+/// The model's prediction at the measured sizes, for a lone packet of the message (with a
+/// Madeleine message's head) behind the engine's eager header (a rendezvous's own control messages are not modelled).
 fn model_curve(s: &Series, curve: &Curve) -> Curve {
     let Ok(p) = profile::find(s.emu) else {
         return Vec::new();
@@ -487,12 +574,86 @@ fn model_curve(s: &Series, curve: &Curve) -> Curve {
             }
         }
     }
+    // A Madeleine message's head starts with the body's length, then madpingpong's 8-byte
+    // EXPRESS header (`mpi-core/src/madeleine`); small payloads travel in it too.
+    let head = match s.prog {
+        Prog::PingPong => 0,
+        Prog::Madeleine => MAD_HEAD,
+    };
     curve
         .iter()
         .map(|&(n, _, _)| {
-            let bytes = EAGER_HDR + (n as usize).div_ceil(8) * 8;
+            let bytes = EAGER_HDR + head + (n as usize).div_ceil(8) * 8;
             let t = p.one_way_ns(bytes, on) as f64 / 1000.0;
             (n, t, if n == 0 { f64::NAN } else { n as f64 / t })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every published point is compared with what measures its own layer: a non-raw point
+    /// only on curves of that layer, a raw point on a curve of its network (against the
+    /// model); and no point of the sources is left without a curve of its layer.
+    #[test]
+    fn layers_are_consistent() {
+        for s in SERIES {
+            for pt in s.points {
+                assert!(
+                    pt.kind == Raw || pt.kind == s.prog.layer(),
+                    "{}: the {} point {} ({}) is not of the curve's layer",
+                    s.id,
+                    pt.metric,
+                    pt.value,
+                    pt.layer
+                );
+                if pt.kind == Raw {
+                    assert!(profile::find(s.emu).is_ok(), "{}: no model", s.id);
+                }
+            }
+        }
+        // Madeleine II's points over BIP and SISCI, and Madeleine's over VIA, are on the
+        // Madeleine API curves; the MPI points on MPI curves.
+        let on = |id: &str, value: f64| {
+            SERIES
+                .iter()
+                .find(|s| s.id == id)
+                .is_some_and(|s| s.points.iter().any(|p| p.value == value))
+        };
+        for (id, v) in [
+            ("mad-bip", 7.0),
+            ("mad-bip", 122.0),
+            ("mad-sisci", 3.9),
+            ("mad-sisci", 82.0),
+            ("mad-via-dynamic", 53.0),
+            ("mad-via-pool", 11.0),
+            ("bcl3", 23.7),
+            ("bcl3-lossy", 131.0),
+            ("mx", 3.0),
+            ("elan", 835.0),
+            ("bip", 5.0),
+        ] {
+            assert!(on(id, v), "{id} lacks the published point {v}");
+        }
+        for s in SERIES.iter().filter(|s| s.prog == Prog::PingPong) {
+            assert!(
+                s.points.iter().all(|p| p.kind != Madeleine),
+                "{}: a Madeleine point on an MPI curve",
+                s.id
+            );
+        }
+    }
+
+    /// A Madeleine message carries 16 bytes more than the MPI one: over BIP (per byte) the
+    /// model of `mad-bip` is slower than that of `bip` by their wire time.
+    #[test]
+    fn the_madeleine_model_counts_its_head() {
+        let get = |id: &str| SERIES.iter().find(|s| s.id == id).expect("series");
+        let c: Curve = vec![(0, 0.0, 0.0)];
+        let mpi = model_curve(get("bip"), &c)[0].1;
+        let mad = model_curve(get("mad-bip"), &c)[0].1;
+        assert!(mad > mpi, "mad-bip model {mad} <= bip model {mpi}");
+    }
 }
