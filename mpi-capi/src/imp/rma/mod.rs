@@ -7,10 +7,12 @@
 
 mod fast;
 mod ops;
+mod req;
 mod sync;
 mod window;
 
 pub use ops::*;
+pub use req::*;
 pub use sync::*;
 pub use window::*;
 
