@@ -249,7 +249,7 @@ unsafe fn copy_now<T>(
     if n != tn {
         return None;
     }
-    with_now(|e| {
+    with_now(move |e| {
         let (_, _, tp) = target(&e.st, w, rank, disp, n)?;
         // SAFETY: the origin holds `n` bytes (caller); the target range is in its part,
         // mapped while the window lives.
@@ -336,7 +336,7 @@ unsafe fn acc_then<T>(
     } else {
         origin.ptr as *const u8
     };
-    with_now(|e| {
+    with_now(move |e| {
         let (win, d, tp) = target(&e.st, w, rank, disp, n)?;
         let es = tgt.dt.size();
         // SAFETY: the target run is in its part (checked); the origin and result hold

@@ -88,15 +88,15 @@ static void run(MPI_Win win, unsigned char *mem, int direct)
     for (int k = 0; k < ROUNDS; k++) {
         int t = k % n;
         int q = 0;
-        MPI_OK(MPI_Raccumulate(one_two, 2, MPI_LONG, t, (N / 2 + 64) / sizeof(long), 2, MPI_LONG,
+        MPI_OK(MPI_Raccumulate(one_two, 2, MPI_LONG, t, N / 2 + 64, 2, MPI_LONG,
                                MPI_SUM, win, &many[q++]));
-        MPI_OK(MPI_Raccumulate_c(ints, 1, two_ints, t, (N / 2 + 128) / sizeof(int), 2, MPI_INT,
+        MPI_OK(MPI_Raccumulate_c(ints, 1, two_ints, t, N / 2 + 128, 2, MPI_INT,
                                  MPI_SUM, win, &many[q++]));
-        MPI_OK(MPI_Raccumulate(&half, 1, MPI_DOUBLE, t, (N / 2 + 192) / sizeof(double), 1,
+        MPI_OK(MPI_Raccumulate(&half, 1, MPI_DOUBLE, t, N / 2 + 192, 1,
                                MPI_DOUBLE, MPI_SUM, win, &many[q++]));
         long one = 1;
         MPI_OK(MPI_Rget_accumulate(&one, 1, MPI_LONG, &tickets[k], 1, MPI_LONG, 0,
-                                   (N / 2 + 256) / sizeof(long), 1, MPI_LONG, MPI_SUM, win,
+                                   N / 2 + 256, 1, MPI_LONG, MPI_SUM, win,
                                    &many[q++]));
         if (k % 2) /* (its ticket lands by the flush at the latest) */
             MPI_OK(MPI_Request_free(&many[--q]));
@@ -138,7 +138,7 @@ static void run(MPI_Win win, unsigned char *mem, int direct)
     MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, left, 0, win));
     long got[2] = {-1, -1};
     MPI_OK(MPI_Rget_accumulate(NULL, 0, MPI_LONG, got, 2, MPI_LONG, left,
-                               (N / 2 + 64) / sizeof(long), 2, MPI_LONG, MPI_NO_OP, win, &r));
+                               N / 2 + 64, 2, MPI_LONG, MPI_NO_OP, win, &r));
     MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
     int theirs = 0;
     for (int k = 0; k < ROUNDS; k++)
@@ -146,7 +146,7 @@ static void run(MPI_Win win, unsigned char *mem, int direct)
     theirs *= n;
     CHECKF(got[0] == theirs && got[1] == 2L * theirs, "no-op read %ld %ld", got[0], got[1]);
     MPI_OK(MPI_Rget_accumulate_c(NULL, 0, MPI_LONG, got, 1, MPI_LONG, left,
-                                 (N / 2 + 64) / sizeof(long), 1, MPI_LONG, MPI_NO_OP, win, &r));
+                                 N / 2 + 64, 1, MPI_LONG, MPI_NO_OP, win, &r));
     MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
     CHECK(got[0] == theirs);
 
