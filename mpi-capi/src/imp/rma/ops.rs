@@ -1,6 +1,6 @@
-//! The communication calls: put, get, the accumulates, fetch-and-op, compare-and-swap, their
-//! request-based forms and `_c` twins. Each converts its arguments and makes one call to
-//! `madmpi::rma::rma`.
+//! The communication calls: put, get, the accumulates, fetch-and-op, compare-and-swap and
+//! their `_c` twins (the request-based forms: `req`). Each tries the fast path (`fast`), else
+//! converts its arguments and makes one call to `madmpi::rma::rma`.
 
 // (The C signatures: as many arguments as the standard gives them.)
 #![allow(clippy::too_many_arguments)]
