@@ -95,6 +95,8 @@ pub struct Options {
     pub verbose: bool,
     /// Binding of the local ranks to CPUs (`--bind-to`).
     pub bind: Bind,
+    /// A rank that dies does not end the job (`--disable-auto-cleanup`).
+    pub keep_going: bool,
 }
 
 /// How local ranks are bound to CPUs (`--bind-to`).
@@ -157,6 +159,10 @@ Options:
   --bind-to core|none|auto  bind each local rank to one CPU (core), or not (none); auto
                             (the default) binds when a host runs no more ranks than
                             mpirun may use CPUs
+  --disable-auto-cleanup, --enable-recovery
+                            a rank that dies (or fails) does not end the job: the failure
+                            is reported, the others go on (MPI sees the dead rank as a lost
+                            peer), and the exit status is still the first failure's
   -v, --verbose             trace PMI traffic on stderr
   -h, --help                this text
   -V, --version             version
@@ -234,6 +240,7 @@ pub fn parse_with(
         wdir: None,
         verbose: false,
         bind: Bind::Auto,
+        keep_going: false,
     };
     if let Some(t) = getenv("MPIEXEC_TIMEOUT") {
         opts.timeout =
@@ -350,6 +357,10 @@ pub fn parse_with(
                             )
                         })?;
                     app.np = Some(n);
+                }
+                "disable-auto-cleanup" | "enable-recovery" => {
+                    flag(&inline)?;
+                    opts.keep_going = true;
                 }
                 "tag-output" | "prefix-rank" | "prepend-rank" | "l" | "output-filename-rank" => {
                     flag(&inline)?;
@@ -697,6 +708,10 @@ mod tests {
         // 0 is no limit, as in Hydra and Open MPI.
         assert_eq!(run(&["--timeout", "0", "p"]).unwrap().timeout, None);
         assert!(run(&["--prefix-rank", "-l", "p"]).unwrap().tag_output);
+        assert!(!run(&["p"]).unwrap().keep_going);
+        assert!(run(&["--disable-auto-cleanup", "p"]).unwrap().keep_going);
+        assert!(run(&["-disable-auto-cleanup", "p"]).unwrap().keep_going);
+        assert!(run(&["--enable-recovery", "p"]).unwrap().keep_going);
     }
 
     #[test]

@@ -79,6 +79,9 @@ pub struct JobSpec {
     pub verbose: bool,
     /// Binding of the local ranks to CPUs.
     pub bind: crate::cli::Bind,
+    /// A rank that dies does not end the job (`--disable-auto-cleanup`): the others go on,
+    /// and PMI barriers stop waiting for it.
+    pub keep_going: bool,
 }
 
 /// One part of the job: `np` ranks of one program (its index is their `MPI_APPNUM`).
@@ -835,6 +838,9 @@ impl Job {
             return;
         }
         let others = self.ranks.iter().any(|r| r.status.is_none());
+        if self.spec.keep_going && others {
+            return self.rank_gone(rank, pid, status);
+        }
         let tail = if others { "; aborting job" } else { "" };
         let who = self.who(rank, pid);
         match status {
@@ -886,6 +892,44 @@ impl Job {
                 );
             }
         }
+    }
+
+    /// With `--disable-auto-cleanup`, a rank ended while others run: a failure is reported
+    /// (the first one fixes the exit code) but the job goes on, and PMI barriers stop
+    /// waiting for the rank.
+    fn rank_gone(&mut self, rank: u32, pid: i32, status: ExitKind) {
+        if self.server.is_gone(rank) {
+            // (Judged already: `report_dead_first` found it before `check_children`.)
+            return;
+        }
+        let who = self.who(rank, pid);
+        let tail = "; the others go on (--disable-auto-cleanup)";
+        let failed = match status {
+            ExitKind::Exited(0)
+                if self.server.is_initialized(rank) && !self.server.is_finalized(rank) =>
+            {
+                Some((
+                    1,
+                    format!("{who} exited without calling PMI finalize{tail}"),
+                ))
+            }
+            ExitKind::Exited(0) => None,
+            ExitKind::Exited(code) => Some((code, format!("{who} exited with code {code}{tail}"))),
+            ExitKind::Signaled { sig, core } => {
+                let core = if core { ", core dumped" } else { "" };
+                let name = sys::signal_name(sig);
+                Some((
+                    128 + sig,
+                    format!("{who} killed by signal {sig} ({name}{core}){tail}"),
+                ))
+            }
+        };
+        if let Some((code, message)) = failed {
+            eprintln!("{}: {message}", self.spec.name);
+            self.exit_code.get_or_insert(code);
+        }
+        self.server.rank_gone(rank);
+        self.pump_server();
     }
 
     fn accept(&mut self) {

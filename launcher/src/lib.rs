@@ -89,6 +89,7 @@ pub fn run(argv0: &std::ffi::OsStr, args: &[OsString]) -> i32 {
         pmi_port: opts.pmi_port,
         verbose: opts.verbose,
         bind: opts.bind,
+        keep_going: opts.keep_going,
     })
 }
 

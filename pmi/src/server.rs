@@ -191,6 +191,9 @@ pub struct Server {
     /// Puts since the last barrier, in order; committed when it completes.
     pending: Vec<(String, String)>,
     in_barrier: u32,
+    /// Ranks that died while the job goes on (the launcher's `--disable-auto-cleanup`): the
+    /// barriers no longer wait for them.
+    gone: Vec<bool>,
     barriers: u64,
     names: HashMap<String, String>,
     transmit: VecDeque<(ConnId, Vec<u8>)>,
@@ -217,6 +220,7 @@ impl Server {
             kvs,
             pending: Vec::new(),
             in_barrier: 0,
+            gone: vec![false; n],
             barriers: 0,
             names: HashMap::new(),
             transmit: VecDeque::new(),
@@ -257,6 +261,11 @@ impl Server {
     /// Whether `rank` completed `finalize`.
     pub fn is_finalized(&self, rank: u32) -> bool {
         self.finalized.get(rank as usize).copied().unwrap_or(false)
+    }
+
+    /// Whether `rank` was reported gone ([`Server::rank_gone`]).
+    pub fn is_gone(&self, rank: u32) -> bool {
+        self.gone.get(rank as usize).copied().unwrap_or(false)
     }
 
     /// How many ranks are waiting in the current barrier.
@@ -592,7 +601,30 @@ impl Server {
         }
         self.conns[conn.0].in_barrier = true;
         self.in_barrier += 1;
-        if self.in_barrier < self.config.size {
+        self.release_barrier();
+    }
+
+    /// Rank `rank` died and the job goes on without it (the launcher's
+    /// `--disable-auto-cleanup`): barriers, the one under way included, stop waiting for it.
+    pub fn rank_gone(&mut self, rank: u32) {
+        match self.gone.get_mut(rank as usize) {
+            Some(g) if !*g => *g = true,
+            _ => return,
+        }
+        for c in self.conns.iter_mut().filter(|c| c.rank == Some(rank)) {
+            if std::mem::take(&mut c.in_barrier) {
+                self.in_barrier -= 1;
+            }
+        }
+        if self.in_barrier > 0 {
+            self.release_barrier();
+        }
+    }
+
+    /// Ends the barrier under way when every rank still alive is in it.
+    fn release_barrier(&mut self) {
+        let gone = self.gone.iter().filter(|&&g| g).count() as u32;
+        if self.in_barrier < self.config.size.saturating_sub(gone) {
             return;
         }
         for (k, v) in self.pending.drain(..) {
@@ -762,6 +794,43 @@ mod tests {
                 "cmd=appnum appnum=1\n"
             ]
         );
+    }
+
+    /// A rank that died (the launcher's `--disable-auto-cleanup`) is not waited for: neither
+    /// by the barrier under way (also when it died inside it) nor by the next ones.
+    #[test]
+    fn barriers_go_on_without_a_gone_rank() {
+        let (mut s, c) = job(3);
+        s.handle_line(c[0], b"cmd=barrier_in");
+        s.handle_line(c[2], b"cmd=barrier_in");
+        assert!(drain(&mut s).is_empty());
+        s.rank_gone(1);
+        let mut out = drain(&mut s);
+        out.sort();
+        assert_eq!(
+            out,
+            [
+                (0, "cmd=barrier_out\n".into()),
+                (2, "cmd=barrier_out\n".into())
+            ]
+        );
+        s.rank_gone(1);
+        s.handle_line(c[2], b"cmd=barrier_in");
+        assert!(drain(&mut s).is_empty());
+        s.handle_line(c[0], b"cmd=barrier_in");
+        assert_eq!(drain(&mut s).len(), 2);
+        // One that dies inside a barrier is taken out of it.
+        s.handle_line(c[0], b"cmd=barrier_in");
+        s.handle_line(c[2], b"cmd=barrier_in");
+        assert_eq!(drain(&mut s).len(), 2);
+        let (mut s, c) = job(3);
+        s.handle_line(c[0], b"cmd=barrier_in");
+        s.handle_line(c[1], b"cmd=barrier_in");
+        s.rank_gone(1);
+        assert!(drain(&mut s).is_empty());
+        assert_eq!(s.barrier_waiting(), 1);
+        s.handle_line(c[2], b"cmd=barrier_in");
+        assert_eq!(drain(&mut s).len(), 2);
     }
 
     #[test]

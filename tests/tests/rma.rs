@@ -43,6 +43,13 @@
 //!   MPI_Win_allocate, MPI_Win_allocate_shared and MPI_Win_create windows, in owner mode and
 //!   at MPI_THREAD_MULTIPLE.
 //!
+//! - `rfast`: the request-based forms (MPI_Rput, MPI_Rget, MPI_Raccumulate,
+//!   MPI_Rget_accumulate, `_c` forms) on the fast path, their requests born complete, and on
+//!   the general path: byte checks, MPI_Test/Wait/Waitall and MPI_Request_free of them, exact
+//!   concurrent sums, distinct tickets, MPI_NO_OP reads, every error class.
+//! - `dead`: a rank killed while it holds locks, under `mpirun --disable-auto-cleanup`: the
+//!   others get the locks and finish (see `dead`).
+//!
 //! Windows made by MPI_Win_allocate[_shared] take the direct path on one node by default (and
 //! puts and gets to MPI_Win_create windows cross-memory attach); the TCP and `aggreg` runs,
 //! and those named `messages`, set `MADMPI_RMA_DIRECT=0` (neither) to keep the
@@ -315,4 +322,98 @@ fn fast_multiple_4() {
 #[test]
 fn fast_messages_3() {
     ok_messages("fast", 3);
+}
+
+/// `dead`: a rank killed (SIGKILL) while it holds an exclusive lock on rank 0 and a shared
+/// one on rank 1, under `mpirun --disable-auto-cleanup` so that the others go on: they get
+/// the locks, see its write, and finish with exact counts; an operation aimed at the dead
+/// rank fails with MPI_ERR_PROC_ABORTED (`strict`: where every survivor learns of the death
+/// from its transport). The job's exit code is the victim's (137), and nothing of it is left
+/// in `/dev/shm`.
+fn dead(ranks: usize, env: &[(&str, &str)], strict: bool) {
+    let tc = madmpi_tests::harness::toolchain();
+    let prog = c_program("rma", "dead", &[]);
+    let mut cmd = std::process::Command::new(&tc.mpirun[0]);
+    cmd.args(&tc.mpirun[1..])
+        .args(["--disable-auto-cleanup", "-n", &ranks.to_string()])
+        .arg(&prog);
+    if strict {
+        cmd.arg("strict");
+    }
+    for &(k, v) in env {
+        cmd.env(k, v);
+    }
+    let command = format!("mpirun --disable-auto-cleanup -n {ranks} dead {env:?}");
+    let out = madmpi_tests::harness::run_command(cmd, &command, Duration::from_secs(120));
+    let oks = out.stdout.lines().filter(|l| l.trim() == "OK dead").count();
+    assert_eq!(oks, ranks - 1, "every survivor finishes: {}", out.context());
+    assert!(!out.stderr.contains("FAIL"), "{}", out.context());
+    assert_eq!(out.code, Some(137), "the victim's code: {}", out.context());
+    assert!(
+        out.stderr.contains("killed by signal 9") && out.stderr.contains("the others go on"),
+        "{}",
+        out.context()
+    );
+    let jobid = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("jobid "))
+        .expect("a jobid line")
+        .trim();
+    if jobid != "-" {
+        let prefix = format!("madmpi-{jobid}");
+        let left: Vec<String> = std::fs::read_dir("/dev/shm")
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|f| f.starts_with(&prefix))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+    }
+}
+
+#[test]
+fn dead_holder_4() {
+    dead(4, &[], false);
+}
+
+#[test]
+fn dead_holder_messages_4() {
+    dead(4, &[("MADMPI_RMA_DIRECT", "0")], false);
+}
+
+#[test]
+fn dead_holder_tcp_3() {
+    dead(
+        3,
+        &[("MADMPI_TRANSPORTS", "tcp"), ("MADMPI_RMA_DIRECT", "0")],
+        true,
+    );
+}
+
+#[test]
+fn dead_holder_tcp_direct_3() {
+    dead(3, &[("MADMPI_TRANSPORTS", "tcp")], true);
+}
+
+#[test]
+fn rfast_1() {
+    ok("rfast", 1);
+}
+
+#[test]
+fn rfast_3() {
+    ok("rfast", 3);
+}
+
+#[test]
+fn rfast_messages_3() {
+    ok_messages("rfast", 3);
+}
+
+#[test]
+fn rfast_tcp_3() {
+    ok_tcp("rfast", 3);
 }

@@ -125,6 +125,7 @@ fn stop(p: &mut Progress) {
 /// The thread: poll when the engine is free, back off when idle.
 fn run(stop: &AtomicBool) {
     let mut idle = 0u32;
+    let mut watched = std::time::Instant::now();
     while !stop.load(Ordering::Acquire) {
         match try_with(|e| e.progress()) {
             // Something arrived (or an MPI call holds the engine: it progresses itself).
@@ -143,6 +144,15 @@ fn run(stop: &AtomicBool) {
         if idle < 4 {
             std::thread::yield_now();
         } else {
+            // While idle, now and then: a lock holder of this process's windows that died
+            // (`rma::lost`), which a shared-memory ring may never report.
+            if watched.elapsed() >= crate::rma::WATCH_EVERY {
+                watched = std::time::Instant::now();
+                let _ = try_with(|e| {
+                    e.st.rma_watch();
+                    Ok(())
+                });
+            }
             let us = 20u64 << (idle - 4).min(6);
             std::thread::sleep(Duration::from_micros(us.min(1000)));
         }

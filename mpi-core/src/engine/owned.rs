@@ -166,6 +166,8 @@ mod tests {
             completes: 0,
             excl: None,
             shared: 0,
+            shared_by: vec![false; 2],
+            pids: vec![0; 2],
             waiting: VecDeque::new(),
         }
     }

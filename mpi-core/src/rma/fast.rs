@@ -4,7 +4,8 @@
 //! access epoch, in range, to a live target, is done at once, here: a copy into or out of the
 //! target's part, or the accumulate's atomic instructions or locked kernel (`direct::acc_run`,
 //! `cas_run`, deciding per element exactly as the general path does, so that both meet in the
-//! same place). Nothing is built: no plan, no packed data, no request.
+//! same place). Nothing is built: no plan, no packed data; the request-based forms' request
+//! is born complete (`rput_now` …).
 //!
 //! Each function returns `None`, having done nothing, when the call is not for the fast path
 //! (a derived or non-contiguous datatype, another kind of window, MPI_PROC_NULL, any check that
@@ -27,6 +28,7 @@ use crate::api::{polled, with_now};
 use crate::engine::State;
 use crate::error::Result;
 use crate::op::{BuiltinOp, Op as ReduceOp};
+use crate::request::{Op, Request, RequestId};
 
 /// A buffer of the fast path: `count` elements of a predefined datatype at `ptr`.
 #[derive(Clone, Copy)]
@@ -103,7 +105,7 @@ fn target(
 }
 
 /// Copy `n` bytes (small ones as one load and one store: they may overlap, in a put from this
-/// process's own part to itself).
+/// process's own part to itself; from 2 KiB to 32 KiB by [`copy_mid`]).
 ///
 /// # Safety
 /// Both hold `n` bytes.
@@ -117,7 +119,66 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
             4 => (dst as *mut u32).write_unaligned((src as *const u32).read_unaligned()),
             8 => (dst as *mut u64).write_unaligned((src as *const u64).read_unaligned()),
             16 => (dst as *mut u128).write_unaligned((src as *const u128).read_unaligned()),
+            MID_MIN..=MID_MAX => copy_mid(src, dst, n),
             _ => std::ptr::copy(src, dst, n),
+        }
+    }
+}
+
+/// The sizes [`copy_mid`] copies.
+const MID_MIN: usize = 2049;
+const MID_MAX: usize = 32 * 1024;
+
+/// Copy `n` bytes (`MID_MIN..=MID_MAX`) with 32-byte vector loads and stores when the CPU has
+/// AVX2 and the two do not overlap, else `memmove`. Why: from 2112 bytes on, glibc (2.36 here,
+/// on a CPU with fast short `rep movsb`) copies with `rep movsb`, whose start costs about 7 ns
+/// on this machine's AMD EPYC: 4 KiB took 54 ns against 47 ns with this loop (best of 20 000
+/// rounds of 64 copies, cache-hot; 2 KiB and 32 KiB the same, 16 KiB 358 against 294 ns).
+///
+/// # Safety
+/// Both hold `n` bytes.
+#[inline(never)]
+unsafe fn copy_mid(src: *const u8, dst: *mut u8, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (s, d) = (src as usize, dst as usize);
+        if (s + n <= d || d + n <= s) && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is there; both hold `n` bytes and do not overlap.
+            return unsafe { copy_avx2(src, dst, n) };
+        }
+    }
+    // SAFETY: the caller's.
+    unsafe { std::ptr::copy(src, dst, n) }
+}
+
+/// [`copy_mid`]'s loop: 128 bytes a round, then 32, then the last 32 (again over bytes already
+/// copied, with the same values).
+///
+/// # Safety
+/// The CPU has AVX2; both hold `n` ≥ 32 bytes and do not overlap.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn copy_avx2(src: *const u8, dst: *mut u8, n: usize) {
+    use std::arch::x86_64::{__m256i, _mm256_loadu_si256 as load, _mm256_storeu_si256 as store};
+    let (s, d) = (src as *const __m256i, dst as *mut __m256i);
+    let mut i = 0;
+    // SAFETY: every access is of 32 bytes inside the first `n` of each (the caller's).
+    unsafe {
+        while i + 128 <= n {
+            let (a, b) = (load(s.byte_add(i)), load(s.byte_add(i + 32)));
+            let (c, e) = (load(s.byte_add(i + 64)), load(s.byte_add(i + 96)));
+            store(d.byte_add(i), a);
+            store(d.byte_add(i + 32), b);
+            store(d.byte_add(i + 64), c);
+            store(d.byte_add(i + 96), e);
+            i += 128;
+        }
+        while i + 32 <= n {
+            store(d.byte_add(i), load(s.byte_add(i)));
+            i += 32;
+        }
+        if i < n {
+            store(d.byte_add(n - 32), load(s.byte_add(n - 32)));
         }
     }
 }
@@ -129,7 +190,7 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
 /// The origin buffer holds its elements.
 pub unsafe fn put_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> bool {
     // SAFETY: forwarded.
-    unsafe { copy_now(w, origin, rank, disp, tgt, true) }
+    unsafe { copy_now(w, origin, rank, disp, tgt, true, |_| ()) }.is_some()
 }
 
 /// MPI_Get on the fast path: whether it was done (as [`put_now`]).
@@ -138,22 +199,57 @@ pub unsafe fn put_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> 
 /// The origin buffer holds its elements.
 pub unsafe fn get_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> bool {
     // SAFETY: forwarded.
-    unsafe { copy_now(w, origin, rank, disp, tgt, false) }
+    unsafe { copy_now(w, origin, rank, disp, tgt, false, |_| ()) }.is_some()
 }
 
-/// A put (`to_target`) or a get on the fast path.
+/// MPI_Rput on the fast path: done at once, its request born complete (`None`: nothing was
+/// done, take the general path).
+///
+/// # Safety
+/// As [`put_now`].
+pub unsafe fn rput_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> Option<RequestId> {
+    // SAFETY: forwarded.
+    unsafe { copy_now(w, origin, rank, disp, tgt, true, done) }
+}
+
+/// MPI_Rget on the fast path (as [`rput_now`]).
+///
+/// # Safety
+/// As [`put_now`].
+pub unsafe fn rget_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> Option<RequestId> {
+    // SAFETY: forwarded.
+    unsafe { copy_now(w, origin, rank, disp, tgt, false, done) }
+}
+
+/// The request of a request-based operation of the fast path, done in the call: born
+/// complete, as the general path makes those it completes at once (a free slot of the
+/// request table: no allocation once the table has grown).
+#[inline(always)]
+fn done(st: &mut State) -> RequestId {
+    st.reqs.insert(Request::done(Op::None))
+}
+
+/// A put (`to_target`) or a get on the fast path, then `then` (under the engine).
 ///
 /// # Safety
 /// As [`put_now`].
 #[inline(always)]
-unsafe fn copy_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run, to_target: bool) -> bool {
+unsafe fn copy_now<T>(
+    w: WinId,
+    origin: Run,
+    rank: i32,
+    disp: i64,
+    tgt: Run,
+    to_target: bool,
+    then: impl FnOnce(&mut State) -> T,
+) -> Option<T> {
     let (Some(n), Some(tn)) = (origin.bytes(), tgt.bytes()) else {
-        return false;
+        return None;
     };
     if n != tn {
-        return false;
+        return None;
     }
-    with_now(|e| {
+    with_now(move |e| {
         let (_, _, tp) = target(&e.st, w, rank, disp, n)?;
         // SAFETY: the origin holds `n` bytes (caller); the target range is in its part,
         // mapped while the window lives.
@@ -164,9 +260,8 @@ unsafe fn copy_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run, to_tar
                 copy(tp, origin.ptr, n)
             }
         };
-        Some(())
+        Some(then(&mut e.st))
     })
-    .is_some()
 }
 
 /// MPI_Accumulate (`result` `None`), MPI_Get_accumulate and MPI_Fetch_and_op on the fast path:
@@ -184,6 +279,44 @@ pub unsafe fn acc_now(
     tgt: Run,
     op: BuiltinOp,
 ) -> Option<Result<()>> {
+    // SAFETY: forwarded.
+    unsafe { acc_then(w, origin, result, rank, disp, tgt, op, |_| ()) }
+}
+
+/// MPI_Raccumulate (`result` `None`) and MPI_Rget_accumulate on the fast path: as
+/// [`acc_now`], the request born complete.
+///
+/// # Safety
+/// As [`acc_now`].
+pub unsafe fn racc_now(
+    w: WinId,
+    origin: Run,
+    result: Option<Run>,
+    rank: i32,
+    disp: i64,
+    tgt: Run,
+    op: BuiltinOp,
+) -> Option<Result<RequestId>> {
+    // SAFETY: forwarded.
+    unsafe { acc_then(w, origin, result, rank, disp, tgt, op, done) }
+}
+
+/// [`acc_now`], then `then` (under the engine) when it succeeded.
+///
+/// # Safety
+/// As [`acc_now`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn acc_then<T>(
+    w: WinId,
+    origin: Run,
+    result: Option<Run>,
+    rank: i32,
+    disp: i64,
+    tgt: Run,
+    op: BuiltinOp,
+    then: impl FnOnce(&mut State) -> T,
+) -> Option<Result<T>> {
     let b = tgt.dt.as_basic()?;
     let n = tgt.bytes()?;
     let noop = op == BuiltinOp::NoOp;
@@ -203,12 +336,12 @@ pub unsafe fn acc_now(
     } else {
         origin.ptr as *const u8
     };
-    with_now(|e| {
+    with_now(move |e| {
         let (win, d, tp) = target(&e.st, w, rank, disp, n)?;
         let es = tgt.dt.size();
         // SAFETY: the target run is in its part (checked); the origin and result hold
         // `count` elements (caller).
-        Some(unsafe {
+        let r = unsafe {
             direct::acc_run(
                 d,
                 win.rank,
@@ -222,7 +355,8 @@ pub unsafe fn acc_now(
                 src,
                 old,
             )
-        })
+        };
+        Some(r.map(|()| then(&mut e.st)))
     })
 }
 
@@ -294,6 +428,30 @@ pub fn flush_now(w: WinId, rank: Option<i32>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The vector copy of mid-sized puts and gets copies exactly the bytes asked, at any
+    /// alignment, and overlapping ones as `memmove` does.
+    #[test]
+    fn mid_copies_are_exact() {
+        let src: Vec<u8> = (0..40_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        for n in [MID_MIN, 2100, 4096, 4097, 4127, 8191, MID_MAX] {
+            for (so, dof) in [(0, 0), (1, 0), (0, 3), (5, 31), (32, 64)] {
+                let mut dst = vec![0xa5u8; n + 200];
+                // SAFETY: both hold the bytes copied.
+                unsafe { copy(src.as_ptr().add(so), dst.as_mut_ptr().add(dof), n) };
+                assert_eq!(&dst[dof..dof + n], &src[so..so + n], "{n} {so} {dof}");
+                assert!(dst[..dof].iter().chain(&dst[dof + n..]).all(|&b| b == 0xa5));
+            }
+        }
+        // Overlapping (a put within one's own part): memmove's result.
+        let mut buf = src.clone();
+        let mut want = src.clone();
+        want.copy_within(0..4096, 100);
+        let p = buf.as_mut_ptr();
+        // SAFETY: both ranges lie in `buf`.
+        unsafe { copy(p, p.add(100), 4096) };
+        assert_eq!(buf, want);
+    }
 
     /// The class table is indexed by `op as usize`: the declaration order of the operations
     /// must be `BuiltinOp::ALL`'s. And it says what the general path's check says.

@@ -29,6 +29,7 @@
 mod cma;
 mod direct;
 mod fast;
+mod lost;
 mod origin;
 mod shared;
 mod sync;
@@ -46,7 +47,8 @@ use crate::op::{AlignedBuf, BuiltinOp};
 use crate::request::RequestId;
 use crate::CommId;
 
-pub use fast::{acc_now, cas_now, flush_now, get_now, put_now, Run};
+pub use fast::{acc_now, cas_now, flush_now, get_now, put_now, racc_now, rget_now, rput_now, Run};
+pub(crate) use lost::{Watch, WATCH_EVERY};
 pub use origin::{rma, Call, Local, Remote};
 pub use shared::{win_allocate_shared, win_shared_query};
 pub use sync::{
@@ -149,8 +151,12 @@ pub(crate) struct Win {
     pub completes: u32,
     /// The window's lock at this process as target: its exclusive holder.
     pub excl: Option<i32>,
-    /// Shared holders.
+    /// Shared holders, and which origins they are (to give back a dead one's).
     pub shared: u32,
+    pub shared_by: Vec<bool>,
+    /// Each member's process id when it runs on this host (0: unknown), to see a lock
+    /// holder die (`State::rma_watch`).
+    pub pids: Vec<i32>,
     /// Origins waiting for the lock (rank, exclusive, their number of the window), served in
     /// order.
     pub waiting: VecDeque<(i32, bool, u32)>,

@@ -597,6 +597,7 @@ impl State {
                 }
             }
         }
+        self.rma_release_locks(peer);
         if self.rma.ops.is_empty() {
             return;
         }

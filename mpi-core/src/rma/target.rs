@@ -95,28 +95,8 @@ impl State {
                 }
             }
             Sub::Unlock => {
-                if win.excl == Some(from) {
-                    win.excl = None;
-                } else {
-                    win.shared = win.shared.saturating_sub(1);
-                }
-                let mut grants = Vec::new();
-                while let Some(&(o, excl, id)) = win.waiting.front() {
-                    if !grantable(win, excl) {
-                        break;
-                    }
-                    win.waiting.pop_front();
-                    take(win, o, excl);
-                    grants.push((win.world[o as usize], id, excl));
-                }
-                for (world, id, excl) in grants {
-                    let hdr = Header {
-                        ctx: id,
-                        flags: excl as u8,
-                        ..answer(Sub::Grant, 0)
-                    };
-                    self.queue_owned(world, hdr, Vec::new());
-                }
+                give_back(win, from);
+                self.serve_lock(h.ctx as usize);
             }
             Sub::Grant => {
                 let t = if h.flags & 1 != 0 {
@@ -135,6 +115,37 @@ impl State {
     }
 }
 
+impl State {
+    /// Grant window `w`'s lock at this process to the origins waiting for it, in order, as
+    /// far as it goes (after an unlock, or after a dead holder's lock was given back).
+    pub(super) fn serve_lock(&mut self, w: usize) {
+        let Some(Some(win)) = self.rma.wins.get_mut(w) else {
+            return;
+        };
+        let me = win.rank;
+        let mut grants = Vec::new();
+        while let Some(&(o, excl, id)) = win.waiting.front() {
+            if !grantable(win, excl) {
+                break;
+            }
+            win.waiting.pop_front();
+            take(win, o, excl);
+            grants.push((win.world[o as usize], id, excl));
+        }
+        for (world, id, excl) in grants {
+            let hdr = Header {
+                kind: Kind::Rma as u8,
+                flags: excl as u8,
+                ctx: id,
+                src: me,
+                tag: Sub::Grant as i32,
+                ..Default::default()
+            };
+            self.queue_owned(world, hdr, Vec::new());
+        }
+    }
+}
+
 fn grantable(w: &Win, excl: bool) -> bool {
     w.excl.is_none() && (!excl || w.shared == 0)
 }
@@ -144,6 +155,16 @@ fn take(w: &mut Win, from: i32, excl: bool) {
         w.excl = Some(from);
     } else {
         w.shared += 1;
+        w.shared_by[from as usize] = true;
+    }
+}
+
+/// Origin `from` releases the lock it holds on this target (an unlock, or its death).
+pub(super) fn give_back(w: &mut Win, from: i32) {
+    if w.excl == Some(from) {
+        w.excl = None;
+    } else if std::mem::take(&mut w.shared_by[from as usize]) {
+        w.shared = w.shared.saturating_sub(1);
     }
 }
 

@@ -150,6 +150,8 @@ pub(super) fn make(
             completes: 0,
             excl: None,
             shared: 0,
+            shared_by: vec![false; n],
+            pids: vec![0; n],
             waiting: VecDeque::new(),
         };
         Ok(match rma.wins.iter().position(|w| w.is_none()) {
@@ -166,11 +168,9 @@ pub(super) fn make(
     // Members on this host may reach an MPI_Win_create window by cross-memory attach.
     // (And the members of a window on the direct path see whether an accumulate lock's
     // holder has died: `Direct::acc_lock`.)
-    let pid = if (flavor == Flavor::Create && super::cma::enabled()) || is_direct {
-        madmpi_transports::shmcoll::my_pid() as u64
-    } else {
-        0
-    };
+    // (And every member on this host sees whether a lock holder has died: `State::rma_watch`.)
+    let pid = madmpi_transports::shmcoll::my_pid() as u64;
+    let cma = flavor == Flavor::Create && super::cma::enabled();
     let mine = [id.0 as u64, size as u64, disp_unit as u64, pid, base as u64];
     let mut all = vec![0u64; 5 * n];
     let byte = Datatype::basic(Basic::Byte);
@@ -206,15 +206,30 @@ pub(super) fn make(
         .collect();
     with(|e| {
         let w = e.st.rma.win_mut(id)?;
-        if let Some(d) = &mut w.direct {
-            d.set_pids(all.chunks_exact(5).map(|c| c[3] as i32).collect());
+        let pids: Vec<i32> = (all.chunks_exact(5).zip(&local))
+            .map(|(c, &here)| if here { c[3] as i32 } else { 0 })
+            .collect();
+        // Kept only if every one on this host is seen alive now (members in another pid
+        // namespace would look dead).
+        // (The direct path's check is the same: every member is on this host.)
+        match &mut w.direct {
+            Some(d) => {
+                d.set_pids(all.chunks_exact(5).map(|c| c[3] as i32).collect());
+                if d.has_pids() {
+                    w.pids = pids.clone();
+                }
+            }
+            None if pids.iter().all(|&p| p == 0 || super::direct::pid_alive(p)) => {
+                w.pids = pids.clone();
+            }
+            None => {}
         }
-        for ((p, c), &here) in w.peers.iter_mut().zip(all.chunks_exact(5)).zip(&local) {
+        for ((p, c), &pid) in w.peers.iter_mut().zip(all.chunks_exact(5)).zip(&pids) {
             *p = Peer {
                 id: c[0] as u32,
                 size: c[1],
                 disp_unit: c[2],
-                pid: if here { c[3] as i32 } else { 0 },
+                pid: if cma { pid } else { 0 },
                 base: c[4],
             };
         }

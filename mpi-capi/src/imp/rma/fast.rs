@@ -4,9 +4,9 @@
 //! predefined operation. Anything else, every error included, takes the checked path, which
 //! reports it.
 
-use std::os::raw::c_void;
+use std::os::raw::{c_int, c_void};
 
-use madmpi::rma::{Run, WinId};
+use madmpi::rma::{self, Run, WinId};
 use madmpi::BuiltinOp;
 
 use super::WIN_SIDE;
@@ -50,4 +50,97 @@ pub(super) fn target(count: i64, d: MPI_Datatype) -> Option<Run<'static>> {
 #[inline(always)]
 pub(super) fn op(o: MPI_Op) -> Option<BuiltinOp> {
     super::super::op::builtin(o as usize)
+}
+
+/// MPI_Rput (`put`) or MPI_Rget on the fast path, `request` not NULL: its return code when
+/// done (the request, born complete, written there), `None` when the general path must do it.
+///
+/// # Safety
+/// The origin buffer holds its elements (the caller's contract); `request` is writable.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) unsafe fn rcopy(
+    name: &'static str,
+    put: bool,
+    win: MPI_Win,
+    buf: *const c_void,
+    (oc, od): (i64, MPI_Datatype),
+    rank: c_int,
+    disp: MPI_Aint,
+    (tc, td): (i64, MPI_Datatype),
+    request: *mut MPI_Request,
+) -> Option<c_int> {
+    let (id, o, t) = (win_live(win)?, run(buf, oc, od)?, target(tc, td)?);
+    // SAFETY: forwarded.
+    let rid = unsafe {
+        if put {
+            rma::rput_now(id, o, rank, disp as i64, t)
+        } else {
+            rma::rget_now(id, o, rank, disp as i64, t)
+        }
+    }?;
+    // SAFETY: forwarded.
+    Some(unsafe { born(name, win, rid, request) })
+}
+
+/// MPI_Raccumulate (`result` `None`) or MPI_Rget_accumulate on the fast path, `request` not
+/// NULL: as [`rcopy`].
+///
+/// # Safety
+/// The buffers hold their elements (the caller's contract); `request` is writable.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) unsafe fn racc(
+    name: &'static str,
+    win: MPI_Win,
+    origin: *const c_void,
+    (oc, od): (i64, MPI_Datatype),
+    result: Option<(*mut c_void, i64, MPI_Datatype)>,
+    rank: c_int,
+    disp: MPI_Aint,
+    (tc, td): (i64, MPI_Datatype),
+    o: MPI_Op,
+    request: *mut MPI_Request,
+) -> Option<c_int> {
+    let (id, t, b) = (win_live(win)?, target(tc, td)?, op(o)?);
+    let r = match result {
+        Some((p, c, d)) => Some(run(p, c, d)?),
+        None => None,
+    };
+    // (Get-accumulate does not read the origin with MPI_NO_OP: any arguments do.)
+    let or = match (b, r) {
+        (BuiltinOp::NoOp, Some(_)) => t,
+        _ => run(origin, oc, od)?,
+    };
+    // SAFETY: forwarded.
+    match unsafe { rma::racc_now(id, or, r, rank, disp as i64, t, b) }? {
+        // SAFETY: forwarded.
+        Ok(rid) => Some(unsafe { born(name, win, rid, request) }),
+        Err(e) => Some(super::finish_win(win, Err(e), &|| {
+            format!("{name}(win={})", super::win_name(win))
+        })),
+    }
+}
+
+/// Give request `rid` of a fast-path call its handle, at `request`.
+///
+/// # Safety
+/// `request` is writable.
+#[inline(always)]
+unsafe fn born(
+    name: &'static str,
+    win: MPI_Win,
+    rid: madmpi::RequestId,
+    request: *mut MPI_Request,
+) -> c_int {
+    match handles::new_request(rid, super::window::win_comm(win)) {
+        Ok(h) => {
+            // SAFETY: the caller's.
+            unsafe { *request = h };
+            MPI_SUCCESS
+        }
+        Err(e) => super::finish_win(win, Err(e), &|| {
+            format!("{name}(win={})", super::win_name(win))
+        }),
+    }
 }

@@ -1,16 +1,18 @@
 //! The C interface of one-sided communication: the window handle table (`MPI_Win`), errors
 //! raised on a window's error handler, and the calls, in `window` (creation, freeing,
 //! attributes, names, info, error handlers, group), `ops` (put, get, accumulates, atomics and
-//! their request-based and `_c` forms) and `sync` (fence, locks, flushes, PSCW); `fast`, the
-//! arguments of their fast path on the direct path. The protocol
+//! their `_c` forms), `req` (the request-based forms) and `sync` (fence, locks, flushes,
+//! PSCW); `fast`, the arguments of their fast path on the direct path. The protocol
 //! is `madmpi::rma`'s; nothing here talks to other processes.
 
 mod fast;
 mod ops;
+mod req;
 mod sync;
 mod window;
 
 pub use ops::*;
+pub use req::*;
 pub use sync::*;
 pub use window::*;
 

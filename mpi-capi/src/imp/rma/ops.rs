@@ -1,6 +1,6 @@
-//! The communication calls: put, get, the accumulates, fetch-and-op, compare-and-swap, their
-//! request-based forms and `_c` twins. Each converts its arguments and makes one call to
-//! `madmpi::rma::rma`.
+//! The communication calls: put, get, the accumulates, fetch-and-op, compare-and-swap and
+//! their `_c` twins (the request-based forms: `req`). Each tries the fast path (`fast`), else
+//! converts its arguments and makes one call to `madmpi::rma::rma`.
 
 // (The C signatures: as many arguments as the standard gives them.)
 #![allow(clippy::too_many_arguments)]
@@ -18,7 +18,7 @@ use crate::abi::*;
 use crate::handles;
 
 #[inline]
-fn dt(d: MPI_Datatype) -> R<Datatype> {
+pub(super) fn dt(d: MPI_Datatype) -> R<Datatype> {
     if let Some(t) = handles::predefined_type(d) {
         // (Predefined types are committed.)
         return Ok(t.clone());
@@ -30,7 +30,7 @@ fn dt(d: MPI_Datatype) -> R<Datatype> {
     Ok((*t).clone())
 }
 
-fn local(buf: *const c_void, count: i64, d: MPI_Datatype) -> R<Local> {
+pub(super) fn local(buf: *const c_void, count: i64, d: MPI_Datatype) -> R<Local> {
     let count = count_arg(count)?;
     let t = dt(d)?;
     check_buf(buf, count, &t)?;
@@ -41,7 +41,7 @@ fn local(buf: *const c_void, count: i64, d: MPI_Datatype) -> R<Local> {
     })
 }
 
-fn remote(rank: c_int, disp: MPI_Aint, count: i64, d: MPI_Datatype) -> R<Remote> {
+pub(super) fn remote(rank: c_int, disp: MPI_Aint, count: i64, d: MPI_Datatype) -> R<Remote> {
     Ok(Remote {
         rank,
         disp: disp as i64,
@@ -50,7 +50,7 @@ fn remote(rank: c_int, disp: MPI_Aint, count: i64, d: MPI_Datatype) -> R<Remote>
     })
 }
 
-fn builtin(o: MPI_Op, d: MPI_Datatype) -> R<BuiltinOp> {
+pub(super) fn builtin(o: MPI_Op, d: MPI_Datatype) -> R<BuiltinOp> {
     let op = match handles::predefined_type(d) {
         // (No reference to take on a predefined type.)
         Some(t) => op_arg(o, d, t)?,
@@ -66,7 +66,7 @@ fn builtin(o: MPI_Op, d: MPI_Datatype) -> R<BuiltinOp> {
 }
 
 /// Issue `call` on `w`; with `request`, write the request's handle there.
-unsafe fn issue(
+pub(super) unsafe fn issue(
     name: &'static str,
     w: MPI_Win,
     request: *mut MPI_Request,
@@ -151,63 +151,6 @@ pub unsafe fn MPI_Put_c(
     })
 }
 
-pub unsafe fn MPI_Rput(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rput(win={})", win_name(win)),
-        );
-    }
-    issue("MPI_Rput", win, request, || {
-        Ok(Call::Put(
-            local(origin_addr, i64::from(origin_count), origin_datatype)?,
-            remote(
-                target_rank,
-                target_disp,
-                i64::from(target_count),
-                target_datatype,
-            )?,
-        ))
-    })
-}
-
-pub unsafe fn MPI_Rput_c(
-    origin_addr: *const c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rput_c(win={})", win_name(win)),
-        );
-    }
-    issue("MPI_Rput_c", win, request, || {
-        Ok(Call::Put(
-            local(origin_addr, origin_count, origin_datatype)?,
-            remote(target_rank, target_disp, target_count, target_datatype)?,
-        ))
-    })
-}
-
 pub unsafe fn MPI_Get(
     origin_addr: *mut c_void,
     origin_count: c_int,
@@ -266,67 +209,6 @@ pub unsafe fn MPI_Get_c(
         }
     }
     issue("MPI_Get_c", win, std::ptr::null_mut(), || {
-        Ok(Call::Get(
-            local(origin_addr as *const c_void, origin_count, origin_datatype)?,
-            remote(target_rank, target_disp, target_count, target_datatype)?,
-        ))
-    })
-}
-
-pub unsafe fn MPI_Rget(
-    origin_addr: *mut c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rget(win={})", win_name(win)),
-        );
-    }
-    issue("MPI_Rget", win, request, || {
-        Ok(Call::Get(
-            local(
-                origin_addr as *const c_void,
-                i64::from(origin_count),
-                origin_datatype,
-            )?,
-            remote(
-                target_rank,
-                target_disp,
-                i64::from(target_count),
-                target_datatype,
-            )?,
-        ))
-    })
-}
-
-pub unsafe fn MPI_Rget_c(
-    origin_addr: *mut c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rget_c(win={})", win_name(win)),
-        );
-    }
-    issue("MPI_Rget_c", win, request, || {
         Ok(Call::Get(
             local(origin_addr as *const c_void, origin_count, origin_datatype)?,
             remote(target_rank, target_disp, target_count, target_datatype)?,
@@ -397,67 +279,6 @@ pub unsafe fn MPI_Accumulate_c(
         }
     }
     issue("MPI_Accumulate_c", win, std::ptr::null_mut(), || {
-        Ok(Call::Acc(
-            local(origin_addr, origin_count, origin_datatype)?,
-            remote(target_rank, target_disp, target_count, target_datatype)?,
-            builtin(op, target_datatype)?,
-        ))
-    })
-}
-
-pub unsafe fn MPI_Raccumulate(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Raccumulate(win={})", win_name(win)),
-        );
-    }
-    issue("MPI_Raccumulate", win, request, || {
-        Ok(Call::Acc(
-            local(origin_addr, i64::from(origin_count), origin_datatype)?,
-            remote(
-                target_rank,
-                target_disp,
-                i64::from(target_count),
-                target_datatype,
-            )?,
-            builtin(op, target_datatype)?,
-        ))
-    })
-}
-
-pub unsafe fn MPI_Raccumulate_c(
-    origin_addr: *const c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Raccumulate_c(win={})", win_name(win)),
-        );
-    }
-    issue("MPI_Raccumulate_c", win, request, || {
         Ok(Call::Acc(
             local(origin_addr, origin_count, origin_datatype)?,
             remote(target_rank, target_disp, target_count, target_datatype)?,
@@ -566,99 +387,6 @@ pub unsafe fn MPI_Get_accumulate_c(
         }
     }
     issue("MPI_Get_accumulate_c", win, std::ptr::null_mut(), || {
-        Ok({
-            let b = builtin(op, target_datatype)?;
-            let origin = if b == BuiltinOp::NoOp {
-                Local {
-                    ptr: origin_addr as *mut u8,
-                    count: 0,
-                    dt: dt(target_datatype)?,
-                }
-            } else {
-                local(origin_addr, origin_count, origin_datatype)?
-            };
-            Call::GetAcc(
-                origin,
-                local(result_addr, result_count, result_datatype)?,
-                remote(target_rank, target_disp, target_count, target_datatype)?,
-                b,
-            )
-        })
-    })
-}
-
-pub unsafe fn MPI_Rget_accumulate(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    result_addr: *mut c_void,
-    result_count: c_int,
-    result_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rget_accumulate(win={})", win_name(win)),
-        );
-    }
-    issue("MPI_Rget_accumulate", win, request, || {
-        Ok({
-            let b = builtin(op, target_datatype)?;
-            let origin = if b == BuiltinOp::NoOp {
-                Local {
-                    ptr: origin_addr as *mut u8,
-                    count: 0,
-                    dt: dt(target_datatype)?,
-                }
-            } else {
-                local(origin_addr, i64::from(origin_count), origin_datatype)?
-            };
-            Call::GetAcc(
-                origin,
-                local(result_addr, i64::from(result_count), result_datatype)?,
-                remote(
-                    target_rank,
-                    target_disp,
-                    i64::from(target_count),
-                    target_datatype,
-                )?,
-                b,
-            )
-        })
-    })
-}
-
-pub unsafe fn MPI_Rget_accumulate_c(
-    origin_addr: *const c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    result_addr: *mut c_void,
-    result_count: MPI_Count,
-    result_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rget_accumulate_c(win={})", win_name(win)),
-        );
-    }
-    issue("MPI_Rget_accumulate_c", win, request, || {
         Ok({
             let b = builtin(op, target_datatype)?;
             let origin = if b == BuiltinOp::NoOp {

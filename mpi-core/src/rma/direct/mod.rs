@@ -73,11 +73,22 @@ const _: () = assert!(std::mem::size_of::<Slot>() == SLOT);
 /// Yielding rounds between two checks that an accumulate lock's holder still exists.
 const HOLDER_CHECK: u32 = 256;
 
-/// Whether process `pid` exists (`kill(pid, 0)`: only `ESRCH` says it does not).
-fn pid_alive(pid: i32) -> bool {
+/// Whether process `pid` exists (`kill(pid, 0)`: only `ESRCH` says it does not) and is not a
+/// zombie (dead, not yet reaped: `mpirun` reaps its ranks only at the end of the job).
+pub(crate) fn pid_alive(pid: i32) -> bool {
     // SAFETY: signal 0 sends nothing; it only checks existence and permission.
     let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    if r != 0 {
+        return std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+    }
+    // The state follows the command name, which is in parentheses and may hold any byte.
+    match std::fs::read(format!("/proc/{pid}/stat")) {
+        Ok(st) => match st.iter().rposition(|&b| b == b')') {
+            Some(i) => !matches!(st.get(i + 2), Some(b'Z' | b'X')),
+            None => true,
+        },
+        Err(_) => true,
+    }
 }
 
 /// Bytes of the control block of a window of `n` members (whole pages: the data that follows
@@ -143,6 +154,11 @@ impl Direct {
         if pids.len() == self.parts.len() && pids.iter().all(|&p| p > 0 && pid_alive(p)) {
             self.pids = pids;
         }
+    }
+
+    /// Whether the members' process ids are known ([`Direct::set_pids`] kept them).
+    pub(crate) fn has_pids(&self) -> bool {
+        self.pids.iter().all(|&p| p > 0)
     }
 
     /// Take target `t`'s accumulate lock for origin `me` (held for one operation only: spin,
@@ -238,6 +254,19 @@ impl Direct {
                 .lock
                 .fetch_sub((me as u64 + 1) << HOLDER_SHIFT, Ordering::Release),
         };
+    }
+
+    /// A member holding target `t`'s lock (exclusive, or a shared one recorded in the holder
+    /// table) whose process no longer exists, if any (only members whose id is known).
+    pub(crate) fn dead_holder(&self, t: usize) -> Option<usize> {
+        let s = self.slot(t);
+        let x = (s.lock.load(Ordering::Relaxed) >> HOLDER_SHIFT) as usize;
+        if x > 0 && x <= self.parts.len() && !self.alive(x - 1) {
+            return Some(x - 1);
+        }
+        (s.holders.iter().take(self.parts.len()).enumerate())
+            .find(|(o, h)| h.load(Ordering::Relaxed) != 0 && !self.alive(*o))
+            .map(|(o, _)| o)
     }
 
     /// Give back every lock dead origin `dead` held (recorded in the holder table: origins
