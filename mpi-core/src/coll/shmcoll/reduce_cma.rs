@@ -17,7 +17,7 @@ use super::*;
 /// stays in the cache while it is combined and the result written out.
 const PIECE: usize = 64 << 10;
 /// Fewest bytes of a piece (each piece costs two system calls per other member).
-const MIN_PIECE: usize = 8 << 10;
+const MIN_PIECE: usize = 16 << 10;
 
 /// One call as its members share it out: where everyone's data is, and how it is cut.
 struct Plan {
