@@ -63,8 +63,9 @@
 //!   operation works and every member gets bit-identical results; chunks from `SPLIT_MIN`
 //!   bytes are reduce-scattered (member i combines block i, reading its own part in place, and
 //!   publishes the result over that part), then gathered. From `CMA_REDUCE_MIN` bytes, when
-//!   the members can, member i reads block i of the others' contributions out of their memory
-//!   and writes each combined piece straight into the result buffers (`reduce_cma.rs`).
+//!   the members can, they take pieces of the vector from a claim word, read each out of the
+//!   others' contributions, combine it and write it straight into the result buffers
+//!   (`reduce_cma.rs`).
 //! - alltoall: everyone packs its outgoing blocks, then unpacks the blocks meant for it; from
 //!   `CMA_ALLTOALL_MIN` bytes per block, when the members can, everyone publishes where its
 //!   outgoing blocks are and copies its own straight from the others' memory, then waits for
