@@ -116,3 +116,29 @@ fn shared_memory_ten_ranks() {
         assert!(a >= 2, "{a} collective segments\n{}", o.context());
     }
 }
+
+/// Large allreduce and reduce (`tests/c/coll/bigreduce.c`): sizes around the 64 KiB threshold
+/// of the cross-memory path and its 64 KiB pieces, odd counts, in place, every root, a
+/// non-commutative operation, on 2, 3 and 4 ranks; through shared memory (with and without
+/// cross-memory attach) and over TCP.
+#[test]
+fn large_reductions() {
+    let job = |n: usize| {
+        Job::new(&c_program("coll", "bigreduce", &[]), n)
+            .args(&["1"])
+            .timeout(Duration::from_secs(300))
+    };
+    for n in [2, 3, 4] {
+        job(n).run().assert_ok("bigreduce");
+    }
+    job(3)
+        .env("MADMPI_SHM_CMA", "0")
+        .run()
+        .assert_ok("bigreduce");
+    for n in [2, 3] {
+        job(n)
+            .env("MADMPI_TRANSPORTS", "tcp")
+            .run()
+            .assert_ok("bigreduce");
+    }
+}

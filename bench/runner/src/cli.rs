@@ -30,7 +30,9 @@ options:
                        msgrate and rma only, and are not peers)
   --bench LIST         comma-separated subset of the benchmarks
                        (pingpong,barrier,msgrate,multiseg,indexed,overlap,coll,
-                       ringbcast,io,rma; scale, only when named: MPI_Init to the
+                       ringbcast,io,rma; only when named: allreduce, MPI_Allreduce
+                       and MPI_Iallreduce 64 KiB-4 MiB on 2 and --ranks ranks;
+                       scale, MPI_Init to the
                        first Allreduce and shared memory mapped, 16/64/128/256 ranks
                        on this node; networks: ours over each emulated network,
                        next to the papers' published points; see docs/networks.md)
@@ -38,8 +40,8 @@ options:
                        in docs/networks.md: bip, sisci, mad-bip, bcl3, mx, ...,
                        rails, multiseg, indexed); alone it implies
                        --bench networks
-  --ranks N            ranks for barrier/coll/ringbcast/io (default 4; barrier also
-                       runs on 2)
+  --ranks N            ranks for barrier/coll/allreduce/ringbcast/io (default 4;
+                       barrier and allreduce also run on 2)
   --timeout SECS       limit per run (default 300, 120 with --quick)
   --no-install         never apt-get install missing peers (default: install
                        when root and MPICH/Open MPI are missing)
@@ -71,7 +73,7 @@ pub struct Options {
 }
 
 /// Benchmarks that exist, in the order they run.
-pub const BENCHES: [&str; 11] = [
+pub const BENCHES: [&str; 12] = [
     "pingpong",
     "barrier",
     "msgrate",
@@ -79,14 +81,16 @@ pub const BENCHES: [&str; 11] = [
     "indexed",
     "overlap",
     "coll",
+    "allreduce",
     "ringbcast",
     "io",
     "rma",
     "scale",
 ];
 
-/// Benchmarks that run only when `--bench` names them (`scale`: jobs of up to 256 ranks).
-pub const OPT_IN: [&str; 1] = ["scale"];
+/// Benchmarks that run only when `--bench` names them (`allreduce`: `coll`'s reductions over
+/// 64 KiB-4 MiB on two rank counts; `scale`: jobs of up to 256 ranks).
+pub const OPT_IN: [&str; 2] = ["allreduce", "scale"];
 
 /// Ranks of the `scale` benchmark's jobs (all on this node).
 pub const SCALE_RANKS: [u32; 4] = [16, 64, 128, 256];

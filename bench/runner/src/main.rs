@@ -300,8 +300,9 @@ fn prepare(
     }
 }
 
-/// The launches of one round, in order. Barrier runs on 2 and on N ranks;
-/// collectives and the ring broadcasts on N; the point-to-point benchmarks on 2.
+/// The launches of one round, in order. Barrier and the large allreduce run on 2 and on N
+/// ranks; the other collectives and the ring broadcasts on N; the point-to-point benchmarks
+/// on 2.
 fn plan(o: &Options, wanted: &[&'static str]) -> Vec<Job> {
     let mut base = Vec::new();
     if o.quick {
@@ -311,8 +312,8 @@ fn plan(o: &Options, wanted: &[&'static str]) -> Vec<Job> {
     let mut jobs = Vec::new();
     for &b in wanted {
         let ranks: Vec<u32> = match b {
-            "barrier" if o.ranks != 2 => vec![2, o.ranks],
-            "barrier" | "coll" | "ringbcast" | "io" => vec![o.ranks],
+            "barrier" | "allreduce" if o.ranks != 2 => vec![2, o.ranks],
+            "barrier" | "allreduce" | "coll" | "ringbcast" | "io" => vec![o.ranks],
             "scale" => SCALE_RANKS.to_vec(),
             _ => vec![2],
         };
@@ -586,5 +587,14 @@ mod tests {
             .map(|j| j.ranks)
             .collect();
         assert_eq!(scale, SCALE_RANKS);
+        let allreduce: Vec<u32> = jobs
+            .iter()
+            .filter(|j| j.bench == "allreduce")
+            .map(|j| j.ranks)
+            .collect();
+        assert_eq!(allreduce, [2, 4]);
+        let two = cli::parse(["--ranks".into(), "2".into()], PathBuf::from("/r")).unwrap();
+        let on_two: Vec<u32> = plan(&two, &["allreduce"]).iter().map(|j| j.ranks).collect();
+        assert_eq!(on_two, [2]);
     }
 }

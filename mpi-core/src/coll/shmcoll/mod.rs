@@ -62,7 +62,10 @@
 //!   every member (or the root alone) in rank order, `c0 op (c1 op (… op cn-1))`, so any
 //!   operation works and every member gets bit-identical results; chunks from `SPLIT_MIN`
 //!   bytes are reduce-scattered (member i combines block i, reading its own part in place, and
-//!   publishes the result over that part), then gathered.
+//!   publishes the result over that part), then gathered. From `CMA_REDUCE_MIN` bytes, when
+//!   the members can, they take pieces of the vector from a claim word, read each out of the
+//!   others' contributions, combine it and write it straight into the result buffers
+//!   (`reduce_cma.rs`).
 //! - alltoall: everyone packs its outgoing blocks, then unpacks the blocks meant for it; from
 //!   `CMA_ALLTOALL_MIN` bytes per block, when the members can, everyone publishes where its
 //!   outgoing blocks are and copies its own straight from the others' memory, then waits for
@@ -155,7 +158,7 @@ const CMA_BCAST_MIN: usize = 32 << 10;
 const CMA_BCAST_SHARED_MIN: usize = 256 << 10;
 const CMA_ALLTOALL_MIN: usize = 8 << 10;
 /// From this many bytes, reduce and allreduce go by cross-memory attach when the members can
-/// (`reduce_cma.rs`): three waits whatever the size and one copy per byte on each side, where
+/// (`reduce_cma.rs`): two waits whatever the size and one copy per byte on each side, where
 /// the cells take two waits per half ring and three copies.
 const CMA_REDUCE_MIN: usize = 64 << 10;
 /// What a probe word holds.

@@ -65,7 +65,7 @@ impl Area {
         in_place: bool,
     ) -> Result<()> {
         let (me, n, esz) = (self.me, self.n, r.esz);
-        if self.cma && count * esz >= CMA_REDUCE_MIN && count >= n {
+        if self.cma && n > 1 && count * esz >= CMA_REDUCE_MIN && count >= n {
             return self.reduce_cma(input, out, count, r, root);
         }
         let gets = root.is_none_or(|rt| rt == me);

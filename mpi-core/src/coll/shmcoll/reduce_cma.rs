@@ -1,24 +1,99 @@
-//! Large reduce and allreduce by cross-memory attach (`Area::reduce_cma`): member i reads
-//! block i of everyone's contribution straight out of their memory and combines it in rank
-//! order; then everyone who gets the result reads the other blocks out of the members that
-//! combined them. Three waits per call whatever the size, where the path through the cells
-//! takes two per half ring of data, and each byte is copied once on each side instead of
-//! being packed into the cells, combined, published and copied out.
+//! Large reduce and allreduce by cross-memory attach (`Area::reduce_cma`): the vector is cut
+//! into pieces, which the members take one by one from a shared claim word; whoever takes a
+//! piece reads it out of every member's contribution, combines it in rank order and writes it
+//! at once, while it is still in the cache, into the result buffer of every member that gets
+//! the result. Two waits per call whatever the size — everyone's addresses are published, then
+//! every piece is delivered — where the path through the cells takes two per half ring of
+//! data; each byte is copied once on each side instead of being packed into the cells,
+//! combined, published and copied out. The members that run take the pieces: with more ranks
+//! than free CPUs, a member that is not scheduled does not hold up the others.
 //!
 //! This module owns this algorithm only. It must never combine out of rank order, send
 //! point-to-point messages, or hold the engine lock while waiting.
 
 use super::*;
 
-/// Bytes of a piece combined at a time: the other members' parts are read into a buffer of
-/// this size, which stays in the cache while it is combined.
+/// Most bytes of a piece: the other members' parts are read into a buffer of this size, which
+/// stays in the cache while it is combined and the result written out.
 const PIECE: usize = 64 << 10;
+/// Fewest bytes of a piece (each piece costs two system calls per other member).
+const MIN_PIECE: usize = 16 << 10;
+
+/// One call as its members share it out: where everyone's data is, and how it is cut.
+struct Plan {
+    /// Every member's packed contribution (this member's: a local address).
+    addr: Vec<u64>,
+    /// The members this one delivers to, other than itself, and where their packed result
+    /// buffer is (all members, or the root of a reduce), starting with the next one.
+    to: Vec<(usize, u64)>,
+    /// This member's packed contribution, and its packed result buffer where it gets one.
+    base: *const u8,
+    out: Option<*mut u8>,
+    /// Elements in all, and per piece.
+    count: usize,
+    per: usize,
+    /// Scratch pieces: the other members' parts as they are read, the accumulator when the
+    /// result buffer cannot be (in place, or no result here).
+    tmp: *mut u8,
+    spare: *mut u8,
+}
+
+impl Plan {
+    fn pieces(&self) -> u32 {
+        self.count.div_ceil(self.per) as u32
+    }
+}
+
+/// The generation of step `k` in a claim or delivery word (`generation << 32 | count`).
+fn gen_of(k: u64) -> u32 {
+    k as u32
+}
+
+/// The count a word holds for generation `gen`: 0 for an older generation, None for a newer
+/// one (the step is over for everyone).
+fn count_of(word: u64, gen: u32) -> Option<u32> {
+    let g = (word >> 32) as u32;
+    match (g.wrapping_sub(gen) as i32).signum() {
+        0 => Some(word as u32),
+        -1 => Some(0),
+        _ => None,
+    }
+}
+
+/// Add one to the count of generation `gen` in `word` while it is below `limit` (starting
+/// from 0 when the word holds an older generation): the count before, or None when it was
+/// already at `limit` (or the word holds a newer generation).
+fn take_next(word: &AtomicU64, gen: u32, limit: u32) -> Option<u32> {
+    let mut cur = word.load(Ordering::Acquire);
+    loop {
+        let c = count_of(cur, gen)?;
+        if c >= limit {
+            return None;
+        }
+        let next = u64::from(gen) << 32 | u64::from(c + 1);
+        match word.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Some(c),
+            Err(now) => cur = now,
+        }
+    }
+}
 
 impl Area {
     /// MPI_Allreduce (`root` None) or MPI_Reduce to `root` of `count` elements, by
     /// cross-memory attach (see the module documentation). The caller checked that the
     /// members agreed on it (`self.cma`). `out`: the packed result (significant where the
-    /// result goes); `in_place`: the input is the receive buffer.
+    /// result goes).
+    ///
+    /// Every member publishes the address of its packed contribution and (where the result
+    /// goes) of its packed result buffer, then waits for the others' (step `k`). Then, until
+    /// no piece is left, it takes the next piece from member 0's claim word, combines it and
+    /// writes it into every result buffer, and counts it in member 1's delivery word. Piece p
+    /// of any member's buffers is touched by the member that took it only (read, then
+    /// overwritten when in place). A member returns once every piece is delivered: the result
+    /// is complete and nobody touches its buffers any more (a member that took no piece reads
+    /// nothing of the others'). The words carry the step as their generation, so a member
+    /// that comes late to them finds the pieces taken (or a later collective's generation)
+    /// and takes none.
     ///
     /// # Safety
     /// As [`Area::reduce`].
@@ -41,113 +116,144 @@ impl Area {
                 t as *const u8
             }
         };
-        let (bs, bc) = algo::block(count, n, me);
-        // Where this member's block of the result goes, for itself and the others to read.
-        let mine = if gets {
-            out.wrapping_add(bs * esz)
-        } else {
-            grow(&mut self.recv_buf, bc * esz)
-        };
-        let k1 = self.step();
+        let k = self.step();
         self.seg
             .info(me, INFO_ADDR)
             .store(base as u64, Ordering::Relaxed);
         self.seg
             .info(me, INFO_DST)
-            .store(mine as u64, Ordering::Relaxed);
-        self.publish(k1);
+            .store(if gets { out as u64 } else { 0 }, Ordering::Relaxed);
+        self.publish(k);
+        for d in 1..n {
+            self.wait_ready((me + d) % n, k)?;
+        }
+        // Pieces of at most `PIECE` bytes, at least two per member when they are not too
+        // small, so that every running member has a share (the same on every member: it
+        // depends on `count`, `n` and `esz` only).
+        let per = count
+            .div_ceil(2 * n)
+            .max(MIN_PIECE / esz)
+            .min(PIECE / esz)
+            .max(1);
+        let plan = Plan {
+            addr: (0..n).map(|j| self.info_of(j, INFO_ADDR)).collect(),
+            to: (1..n)
+                .map(|d| (me + d) % n)
+                .filter(|&j| root.is_none_or(|rt| rt == j))
+                .map(|j| (j, self.info_of(j, INFO_DST)))
+                .collect(),
+            base,
+            out: gets.then_some(out),
+            count,
+            per,
+            tmp: self.scratch(0),
+            spare: self.scratch(1),
+        };
+        let (gen, pieces) = (gen_of(k), plan.pieces());
         let mut res = Ok(());
-        for j in (0..n).filter(|&j| j != me) {
-            if let Err(e) = self.wait_ready(j, k1) {
-                res = Err(e);
-                break;
-            }
-        }
-        if res.is_ok() {
-            res = self.combine_block(base, mine, bs, bc, r);
-        }
-        // Block `me` of the result is in place, and this member reads no contribution any
-        // more (the receive buffer may be the input: its other blocks may now change).
-        let k2 = self.step();
-        self.publish(k2);
-        if gets && res.is_ok() {
-            for d in 1..n {
-                let j = (me + d) % n;
-                let (js, jc) = algo::block(count, n, j);
-                if let Err(e) = self.wait_ready(j, k2) {
-                    res = Err(e);
-                    break;
+        {
+            let claim = self.seg.info(0, INFO_CLAIM);
+            let delivered = self.seg.info(1, INFO_CLAIM);
+            while let Some(p) = take_next(claim, gen, pieces) {
+                // A piece that fails is still counted (the others must not wait for it
+                // forever); this member reports the error.
+                let e = self.piece(&plan, p as usize, r, root);
+                if res.is_ok() {
+                    res = e;
                 }
-                if jc > 0 {
-                    let at = self.info_of(j, INFO_DST);
-                    res = self.copy_from(j, at, out.add(js * esz), jc * esz);
-                    if res.is_err() {
-                        break;
-                    }
-                }
+                take_next(delivered, gen, pieces);
             }
+            let last = (me + 1) % n;
+            self.wait(last, || {
+                count_of(delivered.load(Ordering::Acquire), gen).is_none_or(|c| c >= pieces)
+            })?;
         }
-        // Whatever happened, the others may be reading this member's memory: it leaves only
-        // when they are done.
-        self.finish_step(k2);
-        self.wait_done_all(k2)?;
+        self.finish_step(k);
         res
     }
 
-    /// Combine block `[bs, bs + bc)` (elements) of every member's contribution into `mine`,
-    /// in rank order (`c0 op (c1 op (… op cn-1))`), piece by piece; this member's own part
-    /// is read at `base`, which may be `mine` itself (in place).
+    /// Combine piece `p` of every member's contribution in rank order (`c0 op (c1 op (… op
+    /// cn-1))`) and write it into every result buffer.
     ///
     /// # Safety
-    /// `base` holds the packed contribution, `mine` room for `bc` elements; every other
-    /// member has published the address of its contribution.
-    unsafe fn combine_block(
-        &mut self,
-        base: *const u8,
-        mine: *mut u8,
-        bs: usize,
-        bc: usize,
-        r: &Red<'_>,
-    ) -> Result<()> {
+    /// Every member has published the addresses of its contribution and result buffer, and
+    /// no other member takes piece `p`.
+    unsafe fn piece(&self, plan: &Plan, p: usize, r: &Red<'_>, root: Option<usize>) -> Result<()> {
         let (me, n, esz) = (self.me, self.n, r.esz);
-        let last = n - 1;
-        let per = (PIECE / esz).max(1);
+        let first = p * plan.per;
+        let cnt = plan.per.min(plan.count - first);
+        let (off, len) = (first * esz, cnt * esz);
         // A piece is at most a chunk (`esz` is at most `MIN_CHUNK`).
-        debug_assert!(per * esz <= self.chunk);
-        let tmp = self.scratch(0);
-        let saved = self.scratch(1);
-        let mut first = 0;
-        while first < bc {
-            let cnt = per.min(bc - first);
-            let (off, len) = ((bs + first) * esz, cnt * esz);
-            let acc = mine.add(first * esz);
-            let mut own = base.add(off);
-            if std::ptr::eq(own, acc) && me != last {
-                // In place: the accumulator starts with the last member's part, over this
-                // member's own.
-                std::ptr::copy_nonoverlapping(own, saved, len);
-                own = saved;
-            }
-            if last == me {
-                if !std::ptr::eq(own, acc) {
-                    std::ptr::copy_nonoverlapping(own, acc, len);
-                }
+        debug_assert!(len <= self.chunk);
+        let tmp = plan.tmp;
+        let own = plan.base.add(off);
+        // Combined straight in this member's result buffer unless that is the input (in
+        // place: this member's part must stay until it is combined).
+        let acc = match plan.out {
+            Some(o) if !std::ptr::eq(o.cast_const(), plan.base) => o.add(off),
+            _ => plan.spare,
+        };
+        let last = n - 1;
+        if last == me {
+            std::ptr::copy_nonoverlapping(own, acc, len);
+        } else {
+            self.copy_from(last, plan.addr[last] + off as u64, acc, len)?;
+        }
+        for j in (0..last).rev() {
+            let src = if j == me {
+                own
             } else {
-                let at = self.info_of(last, INFO_ADDR) + off as u64;
-                self.copy_from(last, at, acc, len)?;
+                self.copy_from(j, plan.addr[j] + off as u64, tmp, len)?;
+                tmp as *const u8
+            };
+            apply_packed(r.op, r.dt, cnt, src, acc)?;
+        }
+        if let Some(o) = plan.out {
+            let dst = o.add(off);
+            if !std::ptr::eq(dst, acc) {
+                std::ptr::copy_nonoverlapping(acc, dst, len);
             }
-            for j in (0..last).rev() {
-                let src = if j == me {
-                    own
-                } else {
-                    let at = self.info_of(j, INFO_ADDR) + off as u64;
-                    self.copy_from(j, at, tmp, len)?;
-                    tmp as *const u8
-                };
-                apply_packed(r.op, r.dt, cnt, src, acc)?;
-            }
-            first += cnt;
+        }
+        debug_assert!(plan.to.iter().all(|&(j, _)| root.is_none_or(|rt| rt == j)));
+        for &(j, dst) in &plan.to {
+            self.copy_to(j, dst + off as u64, acc, len)?;
         }
         Ok(())
+    }
+
+    /// Copy `len` bytes from `src` to `addr` in member `j`'s memory.
+    ///
+    /// # Safety
+    /// `src` is valid for `len` bytes; member `j` expects the write and touches nothing of
+    /// that range until the piece is delivered.
+    unsafe fn copy_to(&self, j: usize, addr: u64, src: *const u8, len: usize) -> Result<()> {
+        write_to(self.pids[j], addr, src, len).map_err(|e| {
+            Error::new(
+                ErrorClass::Other,
+                format!("collective: copying into the memory of rank {j}: {e}"),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_count_per_generation() {
+        let w = AtomicU64::new(u64::from(7u32) << 32 | 3);
+        // An older generation counts as 0, a newer one as over.
+        assert_eq!(count_of(w.load(Ordering::Relaxed), 8), Some(0));
+        assert_eq!(count_of(w.load(Ordering::Relaxed), 7), Some(3));
+        assert_eq!(count_of(w.load(Ordering::Relaxed), 6), None);
+        assert_eq!(take_next(&w, 8, 2), Some(0));
+        assert_eq!(take_next(&w, 8, 2), Some(1));
+        assert_eq!(take_next(&w, 8, 2), None);
+        assert_eq!(take_next(&w, 7, 5), None);
+        // Generations wrap.
+        let w = AtomicU64::new(u64::from(u32::MAX) << 32 | 9);
+        assert_eq!(take_next(&w, 0, 4), Some(0));
+        assert_eq!(count_of(w.load(Ordering::Relaxed), u32::MAX), None);
     }
 }

@@ -1,0 +1,195 @@
+/* bigreduce.c - large MPI_Allreduce and MPI_Reduce (blocking, and
+ * MPI_Iallreduce for comparison) around the sizes where madmpi's
+ * shared-memory path changes algorithm (64 KiB: cross-memory attach; 64 KiB
+ * pieces within a member's block), checked against sequential references:
+ *
+ * - counts just below, at and above the thresholds, odd counts that do not
+ *   divide among the ranks, up to 4 MiB + 56 bytes;
+ * - doubles holding small integers (MPI_SUM, exact), ints (MPI_MAX), and a
+ *   non-commutative user operation (composition of affine maps) in rank
+ *   order;
+ * - separate buffers and MPI_IN_PLACE; MPI_Reduce to every root (in place
+ *   at the root);
+ * - MPI_COMM_WORLD and a communicator of the ranks in reverse order;
+ * - the same buffers reused call after call, each call with new values (so a
+ *   result left from the previous call is noticed).
+ *
+ * Argument: repetitions (default 2).
+ */
+#include "coll.h"
+
+static MPI_Datatype affine; /* two unsigned: x -> a x + b */
+static MPI_Op compose;
+
+/* inout = in o inout (apply inout first, then in): not commutative. */
+static void compose_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    unsigned *a = in, *b = inout;
+    for (int i = 0; i < *len; i++) {
+        unsigned a1 = a[2 * i], b1 = a[2 * i + 1];
+        unsigned a2 = b[2 * i], b2 = b[2 * i + 1];
+        b[2 * i] = a1 * a2;
+        b[2 * i + 1] = a1 * b2 + b1;
+    }
+}
+
+static void affine_of(int r, long i, int salt, unsigned *out)
+{
+    out[0] = (unsigned)(2 * r + 3 + (i + salt) % 5);
+    out[1] = (unsigned)(r * 7 + i + salt);
+}
+
+static double dval(int r, long i, int salt)
+{
+    return (double)((r + 1) * ((i + salt) % 1000 + 1));
+}
+
+static int ival(int r, long i, int salt)
+{
+    return (int)((r * 131 + i * 7 + salt * 31) % 1000) - 300;
+}
+
+static void doubles(MPI_Comm comm, long cnt, int salt, double *s, double *r)
+{
+    int n, me;
+    MPI_OK(MPI_Comm_size(comm, &n));
+    MPI_OK(MPI_Comm_rank(comm, &me));
+    double tri = (double)n * (n + 1) / 2;
+    for (long i = 0; i < cnt; i++) {
+        s[i] = dval(me, i, salt);
+        r[i] = -1;
+    }
+    MPI_OK(MPI_Allreduce(s, r, (int)cnt, MPI_DOUBLE, MPI_SUM, comm));
+    for (long i = 0; i < cnt; i++)
+        CHECKF(r[i] == tri * (double)((i + salt) % 1000 + 1), "allreduce %ld i %ld: %g", cnt, i, r[i]);
+    /* in place, with the next values */
+    for (long i = 0; i < cnt; i++)
+        r[i] = dval(me, i, salt + 1);
+    MPI_OK(MPI_Allreduce(MPI_IN_PLACE, r, (int)cnt, MPI_DOUBLE, MPI_SUM, comm));
+    for (long i = 0; i < cnt; i++)
+        CHECKF(r[i] == tri * (double)((i + salt + 1) % 1000 + 1), "in-place allreduce %ld i %ld: %g", cnt, i, r[i]);
+    /* non-blocking: the same answer */
+    for (long i = 0; i < cnt; i++)
+        r[i] = -1;
+    MPI_Request q;
+    MPI_OK(MPI_Iallreduce(s, r, (int)cnt, MPI_DOUBLE, MPI_SUM, comm, &q));
+    MPI_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    for (long i = 0; i < cnt; i++)
+        CHECKF(r[i] == tri * (double)((i + salt) % 1000 + 1), "iallreduce %ld i %ld: %g", cnt, i, r[i]);
+    /* reduce to every root; in place at the root every other time */
+    for (int root = 0; root < n; root++) {
+        int inplace = me == root && (root + salt) % 2;
+        for (long i = 0; i < cnt; i++)
+            r[i] = inplace ? dval(me, i, salt + root) : -1;
+        if (!inplace)
+            for (long i = 0; i < cnt; i++)
+                s[i] = dval(me, i, salt + root);
+        MPI_OK(MPI_Reduce(inplace ? MPI_IN_PLACE : s, r, (int)cnt, MPI_DOUBLE, MPI_SUM, root, comm));
+        if (me == root)
+            for (long i = 0; i < cnt; i++)
+                CHECKF(r[i] == tri * (double)((i + salt + root) % 1000 + 1), "reduce %ld root %d i %ld: %g", cnt, root, i, r[i]);
+        else
+            for (long i = 0; i < cnt; i++)
+                CHECKF(r[i] == -1, "reduce %ld root %d: non-root buffer changed at %ld", cnt, root, i);
+    }
+}
+
+static void ints(MPI_Comm comm, long cnt, int salt, int *s, int *r)
+{
+    int n, me;
+    MPI_OK(MPI_Comm_size(comm, &n));
+    MPI_OK(MPI_Comm_rank(comm, &me));
+    for (long i = 0; i < cnt; i++) {
+        s[i] = ival(me, i, salt);
+        r[i] = 12345;
+    }
+    MPI_OK(MPI_Allreduce(s, r, (int)cnt, MPI_INT, MPI_MAX, comm));
+    for (long i = 0; i < cnt; i++) {
+        int e = ival(0, i, salt);
+        for (int q = 1; q < n; q++)
+            if (ival(q, i, salt) > e)
+                e = ival(q, i, salt);
+        CHECKF(r[i] == e, "int max %ld i %ld: %d, expected %d", cnt, i, r[i], e);
+    }
+}
+
+static void noncommutative(MPI_Comm comm, long cnt, int salt, unsigned *s, unsigned *r)
+{
+    int n, me;
+    MPI_OK(MPI_Comm_size(comm, &n));
+    MPI_OK(MPI_Comm_rank(comm, &me));
+    for (long i = 0; i < cnt; i++)
+        affine_of(me, i, salt, s + 2 * i);
+    for (int inplace = 0; inplace < 2; inplace++) {
+        if (inplace)
+            memcpy(r, s, sizeof(unsigned) * 2 * (size_t)cnt);
+        else
+            memset(r, 0, sizeof(unsigned) * 2 * (size_t)cnt);
+        MPI_OK(MPI_Allreduce(inplace ? MPI_IN_PLACE : s, r, (int)cnt, affine, compose, comm));
+        for (long i = 0; i < cnt; i++) {
+            /* c0 o (c1 o (... o cn-1)), folded from the right */
+            unsigned e[2], c[2];
+            affine_of(n - 1, i, salt, e);
+            for (int q = n - 2; q >= 0; q--) {
+                int one = 1;
+                affine_of(q, i, salt, c);
+                compose_fn(c, e, &one, NULL);
+            }
+            CHECKF(r[2 * i] == e[0] && r[2 * i + 1] == e[1], "non-commutative allreduce %ld (in place %d) i %ld", cnt, inplace, i);
+        }
+    }
+    int root = salt % n;
+    memset(r, 0, sizeof(unsigned) * 2 * (size_t)cnt);
+    MPI_OK(MPI_Reduce(s, r, (int)cnt, affine, compose, root, comm));
+    if (me == root)
+        for (long i = 0; i < cnt; i++) {
+            unsigned e[2], c[2];
+            affine_of(n - 1, i, salt, e);
+            for (int q = n - 2; q >= 0; q--) {
+                int one = 1;
+                affine_of(q, i, salt, c);
+                compose_fn(c, e, &one, NULL);
+            }
+            CHECKF(r[2 * i] == e[0] && r[2 * i + 1] == e[1], "non-commutative reduce %ld root %d i %ld", cnt, root, i);
+        }
+}
+
+/* Bytes around the thresholds: 64 KiB (cross-memory attach), pieces of
+ * 64 KiB within a block, up to 4 MiB + 56. */
+static const long bytes[] = {65528, 65536, 65544, 131080, 196616, 200008, 1048576, (4L << 20) + 56};
+#define NBYTES ((int)(sizeof bytes / sizeof bytes[0]))
+
+static void all(MPI_Comm comm, int salt)
+{
+    long most = bytes[NBYTES - 1];
+    /* room for the odd int counts too */
+    void *s = xmalloc((size_t)most + 64), *r = xmalloc((size_t)most + 64);
+    for (int z = 0; z < NBYTES; z++) {
+        doubles(comm, bytes[z] / 8, salt + z, s, r);
+        ints(comm, bytes[z] / 4 + 1, salt + z, s, r); /* odd counts */
+        noncommutative(comm, bytes[z] / 8, salt + z, s, r);
+    }
+    free(s);
+    free(r);
+}
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv);
+    int reps = argc > 1 ? atoi(argv[1]) : 2;
+    MPI_OK(MPI_Type_contiguous(2, MPI_UNSIGNED, &affine));
+    MPI_OK(MPI_Type_commit(&affine));
+    MPI_OK(MPI_Op_create(compose_fn, 0, &compose));
+    MPI_Comm rev;
+    MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, 0, -t_rank, &rev));
+    for (int rep = 0; rep < reps; rep++) {
+        all(MPI_COMM_WORLD, rep);
+        all(rev, rep + 7);
+    }
+    MPI_OK(MPI_Comm_free(&rev));
+    MPI_OK(MPI_Op_free(&compose));
+    MPI_OK(MPI_Type_free(&affine));
+    t_done("bigreduce");
+    return 0;
+}
