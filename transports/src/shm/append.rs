@@ -43,9 +43,9 @@ impl ShmTransport {
     /// whole chunks). Packets to `peer` stay in the order they were begun, with those of
     /// [`Transport::try_send`](crate::Transport::try_send) and
     /// [`ShmTransport::try_send2`], which make the packet being built visible first.
-    #[inline]
+    #[inline(always)]
     pub fn append(&mut self, peer: PeerId, len: usize, fill: impl FnOnce(*mut u8)) -> Appended {
-        debug_assert!(len >= 8 && len.is_multiple_of(8));
+        debug_assert!(len >= 8 && len % 8 == 0);
         let max = self.caps.aggreg_max;
         let Some(j) = self.local_index(peer) else {
             return Appended::Unsupported;

@@ -117,9 +117,7 @@ fn appended_packets_are_held_then_seen_in_order() {
             SendOutcome::Done
         );
         assert_eq!(
-            nd.t[1]
-                .try_send(PeerId(10), &[IoSlice::new(&d)])
-                .unwrap(),
+            nd.t[1].try_send(PeerId(10), &[IoSlice::new(&d)]).unwrap(),
             SendOutcome::Done
         );
         assert_eq!(
@@ -180,7 +178,9 @@ fn only_towards_a_pair_ring_of_ones_own() {
     let mut nd = node("inbox", 3, 1, false, 1024);
     assert_eq!(append(&mut nd.t[1], 0, &[1; 8]), Appended::Unsupported);
     assert_eq!(
-        nd.t[1].try_send(PeerId(10), &[IoSlice::new(b"hi")]).unwrap(),
+        nd.t[1]
+            .try_send(PeerId(10), &[IoSlice::new(b"hi")])
+            .unwrap(),
         SendOutcome::Done
     );
     assert!(matches!(
@@ -188,7 +188,9 @@ fn only_towards_a_pair_ring_of_ones_own() {
         Appended::Done { begun: true, .. }
     ));
     assert_eq!(
-        nd.t[2].try_send(PeerId(10), &[IoSlice::new(b"yo")]).unwrap(),
+        nd.t[2]
+            .try_send(PeerId(10), &[IoSlice::new(b"yo")])
+            .unwrap(),
         SendOutcome::Done
     );
     assert_eq!(append(&mut nd.t[2], 0, &[3; 8]), Appended::Unsupported);

@@ -231,7 +231,7 @@ impl Producer {
         max: usize,
         fill: impl FnOnce(*mut u8),
     ) -> Option<bool> {
-        debug_assert!(len.is_multiple_of(8) && len <= max && max < (self.mask + 1) / 2);
+        debug_assert!(len % 8 == 0 && len <= max && max <= self.mask / 2);
         let cap = self.mask + 1;
         let base = self.data.as_ptr();
         if let Some(o) = self.open {
@@ -243,7 +243,9 @@ impl Producer {
                 // SAFETY: [at + 8 + len, at + 8 + grown) is inside the area (checked) and free
                 // (`room`): the consumer waits at the record's header, which reads 0.
                 fill(unsafe { base.add(o.at + REC_HDR + o.len) });
-                self.open = Some(Open { len: grown, ..o });
+                if let Some(o) = self.open.as_mut() {
+                    o.len = grown;
+                }
                 return Some(false);
             }
             self.publish();
