@@ -131,6 +131,10 @@
 //!   sent after `poll_recv` returns. A packet is consumed before the callback runs: if the
 //!   callback panics, that packet is lost, never delivered twice.
 //! - A packet is visible only once complete: a sender that dies while writing leaves nothing.
+//! - [`ShmTransport::append`] builds a packet in place in the pair ring towards a peer (the
+//!   engine writes its chunks straight into the ring, `append.rs`); it becomes visible once it
+//!   holds [`ShmConfig::publish_min`] bytes, at [`ShmTransport::publish_all`], or before the
+//!   next packet to that peer, so packets stay in the order they were begun.
 //! - Local processes are trusted not to scribble on the segment while it is in use; what they
 //!   could do is make this process see malformed packets (`Error::Malformed`), not read or
 //!   write outside the segment.
@@ -150,7 +154,7 @@
 //! This file holds the driver: [`ShmTransport`], its peers' rings and its [`Transport`]
 //! implementation. The segment, its layout and configuration are `segment.rs`'s; the ring's
 //! records and its producer and consumer ends `ring.rs`'s; first contact and the inbox
-//! `contact.rs`'s; split copies `split.rs`'s.
+//! `contact.rs`'s; split copies `split.rs`'s; packets built in place `append.rs`'s.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 

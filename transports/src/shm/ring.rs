@@ -3,9 +3,10 @@
 //! # What it owns
 //!
 //! The record format (the header word with `READY`, the skip marker, 8-byte alignment), the
-//! [`Producer`] (writes records, publishes `tail`) and the [`Consumer`] (polls the header word,
-//! hands payloads over in place, publishes `head`), as described under "Ring records" in the
-//! `shm` module documentation.
+//! [`Producer`] (writes records, or builds one in place at its tail and publishes it later:
+//! [`Producer::append`], [`Producer::publish`]; publishes `tail`) and the [`Consumer`] (polls the
+//! header word, hands payloads over in place, publishes `head`), as described under "Ring
+//! records" in the `shm` module documentation.
 //!
 //! # What it must never do
 //!
