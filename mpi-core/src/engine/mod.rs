@@ -20,6 +20,7 @@
 //! - `rails`: the drivers and the rails of a gate;
 //! - `strategy`: what the next packet is made of and on which rail;
 //! - `drive`: the only module that calls drivers (packet building, progress);
+//! - `inplace`: small sends written straight into the packet a driver builds in place (`shm`);
 //! - `resilience`: losing one of a peer's several rails without losing what it carried;
 //! - `owned`: what the one-sided layer (`crate::rma`) uses: chunks with owned payloads.
 //!
@@ -31,6 +32,7 @@ mod bsend;
 mod drive;
 mod dynamic;
 mod gate;
+mod inplace;
 mod input;
 mod matching;
 mod order;
