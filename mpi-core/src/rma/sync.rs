@@ -94,6 +94,7 @@ fn check_alive(e: &Engine, w: WinId, ranks: &mut dyn Iterator<Item = usize>) -> 
 /// report an error a target answered with.
 fn wait_done(w: WinId, ranks: Option<&[i32]>) -> Result<()> {
     wait_until(|e| {
+        super::rdma::reap(e)?;
         let win = e.st.rma.win(w)?;
         let done = match ranks {
             Some(rs) => rs.iter().all(|&r| win.pending[r as usize] == 0),
