@@ -1,7 +1,8 @@
 //! One-sided communication over the `ofi` transport (libfabric's `tcp;ofi_rxm` on one host,
 //! every peer treated as remote with `MADMPI_RMA_DIRECT=0`): puts and gets by RDMA (`fi_write`,
 //! `fi_read` into the target's registered window, `mpi-core/src/rma/rdma.rs`) with
-//! `MADMPI_OFI_RMA=1` (the default), by active messages with `MADMPI_OFI_RMA=0`; the trace's
+//! `MADMPI_OFI_RMA=1` (the default; with `MADMPI_OFI_RMA_MIN=0` for every size, else from
+//! 64 KiB on over this provider), by active messages with `MADMPI_OFI_RMA=0`; the trace's
 //! driver counters say which path the data took.
 //!
 //! - `rdma`: fence, lock/flush/flush_local, shared locks, derived datatypes on origin, target
@@ -40,12 +41,17 @@ fn ofi() -> bool {
     })
 }
 
-fn job(name: &str, ranks: usize, rma: &str) -> Job {
-    Job::new(&c_program("rma", name, &[]), ranks)
+/// `min`: `MADMPI_OFI_RMA_MIN` (`None`: the driver's default, 64 KiB over `tcp;ofi_rxm`).
+fn job(name: &str, ranks: usize, rma: &str, min: Option<&str>) -> Job {
+    let j = Job::new(&c_program("rma", name, &[]), ranks)
         .env("MADMPI_TRANSPORTS", "ofi")
         .env("MADMPI_OFI_PROVIDER", "tcp;ofi_rxm")
         .env("MADMPI_RMA_DIRECT", "0")
-        .env("MADMPI_OFI_RMA", rma)
+        .env("MADMPI_OFI_RMA", rma);
+    match min {
+        Some(m) => j.env("MADMPI_OFI_RMA_MIN", m),
+        None => j,
+    }
 }
 
 /// The trace's `ofi` driver counter `name`, summed over the ranks of a job traced into `dir`.
@@ -70,13 +76,14 @@ fn counter_sum(dir: &std::path::Path, ranks: usize, name: &str) -> u64 {
 
 /// Run `name` on `ranks` with `MADMPI_OFI_RMA=rma`, traced: (RDMA writes, RDMA reads,
 /// registered windows), summed over the ranks.
-fn run_counted(name: &str, ranks: usize, rma: &str) -> (u64, u64, u64) {
+fn run_counted(name: &str, ranks: usize, rma: &str, min: Option<&str>) -> (u64, u64, u64) {
     let dir = scratch().join(format!(
-        "ofi-win-{name}-{ranks}-{rma}-{}",
+        "ofi-win-{name}-{ranks}-{rma}-{}-{}",
+        min.unwrap_or("default"),
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&dir);
-    let o = job(name, ranks, rma)
+    let o = job(name, ranks, rma, min)
         .env("MADMPI_TRACE", &dir.display().to_string())
         .run();
     o.assert_ok(name);
@@ -92,23 +99,23 @@ fn run_counted(name: &str, ranks: usize, rma: &str) -> (u64, u64, u64) {
     );
     let _ = std::fs::remove_dir_all(&dir);
     println!(
-        "{name} on {ranks} ranks, MADMPI_OFI_RMA={rma}: {} writes, {} reads, {} windows \
-         registered ({:?})",
+        "{name} on {ranks} ranks, MADMPI_OFI_RMA={rma}, MADMPI_OFI_RMA_MIN={min:?}: {} writes, \
+         {} reads, {} windows registered ({:?})",
         c.0, c.1, c.2, o.elapsed
     );
     c
 }
 
-fn rdma_on_and_off(name: &str, ranks: usize) {
+fn rdma_on_and_off(name: &str, ranks: usize, min: Option<&str>) {
     if !ofi() {
         return;
     }
-    let (w, r, regs) = run_counted(name, ranks, "1");
+    let (w, r, regs) = run_counted(name, ranks, "1", min);
     assert!(
         w > 0 && r > 0 && regs > 0,
         "{name}: RDMA on, but {w} writes, {r} reads, {regs} windows registered"
     );
-    let (w, r, regs) = run_counted(name, ranks, "0");
+    let (w, r, regs) = run_counted(name, ranks, "0", min);
     assert_eq!(
         (w, r, regs),
         (0, 0, 0),
@@ -116,18 +123,21 @@ fn rdma_on_and_off(name: &str, ranks: usize) {
     );
 }
 
+/// Every put and get by RDMA, whatever its size.
 #[test]
 fn rdma_2() {
-    rdma_on_and_off("rdma", 2);
+    rdma_on_and_off("rdma", 2, Some("0"));
 }
 
+/// The default: over `tcp;ofi_rxm`, puts and gets from 64 KiB on by RDMA, smaller ones as
+/// messages.
 #[test]
 fn rdma_4() {
-    rdma_on_and_off("rdma", 4);
+    rdma_on_and_off("rdma", 4, None);
 }
 
-/// The RMA suite's programs over `ofi` with RDMA on (their puts and gets by RDMA, the rest by
-/// messages on the same windows).
+/// The RMA suite's programs over `ofi` with RDMA on for every size (their puts and gets by
+/// RDMA, the rest by messages on the same windows).
 #[test]
 fn rma_suite_over_ofi_with_rdma() {
     if !ofi() {
@@ -140,7 +150,7 @@ fn rma_suite_over_ofi_with_rdma() {
         ("large", 3),
         ("async", 3),
     ] {
-        let (w, r, _) = run_counted(name, ranks, "1");
+        let (w, r, _) = run_counted(name, ranks, "1", Some("0"));
         assert!(w + r > 0, "{name}: no RDMA transfer");
     }
 }

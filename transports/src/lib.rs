@@ -291,6 +291,12 @@ pub trait Transport {
         Err(Error::Unsupported("one-sided RDMA"))
     }
 
+    /// One-sided transfers of fewer bytes than this are better sent as messages (a provider
+    /// that does RDMA in software). The default: 0.
+    fn rma_min(&self) -> usize {
+        0
+    }
+
     /// Progress the driver and report each [`rma_post`](Self::rma_post) completed since the
     /// last call: `done(token, None)`, or `done(token, Some(why))` if it failed. Never blocks.
     /// The default reports nothing.

@@ -587,6 +587,10 @@ impl Transport for Driver {
     fn rma_poll(&mut self, done: &mut dyn FnMut(u64, Option<String>)) -> Result<()> {
         each!(self, t => t.rma_poll(done))
     }
+
+    fn rma_min(&self) -> usize {
+        each!(self, t => t.rma_min())
+    }
 }
 
 #[cfg(test)]

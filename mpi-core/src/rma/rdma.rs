@@ -9,7 +9,9 @@
 //!   limits, `ulimit -l`, `MADMPI_OFI_RMA=0`) is logged and the member is reached by messages.
 //!   Dynamic and shared windows keep the message path.
 //! - **Issue** (`queue`, from `origin::rma_issue` once the general checks passed): a put or a
-//!   get to a member that registered and whose first rail is that same driver, whose target
+//!   get of at least the driver's `rma_min` bytes (64 KiB over a provider that does RDMA in
+//!   software, `MADMPI_OFI_RMA_MIN`) to a member that registered and whose first rail is that
+//!   same driver, whose target
 //!   memory is at most [`MAX_SEGS`] runs, becomes one transfer per run, written from (read
 //!   into) the origin buffer itself when it is contiguous, else from a packed copy (into a
 //!   temporary unpacked when the transfers complete). The transfers are posted once the engine
@@ -56,6 +58,8 @@ pub(crate) struct Rdma {
 
 struct WinRdma {
     drv: u8,
+    /// Operations of fewer bytes travel as messages (`Transport::rma_min`).
+    min: usize,
     /// This member's registration (deregistered when the window is freed).
     own: Option<u64>,
     /// Per member: the key of its registration.
@@ -139,10 +143,12 @@ pub(super) fn record(e: &mut Engine, w: WinId, mine: [u64; 2], words: &[[u64; 2]
     let Some(drv) = driver_for(e, &world) else {
         return;
     };
+    let min = e.drv.list[drv as usize].rma_min();
     e.st.rma.rdma.wins.insert(
         w.0,
         WinRdma {
             drv,
+            min,
             own: (mine[1] == 1).then_some(mine[0]),
             keys,
         },
@@ -185,6 +191,9 @@ pub(super) unsafe fn queue(
     let Some(x) = st.rma.rdma.wins.get(&w.0) else {
         return Ok(None);
     };
+    if p.bytes < x.min {
+        return Ok(None);
+    }
     let Some(key) = x.keys.get(t.rank as usize).copied().flatten() else {
         return Ok(None);
     };

@@ -271,7 +271,7 @@ impl OfiTransport {
             address,
             dropped: 0,
             regs: std::collections::HashMap::new(),
-            rma: rma::RmaOps::new(),
+            rma: rma::RmaOps::new(&a.provider, cfg.rma_min),
             reads: 0,
             read_failed: None,
             next_key: 1,
@@ -821,6 +821,10 @@ impl Transport for OfiTransport {
 
     fn rma_poll(&mut self, done: &mut dyn FnMut(u64, Option<String>)) -> Result<()> {
         self.rma_poll_now(done)
+    }
+
+    fn rma_min(&self) -> usize {
+        self.rma.min
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
