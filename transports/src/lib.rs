@@ -258,6 +258,53 @@ pub trait Transport {
         let _ = key;
     }
 
+    /// Make a one-sided window's `len` bytes at `ptr` readable and writable by the peers'
+    /// [`rma_post`](Self::rma_post) until [`deregister`](Self::deregister) of the key returned.
+    /// The default, for drivers without RDMA writes: [`Error::Unsupported`] (the window's
+    /// operations then travel as messages).
+    fn register_window(&mut self, ptr: *mut u8, len: usize) -> Result<u64> {
+        let _ = (ptr, len);
+        Err(Error::Unsupported("one-sided RDMA to a registered window"))
+    }
+
+    /// Post a one-sided RDMA transfer between `len` bytes at `local` and `remote` in `peer`'s
+    /// window (registered by its [`register_window`](Self::register_window)): a write of
+    /// `local` into it when `write`, else a read of it into `local`. It is asynchronous: its
+    /// completion (with the error text if it failed) is reported once, by
+    /// [`rma_poll`](Self::rma_poll), with `token`. When the provider has no room, this polls
+    /// until it has. The default: [`Error::Unsupported`].
+    ///
+    /// # Safety
+    ///
+    /// `local` is valid for reads (a write) or writes (a read) of `len` bytes, and untouched by
+    /// anything else, until `rma_poll` reports `token` (or the driver is dropped).
+    unsafe fn rma_post(
+        &mut self,
+        peer: PeerId,
+        write: bool,
+        remote: RemoteRegion,
+        local: *mut u8,
+        len: usize,
+        token: u64,
+    ) -> Result<()> {
+        let _ = (peer, write, remote, local, len, token);
+        Err(Error::Unsupported("one-sided RDMA"))
+    }
+
+    /// One-sided transfers of fewer bytes than this are better sent as messages (a provider
+    /// that does RDMA in software). The default: 0.
+    fn rma_min(&self) -> usize {
+        0
+    }
+
+    /// Progress the driver and report each [`rma_post`](Self::rma_post) completed since the
+    /// last call: `done(token, None)`, or `done(token, Some(why))` if it failed. Never blocks.
+    /// The default reports nothing.
+    fn rma_poll(&mut self, done: &mut dyn FnMut(u64, Option<String>)) -> Result<()> {
+        let _ = done;
+        Ok(())
+    }
+
     /// Deliver every complete packet that has arrived, oldest first per peer, by calling
     /// `deliver(peer, packet)`. The slice is only valid during the call. Returns how many
     /// packets were delivered. Never blocks.

@@ -585,6 +585,31 @@ impl Transport for Driver {
     fn deregister(&mut self, key: u64) {
         each!(self, t => t.deregister(key))
     }
+
+    fn register_window(&mut self, ptr: *mut u8, len: usize) -> Result<u64> {
+        each!(self, t => t.register_window(ptr, len))
+    }
+
+    unsafe fn rma_post(
+        &mut self,
+        peer: PeerId,
+        write: bool,
+        remote: RemoteRegion,
+        local: *mut u8,
+        len: usize,
+        token: u64,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        each!(self, t => unsafe { t.rma_post(peer, write, remote, local, len, token) })
+    }
+
+    fn rma_poll(&mut self, done: &mut dyn FnMut(u64, Option<String>)) -> Result<()> {
+        each!(self, t => t.rma_poll(done))
+    }
+
+    fn rma_min(&self) -> usize {
+        each!(self, t => t.rma_min())
+    }
 }
 
 #[cfg(test)]

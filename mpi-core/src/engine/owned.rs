@@ -107,6 +107,12 @@ impl State {
         self.gates[peer as usize].frag_max
     }
 
+    /// The index of the driver of world rank `peer`'s first rail (in `Engine::drv`; `u8::MAX`:
+    /// none), which one-sided RDMA (`rma::rdma`) must match.
+    pub(crate) fn first_driver(&self, peer: u32) -> u8 {
+        self.gates[peer as usize].driver
+    }
+
     /// Whether world rank `peer` has died.
     pub(crate) fn peer_dead(&self, peer: u32) -> bool {
         self.gates[peer as usize].dead

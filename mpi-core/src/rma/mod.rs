@@ -24,13 +24,15 @@
 //! post/start/complete/wait, flushes), `window` (creation and freeing, the queries),
 //! `shared` (shared-memory windows and the node-wide segment), `direct` (the direct path),
 //! `cma` (puts and gets to `MPI_Win_create` windows on this host by cross-memory attach),
-//! `fast` (the direct path's fast path: calls on contiguous predefined types done at once).
+//! `fast` (the direct path's fast path: calls on contiguous predefined types done at once),
+//! `rdma` (puts and gets by RDMA to windows registered with a driver that offers it: `ofi`).
 
 mod cma;
 mod direct;
 mod fast;
 mod lost;
 mod origin;
+mod rdma;
 mod shared;
 mod sync;
 mod target;
@@ -199,6 +201,8 @@ pub(crate) struct Rma {
     pub wins: Vec<Option<Win>>,
     pub ops: HashMap<u64, Track>,
     pub next_token: u64,
+    /// Puts and gets by RDMA (`rdma`).
+    pub rdma: rdma::Rdma,
 }
 
 // SAFETY: as for `Win`; `Track::result` points at a user buffer that stays valid until the

@@ -65,10 +65,18 @@ pub enum Call {
 /// The origin buffers hold what their types describe; a result buffer stays valid until the
 /// operation completes (at the end of its epoch, a flush, or its request).
 pub unsafe fn rma(w: WinId, call: Call, want_req: bool) -> Result<Option<RequestId>> {
-    let (req, found) = with(|e| {
+    let (req, found, rdma) = with(|e| {
         // SAFETY: forwarded.
-        unsafe { e.st.rma_issue(w, call, want_req) }
+        let (req, found) = unsafe { e.st.rma_issue(w, call, want_req) }?;
+        Ok((req, found, super::rdma::post(e)))
     })?;
+    if let Some(id) = rdma {
+        // A request-based put or get by RDMA: complete before the call returns.
+        crate::api::wait_until(|e| {
+            super::rdma::reap(e)?;
+            Ok(super::rdma::done(e, id).then_some(()))
+        })?;
+    }
     if !found {
         // A compare-and-swap on the direct path that did not swap: the caller probably spins
         // on a lock word, held by a process that may need this CPU to release it. Counted as
@@ -378,6 +386,11 @@ impl State {
                     }
                 }
             }
+        }
+        // SAFETY: the buffers are the caller's (valid until the operation completes); range
+        // and epoch checked above.
+        if let Some(req) = unsafe { super::rdma::queue(self, w, &p, &peer, start, want_req)? } {
+            return Ok((req, true));
         }
         // The origin's data stream (packed now if the origin buffer is not contiguous: the
         // buffer may be reused once the call returns).

@@ -96,6 +96,7 @@ fn wait_done(w: WinId, ranks: Option<&[i32]>) -> Result<()> {
     let mut watch = super::Watch::new();
     wait_until(|e| {
         watch.tick(&mut e.st);
+        super::rdma::reap(e)?;
         let win = e.st.rma.win(w)?;
         let done = match ranks {
             Some(rs) => rs.iter().all(|&r| win.pending[r as usize] == 0),

@@ -102,6 +102,10 @@ pub fn win_create_dynamic(comm: CommId) -> Result<WinId> {
     )
 }
 
+/// Words each member adds to the window's allgather: its number of the window, size,
+/// displacement unit, process id (cross-memory attach), base, RDMA key and whether it has one.
+const WORDS: usize = 7;
+
 pub(super) fn make(
     base: *mut u8,
     size: usize,
@@ -171,20 +175,33 @@ pub(super) fn make(
     // (And every member on this host sees whether a lock holder has died: `State::rma_watch`.)
     let pid = madmpi_transports::shmcoll::my_pid() as u64;
     let cma = flavor == Flavor::Create && super::cma::enabled();
-    let mine = [id.0 as u64, size as u64, disp_unit as u64, pid, base as u64];
-    let mut all = vec![0u64; 5 * n];
+    // (Two more words: this member's RDMA registration, `rdma`.)
+    let reg = match is_direct {
+        true => [0, 0],
+        false => with(|e| Ok(super::rdma::register(e, &info.local, flavor, base, size)))?,
+    };
+    let mine = [
+        id.0 as u64,
+        size as u64,
+        disp_unit as u64,
+        pid,
+        base as u64,
+        reg[0],
+        reg[1],
+    ];
+    let mut all = vec![0u64; WORDS * n];
     let byte = Datatype::basic(Basic::Byte);
     // SAFETY: both buffers live until the call returns.
     let r = unsafe {
         crate::coll::allgather(
             Some(Data {
                 ptr: mine.as_ptr() as *mut u8,
-                count: 40,
+                count: 8 * WORDS,
                 dt: byte.clone(),
             }),
             Data {
                 ptr: all.as_mut_ptr() as *mut u8,
-                count: 40,
+                count: 8 * WORDS,
                 dt: byte,
             },
             dup,
@@ -205,8 +222,10 @@ pub(super) fn make(
         .map(|&r| host.is_some() && crate::rank_host(r) == host)
         .collect();
     with(|e| {
+        let words: Vec<[u64; 2]> = all.chunks_exact(WORDS).map(|c| [c[5], c[6]]).collect();
+        super::rdma::record(e, id, reg, &words);
         let w = e.st.rma.win_mut(id)?;
-        let pids: Vec<i32> = (all.chunks_exact(5).zip(&local))
+        let pids: Vec<i32> = (all.chunks_exact(WORDS).zip(&local))
             .map(|(c, &here)| if here { c[3] as i32 } else { 0 })
             .collect();
         // Kept only if every one on this host is seen alive now (members in another pid
@@ -214,7 +233,7 @@ pub(super) fn make(
         // (The direct path's check is the same: every member is on this host.)
         match &mut w.direct {
             Some(d) => {
-                d.set_pids(all.chunks_exact(5).map(|c| c[3] as i32).collect());
+                d.set_pids(all.chunks_exact(WORDS).map(|c| c[3] as i32).collect());
                 if d.has_pids() {
                     w.pids = pids.clone();
                 }
@@ -224,7 +243,7 @@ pub(super) fn make(
             }
             None => {}
         }
-        for ((p, c), &pid) in w.peers.iter_mut().zip(all.chunks_exact(5)).zip(&pids) {
+        for ((p, c), &pid) in w.peers.iter_mut().zip(all.chunks_exact(WORDS)).zip(&pids) {
             *p = Peer {
                 id: c[0] as u32,
                 size: c[1],
@@ -264,6 +283,7 @@ pub fn win_free(w: WinId) -> Result<()> {
     crate::barrier(comm)?;
     with(|e| {
         e.st.rma.win(w)?;
+        super::rdma::forget(e, w);
         e.st.rma.wins[w.0 as usize] = None;
         e.st.rma.ops.retain(|_, t| t.win != w);
         Ok(())

@@ -26,6 +26,10 @@ pub struct OfiConfig {
     /// `fi_inject`: no send buffer, no completion to read (`MADMPI_OFI_INJECT=0`: every packet
     /// with `fi_send` from the send pool).
     pub inject: bool,
+    /// One-sided puts and gets of fewer bytes than this travel as messages, not by RDMA
+    /// (`MADMPI_OFI_RMA_MIN`; `None`: 0 on a fast network, 64 KiB over a provider that does
+    /// RDMA in software such as `tcp;ofi_rxm`).
+    pub rma_min: Option<usize>,
 }
 
 impl Default for OfiConfig {
@@ -38,6 +42,7 @@ impl Default for OfiConfig {
             tx_buffers: 64,
             rma: true,
             inject: true,
+            rma_min: None,
         }
     }
 }
@@ -89,6 +94,9 @@ impl OfiConfig {
         num("MADMPI_OFI_EAGER", &mut c.eager_threshold, 0, 64 << 20)?;
         num("MADMPI_OFI_RX", &mut c.rx_buffers, 2, 1 << 16)?;
         num("MADMPI_OFI_TX", &mut c.tx_buffers, 1, 1 << 16)?;
+        let mut min = usize::MAX;
+        num("MADMPI_OFI_RMA_MIN", &mut min, 0, usize::MAX - 1)?;
+        c.rma_min = (min != usize::MAX).then_some(min);
         let flag = |var: &str, v: &mut bool| -> Result<()> {
             match get(var).as_deref().map(str::trim) {
                 None | Some("") | Some("1") => Ok(()),
@@ -173,6 +181,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("MADMPI_OFI_INJECT=yes: expected 0 or 1"), "{e}");
+        let c = OfiConfig::from_lookup(env(&[("MADMPI_OFI_RMA_MIN", "4k")])).unwrap();
+        assert_eq!(c.rma_min, Some(4096));
+        let c = OfiConfig::from_lookup(env(&[("MADMPI_OFI_RMA_MIN", "0")])).unwrap();
+        assert_eq!(c.rma_min, Some(0));
+        let e = OfiConfig::from_lookup(env(&[("MADMPI_OFI_RMA_MIN", "some")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MADMPI_OFI_RMA_MIN=some"), "{e}");
     }
 
     #[test]

@@ -120,6 +120,17 @@ extern "C" {
         key: u64,
         ctx: *mut c_void,
     ) -> isize;
+    fn madmpi_ofi_write(
+        o: *mut RawOfi,
+        buf: *const c_void,
+        len: usize,
+        desc: *mut c_void,
+        dest: u64,
+        addr: u64,
+        key: u64,
+        ctx: *mut c_void,
+        delivery: c_int,
+    ) -> isize;
     fn madmpi_ofi_cq_read(o: *mut RawOfi, entries: *mut CqEntry, count: usize) -> isize;
     fn madmpi_ofi_cq_readerr(
         o: *mut RawOfi,
@@ -213,6 +224,8 @@ pub(super) struct Attr {
     pub domain: String,
     /// The endpoint offers `FI_RMA`.
     pub rma: bool,
+    /// It offers RDMA writes as well (`FI_WRITE` and `FI_REMOTE_WRITE`: one-sided windows).
+    pub rma_write: bool,
     /// Buffers must be registered for local use (`FI_MR_LOCAL`).
     pub mr_local: bool,
     /// Remote addresses are virtual addresses (`FI_MR_VIRT_ADDR`); else offsets.
@@ -282,6 +295,7 @@ impl Endpoint {
             fabric: c_str(&a.fabric),
             domain: c_str(&a.domain),
             rma: a.caps & k(0) != 0,
+            rma_write: a.caps & k(0) != 0 && a.caps & k(12) != 0 && a.caps & k(13) != 0,
             mr_local: a.mr_mode & k(1) != 0,
             mr_virt_addr: a.mr_mode & k(2) != 0,
             max_msg_size: a.max_msg_size,
@@ -360,6 +374,8 @@ impl Endpoint {
         let bits = match access {
             Access::Local => k(4) | k(5) | k(6),
             Access::RemoteRead => k(7),
+            Access::Window => k(7) | k(13),
+            Access::WriteSource => k(12),
         };
         let (mut mr, mut desc, mut key) = (std::ptr::null_mut(), std::ptr::null_mut(), 0u64);
         let mut call: *const c_char = std::ptr::null();
@@ -434,6 +450,41 @@ impl Endpoint {
         let ret =
             unsafe { madmpi_ofi_read(self.raw, buf.cast(), len, desc, src, addr, key, ctx.cast()) };
         self.posted("fi_read", ret)
+    }
+
+    /// Post an RDMA write of `len` bytes at `buf` (registered, `desc`) into `dest`'s
+    /// registered memory (`addr` as the provider addresses it, key `key`), completed once the
+    /// data is in the target's memory (`FI_DELIVERY_COMPLETE`). `Ok(false)`: `FI_EAGAIN`.
+    ///
+    /// # Safety
+    ///
+    /// As [`send`](Self::send).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn write(
+        &self,
+        buf: *const u8,
+        len: usize,
+        desc: *mut c_void,
+        dest: u64,
+        addr: u64,
+        key: u64,
+        ctx: *mut Context,
+    ) -> Result<bool> {
+        // SAFETY: the caller's contract.
+        let ret = unsafe {
+            madmpi_ofi_write(
+                self.raw,
+                buf.cast(),
+                len,
+                desc,
+                dest,
+                addr,
+                key,
+                ctx.cast(),
+                1,
+            )
+        };
+        self.posted("fi_write", ret)
     }
 
     /// Post a receive buffer. `Ok(false)`: `FI_EAGAIN`.
@@ -518,6 +569,10 @@ pub(super) enum Access {
     /// Read by the peers (`fi_read` from the other side).
     #[allow(dead_code)]
     RemoteRead,
+    /// Read and written by the peers (a one-sided window: `fi_read`, `fi_write`).
+    Window,
+    /// The source of this process's `fi_write` (providers with `FI_MR_LOCAL`).
+    WriteSource,
 }
 
 /// A memory registration, closed on drop.

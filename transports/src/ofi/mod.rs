@@ -39,6 +39,7 @@ mod card;
 mod config;
 mod ffi;
 mod pool;
+mod rma;
 #[cfg(test)]
 mod tests;
 
@@ -130,8 +131,10 @@ pub struct OfiTransport {
     // the endpoint's other objects (domain last).
     rx: Pool,
     tx: Pool,
-    /// Registrations of send buffers for remote reads, by key.
+    /// Registrations of send buffers for remote reads and of one-sided windows, by key.
     regs: std::collections::HashMap<u64, MemReg>,
+    /// One-sided RDMA transfers in flight (`rma`), with their local registrations.
+    rma: rma::RmaOps,
     ep: Endpoint,
     /// One libfabric context per operation in flight: receives `0..rx_count`, then sends.
     ctx: Box<[Context]>,
@@ -268,6 +271,7 @@ impl OfiTransport {
             address,
             dropped: 0,
             regs: std::collections::HashMap::new(),
+            rma: rma::RmaOps::new(&a.provider, cfg.rma_min),
             reads: 0,
             read_failed: None,
             next_key: 1,
@@ -404,6 +408,9 @@ impl OfiTransport {
         let base = self.ctx.as_ptr() as usize;
         let at = (ctx as usize).wrapping_sub(base) / std::mem::size_of::<Context>();
         if ctx.is_null() || (ctx as usize) < base || at >= self.ctx.len() {
+            if self.rma.complete(ctx, Some(text.clone())) {
+                return Ok(());
+            }
             return Err(Error::Io {
                 what: format!("ofi (provider {}): fi_cq_readerr", self.provider()),
                 source: std::io::Error::other(format!("an operation of no context: {text}")),
@@ -525,6 +532,9 @@ impl OfiTransport {
             let e = unsafe { e.assume_init_ref() };
             let i = (e.op_context as usize).wrapping_sub(base) / std::mem::size_of::<Context>();
             if i >= self.ctx.len() {
+                if self.rma.complete(e.op_context.cast(), None) {
+                    continue;
+                }
                 return Err(Error::Io {
                     what: format!("ofi (provider {}): fi_cq_read", self.provider()),
                     source: std::io::Error::other("a completion of an unknown operation"),
@@ -792,12 +802,42 @@ impl Transport for OfiTransport {
         self.peers.get(peer.0 as usize).is_some_and(Option::is_some)
     }
 
+    fn register_window(&mut self, ptr: *mut u8, len: usize) -> Result<u64> {
+        self.rma_register_window(ptr, len)
+    }
+
+    unsafe fn rma_post(
+        &mut self,
+        peer: PeerId,
+        write: bool,
+        remote: RemoteRegion,
+        local: *mut u8,
+        len: usize,
+        token: u64,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        unsafe { self.rma_post_now(peer, write, remote, local, len, token) }
+    }
+
+    fn rma_poll(&mut self, done: &mut dyn FnMut(u64, Option<String>)) -> Result<()> {
+        self.rma_poll_now(done)
+    }
+
+    fn rma_min(&self) -> usize {
+        self.rma.min
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("rdma_gets", self.gets),
             ("rdma_read_bytes", self.read_bytes),
             ("registrations", self.registrations),
             ("injects", self.injects),
+            ("rma_windows", self.rma.windows),
+            ("rma_writes", self.rma.writes),
+            ("rma_write_bytes", self.rma.write_bytes),
+            ("rma_reads", self.rma.reads),
+            ("rma_read_bytes", self.rma.read_bytes),
         ]
     }
 

@@ -141,7 +141,12 @@ int madmpi_ofi_open(const char *prov, int want_rma, uint64_t cq_size, struct mad
 	*call = "fi_getinfo";
 	if (!o)
 		return -FI_ENOMEM;
+	/* Reads and writes (one-sided windows), else reads alone (rendezvous), else messages. */
 	if (want_rma)
+		ret = getinfo(prov,
+			      FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE,
+			      &o->info);
+	if (ret && want_rma)
 		ret = getinfo(prov, FI_MSG | FI_RMA | FI_READ | FI_REMOTE_READ, &o->info);
 	if (ret)
 		ret = getinfo(prov, FI_MSG, &o->info);
@@ -290,6 +295,27 @@ ssize_t madmpi_ofi_read(struct madmpi_ofi *o, void *buf, size_t len, void *desc,
 	return fi_read(o->ep, buf, len, desc, src, addr, key, ctx);
 }
 
+/* An RDMA write whose completion says the data is in the target's memory
+ * (FI_DELIVERY_COMPLETE), not only that it left: a flush that waited for it may let a third
+ * process read the data. `delivery` 0 asks the provider's default completion. */
+ssize_t madmpi_ofi_write(struct madmpi_ofi *o, const void *buf, size_t len, void *desc,
+			 uint64_t dest, uint64_t addr, uint64_t key, void *ctx, int delivery)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct fi_rma_iov rma = { .addr = addr, .len = len, .key = key };
+	struct fi_msg_rma msg;
+
+	memset(&msg, 0, sizeof msg);
+	msg.msg_iov = &iov;
+	msg.desc = &desc;
+	msg.iov_count = 1;
+	msg.addr = dest;
+	msg.rma_iov = &rma;
+	msg.rma_iov_count = 1;
+	msg.context = ctx;
+	return fi_writemsg(o->ep, &msg, FI_COMPLETION | (delivery ? FI_DELIVERY_COMPLETE : 0));
+}
+
 /* An empty queue reads 0 (not -FI_EAGAIN): the common answer of a poll needs no check. */
 ssize_t madmpi_ofi_cq_read(struct madmpi_ofi *o, struct fi_cq_msg_entry *entries, size_t count)
 {
@@ -338,6 +364,8 @@ uint64_t madmpi_ofi_const(int which)
 	case 9: return FI_EAVAIL;
 	case 10: return sizeof(struct fi_context2);
 	case 11: return FI_MR_ENDPOINT;
+	case 12: return FI_WRITE;
+	case 13: return FI_REMOTE_WRITE;
 	default: return 0;
 	}
 }
