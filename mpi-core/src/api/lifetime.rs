@@ -165,7 +165,8 @@ fn start_engine(g: &mut Global, required: ThreadLevel, owner: bool) -> Result<()
                 )
             }
         },
-        Err(_) => true,
+        // Off by default: measured slower on a quiet machine (docs/architecture.md).
+        Err(_) => false,
     };
     let mut pmi = Client::from_env()?;
     crate::log::install(pmi.as_ref().map_or(0, |p| p.rank()));

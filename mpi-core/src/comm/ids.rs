@@ -476,7 +476,11 @@ mod tests {
         let (m, left) = p.reserve((0, 0));
         assert!(left);
         assert_eq!(lowest(&m, None), Some(64), "the eager ids are not in it");
-        assert_eq!(lowest(&p.free, None), Some(2), "only the eager ids are left");
+        assert_eq!(
+            lowest(&p.free, None),
+            Some(2),
+            "only the eager ids are left"
+        );
         p.release(&m, &[64]);
         assert_eq!(p.free[1] & 0b11, 0b10);
         let mut other = [0u64; WORDS];
