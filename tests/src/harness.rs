@@ -454,3 +454,25 @@ pub fn c_program(dir: &str, name: &str, extra: &[&str]) -> PathBuf {
         extra,
     )
 }
+
+/// Whether the library has the `ofi` transport: a two-rank job asking for it either runs or
+/// says the build has no libfabric (then the caller's tests are skipped, the reason printed).
+pub fn have_ofi() -> bool {
+    static HAVE: OnceLock<bool> = OnceLock::new();
+    *HAVE.get_or_init(|| {
+        if !toolchain().ours {
+            eprintln!("SKIP: the ofi transport is madmpi's");
+            return false;
+        }
+        let o = Job::new(&c_program("p2p", "basic", &[]), 2)
+            .env("MADMPI_TRANSPORTS", "ofi")
+            .env("MADMPI_OFI_PROVIDER", "tcp;ofi_rxm")
+            .run();
+        if !o.success() && o.stderr.contains("no libfabric") {
+            eprintln!("SKIP: this build has no libfabric: {}", o.stderr.trim());
+            return false;
+        }
+        o.assert_ok("basic");
+        true
+    })
+}

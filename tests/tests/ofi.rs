@@ -7,30 +7,10 @@
 //! Skipped, with the reason printed, only when the library was built without libfabric (it
 //! then says so when asked for `ofi`). madmpi-specific: skipped under another MPI.
 
-use std::sync::OnceLock;
+use madmpi_tests::harness::{c_program, Job, Outcome};
 
-use madmpi_tests::harness::{c_program, toolchain, Job, Outcome};
-
-/// Whether the library has the `ofi` transport: a two-rank job asking for it either runs or
-/// says the build has no libfabric (then every test here is skipped).
 fn ofi() -> bool {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| {
-        if !toolchain().ours {
-            eprintln!("SKIP: the ofi transport is madmpi's");
-            return false;
-        }
-        let o = Job::new(&c_program("p2p", "basic", &[]), 2)
-            .env("MADMPI_TRANSPORTS", "ofi")
-            .env("MADMPI_OFI_PROVIDER", "tcp;ofi_rxm")
-            .run();
-        if !o.success() && o.stderr.contains("no libfabric") {
-            eprintln!("SKIP: this build has no libfabric: {}", o.stderr.trim());
-            return false;
-        }
-        o.assert_ok("basic");
-        true
-    })
+    madmpi_tests::harness::have_ofi()
 }
 
 fn job(dir: &str, name: &str, ranks: usize, provider: &str) -> Job {

@@ -17,28 +17,10 @@
 //! Skipped, with the reason printed, when the library was built without libfabric.
 //! madmpi-specific: skipped under another MPI.
 
-use std::sync::OnceLock;
-
-use madmpi_tests::harness::{c_program, scratch, toolchain, Job};
+use madmpi_tests::harness::{c_program, scratch, Job};
 
 fn ofi() -> bool {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| {
-        if !toolchain().ours {
-            eprintln!("SKIP: the ofi transport is madmpi's");
-            return false;
-        }
-        let o = Job::new(&c_program("p2p", "basic", &[]), 2)
-            .env("MADMPI_TRANSPORTS", "ofi")
-            .env("MADMPI_OFI_PROVIDER", "tcp;ofi_rxm")
-            .run();
-        if !o.success() && o.stderr.contains("no libfabric") {
-            eprintln!("SKIP: this build has no libfabric: {}", o.stderr.trim());
-            return false;
-        }
-        o.assert_ok("basic");
-        true
-    })
+    madmpi_tests::harness::have_ofi()
 }
 
 /// `min`: `MADMPI_OFI_RMA_MIN` (`None`: the driver's default, 64 KiB over `tcp;ofi_rxm`).

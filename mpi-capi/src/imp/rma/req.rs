@@ -15,6 +15,117 @@ use super::ops::{builtin, dt, issue, local, remote};
 use super::{fast, finish_win, win_name};
 use crate::abi::*;
 
+/// A NULL request: the error every form reports first.
+fn null_request(name: &str, win: MPI_Win) -> c_int {
+    finish_win(
+        win,
+        fail(ErrorClass::Arg, "invalid argument: request is NULL"),
+        &|| format!("{name}(win={})", win_name(win)),
+    )
+}
+
+/// MPI_Rput and MPI_Rget (`put`), with their counts widened.
+unsafe fn rcopy(
+    name: &'static str,
+    put: bool,
+    origin_addr: *const c_void,
+    origin_count: i64,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: i64,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    if request.is_null() {
+        return null_request(name, win);
+    }
+    // SAFETY: the origin buffer holds its elements; `request` is not NULL.
+    if let Some(rc) = unsafe {
+        fast::rcopy(
+            name,
+            put,
+            win,
+            origin_addr,
+            (origin_count, origin_datatype),
+            target_rank,
+            target_disp,
+            (target_count, target_datatype),
+            request,
+        )
+    } {
+        return rc;
+    }
+    issue(name, win, request, || {
+        let o = local(origin_addr, origin_count, origin_datatype)?;
+        let t = remote(target_rank, target_disp, target_count, target_datatype)?;
+        Ok(if put {
+            Call::Put(o, t)
+        } else {
+            Call::Get(o, t)
+        })
+    })
+}
+
+/// MPI_Raccumulate (`result` None) and MPI_Rget_accumulate, with their counts widened.
+unsafe fn racc(
+    name: &'static str,
+    origin_addr: *const c_void,
+    origin_count: i64,
+    origin_datatype: MPI_Datatype,
+    result: Option<(*mut c_void, i64, MPI_Datatype)>,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: i64,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    if request.is_null() {
+        return null_request(name, win);
+    }
+    // SAFETY: the buffers hold their elements; `request` is not NULL.
+    if let Some(rc) = unsafe {
+        fast::racc(
+            name,
+            win,
+            origin_addr,
+            (origin_count, origin_datatype),
+            result,
+            target_rank,
+            target_disp,
+            (target_count, target_datatype),
+            op,
+            request,
+        )
+    } {
+        return rc;
+    }
+    issue(name, win, request, || {
+        // (The arguments are checked in the order of the calls' other forms.)
+        let Some((result_addr, result_count, result_datatype)) = result else {
+            let o = local(origin_addr, origin_count, origin_datatype)?;
+            let t = remote(target_rank, target_disp, target_count, target_datatype)?;
+            return Ok(Call::Acc(o, t, builtin(op, target_datatype)?));
+        };
+        let b = builtin(op, target_datatype)?;
+        let origin = if b == BuiltinOp::NoOp {
+            Local {
+                ptr: origin_addr as *mut u8,
+                count: 0,
+                dt: dt(target_datatype)?,
+            }
+        } else {
+            local(origin_addr, origin_count, origin_datatype)?
+        };
+        let r = local(result_addr, result_count, result_datatype)?;
+        let t = remote(target_rank, target_disp, target_count, target_datatype)?;
+        Ok(Call::GetAcc(origin, r, t, b))
+    })
+}
+
 pub unsafe fn MPI_Rput(
     origin_addr: *const c_void,
     origin_count: c_int,
@@ -26,45 +137,22 @@ pub unsafe fn MPI_Rput(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rput(win={})", win_name(win)),
-        );
-    }
-    // SAFETY: the origin buffer holds its elements; `request` is not NULL.
-    let (o, t) = (
-        (i64::from(origin_count), origin_datatype),
-        (i64::from(target_count), target_datatype),
-    );
-    let at = (target_rank, target_disp);
-    if let Some(rc) = unsafe {
-        fast::rcopy(
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        rcopy(
             "MPI_Rput",
             true,
-            win,
             origin_addr,
-            o,
-            at.0,
-            at.1,
-            t,
+            i64::from(origin_count),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            i64::from(target_count),
+            target_datatype,
+            win,
             request,
         )
-    } {
-        return rc;
     }
-    issue("MPI_Rput", win, request, || {
-        Ok(Call::Put(
-            local(origin_addr, i64::from(origin_count), origin_datatype)?,
-            remote(
-                target_rank,
-                target_disp,
-                i64::from(target_count),
-                target_datatype,
-            )?,
-        ))
-    })
 }
 
 pub unsafe fn MPI_Rput_c(
@@ -78,40 +166,22 @@ pub unsafe fn MPI_Rput_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rput_c(win={})", win_name(win)),
-        );
-    }
-    // SAFETY: the origin buffer holds its elements; `request` is not NULL.
-    let (o, t) = (
-        (origin_count, origin_datatype),
-        (target_count, target_datatype),
-    );
-    let at = (target_rank, target_disp);
-    if let Some(rc) = unsafe {
-        fast::rcopy(
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        rcopy(
             "MPI_Rput_c",
             true,
-            win,
             origin_addr,
-            o,
-            at.0,
-            at.1,
-            t,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
             request,
         )
-    } {
-        return rc;
     }
-    issue("MPI_Rput_c", win, request, || {
-        Ok(Call::Put(
-            local(origin_addr, origin_count, origin_datatype)?,
-            remote(target_rank, target_disp, target_count, target_datatype)?,
-        ))
-    })
 }
 
 pub unsafe fn MPI_Rget(
@@ -125,49 +195,22 @@ pub unsafe fn MPI_Rget(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rget(win={})", win_name(win)),
-        );
-    }
-    // SAFETY: the origin buffer holds its elements; `request` is not NULL.
-    let (o, t) = (
-        (i64::from(origin_count), origin_datatype),
-        (i64::from(target_count), target_datatype),
-    );
-    let at = (target_rank, target_disp);
-    if let Some(rc) = unsafe {
-        fast::rcopy(
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        rcopy(
             "MPI_Rget",
             false,
+            origin_addr,
+            i64::from(origin_count),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            i64::from(target_count),
+            target_datatype,
             win,
-            origin_addr as *const c_void,
-            o,
-            at.0,
-            at.1,
-            t,
             request,
         )
-    } {
-        return rc;
     }
-    issue("MPI_Rget", win, request, || {
-        Ok(Call::Get(
-            local(
-                origin_addr as *const c_void,
-                i64::from(origin_count),
-                origin_datatype,
-            )?,
-            remote(
-                target_rank,
-                target_disp,
-                i64::from(target_count),
-                target_datatype,
-            )?,
-        ))
-    })
 }
 
 pub unsafe fn MPI_Rget_c(
@@ -181,40 +224,22 @@ pub unsafe fn MPI_Rget_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rget_c(win={})", win_name(win)),
-        );
-    }
-    // SAFETY: the origin buffer holds its elements; `request` is not NULL.
-    let (o, t) = (
-        (origin_count, origin_datatype),
-        (target_count, target_datatype),
-    );
-    let at = (target_rank, target_disp);
-    if let Some(rc) = unsafe {
-        fast::rcopy(
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        rcopy(
             "MPI_Rget_c",
             false,
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
             win,
-            origin_addr as *const c_void,
-            o,
-            at.0,
-            at.1,
-            t,
             request,
         )
-    } {
-        return rc;
     }
-    issue("MPI_Rget_c", win, request, || {
-        Ok(Call::Get(
-            local(origin_addr as *const c_void, origin_count, origin_datatype)?,
-            remote(target_rank, target_disp, target_count, target_datatype)?,
-        ))
-    })
 }
 
 pub unsafe fn MPI_Raccumulate(
@@ -229,47 +254,23 @@ pub unsafe fn MPI_Raccumulate(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Raccumulate(win={})", win_name(win)),
-        );
-    }
-    let (o, t) = (
-        (i64::from(origin_count), origin_datatype),
-        (i64::from(target_count), target_datatype),
-    );
-    let at = (target_rank, target_disp);
-    // SAFETY: the buffers hold their elements; `request` is not NULL.
-    if let Some(rc) = unsafe {
-        fast::racc(
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        racc(
             "MPI_Raccumulate",
-            win,
             origin_addr,
-            o,
+            i64::from(origin_count),
+            origin_datatype,
             None,
-            at.0,
-            at.1,
-            t,
+            target_rank,
+            target_disp,
+            i64::from(target_count),
+            target_datatype,
             op,
+            win,
             request,
         )
-    } {
-        return rc;
     }
-    issue("MPI_Raccumulate", win, request, || {
-        Ok(Call::Acc(
-            local(origin_addr, i64::from(origin_count), origin_datatype)?,
-            remote(
-                target_rank,
-                target_disp,
-                i64::from(target_count),
-                target_datatype,
-            )?,
-            builtin(op, target_datatype)?,
-        ))
-    })
 }
 
 pub unsafe fn MPI_Raccumulate_c(
@@ -284,42 +285,23 @@ pub unsafe fn MPI_Raccumulate_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Raccumulate_c(win={})", win_name(win)),
-        );
-    }
-    let (o, t) = (
-        (origin_count, origin_datatype),
-        (target_count, target_datatype),
-    );
-    let at = (target_rank, target_disp);
-    // SAFETY: the buffers hold their elements; `request` is not NULL.
-    if let Some(rc) = unsafe {
-        fast::racc(
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        racc(
             "MPI_Raccumulate_c",
-            win,
             origin_addr,
-            o,
+            origin_count,
+            origin_datatype,
             None,
-            at.0,
-            at.1,
-            t,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
             op,
+            win,
             request,
         )
-    } {
-        return rc;
     }
-    issue("MPI_Raccumulate_c", win, request, || {
-        Ok(Call::Acc(
-            local(origin_addr, origin_count, origin_datatype)?,
-            remote(target_rank, target_disp, target_count, target_datatype)?,
-            builtin(op, target_datatype)?,
-        ))
-    })
 }
 
 pub unsafe fn MPI_Rget_accumulate(
@@ -337,60 +319,23 @@ pub unsafe fn MPI_Rget_accumulate(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rget_accumulate(win={})", win_name(win)),
-        );
-    }
-    let (o, t) = (
-        (i64::from(origin_count), origin_datatype),
-        (i64::from(target_count), target_datatype),
-    );
-    let at = (target_rank, target_disp);
-    // SAFETY: the buffers hold their elements; `request` is not NULL.
-    if let Some(rc) = unsafe {
-        fast::racc(
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        racc(
             "MPI_Rget_accumulate",
-            win,
             origin_addr,
-            o,
+            i64::from(origin_count),
+            origin_datatype,
             Some((result_addr, i64::from(result_count), result_datatype)),
-            at.0,
-            at.1,
-            t,
+            target_rank,
+            target_disp,
+            i64::from(target_count),
+            target_datatype,
             op,
+            win,
             request,
         )
-    } {
-        return rc;
     }
-    issue("MPI_Rget_accumulate", win, request, || {
-        Ok({
-            let b = builtin(op, target_datatype)?;
-            let origin = if b == BuiltinOp::NoOp {
-                Local {
-                    ptr: origin_addr as *mut u8,
-                    count: 0,
-                    dt: dt(target_datatype)?,
-                }
-            } else {
-                local(origin_addr, i64::from(origin_count), origin_datatype)?
-            };
-            Call::GetAcc(
-                origin,
-                local(result_addr, i64::from(result_count), result_datatype)?,
-                remote(
-                    target_rank,
-                    target_disp,
-                    i64::from(target_count),
-                    target_datatype,
-                )?,
-                b,
-            )
-        })
-    })
 }
 
 pub unsafe fn MPI_Rget_accumulate_c(
@@ -408,53 +353,21 @@ pub unsafe fn MPI_Rget_accumulate_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    if request.is_null() {
-        return finish_win(
-            win,
-            fail(ErrorClass::Arg, "invalid argument: request is NULL"),
-            &|| format!("MPI_Rget_accumulate_c(win={})", win_name(win)),
-        );
-    }
-    let (o, t) = (
-        (origin_count, origin_datatype),
-        (target_count, target_datatype),
-    );
-    let at = (target_rank, target_disp);
-    // SAFETY: the buffers hold their elements; `request` is not NULL.
-    if let Some(rc) = unsafe {
-        fast::racc(
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        racc(
             "MPI_Rget_accumulate_c",
-            win,
             origin_addr,
-            o,
+            origin_count,
+            origin_datatype,
             Some((result_addr, result_count, result_datatype)),
-            at.0,
-            at.1,
-            t,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
             op,
+            win,
             request,
         )
-    } {
-        return rc;
     }
-    issue("MPI_Rget_accumulate_c", win, request, || {
-        Ok({
-            let b = builtin(op, target_datatype)?;
-            let origin = if b == BuiltinOp::NoOp {
-                Local {
-                    ptr: origin_addr as *mut u8,
-                    count: 0,
-                    dt: dt(target_datatype)?,
-                }
-            } else {
-                local(origin_addr, origin_count, origin_datatype)?
-            };
-            Call::GetAcc(
-                origin,
-                local(result_addr, result_count, result_datatype)?,
-                remote(target_rank, target_disp, target_count, target_datatype)?,
-                b,
-            )
-        })
-    })
 }
