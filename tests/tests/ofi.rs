@@ -143,24 +143,8 @@ fn rendezvous_data_is_read_with_rdma() {
     }
 }
 
-/// The trace's `ofi` driver counter `name`, summed over the ranks of a job traced into `dir`.
 fn counter_sum(dir: &std::path::Path, ranks: usize, name: &str) -> u64 {
-    (0..ranks)
-        .map(|rank| {
-            let path = dir.join(format!("madmpi-trace-rank{rank}.json"));
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("no trace at {}: {e}", path.display()));
-            let v: serde_json::Value = serde_json::from_str(&text).expect("trace is JSON");
-            let events = v["traceEvents"].as_array().expect("events");
-            let e = events
-                .iter()
-                .find(|e| e["name"] == "driver counters" && e["args"]["driver"] == "ofi")
-                .unwrap_or_else(|| panic!("rank {rank}: no ofi driver counters"));
-            e["args"][name]
-                .as_u64()
-                .unwrap_or_else(|| panic!("{name} in {e}"))
-        })
-        .sum()
+    madmpi_tests::harness::ofi_counter_sum(dir, ranks, name)
 }
 
 /// Small packets (up to the provider's `inject_size`) leave with `fi_inject` by default, and
