@@ -187,8 +187,11 @@ impl Producer {
         // it sees the header stores below. The iovec slices are valid for reads and cannot
         // overlap the ring, which no Rust reference covers.
         unsafe {
-            fill(base.add(at + REC_HDR));
+            // The next header is cleared first: its cache line is usually not ours yet, and
+            // the header store below cannot become visible before this one (x86 keeps stores
+            // in order), so the line is fetched while the payload is written instead of after.
             header(base, next).store(0, Ordering::Relaxed);
+            fill(base.add(at + REC_HDR));
             header(base, at).store(READY | flag | len as u64, Ordering::Release);
             if wraps {
                 // Published last: the consumer, waiting at `pos`, then finds the record at 0.
