@@ -12,7 +12,7 @@ fn main() {
     }
     let lib = match pkg_config::Config::new()
         .atleast_version("1.17")
-        // Linked after the shim, which needs it.
+        // For the headers only: the library is opened at run time.
         .cargo_metadata(false)
         .probe("libfabric")
     {
@@ -51,11 +51,7 @@ fn main() {
         );
         return;
     }
-    for dir in &lib.link_paths {
-        println!("cargo::rustc-link-search=native={}", dir.display());
-    }
-    for l in &lib.libs {
-        println!("cargo::rustc-link-lib={l}");
-    }
+    // Not linked: the shim opens libfabric.so.1 with dlopen on first use (see shim.c), so
+    // that a process that never uses ofi does not load it and its provider libraries.
     println!("cargo::rustc-cfg=madmpi_ofi");
 }

@@ -15,6 +15,58 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include <dlfcn.h>
+#include <pthread.h>
+
+/* libfabric is opened with dlopen when the driver is first used (a probe or an open), not
+ * linked: loading it runs the constructors of the provider libraries it depends on (PSM's
+ * sleeps for about 0.2 s), which every MPI process would otherwise pay at start-up, ofi or
+ * not. The few functions libfabric exports that this file calls go through these pointers;
+ * everything else is an inline call through the objects' operation tables. */
+static struct fi_info *(*p_dupinfo)(const struct fi_info *info);
+static int (*p_fabric)(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+static void (*p_freeinfo)(struct fi_info *info);
+static int (*p_getinfo)(uint32_t version, const char *node, const char *service, uint64_t flags,
+			const struct fi_info *hints, struct fi_info **info);
+static const char *(*p_strerror)(int errnum);
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static char load_error[256];
+
+static void load_libfabric(void)
+{
+	void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+	const char *e;
+
+	if (!h) {
+		e = dlerror();
+		strncpy(load_error, e ? e : "libfabric.so.1: cannot be loaded", sizeof load_error - 1);
+		return;
+	}
+	*(void **)&p_dupinfo = dlsym(h, "fi_dupinfo");
+	*(void **)&p_fabric = dlsym(h, "fi_fabric");
+	*(void **)&p_freeinfo = dlsym(h, "fi_freeinfo");
+	*(void **)&p_getinfo = dlsym(h, "fi_getinfo");
+	*(void **)&p_strerror = dlsym(h, "fi_strerror");
+	if (!p_dupinfo || !p_fabric || !p_freeinfo || !p_getinfo || !p_strerror) {
+		strncpy(load_error, "libfabric.so.1 lacks fi_getinfo, fi_fabric, fi_dupinfo, "
+			"fi_freeinfo or fi_strerror", sizeof load_error - 1);
+		p_getinfo = NULL;
+	}
+}
+
+/* 0 when libfabric is loaded; else -FI_ENOSYS, and madmpi_ofi_strerror says why. */
+static int load(void)
+{
+	pthread_once(&load_once, load_libfabric);
+	return p_getinfo ? 0 : -FI_ENOSYS;
+}
+
+#define fi_allocinfo() p_dupinfo(NULL)
+#define fi_fabric p_fabric
+#define fi_freeinfo p_freeinfo
+#define fi_getinfo p_getinfo
+#define fi_strerror p_strerror
+
 /* Every object of one endpoint, closed together by madmpi_ofi_close. */
 struct madmpi_ofi {
 	struct fi_info *info;
@@ -53,9 +105,12 @@ static void copy_name(char *dst, size_t n, const char *src)
 /* The first RDM endpoint fi_getinfo offers with these caps (provider `prov` when not NULL). */
 static int getinfo(const char *prov, uint64_t caps, struct fi_info **out)
 {
-	struct fi_info *hints = fi_allocinfo();
-	int ret;
+	struct fi_info *hints;
+	int ret = load();
 
+	if (ret)
+		return ret;
+	hints = fi_allocinfo();
 	if (!hints)
 		return -FI_ENOMEM;
 	hints->caps = caps;
@@ -345,6 +400,8 @@ ssize_t madmpi_ofi_cq_readerr(struct madmpi_ofi *o, void **ctx, int *err, char *
 
 const char *madmpi_ofi_strerror(int err)
 {
+	if (load())
+		return load_error;
 	return fi_strerror(err < 0 ? -err : err);
 }
 
