@@ -57,7 +57,8 @@ unsafe fn allgather_at(
                 b.copy_typed(s.ptr, s.count, &s.dt, p, c, &dt);
             }
             if n > 1 {
-                algo::allgather_ring(b, &t, &slot);
+                let own = send.as_ref().map(|s| (s.ptr as *const u8, s.count, &s.dt));
+                algo::allgather_ring(b, &t, &slot, own);
             }
             return Ok(());
         }
@@ -122,7 +123,8 @@ unsafe fn allgatherv_at(
             b.copy_typed(s.ptr, s.count, &s.dt, p, c, &dt);
         }
         if v.size > 1 {
-            algo::allgather_ring(b, &t, &|i| recv.block(i));
+            let own = send.as_ref().map(|s| (s.ptr as *const u8, s.count, &s.dt));
+            algo::allgather_ring(b, &t, &|i| recv.block(i), own);
         }
         Ok(())
     })
