@@ -186,8 +186,11 @@ fn begin(
     pack: bool,
 ) -> c_int {
     let ch = channel as usize;
+    if pack {
+        return begin_packing(name, ch, remote.unwrap_or(-1), connection);
+    }
     // The channel stays in the table while the call blocks: take what the call needs (its
-    // communicator, and the user's for errors) in one look.
+    // communicator and size, and the user's communicator for errors) in one look.
     let found = tables(|t| {
         t.channels
             .get(&ch)
@@ -200,20 +203,54 @@ fn begin(
         || {
             let out = out(connection, "connection")?;
             let (_, id, size) = found.ok_or_else(|| bad("channel"))?;
-            let conn = match (pack, remote) {
-                (true, Some(dest)) => {
-                    let size = size.ok_or_else(|| bad("channel"))?;
-                    Conn::Pack(madeleine::begin_packing_sized(id, size, dest)?)
-                }
-                (false, None) => Conn::Unpack(madeleine::begin_unpacking(id, madmpi::ANY_SOURCE)?),
-                (false, Some(src)) => Conn::Unpack(madeleine::begin_unpacking(id, src)?),
-                (true, None) => unreachable!("packing has a destination"),
-            };
+            let size = size.ok_or_else(|| bad("channel"))?;
+            let src = remote.unwrap_or(madmpi::ANY_SOURCE);
+            let conn = Conn::Unpack(madeleine::begin_unpacking_sized(id, size, src)?);
             let h = tables(|t| {
                 let h = fresh(t);
                 t.conns.insert(h, Entry { conn, comm });
                 h
             });
+            *out = h as *mut c_void;
+            Ok(())
+        },
+    )
+}
+
+/// `mad_begin_packing`: nothing blocks, so the channel is looked up and the connection entered
+/// under one lock of the tables.
+fn begin_packing(
+    name: &'static str,
+    ch: usize,
+    dest: c_int,
+    connection: *mut *mut c_void,
+) -> c_int {
+    // The user's communicator of the channel, for errors (the world's if there is none).
+    let comm = std::cell::Cell::new(MPI_COMM_WORLD);
+    guard(
+        name,
+        || comm.get(),
+        || {
+            let out = out(connection, "connection")?;
+            let h = tables(|t| {
+                let c = t.channels.get(&ch).ok_or_else(|| bad("channel"))?;
+                comm.set(c.comm);
+                let size = c.channel.size()?;
+                let conn = Conn::Pack(madeleine::begin_packing_sized(
+                    c.channel.comm(),
+                    size,
+                    dest,
+                )?);
+                let h = fresh(t);
+                t.conns.insert(
+                    h,
+                    Entry {
+                        conn,
+                        comm: comm.get(),
+                    },
+                );
+                Ok::<_, Error>(h)
+            })?;
             *out = h as *mut c_void;
             Ok(())
         },

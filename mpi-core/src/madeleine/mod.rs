@@ -44,6 +44,10 @@ mod unpack;
 pub use pack::Packing;
 pub use unpack::Unpacking;
 
+use std::sync::OnceLock;
+
+use madmpi_datatypes::{Basic, Datatype};
+
 use crate::error::{err, ErrorClass, Result};
 use crate::CommId;
 
@@ -97,6 +101,13 @@ pub const HEAD_CAP: usize = 2 * INLINE_MAX + HEAD_PREFIX;
 
 /// Bytes of the head before its data: the body's length.
 const HEAD_PREFIX: usize = 8;
+
+/// `MPI_BYTE`, the type of heads (one reference for every message: no reference count
+/// taken and dropped per message).
+fn byte() -> &'static Datatype {
+    static BYTE: OnceLock<Datatype> = OnceLock::new();
+    BYTE.get_or_init(|| Datatype::basic(Basic::Byte))
+}
 
 thread_local! {
     /// A head buffer kept from one message to the next (a ping-pong alternates a packing and
@@ -177,12 +188,12 @@ impl Channel {
 
     /// `mad_begin_unpacking`: wait for the next message from any process of the channel.
     pub fn begin_unpacking<'a>(&self) -> Result<Unpacking<'a>> {
-        begin_unpacking(self.comm, crate::ANY_SOURCE)
+        begin_unpacking_sized(self.comm, self.size, crate::ANY_SOURCE)
     }
 
     /// Wait for the next message from `source` (a rank of the channel).
     pub fn begin_unpacking_from<'a>(&self, source: i32) -> Result<Unpacking<'a>> {
-        begin_unpacking(self.comm, source)
+        begin_unpacking_sized(self.comm, self.size, source)
     }
 }
 
@@ -207,7 +218,12 @@ pub fn begin_packing_sized<'a>(channel: CommId, size: i32, dest: i32) -> Result<
 /// [`Channel::begin_unpacking_from`] (`source` a rank, or [`crate::ANY_SOURCE`]) on the
 /// communicator of a channel.
 pub fn begin_unpacking<'a>(channel: CommId, source: i32) -> Result<Unpacking<'a>> {
-    let size = crate::comm_size(channel)?;
+    begin_unpacking_sized(channel, crate::comm_size(channel)?, source)
+}
+
+/// [`begin_unpacking`] on a channel of `size` processes (its size known already: no visit of
+/// the engine to learn it).
+pub fn begin_unpacking_sized<'a>(channel: CommId, size: i32, source: i32) -> Result<Unpacking<'a>> {
     if source != crate::ANY_SOURCE && (source < 0 || source >= size) {
         return err(
             ErrorClass::Rank,

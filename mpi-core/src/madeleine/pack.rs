@@ -3,7 +3,7 @@
 
 use std::marker::PhantomData;
 
-use madmpi_datatypes::{Basic, Datatype};
+use madmpi_datatypes::Datatype;
 
 use super::{
     RecvMode, SendMode, HEAD_CAP, HEAD_PREFIX, INLINE_MAX, TAG_BODY, TAG_HEAD, TAG_HEAD_LONG,
@@ -142,7 +142,7 @@ impl<'a> Packing<'a> {
 
     /// Send the head (and the body, if any), and wait until their memory may be reused.
     fn send(&mut self) -> Result<()> {
-        let byte = Datatype::basic(Basic::Byte);
+        let byte = super::byte();
         let body_len: usize = self.body.iter().map(|p| p.len).sum();
         let mut head = super::head_buffer(HEAD_PREFIX + self.head_len);
         head.extend_from_slice(&(body_len as u64).to_le_bytes());
@@ -159,7 +159,7 @@ impl<'a> Packing<'a> {
                 if crate::send_now(
                     head.as_ptr(),
                     head.len(),
-                    &byte,
+                    byte,
                     self.dest,
                     TAG_HEAD,
                     self.comm,
@@ -169,7 +169,7 @@ impl<'a> Packing<'a> {
                     crate::send(
                         head.as_ptr(),
                         head.len(),
-                        &byte,
+                        byte,
                         self.dest,
                         TAG_HEAD,
                         self.comm,
@@ -197,7 +197,7 @@ impl<'a> Packing<'a> {
                 crate::isend(
                     bytes.as_ptr(),
                     bytes.len(),
-                    &byte,
+                    byte,
                     self.dest,
                     tag,
                     self.comm,
@@ -267,10 +267,10 @@ pub(super) fn in_head(len: usize, recv: RecvMode) -> bool {
 /// One datatype covering `pieces` where they lie: the first piece's address and the type of
 /// the others' offsets from it (one contiguous run when there is one piece).
 pub(super) fn layout(pieces: &[Piece]) -> Result<(*const u8, Datatype)> {
-    let byte = Datatype::basic(Basic::Byte);
+    let byte = super::byte();
     let base = pieces[0].ptr;
     if pieces.len() == 1 {
-        let dt = Datatype::contiguous(pieces[0].len, &byte)?;
+        let dt = Datatype::contiguous(pieces[0].len, byte)?;
         dt.commit();
         return Ok((base, dt));
     }
@@ -279,7 +279,7 @@ pub(super) fn layout(pieces: &[Piece]) -> Result<(*const u8, Datatype)> {
         .iter()
         .map(|p| (p.ptr as isize).wrapping_sub(base as isize))
         .collect();
-    let dt = Datatype::create_hindexed(&lens, &displs, &byte)?;
+    let dt = Datatype::create_hindexed(&lens, &displs, byte)?;
     dt.commit();
     Ok((base, dt))
 }

@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use madmpi_datatypes::{Basic, Datatype};
+use madmpi_datatypes::Datatype;
 
 use super::pack::{in_head, layout, Piece};
 use super::{
@@ -38,7 +38,7 @@ pub struct Unpacking<'a> {
 impl<'a> Unpacking<'a> {
     /// Receive the head of the next message from `source` (or any) on `comm`.
     pub(super) fn begin(comm: CommId, source: i32) -> Result<Unpacking<'a>> {
-        let byte = Datatype::basic(Basic::Byte);
+        let byte = super::byte();
         // Posted before the message is there, so that it lands straight in `head` (any tag:
         // the channel's communicator carries only Madeleine messages, and a sender's body
         // always follows the head that this process has already taken).
@@ -50,7 +50,7 @@ impl<'a> Unpacking<'a> {
             match crate::recv_now(
                 head.as_mut_ptr(),
                 HEAD_CAP,
-                &byte,
+                byte,
                 source,
                 crate::ANY_TAG,
                 comm,
@@ -59,7 +59,7 @@ impl<'a> Unpacking<'a> {
                 None => crate::recv(
                     head.as_mut_ptr(),
                     HEAD_CAP,
-                    &byte,
+                    byte,
                     source,
                     crate::ANY_TAG,
                     comm,
@@ -97,14 +97,7 @@ impl<'a> Unpacking<'a> {
                 super::spare_head(std::mem::replace(&mut head, vec![0u8; len]));
                 // SAFETY: `head` holds `len` bytes and outlives the wait.
                 let r = unsafe {
-                    crate::irecv(
-                        head.as_mut_ptr(),
-                        len,
-                        &byte,
-                        st.source,
-                        TAG_HEAD_REST,
-                        comm,
-                    )?
+                    crate::irecv(head.as_mut_ptr(), len, byte, st.source, TAG_HEAD_REST, comm)?
                 };
                 let rest = crate::wait(r)?;
                 if rest.error.is_some() || rest.bytes as usize != len {
@@ -225,7 +218,7 @@ impl<'a> Unpacking<'a> {
         let expected: usize = self.body.iter().map(|p| p.len).sum();
         let mut body_err = None;
         if self.body_len > 0 {
-            let byte = Datatype::basic(Basic::Byte);
+            let byte = super::byte();
             let mut scratch = Vec::new();
             let (ptr, dt) = if expected == self.body_len {
                 let (base, dt) = layout(&self.body)?;
@@ -233,7 +226,7 @@ impl<'a> Unpacking<'a> {
             } else {
                 // Consume the body all the same, so that the channel's next message is read.
                 scratch = vec![0u8; self.body_len];
-                let dt = Datatype::contiguous(self.body_len, &byte)?;
+                let dt = Datatype::contiguous(self.body_len, byte)?;
                 dt.commit();
                 (scratch.as_mut_ptr(), dt)
             };

@@ -7,7 +7,7 @@
 //! the time at which the emulated network makes it visible; the receiving side keeps frames
 //! that arrived early in a queue per peer and handles them, in order, once that time has come.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::IoSlice;
 
 use super::clock::{now_ns, spin_until};
@@ -21,6 +21,14 @@ use crate::{Error, PeerId, Result, SendOutcome, Transport};
 const WINDOW: usize = 64;
 /// Bytes a reliable sender keeps unacknowledged per peer before it stalls.
 const WINDOW_BYTES: usize = 2 << 20;
+
+/// Frame buffers kept for reuse (taking a frame off the ring copies it into one: no allocation
+/// per frame once the link is warm), and the largest capacity kept.
+const SPARE_FRAMES: usize = 64;
+const SPARE_FRAME_MAX: usize = 64 << 10;
+
+/// Slices of a frame gathered on the stack up to this many (more: on the heap).
+const IOV_STACK: usize = 8;
 
 /// A poll that finds a frame becoming visible within this many ns waits for it (about one
 /// progress pass of the engine: the lag with which a poll loop would otherwise notice it).
@@ -113,7 +121,11 @@ pub(crate) struct Nic {
     wire: ShmTransport,
     max_packet: usize,
     peers: Vec<Peer>,
-    index: HashMap<u32, usize>,
+    /// `index[rank]`: 1 + the position of that peer in `peers`, 0 if it is not one (a
+    /// direct lookup per packet, no hashing).
+    index: Vec<u32>,
+    /// Frame buffers for reuse ([`SPARE_FRAMES`]).
+    spare: Vec<Vec<u8>>,
     /// When the NIC can start the next packet.
     nic_free: u64,
     /// Registered ranges (start, end), most recent last.
@@ -139,9 +151,10 @@ impl Nic {
         let nmod = cfg.profile.modules.len();
         let credits: Vec<u32> = cfg.profile.modules.iter().map(|m| m.credits).collect();
         let mut list = Vec::new();
-        let mut index = HashMap::new();
+        let top = peers.iter().map(|p| p.0 as usize + 1).max().unwrap_or(0);
+        let mut index = vec![0u32; top];
         for &p in peers.iter().filter(|&&p| p != me) {
-            index.insert(p.0, list.len());
+            index[p.0 as usize] = list.len() as u32 + 1;
             list.push(Peer {
                 id: p,
                 tx: Tx {
@@ -169,6 +182,7 @@ impl Nic {
             max_packet,
             peers: list,
             index,
+            spare: Vec::new(),
             nic_free: 0,
             regs: VecDeque::new(),
             rto,
@@ -189,7 +203,7 @@ impl Nic {
     }
 
     pub(crate) fn reaches(&self, peer: PeerId) -> bool {
-        self.index.contains_key(&peer.0)
+        slot(&self.index, peer.0).is_some()
     }
 
     pub(crate) fn profile_name(&self) -> &'static str {
@@ -205,7 +219,7 @@ impl Nic {
     }
 
     fn peer_index(&self, peer: PeerId) -> Result<usize> {
-        self.index.get(&peer.0).copied().ok_or_else(|| {
+        slot(&self.index, peer.0).ok_or_else(|| {
             Error::Invalid(format!(
                 "emu: rank {} is not another process of this node",
                 peer.0
@@ -262,8 +276,17 @@ impl Nic {
                 return Ok(self.wire.try_send(peer, &[IoSlice::new(&bad)])? == SendOutcome::Done);
             }
         }
-        let iov: Vec<IoSlice<'_>> = frame.iter().map(|b| IoSlice::new(b)).collect();
-        Ok(self.wire.try_send(peer, &iov)? == SendOutcome::Done)
+        let sent = if frame.len() <= IOV_STACK {
+            let mut iov = [IoSlice::new(&[]); IOV_STACK];
+            for (v, b) in iov.iter_mut().zip(frame) {
+                *v = IoSlice::new(b);
+            }
+            self.wire.try_send(peer, &iov[..frame.len()])?
+        } else {
+            let iov: Vec<IoSlice<'_>> = frame.iter().map(|b| IoSlice::new(b)).collect();
+            self.wire.try_send(peer, &iov)?
+        };
+        Ok(sent == SendOutcome::Done)
     }
 
     /// Seal a reliable frame: sequence number (if sequenced), CRC.
@@ -402,10 +425,20 @@ impl Nic {
             });
         } else {
             let hb = h.encode();
-            let mut parts: Vec<&[u8]> = Vec::with_capacity(iov.len() + 1);
-            parts.push(&hb);
-            parts.extend(iov.iter().map(|b| &b[..]));
-            if !self.transmit(i, &parts)? {
+            let sent = if iov.len() < IOV_STACK {
+                let mut parts: [&[u8]; IOV_STACK] = [&[]; IOV_STACK];
+                parts[0] = &hb;
+                for (p, b) in parts[1..].iter_mut().zip(iov) {
+                    *p = b;
+                }
+                self.transmit(i, &parts[..iov.len() + 1])?
+            } else {
+                let mut parts: Vec<&[u8]> = Vec::with_capacity(iov.len() + 1);
+                parts.push(&hb);
+                parts.extend(iov.iter().map(|b| &b[..]));
+                self.transmit(i, &parts)?
+            };
+            if !sent {
                 return Ok(SendOutcome::WouldBlock);
             }
         }
@@ -439,10 +472,11 @@ impl Nic {
             peers,
             index,
             stats,
+            spare,
             ..
         } = self;
         wire.poll_recv(&mut |from, bytes| {
-            if let Some(&i) = index.get(&from.0) {
+            if let Some(i) = slot(index, from.0) {
                 stats.frames_in += 1;
                 stats.crc_checks += u64::from(reliable);
                 // The CRC is checked once per frame, here: not again at each look while the
@@ -452,7 +486,10 @@ impl Nic {
                     || (bytes.len() >= HDR
                         && u32::from_le_bytes(bytes[24..28].try_into().unwrap_or_default())
                             == frame_crc(bytes));
-                peers[i].rx.wire.push_back((bytes.to_vec(), ok));
+                let mut f = spare.pop().unwrap_or_default();
+                f.clear();
+                f.extend_from_slice(bytes);
+                peers[i].rx.wire.push_back((f, ok));
             }
         })?;
         for i in 0..self.peers.len() {
@@ -522,7 +559,10 @@ impl Nic {
                     }
                     self.peers[i].rx.ready.push_back((h.module, f));
                 }
-                Kind::Rts => self.send_ctl(i, Kind::Cts, h.module, 0, now),
+                Kind::Rts => {
+                    self.recycle(f);
+                    self.send_ctl(i, Kind::Cts, h.module, 0, now)
+                }
                 Kind::Cts => self.peers[i].tx.granted = true,
                 Kind::Credit => {
                     let c = self.peers[i].tx.credits.get_mut(h.module as usize);
@@ -673,6 +713,7 @@ impl Nic {
                 let m = &prof.modules[mi as usize];
                 spin_until(start + m.o_r);
                 deliver(self.peers[i].id, &f[HDR..]);
+                self.recycle(f);
                 n += 1;
                 start = now_ns();
                 if m.credits > 0 {
@@ -686,6 +727,13 @@ impl Nic {
             }
         }
         Ok(n)
+    }
+
+    /// Keep a frame's buffer for the next frame taken off the ring.
+    fn recycle(&mut self, f: Vec<u8>) {
+        if self.spare.len() < SPARE_FRAMES && f.capacity() <= SPARE_FRAME_MAX {
+            self.spare.push(f);
+        }
     }
 
     /// When the first frame waiting on the wire becomes visible, if that is less than
@@ -709,5 +757,14 @@ impl Nic {
                 && p.tx.ctl_pending.is_empty()
                 && p.rx.wire.is_empty()
         })
+    }
+}
+
+/// The position in `peers` of world rank `rank`, if it is one of them.
+#[inline]
+fn slot(index: &[u32], rank: u32) -> Option<usize> {
+    match index.get(rank as usize) {
+        Some(&k) if k > 0 => Some(k as usize - 1),
+        _ => None,
     }
 }
