@@ -160,27 +160,73 @@ pub(super) fn with_owned<T>(f: impl FnOnce(&mut Engine) -> Option<T>) -> Option<
     unsafe { &mut *c.engine.get() }.as_mut().and_then(f)
 }
 
-/// Run `f` on the engine, alone, by either way in (owner mode or the lock, see
-/// [`EngineCell`]); `None`, having done nothing, when the call may not reach the engine (MPI not
-/// running, another thread in owner mode, a re-entrant call) or when `f` says `None`: for the
-/// fast paths of calls whose checked path reports every error. Tool events are not delivered
-/// here: a fast path queues none.
+/// The engine, held by a fast path written as straight code rather than a closure (see
+/// [`now`]); released when dropped.
+pub(crate) struct Now(());
+
+impl Now {
+    /// The engine.
+    #[inline(always)]
+    pub(crate) fn engine(&mut self) -> &mut Engine {
+        // SAFETY: held (owner mode on the owner thread, or the lock), and the engine was there
+        // when it was taken: nothing removes it while it is held.
+        unsafe { (*ENGINE.engine.get()).as_mut().unwrap_unchecked() }
+    }
+}
+
+impl Drop for Now {
+    #[inline(always)]
+    fn drop(&mut self) {
+        ENGINE.held.store(false, Ordering::Release);
+    }
+}
+
+/// The engine, held, by either way in (owner mode or the lock, see [`EngineCell`]), as a
+/// guard; `None`, having done nothing, when the call may not reach it (MPI not running,
+/// another thread in owner mode, a re-entrant call). For the one-sided fast paths, whose
+/// checked path reports every error: written as straight code on the guard, their whole body
+/// inlines into the C layer's function (a closure run by both ways in would be called from two
+/// places and stay a function of its own). Tool events are not delivered here: a fast path
+/// queues none.
 #[inline(always)]
-pub(crate) fn with_now<T>(f: impl FnOnce(&mut Engine) -> Option<T>) -> Option<T> {
+pub(crate) fn now() -> Option<Now> {
     let c = &ENGINE;
     if c.owned.load(Ordering::Relaxed) {
-        // Owner mode, inline (as `with_owned`): the owner thread, not re-entered.
+        // Owner mode (as `with_owned`): the owner thread, not re-entered.
         if c.held.load(Ordering::Relaxed) || !is_owner() {
             return None;
         }
         c.held.store(true, Ordering::Relaxed);
-        let _c = Clear(&c.held);
-        // SAFETY: as in `with_slot`.
-        return unsafe { &mut *c.engine.get() }.as_mut().and_then(f);
+    } else if !now_locked() {
+        return None;
     }
-    with_slot(|slot| Ok(slot.as_mut().and_then(f)))
-        .ok()
-        .flatten()
+    let g = Now(());
+    // SAFETY: held (above).
+    if unsafe { (*c.engine.get()).is_none() } {
+        return None;
+    }
+    Some(g)
+}
+
+/// [`now`] without owner mode: take the lock (as `with_slot`); false, not holding it, when
+/// owner mode was switched on meanwhile.
+#[inline(never)]
+fn now_locked() -> bool {
+    let c = &ENGINE;
+    if c.held.swap(true, Ordering::Acquire) {
+        let mut b = Backoff::new();
+        loop {
+            b.snooze();
+            if !c.held.load(Ordering::Relaxed) && !c.held.swap(true, Ordering::Acquire) {
+                break;
+            }
+        }
+    }
+    if c.owned.load(Ordering::Relaxed) {
+        c.held.store(false, Ordering::Release);
+        return false;
+    }
+    true
 }
 
 /// Run `f` on the engine, alone (see [`EngineCell`]).

@@ -27,7 +27,7 @@ pub use buffers::{
     buffer_iflush, AttachedBuffer,
 };
 pub use compound::{grequest_complete, grequest_start, isendrecv, isendrecv_replace};
-pub(crate) use engine_slot::{with, with_now, with_quiet};
+pub(crate) use engine_slot::{now, with, with_quiet, Now};
 pub use lifetime::{
     abort, active, appnum, exit_code, finalize, finalized, init, initialized, is_thread_main,
     lost_ranks, nodes, processor_name, query_thread, rank_host, session_end, session_start,

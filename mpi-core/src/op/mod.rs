@@ -37,7 +37,17 @@ pub use builtin::apply_basic;
 pub(crate) use builtin::{kernel, Kernel};
 pub use fortran_bool::{fortran_booleans, set_fortran_booleans};
 pub(crate) use kind::is_integer;
-use kind::{available, kind, Kind};
+use kind::{available, kind, Fl, Kind};
+
+/// The width of `b` when it is a C `float` (4) or `double` (8): the types whose kernels
+/// compute in `f32` or `f64` (the one-sided fast path adds one such element inline).
+pub(crate) fn float_width(b: Basic) -> Option<usize> {
+    match kind(b) {
+        Kind::Float(Fl::F32) => Some(4),
+        Kind::Float(Fl::F64) => Some(8),
+        _ => None,
+    }
+}
 
 /// A predefined reduction operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

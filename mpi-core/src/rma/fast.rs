@@ -24,7 +24,7 @@ use once_cell::sync::Lazy;
 
 use super::direct::{self, Class, Direct};
 use super::{Held, Win, WinId};
-use crate::api::{polled, with_now};
+use crate::api::{now, polled, Now};
 use crate::engine::State;
 use crate::error::Result;
 use crate::op::{BuiltinOp, Op as ReduceOp};
@@ -72,7 +72,7 @@ static CLASSES: Lazy<Vec<[Option<Class>; Basic::ALL.len()]>> = Lazy::new(|| {
 });
 
 /// How accumulates apply `op` to `b` (`None`: not defined).
-#[inline]
+#[inline(always)]
 fn class(op: BuiltinOp, b: Basic) -> Option<Class> {
     // (`BuiltinOp::ALL` lists the operations in their declaration order.)
     CLASSES[op as usize][b.index()]
@@ -188,18 +188,20 @@ unsafe fn copy_avx2(src: *const u8, dst: *mut u8, n: usize) {
 ///
 /// # Safety
 /// The origin buffer holds its elements.
+#[inline(always)]
 pub unsafe fn put_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> bool {
     // SAFETY: forwarded.
-    unsafe { copy_now(w, origin, rank, disp, tgt, true, |_| ()) }.is_some()
+    unsafe { copy_now(w, origin, rank, disp, tgt, true) }.is_some()
 }
 
 /// MPI_Get on the fast path: whether it was done (as [`put_now`]).
 ///
 /// # Safety
 /// The origin buffer holds its elements.
+#[inline(always)]
 pub unsafe fn get_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> bool {
     // SAFETY: forwarded.
-    unsafe { copy_now(w, origin, rank, disp, tgt, false, |_| ()) }.is_some()
+    unsafe { copy_now(w, origin, rank, disp, tgt, false) }.is_some()
 }
 
 /// MPI_Rput on the fast path: done at once, its request born complete (`None`: nothing was
@@ -207,18 +209,20 @@ pub unsafe fn get_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> 
 ///
 /// # Safety
 /// As [`put_now`].
+#[inline(always)]
 pub unsafe fn rput_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> Option<RequestId> {
     // SAFETY: forwarded.
-    unsafe { copy_now(w, origin, rank, disp, tgt, true, done) }
+    unsafe { copy_now(w, origin, rank, disp, tgt, true) }.map(|mut g| done(&mut g.engine().st))
 }
 
 /// MPI_Rget on the fast path (as [`rput_now`]).
 ///
 /// # Safety
 /// As [`put_now`].
+#[inline(always)]
 pub unsafe fn rget_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> Option<RequestId> {
     // SAFETY: forwarded.
-    unsafe { copy_now(w, origin, rank, disp, tgt, false, done) }
+    unsafe { copy_now(w, origin, rank, disp, tgt, false) }.map(|mut g| done(&mut g.engine().st))
 }
 
 /// The request of a request-based operation of the fast path, done in the call: born
@@ -229,39 +233,37 @@ fn done(st: &mut State) -> RequestId {
     st.reqs.insert(Request::done(Op::None))
 }
 
-/// A put (`to_target`) or a get on the fast path, then `then` (under the engine).
+/// A put (`to_target`) or a get on the fast path: the engine, still held, when it was done.
 ///
 /// # Safety
 /// As [`put_now`].
 #[inline(always)]
-unsafe fn copy_now<T>(
+unsafe fn copy_now(
     w: WinId,
     origin: Run,
     rank: i32,
     disp: i64,
     tgt: Run,
     to_target: bool,
-    then: impl FnOnce(&mut State) -> T,
-) -> Option<T> {
+) -> Option<Now> {
     let (Some(n), Some(tn)) = (origin.bytes(), tgt.bytes()) else {
         return None;
     };
     if n != tn {
         return None;
     }
-    with_now(move |e| {
-        let (_, _, tp) = target(&e.st, w, rank, disp, n)?;
-        // SAFETY: the origin holds `n` bytes (caller); the target range is in its part,
-        // mapped while the window lives.
-        unsafe {
-            if to_target {
-                copy(origin.ptr, tp, n)
-            } else {
-                copy(tp, origin.ptr, n)
-            }
-        };
-        Some(then(&mut e.st))
-    })
+    let mut g = now()?;
+    let (_, _, tp) = target(&g.engine().st, w, rank, disp, n)?;
+    // SAFETY: the origin holds `n` bytes (caller); the target range is in its part, mapped
+    // while the window lives.
+    unsafe {
+        if to_target {
+            copy(origin.ptr, tp, n)
+        } else {
+            copy(tp, origin.ptr, n)
+        }
+    };
+    Some(g)
 }
 
 /// MPI_Accumulate (`result` `None`), MPI_Get_accumulate and MPI_Fetch_and_op on the fast path:
@@ -270,6 +272,7 @@ unsafe fn copy_now<T>(
 ///
 /// # Safety
 /// The buffers hold their elements.
+#[inline(always)]
 pub unsafe fn acc_now(
     w: WinId,
     origin: Run,
@@ -280,7 +283,7 @@ pub unsafe fn acc_now(
     op: BuiltinOp,
 ) -> Option<Result<()>> {
     // SAFETY: forwarded.
-    unsafe { acc_then(w, origin, result, rank, disp, tgt, op, |_| ()) }
+    unsafe { acc_then(w, origin, result, rank, disp, tgt, op) }.map(|(_, r)| r)
 }
 
 /// MPI_Raccumulate (`result` `None`) and MPI_Rget_accumulate on the fast path: as
@@ -288,6 +291,7 @@ pub unsafe fn acc_now(
 ///
 /// # Safety
 /// As [`acc_now`].
+#[inline(always)]
 pub unsafe fn racc_now(
     w: WinId,
     origin: Run,
@@ -298,16 +302,17 @@ pub unsafe fn racc_now(
     op: BuiltinOp,
 ) -> Option<Result<RequestId>> {
     // SAFETY: forwarded.
-    unsafe { acc_then(w, origin, result, rank, disp, tgt, op, done) }
+    unsafe { acc_then(w, origin, result, rank, disp, tgt, op) }
+        .map(|(mut g, r)| r.map(|()| done(&mut g.engine().st)))
 }
 
-/// [`acc_now`], then `then` (under the engine) when it succeeded.
+/// [`acc_now`]: the engine, still held, and the outcome when it was done.
 ///
 /// # Safety
 /// As [`acc_now`].
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn acc_then<T>(
+unsafe fn acc_then(
     w: WinId,
     origin: Run,
     result: Option<Run>,
@@ -315,8 +320,7 @@ unsafe fn acc_then<T>(
     disp: i64,
     tgt: Run,
     op: BuiltinOp,
-    then: impl FnOnce(&mut State) -> T,
-) -> Option<Result<T>> {
+) -> Option<(Now, Result<()>)> {
     let b = tgt.dt.as_basic()?;
     let n = tgt.bytes()?;
     let noop = op == BuiltinOp::NoOp;
@@ -336,28 +340,27 @@ unsafe fn acc_then<T>(
     } else {
         origin.ptr as *const u8
     };
-    with_now(move |e| {
-        let (win, d, tp) = target(&e.st, w, rank, disp, n)?;
-        let es = tgt.dt.size();
-        // SAFETY: the target run is in its part (checked); the origin and result hold
-        // `count` elements (caller).
-        let r = unsafe {
-            direct::acc_run(
-                d,
-                win.rank,
-                rank as usize,
-                op,
-                b,
-                c,
-                es,
-                tp,
-                tgt.count,
-                src,
-                old,
-            )
-        };
-        Some(r.map(|()| then(&mut e.st)))
-    })
+    let mut g = now()?;
+    let (win, d, tp) = target(&g.engine().st, w, rank, disp, n)?;
+    let es = tgt.dt.size();
+    // SAFETY: the target run is in its part (checked); the origin and result hold `count`
+    // elements (caller).
+    let r = unsafe {
+        direct::acc_run(
+            d,
+            win.rank,
+            rank as usize,
+            op,
+            b,
+            c,
+            es,
+            tp,
+            tgt.count,
+            src,
+            old,
+        )
+    };
+    Some((g, r))
 }
 
 /// MPI_Compare_and_swap on the fast path: `None` when not done (take the general path), else
@@ -366,6 +369,7 @@ unsafe fn acc_then<T>(
 ///
 /// # Safety
 /// `new`, `cmp` and `old` hold one element of `dt` each.
+#[inline(always)]
 pub unsafe fn cas_now(
     w: WinId,
     new: *const u8,
@@ -385,11 +389,12 @@ pub unsafe fn cas_now(
     if es > 32 {
         return None;
     }
-    let swapped = with_now(|e| {
-        let (win, d, tp) = target(&e.st, w, rank, disp, es)?;
+    let swapped = {
+        let mut g = now()?;
+        let (win, d, tp) = target(&g.engine().st, w, rank, disp, es)?;
         // SAFETY: the element is in the part (checked); the buffers hold one each (caller).
-        Some(unsafe { direct::cas_run(d, win.rank, rank as usize, es, tp, new, cmp, old) })
-    })?;
+        unsafe { direct::cas_run(d, win.rank, rank as usize, es, tp, new, cmp, old) }
+    };
     if !swapped {
         polled(false);
     }
@@ -400,29 +405,41 @@ pub unsafe fn cas_now(
 /// direct path: nothing to wait for, one memory fence. `false`, having done nothing, when not
 /// for the fast path (another kind of window, no passive epoch, an error to report,
 /// MPI_PROC_NULL or an invalid rank).
+#[inline(always)]
 pub fn flush_now(w: WinId, rank: Option<i32>) -> bool {
-    with_now(|e| {
-        let win = e.st.rma.wins.get(w.0 as usize)?.as_ref()?;
-        win.direct.as_ref()?;
-        if win.error.is_some() {
-            return None;
-        }
-        let epoch = match rank {
-            Some(r) => {
-                let h = win.held.get(usize::try_from(r).ok()?)?;
-                win.lock_all || matches!(h, Held::Granted(_) | Held::Unchecked(_))
-            }
-            None => win.lock_all,
-        };
-        if !epoch {
-            return None;
-        }
-        // (The general path would wait for operations by message: none on a direct window.)
-        debug_assert!(win.pending.iter().all(|&p| p == 0));
-        fence(Ordering::SeqCst);
-        Some(())
-    })
-    .is_some()
+    let Some(mut g) = now() else {
+        return false;
+    };
+    let Some(win) = g
+        .engine()
+        .st
+        .rma
+        .wins
+        .get(w.0 as usize)
+        .and_then(|w| w.as_ref())
+    else {
+        return false;
+    };
+    if win.direct.is_none() || win.error.is_some() {
+        return false;
+    }
+    // (An invalid rank or MPI_PROC_NULL: the general path reports or skips it.)
+    let epoch = match rank {
+        Some(r) => match usize::try_from(r).ok().and_then(|r| win.held.get(r)) {
+            Some(h) => win.lock_all || matches!(h, Held::Granted(_) | Held::Unchecked(_)),
+            None => return false,
+        },
+        None => win.lock_all,
+    };
+    if !epoch {
+        return false;
+    }
+    // (The general path would wait for operations by message: none on a direct window.)
+    debug_assert!(win.pending.iter().all(|&p| p == 0));
+    // (A full barrier: LLVM makes it a locked `or` of zero into a stack word on x86-64,
+    // cheaper than `mfence`, as Open MPI's osc/sm flush is.)
+    fence(Ordering::SeqCst);
+    true
 }
 
 #[cfg(test)]
@@ -467,5 +484,55 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The inline sum of one `double` or `float` (`Class::add`) gives the kernel's bits, on
+    /// every basic type it is chosen for, and is chosen for MPI_SUM on each of them only.
+    #[test]
+    fn inline_float_sum_is_the_kernels() {
+        let vals = [
+            0.0f64,
+            -0.0,
+            1.5,
+            -2.25e300,
+            f64::INFINITY,
+            f64::NAN,
+            1e-310,
+        ];
+        let mut seen = 0;
+        for &b in &Basic::ALL {
+            for &op in &BuiltinOp::ALL {
+                let Some(c) = class(op, b) else { continue };
+                if c.add == 0 {
+                    continue;
+                }
+                assert_eq!(op, BuiltinOp::Sum, "{b:?}");
+                assert_eq!(c.add, Datatype::basic(b).size(), "{b:?}");
+                seen += 1;
+                let k = c.kernel.unwrap();
+                for &x in &vals {
+                    for &y in &vals {
+                        // (Not folded by the compiler: computed as the kernel computes.)
+                        let (x, y) = (std::hint::black_box(x), std::hint::black_box(y));
+                        let (mut io, mut inl) = ([0u8; 8], [0u8; 8]);
+                        let mut a = [0u8; 8];
+                        if c.add == 8 {
+                            a = x.to_ne_bytes();
+                            io = y.to_ne_bytes();
+                            inl = (x + y).to_ne_bytes();
+                        } else {
+                            a[..4].copy_from_slice(&(x as f32).to_ne_bytes());
+                            io[..4].copy_from_slice(&(y as f32).to_ne_bytes());
+                            inl[..4].copy_from_slice(&((x as f32) + (y as f32)).to_ne_bytes());
+                        }
+                        // SAFETY: one element of `c.add` bytes in each.
+                        unsafe { k(op, 1, a.as_ptr(), io.as_mut_ptr()) };
+                        assert_eq!(io, inl, "{b:?} {x} {y}");
+                    }
+                }
+            }
+        }
+        // MPI_FLOAT and MPI_DOUBLE at least (and their Fortran and fixed-size names).
+        assert!(seen >= 2);
     }
 }

@@ -129,6 +129,7 @@ fn raise_code(w: MPI_Win, call: &dyn Fn() -> String, code: c_int, why: &str) -> 
 }
 
 /// The end of a window call: MPI_SUCCESS, or the error through the window's handler.
+#[inline]
 fn finish_win(w: MPI_Win, r: R<()>, call: &dyn Fn() -> String) -> c_int {
     match r {
         Ok(()) => MPI_SUCCESS,

@@ -65,7 +65,9 @@ pub(super) fn builtin(o: MPI_Op, d: MPI_Datatype) -> R<BuiltinOp> {
     }
 }
 
-/// Issue `call` on `w`; with `request`, write the request's handle there.
+/// Issue `call` on `w`; with `request`, write the request's handle there. (Out of line: the
+/// general path, kept out of the fast path's function.)
+#[inline(never)]
 pub(super) unsafe fn issue(
     name: &'static str,
     w: MPI_Win,
@@ -90,6 +92,8 @@ pub(super) unsafe fn issue(
     finish_win(w, r, &|| format!("{name}(win={})", win_name(w)))
 }
 
+// (Inlined into its C wrapper: the fast path is then one function.)
+#[inline(always)]
 pub unsafe fn MPI_Put(
     origin_addr: *const c_void,
     origin_count: c_int,
@@ -123,6 +127,8 @@ pub unsafe fn MPI_Put(
     })
 }
 
+// (Inlined into its C wrapper: the fast path is then one function.)
+#[inline(always)]
 pub unsafe fn MPI_Put_c(
     origin_addr: *const c_void,
     origin_count: MPI_Count,
@@ -151,6 +157,8 @@ pub unsafe fn MPI_Put_c(
     })
 }
 
+// (Inlined into its C wrapper: the fast path is then one function.)
+#[inline(always)]
 pub unsafe fn MPI_Get(
     origin_addr: *mut c_void,
     origin_count: c_int,
@@ -188,6 +196,8 @@ pub unsafe fn MPI_Get(
     })
 }
 
+// (Inlined into its C wrapper: the fast path is then one function.)
+#[inline(always)]
 pub unsafe fn MPI_Get_c(
     origin_addr: *mut c_void,
     origin_count: MPI_Count,
@@ -216,6 +226,8 @@ pub unsafe fn MPI_Get_c(
     })
 }
 
+// (Inlined into its C wrapper: the fast path is then one function.)
+#[inline(always)]
 pub unsafe fn MPI_Accumulate(
     origin_addr: *const c_void,
     origin_count: c_int,
@@ -253,6 +265,8 @@ pub unsafe fn MPI_Accumulate(
     })
 }
 
+// (Inlined into its C wrapper: the fast path is then one function.)
+#[inline(always)]
 pub unsafe fn MPI_Accumulate_c(
     origin_addr: *const c_void,
     origin_count: MPI_Count,
@@ -287,6 +301,8 @@ pub unsafe fn MPI_Accumulate_c(
     })
 }
 
+// (Inlined into its C wrapper: the fast path is then one function.)
+#[inline(always)]
 pub unsafe fn MPI_Get_accumulate(
     origin_addr: *const c_void,
     origin_count: c_int,
@@ -350,6 +366,8 @@ pub unsafe fn MPI_Get_accumulate(
     })
 }
 
+// (Inlined into its C wrapper: the fast path is then one function.)
+#[inline(always)]
 pub unsafe fn MPI_Get_accumulate_c(
     origin_addr: *const c_void,
     origin_count: MPI_Count,
@@ -408,6 +426,8 @@ pub unsafe fn MPI_Get_accumulate_c(
     })
 }
 
+// (Inlined into its C wrapper: the fast path is then one function.)
+#[inline(always)]
 pub unsafe fn MPI_Fetch_and_op(
     origin_addr: *const c_void,
     result_addr: *mut c_void,
@@ -459,6 +479,8 @@ pub unsafe fn MPI_Fetch_and_op(
     })
 }
 
+// (Inlined into its C wrapper: the fast path is then one function.)
+#[inline(always)]
 pub unsafe fn MPI_Compare_and_swap(
     origin_addr: *const c_void,
     compare_addr: *const c_void,

@@ -54,36 +54,47 @@ pub unsafe fn MPI_Win_unlock_all(win_: MPI_Win) -> c_int {
     done("MPI_Win_unlock_all", win_, r)
 }
 
+// (The flushes: inlined into their C wrappers, the general path out of line.)
+#[inline(always)]
 pub unsafe fn MPI_Win_flush(rank: c_int, win_: MPI_Win) -> c_int {
     if fast::win_live(win_).is_some_and(|id| rma::flush_now(id, Some(rank))) {
         return MPI_SUCCESS;
     }
-    let r = running().and_then(|_| rma::win_flush(rank, win(win_)?));
-    done("MPI_Win_flush", win_, r)
+    flush("MPI_Win_flush", Some(rank), win_)
 }
 
+#[inline(always)]
 pub unsafe fn MPI_Win_flush_local(rank: c_int, win_: MPI_Win) -> c_int {
     if fast::win_live(win_).is_some_and(|id| rma::flush_now(id, Some(rank))) {
         return MPI_SUCCESS;
     }
-    let r = running().and_then(|_| rma::win_flush(rank, win(win_)?));
-    done("MPI_Win_flush_local", win_, r)
+    flush("MPI_Win_flush_local", Some(rank), win_)
 }
 
+#[inline(always)]
 pub unsafe fn MPI_Win_flush_all(win_: MPI_Win) -> c_int {
     if fast::win_live(win_).is_some_and(|id| rma::flush_now(id, None)) {
         return MPI_SUCCESS;
     }
-    let r = running().and_then(|_| rma::win_flush_all(win(win_)?));
-    done("MPI_Win_flush_all", win_, r)
+    flush("MPI_Win_flush_all", None, win_)
 }
 
+#[inline(always)]
 pub unsafe fn MPI_Win_flush_local_all(win_: MPI_Win) -> c_int {
     if fast::win_live(win_).is_some_and(|id| rma::flush_now(id, None)) {
         return MPI_SUCCESS;
     }
-    let r = running().and_then(|_| rma::win_flush_all(win(win_)?));
-    done("MPI_Win_flush_local_all", win_, r)
+    flush("MPI_Win_flush_local_all", None, win_)
+}
+
+/// The general path of the flushes: of `rank`, or of every target (`None`).
+#[inline(never)]
+fn flush(name: &'static str, rank: Option<c_int>, win_: MPI_Win) -> c_int {
+    let r = running().and_then(|_| match rank {
+        Some(rank) => rma::win_flush(rank, win(win_)?),
+        None => rma::win_flush_all(win(win_)?),
+    });
+    done(name, win_, r)
 }
 
 pub unsafe fn MPI_Win_sync(win_: MPI_Win) -> c_int {
