@@ -457,10 +457,15 @@ impl Area {
             Backoff::new()
         };
         let mut i: u32 = 0;
+        // A member that died without a word (over shared memory) is found by looking.
+        let mut watch = crate::api::Watch::new();
         loop {
-            b.snooze();
+            let yielded = b.snooze();
             i = i.wrapping_add(1);
-            if b.yielding() || i.is_multiple_of(PROGRESS_EVERY) {
+            if yielded && watch.due() {
+                crate::api::look()?;
+            }
+            if yielded || i.is_multiple_of(PROGRESS_EVERY) {
                 self.progress()?;
             }
             if cond() {
