@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use super::engine_slot::with;
 use super::env_parse;
-use super::watch::{look, Watch};
+use super::watch::after_yield;
 use crate::engine::Engine;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{Op, RequestId, Status, EMPTY_STATUS};
@@ -114,7 +114,7 @@ impl Backoff {
 /// run until the scheduler's time slice ends (milliseconds per message of a ring broadcast).
 /// Past the spin budget ([`SPIN`]) every further fruitless poll yields the CPU, as a blocked
 /// wait does, and counts on, so that the yielding ones also look for dead peers now and then
-/// (`watch::idle_yield`); a poll that finds something resets the count. Plain loads and
+/// (`watch::after_yield`); a poll that finds something resets the count. Plain loads and
 /// stores: threads polling at once may lose an increment, which only delays the first yield.
 static IDLE_POLLS: AtomicU32 = AtomicU32::new(0);
 
@@ -142,7 +142,8 @@ fn idle_poll() {
     } else {
         std::thread::yield_now();
         IDLE_POLLS.store(n.saturating_add(1), Ordering::Relaxed);
-        super::watch::idle_yield(n - spin);
+        // (Errors are left to the next call, which meets them, or the failed requests.)
+        let _ = after_yield((n - spin).wrapping_add(1));
     }
 }
 
@@ -169,10 +170,11 @@ fn send_pending(e: &mut Engine) -> Result<()> {
 }
 
 /// Poll the engine until `f` yields a value. Once it yields the CPU, the wait also looks for
-/// dead peers now and then (`watch`), so that what waits for one fails instead of hanging.
+/// dead peers now and then (`watch`: its yielding rounds are counted, and every 16th reads
+/// the clock), so that what waits for one fails instead of hanging.
 pub(crate) fn wait_until<T>(mut f: impl FnMut(&mut Engine) -> Result<Option<T>>) -> Result<T> {
     let mut b = Backoff::new();
-    let mut watch = Watch::new();
+    let mut yields = 0u32;
     loop {
         let r = with(|e| {
             send_pending(e)?;
@@ -187,8 +189,9 @@ pub(crate) fn wait_until<T>(mut f: impl FnMut(&mut Engine) -> Result<Option<T>>)
         if let Some(v) = r {
             return Ok(v);
         }
-        if b.snooze() && watch.due() {
-            look()?;
+        if b.snooze() {
+            yields = yields.wrapping_add(1);
+            after_yield(yields)?;
         }
     }
 }

@@ -1,15 +1,17 @@
 //! When waits look for dead peers. A peer reached over shared memory may die without any
 //! driver noticing (`engine/liveness.rs`), so a wait that has found nothing for a while asks
-//! the engine to look ([`Engine::watch_peers`](crate::engine::Engine)): at most once per
-//! [`WATCH_EVERY`] of yielding. Only the yielding rounds of a wait pay for it (a counter, and
-//! the clock every [`CLOCK_EVERY`] rounds, next to a `sched_yield`); a wait that succeeds
-//! while it spins never reaches it.
+//! the engine to look ([`look`]): at most once per [`WATCH_EVERY`] of yielding.
 //!
-//! Blocking waits (`wait_until`) keep a [`Watch`] each. Polling calls (MPI_Test, MPI_Iprobe
-//! and their kin in a loop, see `wait::IDLE_POLLS`) share one across calls: the fruitless
-//! polls past the spin budget are its rounds ([`idle_yield`]).
+//! Only the yielding rounds of a wait pay for it, next to their `sched_yield`: each tells
+//! [`after_yield`] how many times it has yielded (a blocking wait counts them, when its
+//! [`Backoff`](super::Backoff) says it yielded; the polling calls, MPI_Test, MPI_Iprobe and their kin in a loop, count their
+//! fruitless calls past the spin budget across calls: `wait::IDLE_POLLS`), and every
+//! [`CLOCK_EVERY`]-th one reads the clock. A wait that succeeds while it spins never gets here,
+//! and one that succeeds within its first `CLOCK_EVERY` yields (a ping-pong on ranks that
+//! share a CPU yields once or twice per message) reads no clock and keeps no state: the
+//! clock's reading lives in a thread-local, touched only on those rounds.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -23,46 +25,6 @@ pub(crate) const WATCH_EVERY: Duration = Duration::from_millis(50);
 /// Yielding rounds between two readings of the clock.
 const CLOCK_EVERY: u32 = 16;
 
-/// A blocking wait's clock for looking at its peers: see the module documentation.
-pub(crate) struct Watch {
-    rounds: u32,
-    /// When the last look happened, or the wait started yielding.
-    since: Option<Instant>,
-}
-
-impl Watch {
-    pub(crate) const fn new() -> Watch {
-        Watch {
-            rounds: 0,
-            since: None,
-        }
-    }
-
-    /// One yielding round of a wait: whether it is time to look for dead peers.
-    #[inline]
-    pub(crate) fn due(&mut self) -> bool {
-        self.rounds = self.rounds.wrapping_add(1);
-        self.rounds % CLOCK_EVERY == 1 && self.due_at(Instant::now())
-    }
-
-    /// [`Watch::due`] on a round that reads the clock: `now`.
-    #[cold]
-    #[inline(never)]
-    fn due_at(&mut self, now: Instant) -> bool {
-        match self.since {
-            Some(t) if now.saturating_duration_since(t) < WATCH_EVERY => false,
-            Some(_) => {
-                self.since = Some(now);
-                true
-            }
-            None => {
-                self.since = Some(now);
-                false
-            }
-        }
-    }
-}
-
 /// Look for dead peers now (the engine must be free: this takes it).
 #[cold]
 #[inline(never)]
@@ -70,34 +32,52 @@ pub(crate) fn look() -> Result<()> {
     with(|e| e.watch_peers())
 }
 
-/// Milliseconds since the first call (a clock the polling calls can keep in an atomic).
+/// A wait has yielded the CPU `k` times in a row (counting this one): look for dead peers if
+/// it is time.
+#[inline]
+pub(crate) fn after_yield(k: u32) -> Result<()> {
+    if k.is_multiple_of(CLOCK_EVERY) {
+        return on_clock_round(k);
+    }
+    Ok(())
+}
+
+/// [`after_yield`] on a round that reads the clock.
+#[cold]
+#[inline(never)]
+fn on_clock_round(k: u32) -> Result<()> {
+    thread_local! {
+        /// When this thread's wait last looked, or began to read the clock ([`now_ms`]).
+        static SINCE: Cell<u64> = const { Cell::new(0) };
+    }
+    let mut since = SINCE.get();
+    let due = due(k, now_ms(), &mut since);
+    SINCE.set(since);
+    if due {
+        look()?;
+    }
+    Ok(())
+}
+
+/// Whether the round `k` of a wait (a multiple of [`CLOCK_EVERY`]) at time `now` (ms) is due
+/// for a look; `since` is when the last look happened or the wait's first clock round.
+fn due(k: u32, now: u64, since: &mut u64) -> bool {
+    if k == CLOCK_EVERY {
+        // (A new wait: `since` is an earlier one's.)
+        *since = now;
+        return false;
+    }
+    if now.saturating_sub(*since) >= WATCH_EVERY.as_millis() as u64 {
+        *since = now;
+        return true;
+    }
+    false
+}
+
+/// Milliseconds since the first call.
 fn now_ms() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_millis() as u64
-}
-
-/// When the polling calls last looked, or their idle phase started yielding ([`now_ms`]).
-static POLL_SINCE: AtomicU64 = AtomicU64::new(0);
-
-/// A fruitless polling call yielded the CPU; `k` such calls in a row did before it. Looks for
-/// dead peers once per [`WATCH_EVERY`] of these (errors are left to the next call, which
-/// meets them, or the failed requests, itself).
-#[cold]
-#[inline(never)]
-pub(super) fn idle_yield(k: u32) {
-    if k % CLOCK_EVERY != 0 {
-        return;
-    }
-    let now = now_ms();
-    if k == 0 {
-        POLL_SINCE.store(now, Ordering::Relaxed);
-        return;
-    }
-    let since = POLL_SINCE.load(Ordering::Relaxed);
-    if now.saturating_sub(since) >= WATCH_EVERY.as_millis() as u64 {
-        POLL_SINCE.store(now, Ordering::Relaxed);
-        let _ = look();
-    }
 }
 
 #[cfg(test)]
@@ -105,27 +85,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_watch_looks_once_per_period_of_yielding() {
-        let mut w = Watch::new();
-        let t0 = Instant::now();
-        let at = |ms: u64| t0 + Duration::from_millis(ms);
+    fn a_wait_looks_once_per_period_of_yielding() {
+        let mut since = 12_345;
+        let c = CLOCK_EVERY;
         assert!(
-            !w.due_at(at(0)),
-            "the first yielding round starts the clock"
+            !due(c, 1000, &mut since),
+            "the first clock round starts the clock"
         );
-        assert!(!w.due_at(at(49)));
-        assert!(w.due_at(at(50)), "due once the period has passed");
-        assert!(!w.due_at(at(60)), "and not again at once");
-        assert!(w.due_at(at(100)));
-        // Only every CLOCK_EVERY-th round reads the clock (the first one among them).
-        let mut w = Watch::new();
-        assert!(!w.due());
-        assert_eq!(w.rounds, 1);
-        assert!(w.since.is_some());
-        let first = w.since;
-        for _ in 1..CLOCK_EVERY {
-            assert!(!w.due());
-        }
-        assert_eq!(w.since, first, "no clock read between");
+        assert_eq!(since, 1000);
+        assert!(!due(2 * c, 1049, &mut since));
+        assert!(
+            due(3 * c, 1050, &mut since),
+            "due once the period has passed"
+        );
+        assert!(!due(4 * c, 1060, &mut since), "and not again at once");
+        assert!(due(5 * c, 1100, &mut since));
+        // A new wait starts its own period, whatever the last one left.
+        assert!(!due(c, 5000, &mut since));
+        assert!(!due(2 * c, 5001, &mut since));
     }
 }

@@ -18,8 +18,9 @@
  *
  * Run under mpirun --disable-auto-cleanup on at least 3 ranks; every survivor
  * prints "OK dead", rank 0 first prints "jobid J". */
+#define _POSIX_C_SOURCE 200809L
 #include <signal.h>
-#include <unistd.h>
+#include <time.h>
 
 #include "common.h"
 
@@ -174,7 +175,8 @@ int main(int argc, char **argv)
             MPI_OK(MPI_Recv(&x, 1, MPI_INT, r, TAG_READY, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         }
         /* Give the survivors time to block (the outcome must not depend on it). */
-        usleep(100 * 1000);
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
         raise(SIGKILL);
         return 1;
     }

@@ -7,6 +7,10 @@
 //! (`contact.rs`). A peer that closed its driver (finalized) is gone but not dead: it is never
 //! reported by [`ShmTransport::check_peers`], as a TCP peer that closed cleanly is not.
 //!
+//! The processes of a node are assumed to share a pid namespace (as cross-memory attach and
+//! the ring-full check already assume): a peer whose pid this process cannot see counts as
+//! dead.
+//!
 //! [`Transport::check_peers`]: crate::Transport::check_peers
 
 use std::sync::atomic::Ordering;
