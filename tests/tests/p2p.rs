@@ -464,3 +464,123 @@ fn latency_mt_threads_exchange_large_messages() {
         .run()
         .assert_ok("latency_mt");
 }
+
+/// `dead`: the last rank kills itself (SIGKILL) while every other rank is blocked in an
+/// operation only it could complete (MPI_Recv, MPI_Wait, MPI_Waitany, MPI_Probe, a
+/// rendezvous MPI_Send, an MPI_ANY_SOURCE MPI_Recv, MPI_Test and MPI_Iprobe loops: 9 ranks try
+/// them all), under `mpirun --disable-auto-cleanup` so that the others go on. With
+/// MPI_ERRORS_RETURN each fails with MPI_ERR_PROC_ABORTED, as do the operations with the dead
+/// rank begun later, while the survivors still talk to each other; with "fatal"
+/// (MPI_ERRORS_ARE_FATAL) the job ends with a message naming the call and the dead rank. Over
+/// shared memory, where nothing reports the death and waits look for it, and over TCP, where
+/// the connection does: both must agree. Nothing of the job is left in `/dev/shm`.
+fn dead(ranks: usize, transports: Option<&str>, fatal: bool) -> Outcome {
+    let tc = toolchain();
+    let mut cmd = std::process::Command::new(&tc.mpirun[0]);
+    cmd.args(&tc.mpirun[1..])
+        .args(["--disable-auto-cleanup", "-n", &ranks.to_string()])
+        .arg(prog("dead"));
+    if fatal {
+        cmd.arg("fatal");
+    }
+    match transports {
+        Some(t) => cmd.env("MADMPI_TRANSPORTS", t),
+        None => cmd.env_remove("MADMPI_TRANSPORTS"),
+    };
+    let command = format!(
+        "mpirun --disable-auto-cleanup -n {ranks} dead{} (transports {transports:?})",
+        if fatal { " fatal" } else { "" }
+    );
+    let out = madmpi_tests::harness::run_command(cmd, &command, Duration::from_secs(120));
+    assert!(!out.timed_out, "the job hangs: {}", out.context());
+    if let Some(jobid) = (out.stdout.lines()).find_map(|l| l.strip_prefix("jobid ")) {
+        let jobid = jobid.trim();
+        if jobid != "-" {
+            let prefix = format!("madmpi-{jobid}");
+            let left: Vec<String> = std::fs::read_dir("/dev/shm")
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|f| f.starts_with(&prefix))
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+        }
+    }
+    out
+}
+
+/// Every survivor saw its operation fail with MPI_ERR_PROC_ABORTED and finished.
+fn survivors_finish(out: &Outcome, ranks: usize) {
+    let oks: Vec<&str> = (out.stdout.lines())
+        .filter(|l| l.starts_with("OK dead"))
+        .collect();
+    assert_eq!(
+        oks.len(),
+        ranks - 1,
+        "every survivor finishes: {}",
+        out.context()
+    );
+    for how in [
+        "MPI_Recv)",
+        "MPI_Wait)",
+        "MPI_Waitany)",
+        "MPI_Probe)",
+        "MPI_Send (rendezvous))",
+        "MPI_Recv (MPI_ANY_SOURCE))",
+        "MPI_Test loop)",
+        "MPI_Iprobe loop)",
+    ]
+    .iter()
+    .take(ranks - 1)
+    {
+        assert!(
+            oks.iter().any(|l| l.ends_with(how)),
+            "no survivor blocked in {how}: {}",
+            out.context()
+        );
+    }
+    assert!(!out.stderr.contains("FAIL"), "{}", out.context());
+    assert_eq!(out.code, Some(137), "the victim's code: {}", out.context());
+    assert!(
+        out.stderr.contains("killed by signal 9") && out.stderr.contains("the others go on"),
+        "{}",
+        out.context()
+    );
+}
+
+#[test]
+fn dead_peer_fails_operations_shm_9() {
+    survivors_finish(&dead(9, None, false), 9);
+}
+
+#[test]
+fn dead_peer_fails_operations_tcp_9() {
+    survivors_finish(&dead(9, Some("tcp"), false), 9);
+}
+
+/// With MPI_ERRORS_ARE_FATAL a survivor's MPI_Recv from the dead rank ends the job with the
+/// call, the dead rank and the error class in its message.
+fn dead_fatal(transports: Option<&str>) {
+    let out = dead(3, transports, true);
+    assert!(!out.success(), "{}", out.context());
+    assert!(!out.stdout.contains("OK dead"), "{}", out.context());
+    assert!(
+        out.stderr.contains("MPI_Recv(")
+            && out.stderr.contains("[dead: rank 2")
+            && out.stderr.contains("MPI_ERR_PROC_ABORTED"),
+        "the message names the call, the dead rank and the class: {}",
+        out.context()
+    );
+}
+
+#[test]
+fn dead_peer_fatal_shm_3() {
+    dead_fatal(None);
+}
+
+#[test]
+fn dead_peer_fatal_tcp_3() {
+    dead_fatal(Some("tcp"));
+}

@@ -73,6 +73,7 @@ mod sys;
 pub mod tcp;
 
 pub use shm::{SplitCopy, SplitJob};
+pub use sys::pid_alive;
 
 #[cfg(test)]
 mod conformance;
@@ -344,6 +345,18 @@ pub trait Transport {
     /// answers [`Error::PeerLost`]. The default reports nothing.
     fn poll_lost(&mut self) -> Option<PeerId> {
         None
+    }
+
+    /// The peers found dead since the last call, each reported once, by a check that costs
+    /// system calls, for a driver whose peers can die without anything in its data path
+    /// saying so (`shm`: a ring stays silent; it looks whether each peer's process still
+    /// exists). The engine calls it rarely, only from waits that have found nothing for a
+    /// while (every 50 ms of idle waiting), never on the fast path; it then fails the
+    /// operations involving each peer as for [`poll_lost`](Self::poll_lost). A peer that closed
+    /// its driver cleanly (finalized) is not dead. The default reports nothing: a driver with
+    /// connections learns of deaths from them.
+    fn check_peers(&mut self) -> Vec<PeerId> {
+        Vec::new()
     }
 }
 

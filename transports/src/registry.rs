@@ -557,6 +557,10 @@ impl Transport for Driver {
         each!(self, t => t.poll_lost())
     }
 
+    fn check_peers(&mut self) -> Vec<PeerId> {
+        each!(self, t => t.check_peers())
+    }
+
     fn get(
         &mut self,
         peer: PeerId,

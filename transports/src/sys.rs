@@ -153,6 +153,23 @@ pub(crate) fn probe_pid(pid: i32) -> io::Result<()> {
     cvt(unsafe { libc::kill(pid, 0) }).map(drop)
 }
 
+/// Whether process `pid` exists (`kill(pid, 0)`: only `ESRCH` says it does not) and is not a
+/// zombie (dead, not yet reaped: a launcher may reap its ranks only at the end of the job).
+/// A few system calls: for rare checks, never a fast path.
+pub fn pid_alive(pid: i32) -> bool {
+    if let Err(e) = probe_pid(pid) {
+        return e.raw_os_error() != Some(libc::ESRCH);
+    }
+    // The state follows the command name, which is in parentheses and may hold any byte.
+    match std::fs::read(format!("/proc/{pid}/stat")) {
+        Ok(st) => match st.iter().rposition(|&b| b == b')') {
+            Some(i) => !matches!(st.get(i + 2), Some(b'Z' | b'X')),
+            None => true,
+        },
+        Err(_) => true,
+    }
+}
+
 /// `process_vm_readv(pid, local, remote, 0)`: one call, possibly partial.
 ///
 /// # Safety

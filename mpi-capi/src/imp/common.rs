@@ -186,6 +186,7 @@ pub(crate) fn status_why(s: &Status) -> String {
             "message from rank {} with tag {} is longer than the receive buffer: truncated to {} bytes",
             s.source, s.tag, s.bytes
         ),
+        Some(ErrorClass::ProcAborted) => "a process the operation involves has died".into(),
         Some(c) => format!("the operation failed ({})", c.mpi_name()),
         None => "no error".into(),
     }

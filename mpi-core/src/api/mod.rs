@@ -7,7 +7,8 @@
 //! completion calls, `p2p` the point-to-point calls and probes, `names` the name service of
 //! dynamic processes, `compound` the requests made of others (MPI_Isendrecv) or completed by
 //! the application (generalized requests), `progress` the asynchronous progress thread of
-//! one-sided communication. Every call is re-exported here.
+//! one-sided communication, `watch` when waits look for dead peers. Every call is re-exported
+//! here.
 
 mod buffers;
 mod compound;
@@ -18,6 +19,7 @@ mod names;
 mod p2p;
 mod progress;
 mod wait;
+mod watch;
 
 use crate::error::Result;
 use crate::CommId;
@@ -46,6 +48,7 @@ pub use wait::{
     wait, wait_all, wait_all_with, wait_any, wait_completion, wait_some, Completion,
 };
 pub(crate) use wait::{cpus_shared, polled, wait_until, Backoff};
+pub(crate) use watch::{after_yield, WATCH_EVERY};
 
 fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())

@@ -144,14 +144,11 @@ fn run(stop: &AtomicBool) {
         if idle < 4 {
             std::thread::yield_now();
         } else {
-            // While idle, now and then: a lock holder of this process's windows that died
-            // (`rma::lost`), which a shared-memory ring may never report.
-            if watched.elapsed() >= crate::rma::WATCH_EVERY {
+            // While idle, now and then: peers that died, among them lock holders of this
+            // process's windows (`rma::lost`), which a shared-memory ring never reports.
+            if watched.elapsed() >= super::WATCH_EVERY {
                 watched = std::time::Instant::now();
-                let _ = try_with(|e| {
-                    e.st.rma_watch();
-                    Ok(())
-                });
+                let _ = try_with(|e| e.watch_peers());
             }
             let us = 20u64 << (idle - 4).min(6);
             std::thread::sleep(Duration::from_micros(us.min(1000)));

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use super::engine_slot::with;
 use super::env_parse;
+use super::watch::after_yield;
 use crate::engine::Engine;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{Op, RequestId, Status, EMPTY_STATUS};
@@ -89,8 +90,9 @@ impl Backoff {
         self.n >= self.spin
     }
 
+    /// Wait a little: `true` when it yielded the CPU (the spinning is over).
     #[inline]
-    pub(crate) fn snooze(&mut self) {
+    pub(crate) fn snooze(&mut self) -> bool {
         if self.n < self.spin {
             self.n += 1;
             // The first polls run back to back: a `pause` costs tens of nanoseconds, which is
@@ -98,8 +100,10 @@ impl Backoff {
             if self.n > FAST_POLLS {
                 std::hint::spin_loop();
             }
+            false
         } else {
             std::thread::yield_now();
+            true
         }
     }
 }
@@ -109,8 +113,9 @@ impl Backoff {
 /// no [`Backoff`] gives its CPU away: with more ranks than CPUs, the rank it waits for may not
 /// run until the scheduler's time slice ends (milliseconds per message of a ring broadcast).
 /// Past the spin budget ([`SPIN`]) every further fruitless poll yields the CPU, as a blocked
-/// wait does; a poll that finds something resets the count. Plain loads and stores: threads
-/// polling at once may lose an increment, which only delays the first yield.
+/// wait does, and counts on, so that the yielding ones also look for dead peers now and then
+/// (`watch::after_yield`); a poll that finds something resets the count. Plain loads and
+/// stores: threads polling at once may lose an increment, which only delays the first yield.
 static IDLE_POLLS: AtomicU32 = AtomicU32::new(0);
 
 /// Account for the outcome of a polling call (after the engine was released): see
@@ -126,15 +131,19 @@ pub(crate) fn polled(found: bool) {
     }
 }
 
-/// A polling call found nothing: count it, or yield the CPU once the count is past the spin
+/// A polling call found nothing: count it, and yield the CPU once the count is past the spin
 /// budget.
 #[inline]
 fn idle_poll() {
     let n = IDLE_POLLS.load(Ordering::Relaxed);
-    if n < SPIN.load(Ordering::Relaxed) {
+    let spin = SPIN.load(Ordering::Relaxed);
+    if n < spin {
         IDLE_POLLS.store(n + 1, Ordering::Relaxed);
     } else {
         std::thread::yield_now();
+        IDLE_POLLS.store(n.saturating_add(1), Ordering::Relaxed);
+        // (Errors are left to the next call, which meets them, or the failed requests.)
+        let _ = after_yield((n - spin).wrapping_add(1));
     }
 }
 
@@ -160,9 +169,12 @@ fn send_pending(e: &mut Engine) -> Result<()> {
     e.flush()
 }
 
-/// Poll the engine until `f` yields a value.
+/// Poll the engine until `f` yields a value. Once it yields the CPU, the wait also looks for
+/// dead peers now and then (`watch`: its yielding rounds are counted, and every 16th reads
+/// the clock), so that what waits for one fails instead of hanging.
 pub(crate) fn wait_until<T>(mut f: impl FnMut(&mut Engine) -> Result<Option<T>>) -> Result<T> {
     let mut b = Backoff::new();
+    let mut yields = 0u32;
     loop {
         let r = with(|e| {
             send_pending(e)?;
@@ -177,7 +189,10 @@ pub(crate) fn wait_until<T>(mut f: impl FnMut(&mut Engine) -> Result<Option<T>>)
         if let Some(v) = r {
             return Ok(v);
         }
-        b.snooze();
+        if b.snooze() {
+            yields = yields.wrapping_add(1);
+            after_yield(yields)?;
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 
 use super::{check_src_tag, State};
-use crate::error::Result;
+use crate::error::{err, ErrorClass, Result};
 use crate::request::{RequestId, Status, PROC_NULL_STATUS};
 use crate::wire::{self, Header};
 use crate::{CommId, MessageId, ANY_SOURCE, ANY_TAG, PROC_NULL};
@@ -135,10 +135,7 @@ impl State {
             return Ok(Some(PROC_NULL_STATUS));
         }
         let ctx = c.ctx;
-        Ok(self
-            .mq(ctx)
-            .unexpected
-            .iter()
+        let found = (self.mq(ctx).unexpected.iter())
             .find(|u| matches(src, tag, u.src, u.tag))
             .map(|u| Status {
                 source: u.src,
@@ -147,7 +144,32 @@ impl State {
                 bytes: u.msg_len,
                 msg_len: u.msg_len,
                 cancelled: false,
-            }))
+            });
+        if found.is_none() && !self.lost.is_empty() {
+            self.probe_lost(comm, src)?;
+        }
+        Ok(found)
+    }
+
+    /// A probe that found nothing fails if only a lost peer could satisfy it (see
+    /// `liveness.rs`).
+    #[cold]
+    fn probe_lost(&self, comm: CommId, src: i32) -> Result<()> {
+        let c = self.comm(comm)?;
+        match self.lost_source_in(c.peers(), src) {
+            Some(p) if src == ANY_SOURCE => err(
+                ErrorClass::ProcAborted,
+                format!(
+                    "no message matches, and world rank {p} of the communicator has died \
+                     (MPI_ANY_SOURCE)"
+                ),
+            ),
+            Some(p) => err(
+                ErrorClass::ProcAborted,
+                format!("rank {src} (world rank {p}) has died"),
+            ),
+            None => Ok(()),
+        }
     }
 
     pub fn improbe(
@@ -168,6 +190,9 @@ impl State {
             .iter()
             .position(|u| matches(src, tag, u.src, u.tag))
         else {
+            if !self.lost.is_empty() {
+                self.probe_lost(comm, src)?;
+            }
             return Ok(None);
         };
         let u = q.unexpected.remove(pos).expect("in range");

@@ -19,12 +19,15 @@
 //! - `order`: restoring the order of a peer's messages;
 //! - `rails`: the drivers and the rails of a gate;
 //! - `strategy`: what the next packet is made of and on which rail;
-//! - `drive`: the only module that calls drivers (packet building, progress);
+//! - `drive`: the module that calls drivers (packet building, progress);
 //! - `inplace`: small sends written straight into the packet a driver builds in place (`shm`);
 //! - `resilience`: losing one of a peer's several rails without losing what it carried;
+//! - `liveness`: peers that die without their driver noticing (`shm`), looked for by idle
+//!   waits; receives that only a lost peer could satisfy;
 //! - `owned`: what the one-sided layer (`crate::rma`) uses: chunks with owned payloads.
 //!
-//! Only `drive` calls a driver. This module never blocks and never sleeps; waiting lives in `api`.
+//! Only `drive` calls a driver (and `liveness` its check of the peers' processes). This module
+//! never blocks and never sleeps; waiting lives in `api`.
 
 use crate::wire;
 
@@ -34,6 +37,7 @@ mod dynamic;
 mod gate;
 mod inplace;
 mod input;
+mod liveness;
 mod matching;
 mod order;
 mod owned;

@@ -70,6 +70,8 @@ impl State {
             return Ok(self.null_request());
         }
         let ctx = c.ctx + coll as u32;
+        // A receive only a lost peer could satisfy fails, unless a message already matches.
+        let hopeless = self.lost_source_in(c.peers(), src).is_some();
         let target = recv_target(buf, count, dt)?;
         let op = Op::Recv(RecvOp {
             ctx,
@@ -102,6 +104,8 @@ impl State {
             let u = q.unexpected.remove(pos).expect("position is in range");
             self.stats.unexpected_out(u.held());
             self.deliver(rid, u);
+        } else if hopeless {
+            self.fail_request(rid);
         } else {
             q.posted.push_back((src, tag, rid));
         }

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::request::{Op, Persistent, Request, RequestId, Slab, PROC_NULL_STATUS};
-use crate::{CommId, SessionId, ANY_SOURCE};
+use crate::{CommId, SessionId};
 
 /// A multi-step operation (a non-blocking collective) that the progress engine advances: it
 /// posts its point-to-point steps on the state (on the communicator's collective context) and
@@ -541,8 +541,9 @@ impl State {
     }
 
     /// `peer` has died: fail every operation that involves it (sends to it, receives matched to
-    /// it, and posted receives that it could satisfy — its rank or MPI_ANY_SOURCE), so that
-    /// nobody waits forever. Later operations with it fail at once.
+    /// it, and posted receives that it could satisfy — its rank, or MPI_ANY_SOURCE on a
+    /// communicator it belongs to), so that nobody waits forever. Later sends to it fail at
+    /// once, later receives from it when posted or waited for (`liveness.rs`).
     pub fn peer_lost(&mut self, peer: u32) {
         let g = &mut self.gates[peer as usize];
         if g.dead {
@@ -575,45 +576,25 @@ impl State {
         if !self.lost.contains(&peer) {
             self.lost.push(peer);
         }
-        let mut failed = Vec::new();
-        for (ctx, q) in self.mq.iter_mut().enumerate() {
-            let comm = self
-                .comms
-                .iter()
-                .flatten()
-                .find(|c| c.ctx == (ctx as u32 & !1));
-            let stats = &mut self.stats;
+        let stats = &mut self.stats;
+        for q in &mut self.mq {
             q.unexpected.retain(|u| {
                 if u.peer == peer {
                     stats.unexpected_out(u.held());
                 }
                 u.peer != peer
             });
-            q.posted.retain(|&(src, _, rid)| {
-                let hit = src == ANY_SOURCE
-                    || comm.is_some_and(|c| c.peers().get(src as usize) == Some(&peer));
-                if hit {
-                    failed.push(rid);
-                }
-                !hit
-            });
         }
-        failed.extend(self.reqs.ids_where(|r| match &r.op {
+        // Posted receives it could satisfy: from its rank, or from MPI_ANY_SOURCE on a
+        // communicator it belongs to.
+        self.fail_lost_receives();
+        let failed = self.reqs.ids_where(|r| match &r.op {
             Op::Send(s) => s.peer == peer && !r.complete,
             Op::Recv(rv) => rv.peer == Some(peer) && !r.complete,
             Op::None | Op::Sched(_) => false,
-        }));
+        });
         for rid in failed {
-            if let Some(r) = self.reqs.get_mut(rid) {
-                r.status.error = Some(ErrorClass::ProcAborted);
-                if let Op::Send(s) = &mut r.op {
-                    s.queued = false;
-                    s.await_ack = false;
-                    s.cancel_wait = false;
-                    s.fragmenting = false;
-                }
-            }
-            self.complete(rid);
+            self.fail_request(rid);
         }
     }
 

@@ -7,44 +7,14 @@
 //! peer only when a send to it finds its ring full: a process waiting for a lock, or a target
 //! whose lock has waiters, may never send anything to the dead holder; nor may an origin
 //! waiting for a dead target's grant or answers find its ring full. So they also look
-//! ([`State::rma_watch`], at most every [`WATCH_EVERY`]): a lock holder on this host whose
-//! process no longer exists (its id, published when the window was created) is a lost peer.
-
-use std::time::{Duration, Instant};
+//! ([`State::rma_watch`], part of the engine's look for dead peers that every wait makes once
+//! per 50 ms of idle waiting: `api/watch.rs`): a lock holder on this host whose process no
+//! longer exists (its id, published when the window was created) is a lost peer.
 
 use super::direct::pid_alive;
 use super::target::give_back;
 use super::Held;
 use crate::engine::State;
-
-/// How often a waiter looks for dead lock holders.
-pub(crate) const WATCH_EVERY: Duration = Duration::from_millis(50);
-
-/// A wait loop's clock for [`State::rma_watch`]: it looks once per [`WATCH_EVERY`], checking
-/// the time only every 256 rounds.
-pub(crate) struct Watch {
-    rounds: u32,
-    last: Instant,
-}
-
-impl Watch {
-    pub(crate) fn new() -> Watch {
-        Watch {
-            rounds: 0,
-            last: Instant::now(),
-        }
-    }
-
-    /// One round of a wait: look for dead lock holders when due.
-    #[inline]
-    pub(crate) fn tick(&mut self, st: &mut State) {
-        self.rounds = self.rounds.wrapping_add(1);
-        if self.rounds.is_multiple_of(256) && self.last.elapsed() >= WATCH_EVERY {
-            self.last = Instant::now();
-            st.rma_watch();
-        }
-    }
-}
 
 impl State {
     /// Look for lock holders on this host whose process has died (on the direct path, the

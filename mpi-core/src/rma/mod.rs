@@ -50,7 +50,6 @@ use crate::request::RequestId;
 use crate::CommId;
 
 pub use fast::{acc_now, cas_now, flush_now, get_now, put_now, racc_now, rget_now, rput_now, Run};
-pub(crate) use lost::{Watch, WATCH_EVERY};
 pub use origin::{rma, Call, Local, Remote};
 pub use shared::{win_allocate_shared, win_shared_query};
 pub use sync::{

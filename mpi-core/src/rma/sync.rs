@@ -93,9 +93,7 @@ fn check_alive(e: &Engine, w: WinId, ranks: &mut dyn Iterator<Item = usize>) -> 
 /// Wait until the operations to the targets `ranks` (all with `None`) are answered, and
 /// report an error a target answered with.
 fn wait_done(w: WinId, ranks: Option<&[i32]>) -> Result<()> {
-    let mut watch = super::Watch::new();
     wait_until(|e| {
-        watch.tick(&mut e.st);
         super::rdma::reap(e)?;
         let win = e.st.rma.win(w)?;
         let done = match ranks {
@@ -209,9 +207,7 @@ pub fn win_lock(t: LockType, rank: i32, assert: i32, w: WinId) -> Result<()> {
         Ok(true)
     })?;
     if asked {
-        let mut watch = super::Watch::new();
         let r = wait_until(|e| {
-            watch.tick(&mut e.st);
             let win = e.st.rma.win_mut(w)?;
             take_direct(win, rank as usize);
             if matches!(win.held[rank as usize], Held::Granted(_)) {
@@ -322,9 +318,7 @@ pub fn win_lock_all(assert: i32, w: WinId) -> Result<()> {
         Ok(n)
     })?;
     if n > 0 {
-        let mut watch = super::Watch::new();
         wait_until(|e| {
-            watch.tick(&mut e.st);
             let win = e.st.rma.win_mut(w)?;
             if let Some(r) = win.held.iter().position(|h| !matches!(h, Held::Granted(_))) {
                 take_direct(win, r);

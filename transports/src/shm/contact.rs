@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::ring::{self, Consumer, Producer};
-use super::{RxRing, ShmTransport, Stall, TxRing, PEER_CHECK_AFTER, STATE_CLOSED};
-use crate::{sys, Error, Result, SendOutcome};
+use super::{RxRing, ShmTransport, Stall, TxRing, PEER_CHECK_AFTER};
+use crate::{Error, Result, SendOutcome};
 
 impl ShmTransport {
     /// [`push_record`](Self::push_record) to local `j`, which has no pair ring from us: on
@@ -112,16 +112,7 @@ impl ShmTransport {
         }
         let k = (holder as usize).wrapping_sub(1);
         // A holder that is no process of the node (a scribbled word) holds nothing.
-        let dead = k >= self.peers.len()
-            || k == self.me
-            || {
-                let ident = self.ident(k);
-                let state = ident.state.load(Ordering::Acquire);
-                let pid = ident.pid.load(Ordering::Acquire);
-                state == STATE_CLOSED
-                    || (pid > 0
-                        && matches!(sys::probe_pid(pid), Err(e) if e.raw_os_error() == Some(libc::ESRCH)))
-            };
+        let dead = k >= self.peers.len() || k == self.me || self.gone(k);
         if !dead {
             return Ok(false);
         }

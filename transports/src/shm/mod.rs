@@ -139,9 +139,11 @@
 //!   could do is make this process see malformed packets (`Error::Malformed`), not read or
 //!   write outside the segment.
 //! - `try_send` reports [`Error::PeerLost`] when the receiver has closed its driver and its ring
-//!   is full, or when the ring has stayed full for a second and its pid no longer exists (an
-//!   inbox whose lock stays taken counts as full; a dead holder's lock is taken over, see
+//!   is full, or when the ring has stayed full for a second and its process no longer exists
+//!   (an inbox whose lock stays taken counts as full; a dead holder's lock is taken over, see
 //!   "Memory").
+//! - A receiver learns that a peer died only by asking, rarely: [`Transport::check_peers`]
+//!   looks at the process of every peer (`liveness.rs`).
 //! - The default [`ShmConfig`] ignores the environment; use [`ShmConfig::from_env`].
 //!
 //! # What this module must never do
@@ -154,7 +156,8 @@
 //! This file holds the driver: [`ShmTransport`], its peers' rings and its [`Transport`]
 //! implementation. The segment, its layout and configuration are `segment.rs`'s; the ring's
 //! records and its producer and consumer ends `ring.rs`'s; first contact and the inbox
-//! `contact.rs`'s; split copies `split.rs`'s; packets built in place `append.rs`'s.
+//! `contact.rs`'s; split copies `split.rs`'s; packets built in place `append.rs`'s; whether the
+//! peers still live `liveness.rs`'s.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -168,6 +171,7 @@ use crate::{Caps, Error, PeerId, RemoteRegion, Result, SendOutcome, Transport};
 
 mod append;
 mod contact;
+mod liveness;
 mod ring;
 mod segment;
 mod split;
@@ -321,6 +325,8 @@ pub struct ShmTransport {
     helps: Vec<(PeerId, Option<split::HelpAsk>)>,
     /// Local indices whose memory this process may not write (a help refused once).
     no_put: Vec<bool>,
+    /// Local indices reported dead by [`Transport::check_peers`].
+    reported: Vec<bool>,
     /// Split copies (`get`s) and how their chunks were shared out; chunks of other
     /// processes' split copies this one wrote (`helped`).
     split: SplitCounts,
@@ -454,6 +460,7 @@ impl ShmTransport {
             iov_scratch: Vec::with_capacity(IOV_MAX),
             helps: Vec::new(),
             no_put: vec![false; n],
+            reported: vec![false; n],
             split: SplitCounts::default(),
             held: Vec::new(),
             publish_min: seg.cfg.publish_min,
@@ -489,10 +496,8 @@ impl ShmTransport {
     #[cold]
     #[inline(never)]
     fn blocked(&mut self, j: usize) -> Result<SendOutcome> {
-        let state = self.ident(j).state.load(Ordering::Acquire);
-        let pid = self.ident(j).pid.load(Ordering::Acquire);
         let peer = self.peers[j];
-        if state == STATE_CLOSED {
+        if self.ident(j).state.load(Ordering::Acquire) == STATE_CLOSED {
             return Err(Error::PeerLost(peer));
         }
         let s = match self.tx[j].as_mut() {
@@ -507,12 +512,8 @@ impl ShmTransport {
                 None => s.since = Some(now),
                 Some(since) if now.duration_since(since) >= PEER_CHECK_AFTER => {
                     s.since = Some(now);
-                    if pid > 0 {
-                        if let Err(e) = sys::probe_pid(pid) {
-                            if e.raw_os_error() == Some(libc::ESRCH) {
-                                return Err(Error::PeerLost(peer));
-                            }
-                        }
+                    if self.gone(j) {
+                        return Err(Error::PeerLost(peer));
                     }
                 }
                 Some(_) => {}
@@ -866,6 +867,10 @@ impl Transport for ShmTransport {
 
     fn reaches(&self, peer: PeerId) -> bool {
         self.local_index(peer).is_some_and(|j| j != self.me)
+    }
+
+    fn check_peers(&mut self) -> Vec<PeerId> {
+        self.dead_peers()
     }
 }
 

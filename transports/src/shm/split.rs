@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use std::io::IoSliceMut;
 
-use super::segment::{SplitBoard, STATE_CLOSED};
+use super::segment::SplitBoard;
 use super::{ShmTransport, PEER_CHECK_AFTER};
 use crate::sys;
 use crate::{Error, PeerId, Result, SendOutcome};
@@ -361,11 +361,7 @@ impl ShmTransport {
             let start = *since.get_or_insert(now);
             if now.duration_since(start) >= PEER_CHECK_AFTER {
                 since = Some(now);
-                let id = self.ident(j);
-                let pid = id.pid.load(Ordering::Acquire);
-                let gone = id.state.load(Ordering::Acquire) == STATE_CLOSED
-                    || sys::probe_pid(pid).is_err_and(|e| e.raw_os_error() == Some(libc::ESRCH));
-                if gone {
+                if self.gone(j) {
                     return Err(Error::PeerLost(peer));
                 }
             }

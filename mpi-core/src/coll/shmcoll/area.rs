@@ -457,10 +457,16 @@ impl Area {
             Backoff::new()
         };
         let mut i: u32 = 0;
+        let mut yields = 0u32;
         loop {
-            b.snooze();
+            let yielded = b.snooze();
             i = i.wrapping_add(1);
-            if b.yielding() || i.is_multiple_of(PROGRESS_EVERY) {
+            if yielded {
+                // A member that died without a word (over shared memory) is found by looking.
+                yields = yields.wrapping_add(1);
+                crate::api::after_yield(yields)?;
+            }
+            if yielded || i.is_multiple_of(PROGRESS_EVERY) {
                 self.progress()?;
             }
             if cond() {

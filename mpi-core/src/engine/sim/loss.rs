@@ -142,3 +142,72 @@ fn losing_every_rail_loses_the_peer() {
     assert!(net.ranks[1].gates[0].dead && net.ranks[0].gates[1].dead);
     assert_eq!(net.status(1, r).error, Some(ErrorClass::ProcAborted));
 }
+
+/// After a peer is lost, a receive posted from it, or from MPI_ANY_SOURCE on a communicator it
+/// belongs to, fails (at once on the checked path; the fast path posts without looking, and
+/// the watch's sweep fails it), as does a probe that finds nothing; a receive from a live rank,
+/// or from MPI_ANY_SOURCE on a communicator without the dead rank, waits and completes.
+#[test]
+fn receives_and_probes_after_a_loss() {
+    use crate::COMM_SELF;
+    let mut net = Net::new(3, Strategy::Default, true, 5);
+    let b = byte();
+    let mut bufs = vec![vec![0u8; 16]; 5];
+    net.ranks[0].peer_lost(1);
+    let mut post = |net: &mut Net, i: usize, src: i32, comm| {
+        // SAFETY: `bufs` outlives the requests (the test ends with them).
+        unsafe {
+            net.ranks[0]
+                .irecv(bufs[i].as_mut_ptr(), 16, &b, src, 0, comm, false)
+                .unwrap()
+        }
+    };
+    let from1 = post(&mut net, 0, 1, COMM_WORLD);
+    let any = post(&mut net, 1, ANY_SOURCE, COMM_WORLD);
+    let from2 = post(&mut net, 2, 2, COMM_WORLD);
+    let any_self = post(&mut net, 3, ANY_SOURCE, COMM_SELF);
+    for r in [from1, any] {
+        assert_eq!(net.status(0, r).error, Some(ErrorClass::ProcAborted));
+    }
+    for (src, comm) in [(1, COMM_WORLD), (ANY_SOURCE, COMM_WORLD)] {
+        let e = net.ranks[0].iprobe(src, 0, comm).unwrap_err();
+        assert_eq!(e.class, ErrorClass::ProcAborted);
+        let e = net.ranks[0].improbe(src, 0, comm).unwrap_err();
+        assert_eq!(e.class, ErrorClass::ProcAborted);
+    }
+    assert!(net.ranks[0].iprobe(2, 0, COMM_WORLD).unwrap().is_none());
+    assert!(net.ranks[0]
+        .iprobe(ANY_SOURCE, 0, COMM_SELF)
+        .unwrap()
+        .is_none());
+
+    // SAFETY: as above.
+    let fast = unsafe { net.ranks[0].irecv_posted(bufs[4].as_mut_ptr(), 16, &b, 1, 0, COMM_WORLD) }
+        .expect("posted");
+    assert!(!net.ranks[0].reqs.get(fast).unwrap().complete);
+    net.ranks[0].fail_lost_receives();
+    assert_eq!(net.status(0, fast).error, Some(ErrorClass::ProcAborted));
+
+    for r in [from2, any_self] {
+        assert!(!net.ranks[0].reqs.get(r).unwrap().complete, "still waits");
+    }
+    let d = payload(2, 1, 16);
+    // SAFETY: `d` outlives the request (it completes in `run`).
+    let _s = unsafe {
+        net.ranks[2]
+            .isend(
+                d.as_ptr(),
+                16,
+                &b,
+                0,
+                0,
+                COMM_WORLD,
+                SendMode::Standard,
+                false,
+            )
+            .unwrap()
+    };
+    net.run();
+    assert_eq!(net.status(0, from2).error, None);
+    assert_eq!(&bufs[2][..], &d[..]);
+}

@@ -73,23 +73,9 @@ const _: () = assert!(std::mem::size_of::<Slot>() == SLOT);
 /// Yielding rounds between two checks that an accumulate lock's holder still exists.
 const HOLDER_CHECK: u32 = 256;
 
-/// Whether process `pid` exists (`kill(pid, 0)`: only `ESRCH` says it does not) and is not a
-/// zombie (dead, not yet reaped: `mpirun` reaps its ranks only at the end of the job).
-pub(crate) fn pid_alive(pid: i32) -> bool {
-    // SAFETY: signal 0 sends nothing; it only checks existence and permission.
-    let r = unsafe { libc::kill(pid, 0) };
-    if r != 0 {
-        return std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
-    }
-    // The state follows the command name, which is in parentheses and may hold any byte.
-    match std::fs::read(format!("/proc/{pid}/stat")) {
-        Ok(st) => match st.iter().rposition(|&b| b == b')') {
-            Some(i) => !matches!(st.get(i + 2), Some(b'Z' | b'X')),
-            None => true,
-        },
-        Err(_) => true,
-    }
-}
+/// Whether process `pid` exists and is not a zombie (the transports' check, shared with the
+/// `shm` driver's watch of its peers).
+pub(crate) use madmpi_transports::pid_alive;
 
 /// Bytes of the control block of a window of `n` members (whole pages: the data that follows
 /// stays page-aligned).
