@@ -496,3 +496,23 @@ pub fn ofi_counter_sum(dir: &std::path::Path, ranks: usize, name: &str) -> u64 {
         })
         .sum()
 }
+
+/// Assert that nothing of job `jobid` (the `jobid` line a test program prints; `-` when the
+/// launcher named none) is left in `/dev/shm`: the segments of a job whose ranks died must be
+/// removed too.
+pub fn assert_no_shm_left(jobid: &str) {
+    let jobid = jobid.trim();
+    if jobid == "-" {
+        return;
+    }
+    let prefix = format!("madmpi-{jobid}");
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|f| f.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+}

@@ -494,19 +494,7 @@ fn dead(ranks: usize, transports: Option<&str>, fatal: bool) -> Outcome {
     let out = madmpi_tests::harness::run_command(cmd, &command, Duration::from_secs(120));
     assert!(!out.timed_out, "the job hangs: {}", out.context());
     if let Some(jobid) = (out.stdout.lines()).find_map(|l| l.strip_prefix("jobid ")) {
-        let jobid = jobid.trim();
-        if jobid != "-" {
-            let prefix = format!("madmpi-{jobid}");
-            let left: Vec<String> = std::fs::read_dir("/dev/shm")
-                .map(|d| {
-                    d.flatten()
-                        .map(|e| e.file_name().to_string_lossy().into_owned())
-                        .filter(|f| f.starts_with(&prefix))
-                        .collect()
-                })
-                .unwrap_or_default();
-            assert!(left.is_empty(), "left in /dev/shm: {left:?}");
-        }
+        madmpi_tests::harness::assert_no_shm_left(jobid);
     }
     out
 }

@@ -360,18 +360,7 @@ fn dead(ranks: usize, env: &[(&str, &str)], strict: bool) {
         .find_map(|l| l.strip_prefix("jobid "))
         .expect("a jobid line")
         .trim();
-    if jobid != "-" {
-        let prefix = format!("madmpi-{jobid}");
-        let left: Vec<String> = std::fs::read_dir("/dev/shm")
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|f| f.starts_with(&prefix))
-                    .collect()
-            })
-            .unwrap_or_default();
-        assert!(left.is_empty(), "left in /dev/shm: {left:?}");
-    }
+    madmpi_tests::harness::assert_no_shm_left(jobid);
 }
 
 #[test]
