@@ -66,6 +66,26 @@ impl Dyn {
             .map(|&(a, _, k)| (k, a))
     }
 
+    /// Forget the keys known of member `r` and start its next generation.
+    fn forget(&mut self, r: usize) {
+        self.gen[r] += 1;
+        self.cache[r].clear();
+        self.asked[r].clear();
+    }
+
+    /// The answer `payload` from member `r` to an ask of generation `gen`: its region is
+    /// known from now on, unless the ask is of an older generation (or the answer empty).
+    fn told(&mut self, r: usize, gen: u64, payload: &[u8]) {
+        if self.gen.get(r) != Some(&gen) || payload.len() != 24 {
+            return;
+        }
+        let word = |i: usize| u64::from_le_bytes(payload[8 * i..8 * i + 8].try_into().expect("8"));
+        let (a, n, k) = (word(0), word(1), word(2));
+        let c = &mut self.cache[r];
+        c.retain(|&(b, m, _)| !(a < b.saturating_add(m) && b < a.saturating_add(n)));
+        c.push((a, n, k));
+    }
+
     /// The keys of this member's regions (to deregister them all).
     pub(super) fn own_keys(&self) -> impl Iterator<Item = u64> + '_ {
         self.own.iter().map(|r| r.2)
@@ -134,9 +154,7 @@ pub(super) fn new_epoch(st: &mut State, w: WinId, rank: Option<i32>) {
         None => 0..n,
     };
     for r in ranks {
-        d.gen[r] += 1;
-        d.cache[r].clear();
-        d.asked[r].clear();
+        d.forget(r);
     }
 }
 
@@ -224,12 +242,50 @@ pub(super) fn key_chunk(st: &mut State, peer: u32, sub: Sub, h: Header, payload:
     else {
         return;
     };
-    if d.gen.get(r) != Some(&h.sreq) || payload.len() != 24 {
-        return;
+    d.told(r, h.sreq, payload);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Dyn;
+
+    fn tell(a: u64, n: u64, k: u64) -> Vec<u8> {
+        [a, n, k].iter().flat_map(|v| v.to_le_bytes()).collect()
     }
-    let word = |i: usize| u64::from_le_bytes(payload[8 * i..8 * i + 8].try_into().expect("8"));
-    let (a, n, k) = (word(0), word(1), word(2));
-    let c = &mut d.cache[r];
-    c.retain(|&(b, m, _)| !(a < b.saturating_add(m) && b < a.saturating_add(n)));
-    c.push((a, n, k));
+
+    #[test]
+    fn keys_known_within_a_region_only() {
+        let mut d = Dyn::new(2);
+        assert_eq!(d.lookup(1, 0x1000, 0x1010), None);
+        d.told(1, 0, &tell(0x1000, 0x100, 7));
+        assert_eq!(d.lookup(1, 0x1000, 0x1100), Some((7, 0x1000)));
+        assert_eq!(d.lookup(1, 0x10f0, 0x1101), None, "past the region's end");
+        assert_eq!(d.lookup(0, 0x1000, 0x1010), None, "another member");
+        d.told(1, 0, &[]);
+        assert_eq!(
+            d.lookup(1, 0x1000, 0x1100),
+            Some((7, 0x1000)),
+            "an empty answer"
+        );
+        // A region overlapping a known one replaces it.
+        d.told(1, 0, &tell(0x1080, 0x100, 9));
+        assert_eq!(d.lookup(1, 0x1000, 0x1010), None);
+        assert_eq!(d.lookup(1, 0x1080, 0x1090), Some((9, 0x1080)));
+    }
+
+    #[test]
+    fn a_new_epoch_forgets_and_drops_older_answers() {
+        let mut d = Dyn::new(2);
+        d.asked[1].push(0x1000);
+        d.told(1, 0, &tell(0x1000, 0x100, 7));
+        d.forget(1);
+        assert_eq!(d.lookup(1, 0x1000, 0x1010), None, "forgotten");
+        assert!(d.asked[1].is_empty(), "may be asked again");
+        // The answer to an ask of the generation before (the region detached since, and
+        // another attached at the same address with key 8) is dropped.
+        d.told(1, 0, &tell(0x1000, 0x100, 7));
+        assert_eq!(d.lookup(1, 0x1000, 0x1010), None);
+        d.told(1, 1, &tell(0x1000, 0x100, 8));
+        assert_eq!(d.lookup(1, 0x1000, 0x1010), Some((8, 0x1000)));
+    }
 }
