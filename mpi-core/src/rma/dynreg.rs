@@ -5,8 +5,8 @@
 //!   the region is reached by messages), `MPI_Win_detach` deregisters it ([`detach`]) before
 //!   returning, and freeing the window deregisters what is left. Every registration asks the
 //!   driver for a key never used before by this process, so that a key of a detached region
-//!   names nothing (a provider that honours asked keys then refuses a stale one instead of
-//!   writing where the new region is).
+//!   never names a later one (a transfer with a stale key is still not to be relied on: over
+//!   `tcp;ofi_rxm` one was seen never to complete; the origin side below avoids them).
 //! - **Origin**: a put or a get big enough for RDMA to an address of no region it knows the
 //!   key of goes by messages, and asks the target once for the key of the region at that
 //!   address ([`Sub::KeyAsk`]; the answer, [`Sub::KeyTell`], is the region's address, length
