@@ -120,3 +120,30 @@ fn rma_suite_over_ofi_with_rdma() {
         assert!(w + r > 0, "{name}: no RDMA transfer");
     }
 }
+
+/// Dynamic windows: each attached region registered (three attaches and one re-attach at
+/// the same address per rank), origins asking for a region's key on first access, then
+/// putting and getting by RDMA; a region detached and attached again at the same address is
+/// reached with its new key (the old one deregistered: using it would fail the transfer).
+/// With `MADMPI_OFI_RMA=0`: the same by messages, nothing registered.
+#[test]
+fn rdma_dynamic() {
+    if !ofi() {
+        return;
+    }
+    for ranks in [2, 3] {
+        let (w, r, regs) = run_counted("rdmadyn", ranks, "1", None);
+        assert_eq!(
+            regs,
+            4 * ranks as u64,
+            "rdmadyn on {ranks}: every attach registered"
+        );
+        // Per rank and round (4): at least the second put of the lock_all epoch and its get.
+        assert!(
+            w >= 4 * ranks as u64 && r >= 4 * ranks as u64,
+            "rdmadyn on {ranks}: {w} RDMA writes, {r} reads"
+        );
+    }
+    let (w, r, regs) = run_counted("rdmadyn", 2, "0", None);
+    assert_eq!((w, r, regs), (0, 0, 0), "MADMPI_OFI_RMA=0 does no RDMA");
+}

@@ -29,6 +29,7 @@
 
 mod cma;
 mod direct;
+mod dynreg;
 mod fast;
 mod lost;
 mod origin;

@@ -7,7 +7,8 @@
 //!   its part ([`Transport::register_window`]); the key travels with the window's own
 //!   allgather (two more words: the key and whether there is one). A refusal (the provider's
 //!   limits, `ulimit -l`, `MADMPI_OFI_RMA=0`) is logged and the member is reached by messages.
-//!   Dynamic and shared windows keep the message path.
+//!   A dynamic window registers each region attached instead, and origins learn the keys on
+//!   demand (`dynreg`). Shared windows keep the message path.
 //! - **Issue** (`queue`, from `origin::rma_issue` once the general checks passed): a put or a
 //!   get of at least the driver's `rma_min` bytes (64 KiB over a provider that does RDMA in
 //!   software, `MADMPI_OFI_RMA_MIN`) to a member that registered and whose first rail is that
@@ -46,7 +47,7 @@ const PIECE_BITS: u32 = 16;
 #[derive(Default)]
 pub(crate) struct Rdma {
     /// Per window (by number): the driver, this member's key, each member's key.
-    wins: HashMap<u32, WinRdma>,
+    pub(super) wins: HashMap<u32, WinRdma>,
     /// Operations in flight, by number.
     ops: HashMap<u64, RdmaOp>,
     /// Transfers to post once the engine state is released.
@@ -56,14 +57,17 @@ pub(crate) struct Rdma {
     last_req: Option<u64>,
 }
 
-struct WinRdma {
-    drv: u8,
+pub(super) struct WinRdma {
+    pub(super) drv: u8,
     /// Operations of fewer bytes travel as messages (`Transport::rma_min`).
     min: usize,
     /// This member's registration (deregistered when the window is freed).
     own: Option<u64>,
     /// Per member: the key of its registration.
     keys: Vec<Option<u64>>,
+    /// A dynamic window: its attached regions' registrations and the keys known of the
+    /// members' (`dynreg`).
+    pub(super) dynamic: Option<super::dynreg::Dyn>,
 }
 
 struct RdmaOp {
@@ -106,7 +110,8 @@ fn driver_for(e: &mut Engine, world: &[u32]) -> Option<u8> {
 }
 
 /// Register this member's part of a window being made (under the engine): the words it adds
-/// to the window's allgather, `[key, 1]` or `[0, 0]` (nothing registered).
+/// to the window's allgather, `[key, 1]` or `[0, 0]` (nothing registered); `[0, 2]` for a
+/// dynamic window that may register the regions attached to it.
 pub(super) fn register(
     e: &mut Engine,
     world: &[u32],
@@ -114,6 +119,12 @@ pub(super) fn register(
     base: *mut u8,
     size: usize,
 ) -> [u64; 2] {
+    if flavor == Flavor::Dynamic {
+        return match driver_for(e, world) {
+            Some(_) => [0, 2],
+            None => [0, 0],
+        };
+    }
     if !matches!(flavor, Flavor::Create | Flavor::Allocate) || size == 0 || base.is_null() {
         return [0, 0];
     }
@@ -137,7 +148,8 @@ pub(super) fn record(e: &mut Engine, w: WinId, mine: [u64; 2], words: &[[u64; 2]
         Err(_) => return,
     };
     let keys: Vec<Option<u64>> = words.iter().map(|x| (x[1] == 1).then_some(x[0])).collect();
-    if keys.iter().all(Option::is_none) {
+    let dynamic = words.iter().any(|x| x[1] == 2);
+    if keys.iter().all(Option::is_none) && !dynamic {
         return;
     }
     let Some(drv) = driver_for(e, &world) else {
@@ -150,6 +162,7 @@ pub(super) fn record(e: &mut Engine, w: WinId, mine: [u64; 2], words: &[[u64; 2]
             drv,
             min,
             own: (mine[1] == 1).then_some(mine[0]),
+            dynamic: dynamic.then(|| super::dynreg::Dyn::new(keys.len())),
             keys,
         },
     );
@@ -158,8 +171,11 @@ pub(super) fn record(e: &mut Engine, w: WinId, mine: [u64; 2], words: &[[u64; 2]
 /// Forget window `w` (being freed, every operation complete): its registration ends.
 pub(super) fn forget(e: &mut Engine, w: WinId) {
     if let Some(x) = e.st.rma.rdma.wins.remove(&w.0) {
-        if let (Some(key), Some(d)) = (x.own, e.drv.list.get_mut(x.drv as usize)) {
-            d.deregister(key);
+        if let Some(d) = e.drv.list.get_mut(x.drv as usize) {
+            let own = x.dynamic.iter().flat_map(|y| y.own_keys());
+            for key in x.own.into_iter().chain(own) {
+                d.deregister(key);
+            }
         }
     }
 }
@@ -194,9 +210,6 @@ pub(super) unsafe fn queue(
     if p.bytes < x.min {
         return Ok(None);
     }
-    let Some(key) = x.keys.get(t.rank as usize).copied().flatten() else {
-        return Ok(None);
-    };
     let drv = x.drv;
     let world = st.rma.win(w)?.world[t.rank as usize];
     if world == st.me || st.first_driver(world) != drv {
@@ -206,6 +219,26 @@ pub(super) unsafe fn queue(
     if segs.len() > MAX_SEGS {
         return Ok(None);
     }
+    // The key, and the address the registration starts at (the window's base; a dynamic
+    // window's region).
+    let (key, rbase) = match &x.dynamic {
+        None => match x.keys.get(t.rank as usize).copied().flatten() {
+            Some(k) => (k, peer.base),
+            None => return Ok(None),
+        },
+        Some(d) => {
+            let at = |off: isize| (peer.base as i128 + start + off as i128) as u64;
+            let lo = segs.iter().map(|s| at(s.0)).min().unwrap_or(0);
+            let hi = segs.iter().map(|s| at(s.0) + s.1 as u64).max().unwrap_or(0);
+            match d.lookup(t.rank as usize, lo, hi) {
+                Some(kb) => kb,
+                None => {
+                    super::dynreg::ask(st, w, t.rank, world, peer.id, lo);
+                    return Ok(None);
+                }
+            }
+        }
+    };
     // The local side: the origin (result) buffer when it is one run, else a packed copy (a
     // temporary, unpacked once complete).
     let mut buf = Vec::new();
@@ -245,7 +278,7 @@ pub(super) unsafe fn queue(
                 addr,
                 len: len as u64,
                 key,
-                base: peer.base,
+                base: rbase,
             },
             local: local.wrapping_add(at),
             len,

@@ -150,6 +150,7 @@ pub fn win_fence(assert: i32, w: WinId) -> Result<()> {
     fence(Ordering::SeqCst);
     with(|e| {
         e.st.rma.win_mut(w)?.fence = assert & MODE_NOSUCCEED == 0;
+        super::dynreg::new_epoch(&mut e.st, w, None);
         Ok(())
     })
 }
@@ -173,6 +174,7 @@ pub fn win_lock(t: LockType, rank: i32, assert: i32, w: WinId) -> Result<()> {
     }
     let asked = with(|e| {
         check_rank(e, w, rank)?;
+        super::dynreg::new_epoch(&mut e.st, w, Some(rank));
         let win = e.st.rma.win_mut(w)?;
         if win.lock_all || win.held[rank as usize] != Held::None {
             return err(
@@ -300,6 +302,8 @@ pub fn win_lock_all(assert: i32, w: WinId) -> Result<()> {
         }
         let n = win.world.len();
         win.lock_all = true;
+        super::dynreg::new_epoch(&mut e.st, w, None);
+        let win = e.st.rma.win_mut(w)?;
         if assert & MODE_NOCHECK != 0 {
             win.held.fill(Held::Unchecked(LockType::Shared));
             return Ok(0);
@@ -423,7 +427,11 @@ pub fn win_flush_all(w: WinId) -> Result<()> {
 
 /// MPI_Win_sync: the window's memory copies agree (one copy: a memory barrier).
 pub fn win_sync(w: WinId) -> Result<()> {
-    with(|e| e.st.rma.win(w).map(|_| ()))?;
+    with(|e| {
+        e.st.rma.win(w)?;
+        super::dynreg::new_epoch(&mut e.st, w, None);
+        Ok(())
+    })?;
     fence(Ordering::SeqCst);
     Ok(())
 }
@@ -481,6 +489,9 @@ pub fn win_start(group: &[i32], assert: i32, w: WinId) -> Result<()> {
     }
     fence(Ordering::SeqCst);
     with(|e| {
+        for &r in group {
+            super::dynreg::new_epoch(&mut e.st, w, Some(r));
+        }
         e.st.rma.win_mut(w)?.start = Some(group.to_vec());
         Ok(())
     })

@@ -50,6 +50,9 @@ impl State {
                 h.ctx
             ));
         }
+        if matches!(sub, Sub::KeyAsk | Sub::KeyTell) {
+            return super::dynreg::key_chunk(self, peer, sub, h, payload);
+        }
         let win = self.rma.wins[h.ctx as usize].as_mut().expect("checked");
         // The origin's number of the window travels with every chunk: the answer needs no
         // `peers` entry, which this process may not have yet (a member that finished creating
@@ -110,7 +113,7 @@ impl State {
             }
             Sub::Post => win.posts[from as usize] += 1,
             Sub::Complete => win.completes += 1,
-            Sub::Ack | Sub::Reply => unreachable!("handled above"),
+            Sub::Ack | Sub::Reply | Sub::KeyAsk | Sub::KeyTell => unreachable!("handled above"),
         }
     }
 }

@@ -326,6 +326,7 @@ pub fn win_attach(w: WinId, base: *mut u8, size: usize) -> Result<()> {
         }
         if n > 0 {
             x.regions.push((a, n));
+            super::dynreg::attach(e, w, a, n);
         }
         Ok(())
     })
@@ -344,6 +345,7 @@ pub fn win_detach(w: WinId, base: *const u8) -> Result<()> {
         match x.regions.iter().position(|&(b, _)| b == base as usize) {
             Some(i) => {
                 x.regions.remove(i);
+                super::dynreg::detach(e, w, base as usize);
                 Ok(())
             }
             None => err(

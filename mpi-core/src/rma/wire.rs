@@ -36,6 +36,12 @@ pub(crate) enum Sub {
     Post = 11,
     /// MPI_Win_complete: the origin's operations of its access epoch are done.
     Complete = 12,
+    /// Ask a member of a dynamic window for the RDMA key of the region attached at the
+    /// address `msg_len` (`sreq`: the asker's generation of its key cache, echoed back).
+    KeyAsk = 13,
+    /// The answer: empty (no registered region there), or the region's address, length and
+    /// key (three `u64`).
+    KeyTell = 14,
 }
 
 impl Sub {
@@ -54,6 +60,8 @@ impl Sub {
             10 => Grant,
             11 => Post,
             12 => Complete,
+            13 => KeyAsk,
+            14 => KeyTell,
             _ => return None,
         })
     }
