@@ -128,6 +128,18 @@ fn communicators_groups_attributes_info() {
     ok_sizes("comm", &[1, 2, 3, 4, 7]);
 }
 
+/// Context-id agreements from 4 threads at once, with MPI_Comm_dup of MPI_COMM_SELF between
+/// MPI_Comm_create_group calls (MPICH's `threads/comm/comm_create_group_threads` hung).
+#[test]
+fn communicators_made_from_threads() {
+    for n in [1, 2, 4] {
+        Job::new(&c_program("coll", "ctx_threads", &["-pthread"]), n)
+            .timeout(Duration::from_secs(120))
+            .run()
+            .assert_ok("ctx_threads");
+    }
+}
+
 #[test]
 fn intercommunicators() {
     ok_sizes("inter", &[2, 3, 4, 5, 7]);

@@ -58,6 +58,9 @@ pub(crate) enum Flow {
     Next,
     /// Continue with round `k` (retry loops of context-id agreement).
     Jump(usize),
+    /// Nothing to do yet: run this round's local steps again at the next progress poll (the
+    /// step must be the first of its round: put a `fence` before it).
+    Wait,
 }
 
 /// A closure run as a local step, with the engine state.
@@ -568,11 +571,16 @@ impl Sched {
             if let Some(r) = self.in_round.take() {
                 let mut next = r + 1;
                 let mut failed = None;
+                let mut wait = false;
                 let Sched { rounds, op, .. } = self;
                 for l in rounds[r].then.iter_mut() {
                     match Sched::run_local(l, op, st) {
                         Ok(Flow::Jump(k)) => {
                             next = k;
+                            break;
+                        }
+                        Ok(Flow::Wait) => {
+                            wait = true;
                             break;
                         }
                         Ok(Flow::Next) => {}
@@ -583,6 +591,10 @@ impl Sched {
                 }
                 if let Some(e) = failed {
                     self.fail(e)?;
+                }
+                if wait {
+                    self.in_round = Some(r);
+                    return Ok(false);
                 }
                 self.cur = next;
             }

@@ -102,6 +102,20 @@ impl Pool {
         }
     }
 
+    /// For an agreement over this process alone: the lowest free id, taken; `None` while the
+    /// free ones are held by other agreements of this process (they give them back between
+    /// their passes); out of ids when none is free or held.
+    fn take_one(&mut self) -> Result<Option<u32>> {
+        match lowest(&self.free, None) {
+            Some(id) => {
+                self.free[id as usize / 64] &= !(1u64 << (id % 64));
+                Ok(Some(id))
+            }
+            None if self.held > 0 || self.eager_busy => Ok(None),
+            None => Err(out_of_ids()),
+        }
+    }
+
     pub(super) fn give_back(&mut self, id: u32) {
         if (id as usize) < IDS {
             self.free[id as usize / 64] |= 1u64 << (id % 64);
@@ -254,6 +268,22 @@ pub(super) fn agree_intra(
     t: &Team,
     mut make: impl FnMut(&mut State, u32) -> Result<()> + Send + 'static,
 ) {
+    if t.size == 1 {
+        // Over this process alone (MPI_Comm_dup of MPI_COMM_SELF...): there is no one to agree
+        // with, so no priority to wait for. Under the priority such an agreement could wait for
+        // one of lower key that waits for other processes, which wait for this thread to leave
+        // it (MPICH's `threads/comm/comm_create_group_threads`); and its retry, which posts no
+        // transfer, looped inside the progress call.
+        b.fence();
+        b.call(move |st| match POOL.lock().take_one()? {
+            Some(id) => {
+                make(st, id)?;
+                Ok(Flow::Next)
+            }
+            None => Ok(Flow::Wait),
+        });
+        return;
+    }
     let cell: Cell = Arc::default();
     let (start, all) = mask_allreduce(b, t, &cell);
     let all = P(all);
