@@ -135,16 +135,15 @@ pub(super) fn detach(e: &mut Engine, w: WinId, base: usize) {
     }
 }
 
+/// The key cache of dynamic window `w`, if it has one.
+fn dyn_mut(st: &mut State, w: WinId) -> Option<&mut Dyn> {
+    (st.rma.rdma.wins.get_mut(&w.0)).and_then(|x| x.dynamic.as_mut())
+}
+
 /// A synchronisation that opens an access to member `rank` (every member: `None`) of window
 /// `w`, or `MPI_Win_sync`: the keys known for it are forgotten.
 pub(super) fn new_epoch(st: &mut State, w: WinId, rank: Option<i32>) {
-    let Some(d) = st
-        .rma
-        .rdma
-        .wins
-        .get_mut(&w.0)
-        .and_then(|x| x.dynamic.as_mut())
-    else {
+    let Some(d) = dyn_mut(st, w) else {
         return;
     };
     let n = d.gen.len();
@@ -161,13 +160,7 @@ pub(super) fn new_epoch(st: &mut State, w: WinId, rank: Option<i32>) {
 /// Ask member `rank` (world rank `world`, its number of the window `id`) of window `w` for
 /// the key of the region at `addr`, unless asked already in this generation.
 pub(super) fn ask(st: &mut State, w: WinId, rank: i32, world: u32, id: u32, addr: u64) {
-    let Some(d) = st
-        .rma
-        .rdma
-        .wins
-        .get_mut(&w.0)
-        .and_then(|x| x.dynamic.as_mut())
-    else {
+    let Some(d) = dyn_mut(st, w) else {
         return;
     };
     let r = rank as usize;
@@ -233,13 +226,7 @@ pub(super) fn key_chunk(st: &mut State, peer: u32, sub: Sub, h: Header, payload:
             *p = p.saturating_sub(1);
         }
     }
-    let Some(d) = st
-        .rma
-        .rdma
-        .wins
-        .get_mut(&w.0)
-        .and_then(|x| x.dynamic.as_mut())
-    else {
+    let Some(d) = dyn_mut(st, w) else {
         return;
     };
     d.told(r, h.sreq, payload);
