@@ -275,12 +275,17 @@ pub(super) fn agree_intra(
         // it (MPICH's `threads/comm/comm_create_group_threads`); and its retry, which posts no
         // transfer, looped inside the progress call.
         b.fence();
-        b.call(move |st| match POOL.lock().take_one()? {
-            Some(id) => {
-                make(st, id)?;
-                Ok(Flow::Next)
+        b.call(move |st| {
+            // The pool's lock is released before `make`, which may take it (a split gives
+            // back the ids of the colours this process is not in).
+            let got = POOL.lock().take_one()?;
+            match got {
+                Some(id) => {
+                    make(st, id)?;
+                    Ok(Flow::Next)
+                }
+                None => Ok(Flow::Wait),
             }
-            None => Ok(Flow::Wait),
         });
         return;
     }
