@@ -516,3 +516,16 @@ pub fn assert_no_shm_left(jobid: &str) {
         .unwrap_or_default();
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
+
+/// Assert how a job whose victim SIGKILLed itself under `mpirun --disable-auto-cleanup` ended:
+/// no survivor printed `FAIL`, the job's code is the victim's (137), and `mpirun` said the
+/// victim was killed and the others went on.
+pub fn assert_victim_killed(out: &Outcome) {
+    assert!(!out.stderr.contains("FAIL"), "{}", out.context());
+    assert_eq!(out.code, Some(137), "the victim's code: {}", out.context());
+    assert!(
+        out.stderr.contains("killed by signal 9") && out.stderr.contains("the others go on"),
+        "{}",
+        out.context()
+    );
+}

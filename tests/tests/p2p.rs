@@ -529,13 +529,7 @@ fn survivors_finish(out: &Outcome, ranks: usize) {
             out.context()
         );
     }
-    assert!(!out.stderr.contains("FAIL"), "{}", out.context());
-    assert_eq!(out.code, Some(137), "the victim's code: {}", out.context());
-    assert!(
-        out.stderr.contains("killed by signal 9") && out.stderr.contains("the others go on"),
-        "{}",
-        out.context()
-    );
+    madmpi_tests::harness::assert_victim_killed(out);
 }
 
 #[test]

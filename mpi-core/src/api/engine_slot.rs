@@ -110,15 +110,7 @@ pub(super) fn with_slot<T>(f: impl FnOnce(&mut Option<Engine>) -> Result<T>) -> 
         // doing so twice at once.
         return f(unsafe { &mut *c.engine.get() });
     }
-    if c.held.swap(true, Ordering::Acquire) {
-        let mut b = Backoff::new();
-        loop {
-            b.snooze();
-            if !c.held.load(Ordering::Relaxed) && !c.held.swap(true, Ordering::Acquire) {
-                break;
-            }
-        }
-    }
+    acquire(c);
     let _c = Clear(&c.held);
     if c.owned.load(Ordering::Relaxed) {
         // Owner mode began while we waited.
@@ -208,11 +200,9 @@ pub(crate) fn now() -> Option<Now> {
     Some(g)
 }
 
-/// [`now`] without owner mode: take the lock (as `with_slot`); false, not holding it, when
-/// owner mode was switched on meanwhile.
-#[inline(never)]
-fn now_locked() -> bool {
-    let c = &ENGINE;
+/// Take the engine lock (`held`), spinning then yielding while another thread holds it.
+#[inline]
+fn acquire(c: &EngineCell) {
     if c.held.swap(true, Ordering::Acquire) {
         let mut b = Backoff::new();
         loop {
@@ -222,6 +212,14 @@ fn now_locked() -> bool {
             }
         }
     }
+}
+
+/// [`now`] without owner mode: take the lock (as `with_slot`); false, not holding it, when
+/// owner mode was switched on meanwhile.
+#[inline(never)]
+fn now_locked() -> bool {
+    let c = &ENGINE;
+    acquire(c);
     if c.owned.load(Ordering::Relaxed) {
         c.held.store(false, Ordering::Release);
         return false;
