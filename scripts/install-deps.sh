@@ -15,7 +15,12 @@ done
 pkg-config --exists libfabric 2>/dev/null || need="$need libfabric-dev"
 command -v fi_pingpong >/dev/null 2>&1 || need="$need libfabric-bin"
 if [ "${1:-}" = "--bench" ]; then
-    command -v mpicc.mpich >/dev/null 2>&1 || need="$need mpich libmpich-dev"
+    # Debian's mpich brings mpicc.mpich; its mpi.h comes with libmpich-dev.
+    if ! command -v mpicc.mpich >/dev/null 2>&1 \
+        || ! ls $(mpicc.mpich -show 2>/dev/null | tr ' ' '\n' | sed -n 's/^-I//p' | sed 's|$|/mpi.h|') \
+            >/dev/null 2>&1; then
+        need="$need mpich libmpich-dev"
+    fi
     command -v mpicc.openmpi >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"
 fi
 [ -z "$need" ] && exit 0

@@ -341,7 +341,7 @@ impl Impl {
                 Kind::Ours | Kind::OursAggreg | Kind::OursTcp => {
                     "; run `make` at the repository root"
                 }
-                Kind::Mpich => "; apt-get install mpich",
+                Kind::Mpich => "; apt-get install mpich libmpich-dev",
                 Kind::OpenMpi => "; apt-get install openmpi-bin libopenmpi-dev",
                 Kind::RawTcp => "; set CC or apt-get install gcc",
                 Kind::FiPingpong => "; apt-get install libfabric-bin (and gcc, or set CC)",
@@ -457,6 +457,23 @@ impl Impl {
     }
 }
 
+/// Whether `mpicc.mpich` exists but none of the include directories it passes holds `mpi.h`:
+/// Debian's `mpich` package brings the compiler wrapper, its headers come with `libmpich-dev`.
+fn mpich_header_missing() -> bool {
+    let Ok(out) = std::process::Command::new("mpicc.mpich")
+        .arg("-show")
+        .output()
+    else {
+        return false;
+    };
+    let line = String::from_utf8_lossy(&out.stdout);
+    let mut dirs = line
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("-I"))
+        .peekable();
+    dirs.peek().is_some() && !dirs.any(|d| Path::new(d).join("mpi.h").exists())
+}
+
 /// Installs MPICH and Open MPI from Debian when they are missing and we are
 /// root. Returns a note for the report (None when nothing was needed).
 pub fn install_peers(log_dir: &Path) -> Option<String> {
@@ -467,7 +484,8 @@ pub fn install_peers(log_dir: &Path) -> Option<String> {
         "mpirun.openmpi",
     ]
     .into_iter()
-    .any(|c| proc::which(c).is_none());
+    .any(|c| proc::which(c).is_none())
+        || mpich_header_missing();
     if !needed {
         return None;
     }
@@ -481,6 +499,7 @@ pub fn install_peers(log_dir: &Path) -> Option<String> {
             "-y",
             "--no-install-recommends",
             "mpich",
+            "libmpich-dev",
             "openmpi-bin",
             "libopenmpi-dev",
         ]);
@@ -488,7 +507,7 @@ pub fn install_peers(log_dir: &Path) -> Option<String> {
             .push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
         proc::run(&spec, Duration::from_secs(900), &log_dir.join(tag))
     };
-    eprintln!("madmpi-bench: installing mpich openmpi-bin libopenmpi-dev ...");
+    eprintln!("madmpi-bench: installing mpich libmpich-dev openmpi-bin libopenmpi-dev ...");
     let mut f = install("apt-install");
     if f.outcome != Outcome::Ok {
         // A stale package index is the usual reason.
@@ -499,7 +518,7 @@ pub fn install_peers(log_dir: &Path) -> Option<String> {
         f = install("apt-install-retry");
     }
     Some(match f.outcome {
-        Outcome::Ok => "installed mpich openmpi-bin libopenmpi-dev".into(),
+        Outcome::Ok => "installed mpich libmpich-dev openmpi-bin libopenmpi-dev".into(),
         o => format!(
             "apt-get install {}: {}",
             o.detail(),
