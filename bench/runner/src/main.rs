@@ -11,6 +11,7 @@
 //! themselves; a run that fails or hangs is killed, recorded and skipped.
 
 mod cli;
+mod handoff;
 mod impls;
 mod json;
 mod networks;
@@ -191,8 +192,20 @@ fn run(o: &Options) -> Result<ExitCode, String> {
 
     let mut runs: Vec<RunRecord> = Vec::new();
     let mut n = 0;
+    // The machine's handoff latency, before each round and at the end: one note, rewritten.
+    let mut probes = Vec::new();
+    let mut probe = |notes: &mut Vec<String>| {
+        if let Some(ns) = handoff::probe() {
+            if !probes.is_empty() {
+                notes.pop();
+            }
+            probes.push(ns);
+            notes.push(handoff::note(&probes));
+        }
+    };
     for &t in &o.transports {
         for round in 0..o.runs {
+            probe(&mut notes);
             for job in &jobs {
                 // Interleaved: ours, ours (aggreg), MPICH, Open MPI (, raw TCP), and the
                 // reverse in odd rounds, so that slow drifts of the machine hit every
@@ -232,6 +245,7 @@ fn run(o: &Options) -> Result<ExitCode, String> {
             }
         }
     }
+    probe(&mut notes);
     write_json(&run_dir, &run_name, o, &impls, &notes, &runs)?;
 
     // Figures never fail the run: a problem is reported (stderr and a note
