@@ -38,6 +38,7 @@ struct Job {
 }
 
 fn main() -> ExitCode {
+    proc::watch_from_above();
     let default_repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let default_repo = default_repo.canonicalize().unwrap_or(default_repo);
     let opts = match cli::parse(std::env::args().skip(1), default_repo) {

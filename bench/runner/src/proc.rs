@@ -10,6 +10,7 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -111,6 +112,40 @@ fn quote(s: &str) -> String {
     }
 }
 
+/// The real-time policy and priority the commands run with, when the runner was started
+/// under one (`chrt -f 10 madmpi-bench ...`, so that other load cannot take the CPUs from
+/// benchmark ranks): see [`watch_from_above`].
+static CHILD_SCHED: OnceLock<Option<(libc::c_int, libc::c_int)>> = OnceLock::new();
+
+/// Started under a real-time policy (SCHED_FIFO or SCHED_RR) at priority p, the runner moves
+/// itself to p + 1 and starts its commands at p. Otherwise a benchmark whose ranks busy-poll
+/// on every CPU (MPICH over TCP does, and with more ranks than CPUs anyone may) never lets
+/// the runner run again: its time limit could not fire, and the suite stayed stuck (seen:
+/// 16 minutes on a 2-CPU machine, until killed by hand). Call once, at start.
+pub fn watch_from_above() {
+    CHILD_SCHED.get_or_init(|| {
+        // SAFETY: plain system calls on this process; `param` is a valid sched_param.
+        unsafe {
+            let policy = libc::sched_getscheduler(0);
+            if policy != libc::SCHED_FIFO && policy != libc::SCHED_RR {
+                return None;
+            }
+            let mut param: libc::sched_param = std::mem::zeroed();
+            if libc::sched_getparam(0, &mut param) != 0
+                || param.sched_priority >= libc::sched_get_priority_max(policy)
+            {
+                return None;
+            }
+            let prio = param.sched_priority;
+            param.sched_priority = prio + 1;
+            if libc::sched_setscheduler(0, policy, &param) != 0 {
+                return None;
+            }
+            Some((policy, prio))
+        }
+    });
+}
+
 /// Runs `spec` with a time limit, capturing stdout and stderr into files
 /// under `log_prefix` (`<prefix>.out`, `<prefix>.err`) and returning both.
 pub fn run(spec: &Spec, timeout: Duration, log_prefix: &Path) -> Finished {
@@ -137,6 +172,20 @@ pub fn run(spec: &Spec, timeout: Duration, log_prefix: &Path) -> Finished {
     if let Some(dir) = &spec.cwd {
         cmd.current_dir(dir);
     }
+    if let Some(&Some((policy, prio))) = CHILD_SCHED.get() {
+        // SAFETY: only async-signal-safe system calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let param = libc::sched_param {
+                    sched_priority: prio,
+                };
+                if libc::sched_setscheduler(0, policy, &param) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return spawn_error(started, format!("{prog}: {e}")),
@@ -158,6 +207,10 @@ pub fn run(spec: &Spec, timeout: Duration, log_prefix: &Path) -> Finished {
         }
         let hung = done_at.is_some_and(|t| t.elapsed() >= spec.after_done);
         if hung || started.elapsed() >= timeout {
+            // Launchers may start ranks in sessions of their own (MPICH's Hydra does), out
+            // of the group's reach: their tree is found by parent links before any dies.
+            let tree = descendants(pgid);
+            demote(&tree);
             kill_group(pgid, libc::SIGTERM);
             let grace = Instant::now();
             while grace.elapsed() < Duration::from_secs(2) {
@@ -167,6 +220,13 @@ pub fn run(spec: &Spec, timeout: Duration, log_prefix: &Path) -> Finished {
                 thread::sleep(Duration::from_millis(20));
             }
             kill_group(pgid, libc::SIGKILL);
+            for &p in &tree {
+                // SAFETY: kill has no memory-safety preconditions; each pid descends from
+                // our child (read just before), so it is one of the command's processes.
+                unsafe {
+                    libc::kill(p, libc::SIGKILL);
+                }
+            }
             let _ = child.wait();
             break if done_at.is_some() {
                 Outcome::HungAfterDone
@@ -224,6 +284,60 @@ fn outcome_of(status: ExitStatus) -> Outcome {
         Outcome::Failed(format!("signal {sig}"))
     } else {
         Outcome::Failed("unknown status".into())
+    }
+}
+
+/// `root` and every process below it, by the parent links of `/proc/<pid>/stat`.
+fn descendants(root: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut parent_of = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(pid) = e
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<libc::pid_t>().ok())
+            else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<libc::pid_t>().ok());
+            if let Some(ppid) = ppid {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(
+            parent_of
+                .iter()
+                .filter(|&&(_, pp)| pp == p)
+                .map(|&(c, _)| c),
+        );
+        i += 1;
+    }
+    tree
+}
+
+/// Back to the normal policy, so that processes about to be killed get a CPU to die on:
+/// under a real-time policy (see [`watch_from_above`]) a launcher waiting behind its
+/// busy-polling ranks at the same priority never runs again, signalled or not.
+fn demote(tree: &[libc::pid_t]) {
+    if !matches!(CHILD_SCHED.get(), Some(Some(_))) {
+        return;
+    }
+    let param = libc::sched_param { sched_priority: 0 };
+    for &p in tree {
+        // SAFETY: a plain system call on a process of the command; `param` is valid.
+        unsafe {
+            libc::sched_setscheduler(p, libc::SCHED_OTHER, &param);
+        }
     }
 }
 
@@ -310,6 +424,39 @@ mod tests {
         assert_eq!(f.outcome, Outcome::Timeout);
         assert!(started.elapsed() < Duration::from_secs(10));
         assert!(!f.stdout.contains("never"));
+    }
+
+    #[test]
+    fn kills_processes_in_sessions_of_their_own_on_timeout() {
+        // As MPICH's Hydra starts its ranks: outside the command's process group.
+        let pidfile = tmp("s").with_extension("pid");
+        let script = format!(
+            "setsid sleep 30 & echo $! > {}; sleep 30",
+            pidfile.display()
+        );
+        let f = run(
+            &Spec::new(&["sh", "-c", &script]),
+            Duration::from_millis(500),
+            &tmp("s"),
+        );
+        assert_eq!(f.outcome, Outcome::Timeout);
+        let pid: libc::pid_t = std::fs::read_to_string(&pidfile)
+            .expect("pid file")
+            .trim()
+            .parse()
+            .expect("a pid");
+        // Killed, then reaped by init: gone, or a zombie until then.
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+        };
+        let t = Instant::now();
+        while !gone() && t.elapsed() < Duration::from_secs(5) {
+            thread::sleep(Duration::from_millis(20));
+        }
+        assert!(gone(), "pid {pid} survived the timeout");
     }
 
     #[test]
