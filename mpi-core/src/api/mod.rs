@@ -48,7 +48,7 @@ pub use wait::{
     wait, wait_all, wait_all_with, wait_any, wait_completion, wait_some, Completion,
 };
 pub(crate) use wait::{cpus_shared, polled, wait_until, Backoff};
-pub(crate) use watch::{after_yield, WATCH_EVERY};
+pub(crate) use watch::WATCH_EVERY;
 
 fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())

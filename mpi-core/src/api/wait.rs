@@ -103,8 +103,23 @@ impl Backoff {
             false
         } else {
             std::thread::yield_now();
+            // Past `spin`, `n` counts the yields ([`Backoff::snooze_watched`]); wrapping
+            // back to 0 after 2^32 of them only means a few polls without a yield.
+            self.n = self.n.wrapping_add(1);
             true
         }
+    }
+
+    /// [`Backoff::snooze`], and once it yields the CPU, look for dead peers now and then (see
+    /// `watch::after_yield`): what waits for a peer that died without a word then fails
+    /// instead of hanging. `true` when it yielded.
+    #[inline]
+    pub(crate) fn snooze_watched(&mut self) -> Result<bool> {
+        if !self.snooze() {
+            return Ok(false);
+        }
+        after_yield(self.n.wrapping_sub(self.spin))?;
+        Ok(true)
     }
 }
 
@@ -174,7 +189,6 @@ fn send_pending(e: &mut Engine) -> Result<()> {
 /// the clock), so that what waits for one fails instead of hanging.
 pub(crate) fn wait_until<T>(mut f: impl FnMut(&mut Engine) -> Result<Option<T>>) -> Result<T> {
     let mut b = Backoff::new();
-    let mut yields = 0u32;
     loop {
         let r = with(|e| {
             send_pending(e)?;
@@ -189,10 +203,7 @@ pub(crate) fn wait_until<T>(mut f: impl FnMut(&mut Engine) -> Result<Option<T>>)
         if let Some(v) = r {
             return Ok(v);
         }
-        if b.snooze() {
-            yields = yields.wrapping_add(1);
-            after_yield(yields)?;
-        }
+        b.snooze_watched()?;
     }
 }
 

@@ -457,15 +457,10 @@ impl Area {
             Backoff::new()
         };
         let mut i: u32 = 0;
-        let mut yields = 0u32;
         loop {
-            let yielded = b.snooze();
+            // A member that died without a word (over shared memory) is found by looking.
+            let yielded = b.snooze_watched()?;
             i = i.wrapping_add(1);
-            if yielded {
-                // A member that died without a word (over shared memory) is found by looking.
-                yields = yields.wrapping_add(1);
-                crate::api::after_yield(yields)?;
-            }
             if yielded || i.is_multiple_of(PROGRESS_EVERY) {
                 self.progress()?;
             }
