@@ -1,6 +1,7 @@
 //! The C ABI of the Madeleine API (`include/madeleine.h`): `mad_*` functions over
-//! `madmpi::madeleine`. Channels and connections are integer handles looked up in tables, so a
-//! wrong, ended or closed one is an error (`MPI_ERR_ARG`), never a crash. Errors go to the error
+//! `madmpi::madeleine`. Channels and connections are integer handles, each naming a slot of a
+//! table (a slab: the handle gives the slot directly) and the slot's generation, so a wrong,
+//! ended or closed one is an error (`MPI_ERR_ARG`), never a crash. Errors go to the error
 //! handler of the communicator the channel was opened on, as MPI errors do, and return its code.
 //!
 //! Each exported function keeps the shape of the MPI ones: panic boundary → lookup → one call
@@ -477,4 +478,36 @@ pub unsafe extern "C" fn mad_connection_remote(connection: *mut c_void, rank: *m
             Ok(())
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slab_handles_are_checked_by_kind_slot_and_generation() {
+        let mut conns: Slab<u32> = Slab::new(KIND_CONN);
+        let mut chans: Slab<u32> = Slab::new(KIND_CHANNEL);
+        let a = conns.insert(1).unwrap();
+        let b = conns.insert(2).unwrap();
+        let c = chans.insert(3).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(conns.get(a), Some(&1));
+        assert_eq!(conns.get(b), Some(&2));
+        // One table's handle is never valid in the other, and junk is refused.
+        assert_eq!(conns.get(c), None);
+        assert_eq!(chans.get(a), None);
+        for junk in [0, 1, HANDLE_BASE - 1, HANDLE_BASE, usize::MAX] {
+            assert_eq!(conns.get(junk), None, "{junk:#x}");
+        }
+        // An ended connection's handle is refused, even once its slot is reused.
+        assert_eq!(conns.remove(a), Some(1));
+        assert_eq!(conns.get(a), None);
+        assert_eq!(conns.remove(a), None);
+        let d = conns.insert(4).unwrap();
+        assert_ne!(d, a);
+        assert_eq!(conns.get(a), None);
+        assert_eq!(conns.get_mut(d).copied(), Some(4));
+        assert_eq!(conns.slots.len(), 2, "the freed slot was reused");
+    }
 }
