@@ -1,13 +1,12 @@
 //! The C ABI of the Madeleine API (`include/madeleine.h`): `mad_*` functions over
-//! `madmpi::madeleine`. Channels and connections are integer handles looked up in tables, so a
-//! wrong, ended or closed one is an error (`MPI_ERR_ARG`), never a crash. Errors go to the error
+//! `madmpi::madeleine`. Channels and connections are integer handles, each naming a slot of a
+//! table (a slab: the handle gives the slot directly) and the slot's generation, so a wrong,
+//! ended or closed one is an error (`MPI_ERR_ARG`), never a crash. Errors go to the error
 //! handler of the communicator the channel was opened on, as MPI errors do, and return its code.
 //!
 //! Each exported function keeps the shape of the MPI ones: panic boundary → lookup → one call
 //! into the core → error mapping → error handler.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::os::raw::{c_int, c_void};
 use std::sync::Mutex;
 
@@ -46,71 +45,145 @@ struct ChannelEntry {
     comm: MPI_Comm,
 }
 
-/// The handles are distinct counters: they are their own hash (no SipHash on every call).
-#[derive(Default)]
-struct HandleHash(u64);
+/// A table of handles: a slab indexed by the handle itself (no hash, no search), each slot
+/// with a generation so that a handle whose slot was freed (and perhaps reused) is refused.
+///
+/// A handle is `HANDLE_BASE + (generation << (KIND_BITS + INDEX_BITS) | index << KIND_BITS |
+/// kind)`: `kind` tells channels from connections (one table's handle is never valid in the
+/// other), `index` is the slot, `generation` the slot's count of uses when the handle was made
+/// (a slot's generation moves on when it is freed: a stale handle no longer matches; it wraps
+/// after 2^32 uses of one slot).
+struct Slab<T> {
+    slots: Vec<Slot<T>>,
+    /// Free slots, the last freed first (a ping-pong reuses one slot: its line stays cached).
+    free: Vec<u32>,
+    kind: usize,
+}
 
-impl Hasher for HandleHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+struct Slot<T> {
+    generation: u32,
+    value: Option<T>,
+}
+
+const KIND_BITS: u32 = 1;
+const INDEX_BITS: u32 = 20;
+const KIND_CHANNEL: usize = 0;
+const KIND_CONN: usize = 1;
+
+impl<T> Slab<T> {
+    const fn new(kind: usize) -> Slab<T> {
+        Slab {
+            slots: Vec::new(),
+            free: Vec::new(),
+            kind,
         }
     }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = n as u64;
+
+    fn handle(&self, index: usize) -> usize {
+        let g = self.slots[index].generation as usize;
+        HANDLE_BASE + ((g << (KIND_BITS + INDEX_BITS)) | (index << KIND_BITS) | self.kind)
+    }
+
+    /// The slot of `h` if `h` is a live handle of this table.
+    fn index(&self, h: usize) -> Option<usize> {
+        let off = h.checked_sub(HANDLE_BASE)?;
+        if off & ((1 << KIND_BITS) - 1) != self.kind {
+            return None;
+        }
+        let index = (off >> KIND_BITS) & ((1 << INDEX_BITS) - 1);
+        let slot = self.slots.get(index)?;
+        (slot.value.is_some() && (off >> (KIND_BITS + INDEX_BITS)) == slot.generation as usize)
+            .then_some(index)
+    }
+
+    fn insert(&mut self, value: T) -> R<usize> {
+        let index = match self.free.pop() {
+            Some(i) => i as usize,
+            None if self.slots.len() < 1 << INDEX_BITS => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    value: None,
+                });
+                self.slots.len() - 1
+            }
+            None => {
+                return Err(Error::new(
+                    ErrorClass::NoMem,
+                    format!("more than {} live Madeleine handles", 1 << INDEX_BITS),
+                ))
+            }
+        };
+        self.slots[index].value = Some(value);
+        Ok(self.handle(index))
+    }
+
+    fn get(&self, h: usize) -> Option<&T> {
+        self.index(h).and_then(|i| self.slots[i].value.as_ref())
+    }
+
+    fn get_mut(&mut self, h: usize) -> Option<&mut T> {
+        self.index(h).and_then(|i| self.slots[i].value.as_mut())
+    }
+
+    fn remove(&mut self, h: usize) -> Option<T> {
+        let i = self.index(h)?;
+        let slot = &mut self.slots[i];
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(i as u32);
+        slot.value.take()
     }
 }
 
-type ByHandle<T> = HashMap<usize, T, BuildHasherDefault<HandleHash>>;
-
-#[derive(Default)]
 struct Tables {
-    next: usize,
-    channels: ByHandle<ChannelEntry>,
-    conns: ByHandle<Entry>,
+    channels: Slab<ChannelEntry>,
+    conns: Slab<Entry>,
 }
 
 /// A connection's pieces are raw pointers into the user's memory, valid as `mad_pack`'s and
 /// `mad_unpack`'s contracts say: the tables only hold them between calls.
-struct Shared(Mutex<Option<Tables>>);
+struct Shared(Mutex<Tables>);
 // SAFETY: the raw pointers held are the C program's buffers, which it may hand to any thread;
 // every access goes through the mutex.
 unsafe impl Sync for Shared {}
 
-static TABLES: Shared = Shared(Mutex::new(None));
+/// One mutex over both tables (uncontended: one atomic exchange to take it, one to release;
+/// it stays for programs that use the API from several threads).
+static TABLES: Shared = Shared(Mutex::new(Tables {
+    channels: Slab::new(KIND_CHANNEL),
+    conns: Slab::new(KIND_CONN),
+}));
 
 fn tables<T>(f: impl FnOnce(&mut Tables) -> T) -> T {
     let mut g = TABLES.0.lock().unwrap_or_else(|p| p.into_inner());
-    f(g.get_or_insert_with(Tables::default))
-}
-
-fn fresh(t: &mut Tables) -> usize {
-    t.next += 1;
-    HANDLE_BASE + t.next
+    f(&mut g)
 }
 
 fn bad(what: &str) -> Error {
     Error::new(ErrorClass::Arg, format!("invalid {what}"))
 }
 
-fn send_mode(m: c_int) -> R<SendMode> {
-    match m {
-        SEND_SAFER => Ok(SendMode::Safer),
-        SEND_LATER => Ok(SendMode::Later),
-        SEND_CHEAPER => Ok(SendMode::Cheaper),
-        _ => Err(bad(&format!("send mode {m}"))),
-    }
+/// The modes of a `mad_pack`/`mad_unpack` (inlined: two compares on the path; the error,
+/// rare, is built out of line).
+#[inline(always)]
+fn modes(send: c_int, recv: c_int) -> R<(SendMode, RecvMode)> {
+    let s = match send {
+        SEND_SAFER => SendMode::Safer,
+        SEND_LATER => SendMode::Later,
+        SEND_CHEAPER => SendMode::Cheaper,
+        _ => return Err(bad_mode("send", send)),
+    };
+    let r = match recv {
+        RECEIVE_EXPRESS => RecvMode::Express,
+        RECEIVE_CHEAPER => RecvMode::Cheaper,
+        _ => return Err(bad_mode("receive", recv)),
+    };
+    Ok((s, r))
 }
 
-fn recv_mode(m: c_int) -> R<RecvMode> {
-    match m {
-        RECEIVE_EXPRESS => Ok(RecvMode::Express),
-        RECEIVE_CHEAPER => Ok(RecvMode::Cheaper),
-        _ => Err(bad(&format!("receive mode {m}"))),
-    }
+#[cold]
+#[inline(never)]
+fn bad_mode(what: &str, m: c_int) -> Error {
+    bad(&format!("{what} mode {m}"))
 }
 
 /// Run `f` inside a panic boundary; report its error on the handler of `comm()`'s
@@ -134,11 +207,11 @@ fn out<T>(p: *mut T, what: &str) -> R<&'static mut T> {
 }
 
 fn channel_comm(ch: usize) -> MPI_Comm {
-    tables(|t| t.channels.get(&ch).map(|c| c.comm)).unwrap_or(MPI_COMM_WORLD)
+    tables(|t| t.channels.get(ch).map(|c| c.comm)).unwrap_or(MPI_COMM_WORLD)
 }
 
 fn conn_comm(c: usize) -> MPI_Comm {
-    tables(|t| t.conns.get(&c).map(|c| c.comm)).unwrap_or(MPI_COMM_WORLD)
+    tables(|t| t.conns.get(c).map(|c| c.comm)).unwrap_or(MPI_COMM_WORLD)
 }
 
 /// `int mad_open_channel(MPI_Comm comm, mad_channel_t *channel)`: collective over `comm`.
@@ -151,11 +224,7 @@ pub unsafe extern "C" fn mad_open_channel(comm: MPI_Comm, channel: *mut *mut c_v
             let out = out(channel, "channel")?;
             let c = handles::comm(comm)?;
             let ch = Channel::open(c)?;
-            let h = tables(|t| {
-                let h = fresh(t);
-                t.channels.insert(h, ChannelEntry { channel: ch, comm });
-                h
-            });
+            let h = tables(|t| t.channels.insert(ChannelEntry { channel: ch, comm }))?;
             *out = h as *mut c_void;
             Ok(())
         },
@@ -171,7 +240,7 @@ pub unsafe extern "C" fn mad_close_channel(channel: *mut *mut c_void) -> c_int {
         || channel_comm(h),
         || {
             let out = out(channel, "channel")?;
-            let e = tables(|t| t.channels.remove(&h)).ok_or_else(|| bad("channel"))?;
+            let e = tables(|t| t.channels.remove(h)).ok_or_else(|| bad("channel"))?;
             *out = std::ptr::null_mut();
             e.channel.close()
         },
@@ -193,7 +262,7 @@ fn begin(
     // communicator and size, and the user's communicator for errors) in one look.
     let found = tables(|t| {
         t.channels
-            .get(&ch)
+            .get(ch)
             .map(|c| (c.comm, c.channel.comm(), c.channel.size().ok()))
     });
     let comm = found.map_or(MPI_COMM_WORLD, |f| f.0);
@@ -206,11 +275,7 @@ fn begin(
             let size = size.ok_or_else(|| bad("channel"))?;
             let src = remote.unwrap_or(madmpi::ANY_SOURCE);
             let conn = Conn::Unpack(madeleine::begin_unpacking_sized(id, size, src)?);
-            let h = tables(|t| {
-                let h = fresh(t);
-                t.conns.insert(h, Entry { conn, comm });
-                h
-            });
+            let h = tables(|t| t.conns.insert(Entry { conn, comm }))?;
             *out = h as *mut c_void;
             Ok(())
         },
@@ -233,7 +298,7 @@ fn begin_packing(
         || {
             let out = out(connection, "connection")?;
             let h = tables(|t| {
-                let c = t.channels.get(&ch).ok_or_else(|| bad("channel"))?;
+                let c = t.channels.get(ch).ok_or_else(|| bad("channel"))?;
                 comm.set(c.comm);
                 let size = c.channel.size()?;
                 let conn = Conn::Pack(madeleine::begin_packing_sized(
@@ -241,15 +306,10 @@ fn begin_packing(
                     size,
                     dest,
                 )?);
-                let h = fresh(t);
-                t.conns.insert(
-                    h,
-                    Entry {
-                        conn,
-                        comm: comm.get(),
-                    },
-                );
-                Ok::<_, Error>(h)
+                t.conns.insert(Entry {
+                    conn,
+                    comm: comm.get(),
+                })
             })?;
             *out = h as *mut c_void;
             Ok(())
@@ -306,8 +366,8 @@ pub unsafe extern "C" fn mad_pack(
         "mad_pack",
         || conn_comm(h),
         || {
-            let (s, r) = (send_mode(send_mode_)?, recv_mode(receive_mode)?);
-            tables(|t| match t.conns.get_mut(&h) {
+            let (s, r) = modes(send_mode_, receive_mode)?;
+            tables(|t| match t.conns.get_mut(h) {
                 // SAFETY: mad_pack's contract (madeleine.h): `data` holds `size` bytes, readable
                 // as the send mode says.
                 Some(Entry {
@@ -334,8 +394,8 @@ pub unsafe extern "C" fn mad_unpack(
         "mad_unpack",
         || conn_comm(h),
         || {
-            let (s, r) = (send_mode(send_mode_)?, recv_mode(receive_mode)?);
-            tables(|t| match t.conns.get_mut(&h) {
+            let (s, r) = modes(send_mode_, receive_mode)?;
+            tables(|t| match t.conns.get_mut(h) {
                 // SAFETY: mad_unpack's contract (madeleine.h): `data` holds `size` writable bytes
                 // until the call returns (EXPRESS) or until mad_end_unpacking (CHEAPER).
                 Some(Entry {
@@ -352,15 +412,15 @@ fn end(name: &'static str, connection: *mut *mut c_void, pack: bool) -> c_int {
     // SAFETY: a non-null `connection` points to a handle (the caller's contract).
     let h = unsafe { connection.as_ref() }.map_or(0, |p| *p as usize);
     // The connection leaves the table before the message ends (one look at the table).
-    let e = tables(|t| match t.conns.get(&h) {
+    let e = tables(|t| match t.conns.get(h) {
         Some(Entry {
             conn: Conn::Pack(_),
             ..
-        }) if pack => t.conns.remove(&h),
+        }) if pack => t.conns.remove(h),
         Some(Entry {
             conn: Conn::Unpack(_),
             ..
-        }) if !pack => t.conns.remove(&h),
+        }) if !pack => t.conns.remove(h),
         _ => None,
     });
     let comm = e.as_ref().map_or_else(|| conn_comm(h), |e| e.comm);
@@ -403,7 +463,7 @@ pub unsafe extern "C" fn mad_connection_remote(connection: *mut c_void, rank: *m
         || conn_comm(h),
         || {
             let out = out(rank, "rank")?;
-            *out = tables(|t| match t.conns.get(&h) {
+            *out = tables(|t| match t.conns.get(h) {
                 Some(Entry {
                     conn: Conn::Pack(p),
                     ..
@@ -418,4 +478,36 @@ pub unsafe extern "C" fn mad_connection_remote(connection: *mut c_void, rank: *m
             Ok(())
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slab_handles_are_checked_by_kind_slot_and_generation() {
+        let mut conns: Slab<u32> = Slab::new(KIND_CONN);
+        let mut chans: Slab<u32> = Slab::new(KIND_CHANNEL);
+        let a = conns.insert(1).unwrap();
+        let b = conns.insert(2).unwrap();
+        let c = chans.insert(3).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(conns.get(a), Some(&1));
+        assert_eq!(conns.get(b), Some(&2));
+        // One table's handle is never valid in the other, and junk is refused.
+        assert_eq!(conns.get(c), None);
+        assert_eq!(chans.get(a), None);
+        for junk in [0, 1, HANDLE_BASE - 1, HANDLE_BASE, usize::MAX] {
+            assert_eq!(conns.get(junk), None, "{junk:#x}");
+        }
+        // An ended connection's handle is refused, even once its slot is reused.
+        assert_eq!(conns.remove(a), Some(1));
+        assert_eq!(conns.get(a), None);
+        assert_eq!(conns.remove(a), None);
+        let d = conns.insert(4).unwrap();
+        assert_ne!(d, a);
+        assert_eq!(conns.get(a), None);
+        assert_eq!(conns.get_mut(d).copied(), Some(4));
+        assert_eq!(conns.slots.len(), 2, "the freed slot was reused");
+    }
 }
