@@ -84,26 +84,6 @@ fn requests_default_strategy() {
     }
 }
 
-/// `MADMPI_PACK_IN_PLACE=1` (off by default): the small sends of a burst written straight into
-/// the shared-memory ring keep the request tests' behaviour, and still leave at completion.
-#[test]
-fn requests_packed_in_place() {
-    for name in [
-        "sendmodes",
-        "cancel",
-        "completion",
-        "ordering",
-        "truncate",
-        "persistent",
-        "leave",
-    ] {
-        Job::new(&prog(name), 2)
-            .env("MADMPI_PACK_IN_PLACE", "1")
-            .run()
-            .assert_ok(name);
-    }
-}
-
 /// A send complete when posted (`aggreg` copies it into the packet being built) still leaves
 /// when MPI_Wait, MPI_Test or MPI_Waitall returns or an MPI_Irecv is posted, not at the
 /// sender's next MPI call (the receiver tells the sender, which makes no MPI call meanwhile,

@@ -20,7 +20,7 @@ use crate::emu::{EmuConfig, EmuTransport};
 use crate::loopback::LoopbackTransport;
 #[cfg(madmpi_ofi)]
 use crate::ofi::{OfiConfig, OfiTransport};
-use crate::shm::{Appended, ShmConfig, ShmSegment, ShmTransport};
+use crate::shm::{ShmConfig, ShmSegment, ShmTransport};
 use crate::tcp::{ConnectMode, TcpConfig, TcpTransport};
 use crate::{
     Caps, Error, PeerId, RecvSink, RemoteRegion, Result, SendOutcome, SplitParams, Transport,
@@ -486,25 +486,6 @@ impl Driver {
             Driver::Dyn(t) => t.poll_recv_split(split, sink),
             #[cfg(madmpi_ofi)]
             Driver::Ofi(t) => t.poll_recv(&mut |p, b| sink.deliver(p, b)),
-        }
-    }
-
-    /// Append `len` bytes to the packet being built in place towards `peer`
-    /// ([`ShmTransport::append`]), for the drivers that build packets in place (`shm`);
-    /// [`Appended::Unsupported`] from the others.
-    #[inline(always)]
-    pub fn append(&mut self, peer: PeerId, len: usize, fill: impl FnOnce(*mut u8)) -> Appended {
-        match self {
-            Driver::Shm(t) => t.append(peer, len, fill),
-            _ => Appended::Unsupported,
-        }
-    }
-
-    /// Make every packet being built in place visible ([`ShmTransport::publish_all`]).
-    #[inline]
-    pub fn publish_all(&mut self) {
-        if let Driver::Shm(t) = self {
-            t.publish_all();
         }
     }
 

@@ -154,20 +154,6 @@ fn start_engine(g: &mut Global, required: ThreadLevel, owner: bool) -> Result<()
         })?,
         Err(_) => 0,
     };
-    let in_place = match std::env::var("MADMPI_PACK_IN_PLACE") {
-        Ok(s) => match s.trim() {
-            "0" => false,
-            "1" => true,
-            _ => {
-                return err(
-                    ErrorClass::Arg,
-                    format!("MADMPI_PACK_IN_PLACE={s}: expected 0 or 1"),
-                )
-            }
-        },
-        // Off by default: measured slower on a quiet machine (docs/architecture.md).
-        Err(_) => false,
-    };
     let mut pmi = Client::from_env()?;
     crate::log::install(pmi.as_ref().map_or(0, |p| p.rank()));
     let (engine, appnum, universe, hosts) = match pmi.as_mut() {
@@ -198,7 +184,6 @@ fn start_engine(g: &mut Global, required: ThreadLevel, owner: bool) -> Result<()
         }
     };
     let mut engine = engine;
-    engine.st.in_place &= in_place;
     if pack_flush > 0 {
         engine.st.set_pack_flush(pack_flush);
     }

@@ -276,13 +276,6 @@ impl Engine {
                     return Ok(Some(id));
                 }
             }
-            // Into the packet the driver builds in place, where it does (`inplace`).
-            if self.st.in_place {
-                // SAFETY: forwarded caller contract.
-                if let Some(id) = unsafe { self.append_routed(r, buf) } {
-                    return Ok(Some(id));
-                }
-            }
         }
         // SAFETY: forwarded caller contract.
         match unsafe { self.st.pack_routed(r, buf) } {
@@ -332,9 +325,6 @@ impl Engine {
     /// Hand queued chunks to the drivers, as the strategy packs them. Never blocks: a gate
     /// whose driver says "would block" keeps its chunks for the next call.
     pub fn flush(&mut self) -> Result<()> {
-        if self.st.unpublished {
-            self.publish();
-        }
         if self.st.dirty.is_empty() {
             return Ok(());
         }
@@ -559,7 +549,6 @@ impl Engine {
         // no pending `get`, schedule or deregistration. What `progress_work` would find.
         let st = &self.st;
         if !st.dirty.is_empty()
-            || st.unpublished
             || !st.gets.is_empty()
             || !st.scheds.is_empty()
             || !st.to_deregister.is_empty()
@@ -577,9 +566,6 @@ impl Engine {
     /// [`Engine::progress`] past its idle test.
     #[inline(never)]
     fn progress_work(&mut self) -> Result<bool> {
-        if self.st.unpublished {
-            self.publish();
-        }
         if !self.st.dirty.is_empty() {
             self.flush()?;
         }

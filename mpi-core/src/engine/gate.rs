@@ -249,7 +249,7 @@ impl State {
     /// No gate has chunks waiting for the strategy.
     #[inline(always)]
     pub fn nothing_queued(&self) -> bool {
-        self.dirty.is_empty() && !self.unpublished
+        self.dirty.is_empty()
     }
 
     pub(super) fn queue(&mut self, peer: u32, mut c: OutChunk) {

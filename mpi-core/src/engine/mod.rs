@@ -20,7 +20,6 @@
 //! - `rails`: the drivers and the rails of a gate;
 //! - `strategy`: what the next packet is made of and on which rail;
 //! - `drive`: the module that calls drivers (packet building, progress);
-//! - `inplace`: small sends written straight into the packet a driver builds in place (`shm`);
 //! - `resilience`: losing one of a peer's several rails without losing what it carried;
 //! - `liveness`: peers that die without their driver noticing (`shm`), looked for by idle
 //!   waits; receives that only a lost peer could satisfy;
@@ -35,7 +34,6 @@ mod bsend;
 mod drive;
 mod dynamic;
 mod gate;
-mod inplace;
 mod input;
 mod liveness;
 mod matching;

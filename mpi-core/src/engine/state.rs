@@ -85,12 +85,6 @@ pub(crate) struct State {
     /// Progress calls so far (wrapping): a gate that sent at once in the current one
     /// (`Gate::lone_epoch`) packs what follows.
     pub(super) epoch: u32,
-    /// Under `adaptive`: small sends after the first of a burst are written into the packet
-    /// the driver builds in place where it can (`inplace`; `MADMPI_PACK_IN_PLACE=0`: never).
-    pub in_place: bool,
-    /// Some driver holds a packet built in place that is not visible yet
-    /// ([`Engine::publish`](super::Engine::publish) at the next progress or flush).
-    pub(super) unpublished: bool,
     /// Per peer: the order of its messages, restored from their sequence numbers.
     pub(super) order: Vec<order::Order>,
     /// The driver being polled (the rail data arrives on).
@@ -201,8 +195,6 @@ impl State {
             packs_on_post: strat.packs_on_post(),
             lone_at_once: strat.packs_on_post() && strat.lone_at_once(),
             epoch: 0,
-            in_place: strat.packs_on_post() && strat.lone_at_once(),
-            unpublished: false,
             strat,
             order: (0..nprocs).map(|_| order::Order::default()).collect(),
             polling: NO_DRIVER,

@@ -63,15 +63,6 @@ impl Counters {
 
     /// A packet of `chunks` chunks and `bytes` bytes to `peer` left on driver `drv`.
     #[inline(always)]
-    /// One more chunk of `bytes` in the packet a driver builds in place (its first chunk was
-    /// counted by [`Counters::packet`]).
-    pub(crate) fn packet_grew(&mut self, drv: u8, bytes: usize) {
-        self.packet_chunks += 1;
-        if let Some(d) = self.drivers.get_mut(drv as usize) {
-            d.bytes_sent += bytes as u64;
-        }
-    }
-
     pub(crate) fn packet(&mut self, drv: u8, peer: u32, chunks: u64, bytes: usize) {
         self.packet_chunks += chunks;
         if chunks > self.max_chunks {

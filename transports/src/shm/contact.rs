@@ -47,7 +47,6 @@ impl ShmTransport {
                     prod,
                     slot: self.slots[j],
                     stall: Stall::default(),
-                    listed: false,
                 });
                 let t = self.tx[j].as_mut().expect("just set");
                 if push(&mut t.prod, 0) {

@@ -131,10 +131,6 @@
 //!   sent after `poll_recv` returns. A packet is consumed before the callback runs: if the
 //!   callback panics, that packet is lost, never delivered twice.
 //! - A packet is visible only once complete: a sender that dies while writing leaves nothing.
-//! - [`ShmTransport::append`] builds a packet in place in the pair ring towards a peer (the
-//!   engine writes its chunks straight into the ring, `append.rs`); it becomes visible once it
-//!   holds [`ShmConfig::publish_min`] bytes, at [`ShmTransport::publish_all`], or before the
-//!   next packet to that peer, so packets stay in the order they were begun.
 //! - Local processes are trusted not to scribble on the segment while it is in use; what they
 //!   could do is make this process see malformed packets (`Error::Malformed`), not read or
 //!   write outside the segment.
@@ -169,13 +165,11 @@ use std::time::{Duration, Instant};
 use crate::sys::{self, IOV_MAX};
 use crate::{Caps, Error, PeerId, RemoteRegion, Result, SendOutcome, Transport};
 
-mod append;
 mod contact;
 mod liveness;
 mod ring;
 mod segment;
 mod split;
-pub use append::Appended;
 pub(crate) use segment::{create_mapping, open_mapping};
 pub use segment::{ShmConfig, ShmSegment};
 use split::SplitCounts;
@@ -193,8 +187,6 @@ struct TxRing {
     /// The receiver's doorbell and identity.
     slot: NonNull<ProcSlot>,
     stall: Stall,
-    /// In `ShmTransport::held`.
-    listed: bool,
 }
 
 /// Consecutive `WouldBlock`s towards a receiver, and when the first of them happened.
@@ -330,10 +322,6 @@ pub struct ShmTransport {
     /// Split copies (`get`s) and how their chunks were shared out; chunks of other
     /// processes' split copies this one wrote (`helped`).
     split: SplitCounts,
-    /// Local indices whose pair ring may hold a packet being built (`append`), for
-    /// `publish_all`; and from how many bytes such a packet is made visible at once.
-    held: Vec<u32>,
-    publish_min: usize,
     /// Keeps the mapping alive; declared last so it is dropped after the pointers above.
     seg: ShmSegment,
 }
@@ -400,7 +388,6 @@ impl ShmTransport {
                 prod: unsafe { Producer::new(ctrl, data, cap) },
                 slot: slots[j],
                 stall: Stall::default(),
-                listed: false,
             }));
             let (ctrl, data) = seg.ring(my_local, layout.static_ring(j, my_local));
             rx.push(RxRing {
@@ -462,8 +449,6 @@ impl ShmTransport {
             no_put: vec![false; n],
             reported: vec![false; n],
             split: SplitCounts::default(),
-            held: Vec::new(),
-            publish_min: seg.cfg.publish_min,
             seg,
         })
     }
@@ -544,8 +529,6 @@ impl ShmTransport {
 
 impl Drop for ShmTransport {
     fn drop(&mut self) {
-        // What was written is sent, as by any other packet that was accepted.
-        self.publish_all();
         // SAFETY: the slot lies in the mapping, still alive (`seg` is dropped after this).
         let ident = unsafe { &self.my_slot.as_ref().ident.0 };
         ident.state.store(STATE_CLOSED, Ordering::Release);

@@ -71,21 +71,6 @@ pub(super) struct Producer {
     tail: u64,
     /// The consumer's `head` as last read: the ring has at least this much room.
     head_cache: u64,
-    /// The record being built at `tail` by [`Producer::append`], not visible yet.
-    open: Option<Open>,
-}
-
-/// A record reserved at the producer's `tail` and being filled ([`Producer::append`]): its
-/// header word still reads 0, so the consumer waits in front of it; [`Producer::publish`]
-/// makes it visible.
-#[derive(Debug, Clone, Copy)]
-struct Open {
-    /// Offset of its header in the data area (`tail`'s position, or 0 when it wrapped).
-    at: usize,
-    /// Payload bytes written so far (a multiple of 8).
-    len: usize,
-    /// Where the skip marker goes when the record wrapped to offset 0 (`tail`'s position).
-    skip: Option<usize>,
 }
 
 impl Producer {
@@ -109,7 +94,6 @@ impl Producer {
             mask: capacity - 1,
             tail,
             head_cache: head,
-            open: None,
         }
     }
 
@@ -117,12 +101,6 @@ impl Producer {
     pub(super) fn ctrl(&self) -> &RingCtrl {
         // SAFETY: valid for our lifetime (see `new`); only atomics are accessed through it.
         unsafe { self.ctrl.as_ref() }
-    }
-
-    /// Bytes of records published so far (free-running).
-    #[inline(always)]
-    pub(super) fn tail(&self) -> u64 {
-        self.tail
     }
 
     /// Append one record holding the concatenation of `iov` (`len` bytes in total, at most a
@@ -158,10 +136,6 @@ impl Producer {
         flag: u64,
         fill: impl FnOnce(*mut u8),
     ) -> bool {
-        // A record being built goes first: records leave in the order they were begun.
-        if self.open.is_some() {
-            self.publish();
-        }
         let cap = self.mask + 1;
         let rec = REC_HDR + align8(len);
         let pos = self.tail as usize & self.mask;
@@ -201,108 +175,6 @@ impl Producer {
         self.tail += need as u64;
         self.ctrl().tail.0.store(self.tail, Ordering::Release);
         true
-    }
-}
-
-impl Producer {
-    /// Whether the free space of the ring, refreshed from the consumer's `head` if the cached
-    /// copy says no, holds `need` bytes from `tail` plus the word after them.
-    #[inline(always)]
-    fn room(&mut self, need: usize) -> bool {
-        let cap = self.mask + 1;
-        let used = self.tail.wrapping_sub(self.head_cache);
-        if used <= cap as u64 && need + REC_HDR <= cap - used as usize {
-            return true;
-        }
-        self.head_cache = self.ctrl().head.0.load(Ordering::Acquire);
-        // A consumer publishing nonsense (head past tail) only makes the ring look full.
-        let used = self.tail.wrapping_sub(self.head_cache);
-        used <= cap as u64 && need + REC_HDR <= cap - used as usize
-    }
-
-    /// Append `len` bytes (a multiple of 8), which `fill` writes at the pointer it is given, to
-    /// the record being built at `tail`, or begin one with them: the record stays invisible to
-    /// the consumer until [`Producer::publish`] (or the next [`Producer::push_flagged`], which
-    /// publishes it first). A record never grows past `max` bytes (at most a quarter of the
-    /// ring): when `len` more would not fit, in `max` or in the ring before its end, the
-    /// record is published and a new one begun. Returns `None`, having written nothing, when
-    /// the ring has no room for them now (a record being built may then have been
-    /// published), else whether a new record was begun.
-    #[inline(always)]
-    pub(super) fn append(
-        &mut self,
-        len: usize,
-        max: usize,
-        fill: impl FnOnce(*mut u8),
-    ) -> Option<bool> {
-        debug_assert!(len % 8 == 0 && len <= max && max <= self.mask / 2);
-        let cap = self.mask + 1;
-        let base = self.data.as_ptr();
-        if let Some(o) = self.open {
-            let grown = o.len + len;
-            // The bytes from `tail` the grown record takes (the skipped end too), which
-            // `room` checks with the word after them.
-            let need = o.skip.map_or(0, |p| cap - p) + REC_HDR + grown;
-            if grown <= max && o.at + REC_HDR + grown <= cap && self.room(need) {
-                // SAFETY: [at + 8 + len, at + 8 + grown) is inside the area (checked) and free
-                // (`room`): the consumer waits at the record's header, which reads 0.
-                fill(unsafe { base.add(o.at + REC_HDR + o.len) });
-                if let Some(o) = self.open.as_mut() {
-                    o.len = grown;
-                }
-                return Some(false);
-            }
-            self.publish();
-        }
-        let pos = self.tail as usize & self.mask;
-        let to_end = cap - pos;
-        let rec = REC_HDR + len;
-        let wraps = rec > to_end;
-        if !self.room(if wraps { to_end + rec } else { rec }) {
-            return None;
-        }
-        let at = if wraps { 0 } else { pos };
-        // SAFETY: [at + 8, at + rec) is inside the area (rec <= to_end, or at == 0 and
-        // rec < cap) and free (`room`); the consumer waits at `pos`, whose header reads 0
-        // (cleared by the record before it) and is not written before `publish`.
-        fill(unsafe { base.add(at + REC_HDR) });
-        self.open = Some(Open {
-            at,
-            len,
-            skip: wraps.then_some(pos),
-        });
-        Some(true)
-    }
-
-    /// Payload bytes of the record being built (0: none).
-    #[inline(always)]
-    pub(super) fn open_len(&self) -> usize {
-        self.open.map_or(0, |o| o.len)
-    }
-
-    /// Make the record being built visible to the consumer (nothing when there is none), in
-    /// the order [`Producer::push_flagged`] publishes: the word after it cleared, its header,
-    /// the skip marker, `tail`.
-    #[inline]
-    pub(super) fn publish(&mut self) {
-        let Some(o) = self.open.take() else {
-            return;
-        };
-        let cap = self.mask + 1;
-        let base = self.data.as_ptr();
-        let rec = REC_HDR + o.len;
-        let next = (o.at + rec) & self.mask;
-        // SAFETY: the record and the word after it are inside the area and were free when
-        // `append` reserved them; the consumer reads the record only after the header store.
-        unsafe {
-            header(base, next).store(0, Ordering::Relaxed);
-            header(base, o.at).store(READY | o.len as u64, Ordering::Release);
-            if let Some(p) = o.skip {
-                header(base, p).store(SKIP, Ordering::Release);
-            }
-        }
-        self.tail += (o.skip.map_or(0, |p| cap - p) + rec) as u64;
-        self.ctrl().tail.0.store(self.tail, Ordering::Release);
     }
 }
 
@@ -743,7 +615,3 @@ mod tests {
 #[cfg(test)]
 #[path = "fuzz.rs"]
 mod fuzz;
-
-#[cfg(test)]
-#[path = "ring_open_tests.rs"]
-mod open_tests;

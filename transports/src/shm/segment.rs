@@ -140,21 +140,10 @@ pub struct ShmConfig {
     /// i.e. auto: on from [`ShmConfig::DOORBELL_AUTO_MIN_LOCAL`] local processes). Decided by
     /// the leader at [`ShmSegment::create`]; the others follow the segment.
     pub doorbell: Option<bool>,
-    /// A packet the engine builds in place in a ring ([`ShmTransport::append`]) becomes
-    /// visible to the receiver as soon as it holds this many bytes (`MADMPI_SHM_PUBLISH`,
-    /// default 512; 0: every chunk as soon as it is written), so that the receiver works on
-    /// the first messages of a burst while the sender writes the next ones.
-    ///
-    /// [`ShmTransport::append`]: super::ShmTransport::append
-    pub publish_min: usize,
     /// The engine's protocol version, kept in the segment's header without being read: a
     /// process of another build is refused when it opens the segment.
     pub engine_version: u32,
 }
-
-/// Default of [`ShmConfig::publish_min`]: a 1 KiB message is visible as soon as it is
-/// written, a dozen 8-byte ones leave together.
-pub(super) const DEFAULT_PUBLISH_MIN: usize = 512;
 
 impl Default for ShmConfig {
     fn default() -> ShmConfig {
@@ -165,7 +154,6 @@ impl Default for ShmConfig {
             cma: true,
             split_min: DEFAULT_SPLIT_MIN,
             doorbell: None,
-            publish_min: DEFAULT_PUBLISH_MIN,
             engine_version: 0,
         }
     }
@@ -215,9 +203,6 @@ impl ShmConfig {
                 "auto" | "" => None,
                 other => Some(parse_bool("MADMPI_SHM_DOORBELL", other)?),
             };
-        }
-        if let Some(v) = get("MADMPI_SHM_PUBLISH") {
-            cfg.publish_min = parse_size("MADMPI_SHM_PUBLISH", &v)?;
         }
         cfg.validate()?;
         Ok(cfg)
