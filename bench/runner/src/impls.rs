@@ -297,6 +297,11 @@ impl Impl {
                     argv.extend(
                         ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"].map(String::from),
                     );
+                    // One-sided too: osc/sm (load/store between the ranks of one host) and
+                    // osc/ucx (UCX's own shared memory) would bypass TCP whatever the BTLs;
+                    // osc/pt2pt sends every operation through the PML, over TCP (ours runs
+                    // with MADMPI_RMA_DIRECT=0, MPICH with MPIR_CVAR_NOLOCAL=1).
+                    argv.extend(["--mca", "osc", "pt2pt"].map(String::from));
                 }
                 if transport == Transport::Ofi {
                     // The cm PML with the ofi MTL: every message through libfabric, on the
@@ -567,6 +572,7 @@ mod tests {
         let line = s.argv.join(" ");
         assert!(line.contains("--oversubscribe"), "{line}");
         assert!(line.contains("--mca btl tcp,self"), "{line}");
+        assert!(line.contains("--mca osc pt2pt"), "{line}");
         let s = ompi.launch(Transport::Shm, 2, exe, &[]);
         assert!(!s.argv.join(" ").contains("btl"));
     }

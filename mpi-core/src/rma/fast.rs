@@ -120,8 +120,41 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
             8 => (dst as *mut u64).write_unaligned((src as *const u64).read_unaligned()),
             16 => (dst as *mut u128).write_unaligned((src as *const u128).read_unaligned()),
             MID_MIN..=MID_MAX => copy_mid(src, dst, n),
+            LARGE_MIN.. => copy_large(src, dst, n),
             _ => std::ptr::copy(src, dst, n),
         }
+    }
+}
+
+/// The sizes [`copy_large`] copies.
+const LARGE_MIN: usize = 2 * LARGE_CHUNK;
+
+/// [`copy_large`]'s pieces.
+const LARGE_CHUNK: usize = 256 * 1024;
+
+/// Copy `n` bytes (`LARGE_MIN..`) in pieces of 256 KiB when the two do not overlap, else by
+/// one `memmove`. Why: above a threshold of its own (about 1 MiB here) glibc copies with
+/// non-temporal stores, which bypass the cache: a 1 MiB copy, cache-hot, ran at 59 GB/s in
+/// one `memmove` against 69 GB/s in 256 KiB pieces (a scratch C program, best of 30 rounds of
+/// 64 copies, under SCHED_FIFO); 4 MiB 60 against 65, 16 MiB 26 against 43, 64 MiB 21
+/// against 26 GB/s (best of 5 rounds of 4 copies).
+///
+/// # Safety
+/// Both hold `n` bytes.
+#[inline(never)]
+unsafe fn copy_large(src: *const u8, dst: *mut u8, n: usize) {
+    let (s, d) = (src as usize, dst as usize);
+    if s + n <= d || d + n <= s {
+        let mut i = 0;
+        while i < n {
+            let k = LARGE_CHUNK.min(n - i);
+            // SAFETY: inside the first `n` bytes of each (the caller's), which do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), k) };
+            i += k;
+        }
+    } else {
+        // SAFETY: the caller's.
+        unsafe { std::ptr::copy(src, dst, n) }
     }
 }
 
@@ -468,6 +501,36 @@ mod tests {
         // SAFETY: both ranges lie in `buf`.
         unsafe { copy(p, p.add(100), 4096) };
         assert_eq!(buf, want);
+    }
+
+    #[test]
+    fn large_copies_are_exact() {
+        let len = 3 * LARGE_CHUNK + 4000;
+        let src: Vec<u8> = (0..len as u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        for n in [
+            LARGE_MIN,
+            LARGE_MIN + 1,
+            3 * LARGE_CHUNK - 17,
+            3 * LARGE_CHUNK,
+        ] {
+            for (so, dof) in [(0, 0), (1, 0), (0, 3), (5, 31)] {
+                let mut dst = vec![0xa5u8; n + 64];
+                // SAFETY: both hold the bytes copied.
+                unsafe { copy(src.as_ptr().add(so), dst.as_mut_ptr().add(dof), n) };
+                assert!(dst[dof..dof + n] == src[so..so + n], "{n} {so} {dof}");
+                assert!(dst[..dof].iter().chain(&dst[dof + n..]).all(|&b| b == 0xa5));
+            }
+        }
+        // Overlapping, both ways: memmove's result.
+        for (from, to) in [(0, 1000), (1000, 0)] {
+            let mut buf = src.clone();
+            let mut want = src.clone();
+            want.copy_within(from..from + LARGE_MIN, to);
+            let p = buf.as_mut_ptr();
+            // SAFETY: both ranges lie in `buf`.
+            unsafe { copy(p.add(from), p.add(to), LARGE_MIN) };
+            assert!(buf == want, "{from} -> {to}");
+        }
     }
 
     /// The class table is indexed by `op as usize`: the declaration order of the operations

@@ -170,7 +170,7 @@ unsafe impl Send for Win {}
 
 impl Win {
     /// Whether the epochs this process opened allow an operation on `target`.
-    #[inline]
+    #[inline(always)]
     fn may_access(&self, target: i32) -> bool {
         self.fence
             || self.lock_all

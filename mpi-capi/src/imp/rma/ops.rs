@@ -114,7 +114,7 @@ pub unsafe fn MPI_Put(
             return MPI_SUCCESS;
         }
     }
-    issue("MPI_Put", win, std::ptr::null_mut(), || {
+    issue("MPI_Put", win, std::ptr::null_mut(), move || {
         Ok(Call::Put(
             local(origin_addr, i64::from(origin_count), origin_datatype)?,
             remote(
@@ -149,7 +149,7 @@ pub unsafe fn MPI_Put_c(
             return MPI_SUCCESS;
         }
     }
-    issue("MPI_Put_c", win, std::ptr::null_mut(), || {
+    issue("MPI_Put_c", win, std::ptr::null_mut(), move || {
         Ok(Call::Put(
             local(origin_addr, origin_count, origin_datatype)?,
             remote(target_rank, target_disp, target_count, target_datatype)?,
@@ -179,7 +179,7 @@ pub unsafe fn MPI_Get(
             return MPI_SUCCESS;
         }
     }
-    issue("MPI_Get", win, std::ptr::null_mut(), || {
+    issue("MPI_Get", win, std::ptr::null_mut(), move || {
         Ok(Call::Get(
             local(
                 origin_addr as *const c_void,
@@ -218,7 +218,7 @@ pub unsafe fn MPI_Get_c(
             return MPI_SUCCESS;
         }
     }
-    issue("MPI_Get_c", win, std::ptr::null_mut(), || {
+    issue("MPI_Get_c", win, std::ptr::null_mut(), move || {
         Ok(Call::Get(
             local(origin_addr as *const c_void, origin_count, origin_datatype)?,
             remote(target_rank, target_disp, target_count, target_datatype)?,
