@@ -465,7 +465,7 @@ fn off_by_default() {
 }
 
 #[test]
-fn recording_stops_at_the_event_limit_and_says_so() {
+fn recording_stops_at_the_event_limit_and_says_so_but_keeps_the_driver_counters() {
     if skip() {
         return;
     }
@@ -476,8 +476,19 @@ fn recording_stops_at_the_event_limit_and_says_so() {
         t.assert_monotonic();
         assert_eq!(t.other["truncated"], true);
         assert_eq!(t.other["max_events"].as_u64(), Some(10));
+        // The drivers' totals are recorded at the end even so (one event per driver).
+        let counters = t
+            .events
+            .iter()
+            .filter(|e| e["name"] == "driver counters")
+            .count();
+        assert!(counters >= 1, "rank {rank}: the driver counters are kept");
         let kept = t.events.iter().filter(|e| e["ph"] != "M").count();
-        assert_eq!(kept, 11, "rank {rank}: 10 events and the truncation notice");
+        assert_eq!(
+            kept,
+            11 + counters,
+            "rank {rank}: 10 events, the truncation notice and the driver counters"
+        );
         assert!(t.has("trace truncated: recording stopped"));
         assert!(t.has("MPI_Init"));
     }

@@ -9,9 +9,9 @@ use std::sync::atomic::Ordering;
 use madmpi_transports::SendOutcome;
 
 use super::{
-    ctrl_name, instant, lock, mono, now, on, packet_bytes, push, record, write_trace, Args, Buf,
-    ChunkInfo, Ev, ACTIVE, DEFER, NONE, THREADS, TID_MPI, TID_RDV, TID_SCHED, TID_THREADS,
-    TID_TRANSPORT,
+    ctrl_name, instant, lock, mono, now, on, packet_bytes, push, record, record_summary,
+    write_trace, Args, Buf, ChunkInfo, Ev, ACTIVE, DEFER, NONE, THREADS, TID_MPI, TID_RDV,
+    TID_SCHED, TID_THREADS, TID_TRANSPORT,
 };
 use crate::wire::{self, Header};
 
@@ -399,8 +399,10 @@ fn get_slow(
 /// engine goes at MPI_Finalize.
 ///
 /// [`Transport::counters`]: madmpi_transports::Transport::counters
+/// Recorded even when the trace stopped at `MADMPI_TRACE_MAX_EVENTS` (one event per driver,
+/// the run's totals: a long run still tells what its drivers did).
 pub(crate) fn driver_counters(list: &[madmpi_transports::registry::Driver]) {
-    if on() {
+    if ACTIVE.load(Ordering::Relaxed) {
         counters_slow(list);
     }
 }
@@ -412,7 +414,7 @@ fn counters_slow(list: &[madmpi_transports::registry::Driver]) {
     for d in list {
         let values = d.counters();
         if !values.is_empty() {
-            record(instant(
+            record_summary(instant(
                 mono(),
                 TID_TRANSPORT,
                 "driver counters",

@@ -240,6 +240,16 @@ fn record(ev: Ev) {
     push(b, ev);
 }
 
+/// Record `ev` even after recording stopped at the limit: for the few events that sum a run
+/// up, recorded once at its end.
+#[cold]
+#[inline(never)]
+fn record_summary(ev: Ev) {
+    if let Some(b) = lock().as_mut() {
+        b.events.push(ev);
+    }
+}
+
 fn push(b: &mut Buf, ev: Ev) {
     if !ON.load(Ordering::Relaxed) {
         return;
