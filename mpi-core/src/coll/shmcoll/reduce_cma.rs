@@ -8,8 +8,9 @@
 //! combined, published and copied out. The members that run take the pieces: with more ranks
 //! than free CPUs, a member that is not scheduled does not hold up the others.
 //!
-//! This module owns this algorithm only. It must never combine out of rank order, send
-//! point-to-point messages, or hold the engine lock while waiting.
+//! This module owns this algorithm only. It must never combine out of rank order (on two
+//! members a commutative operation may take its operands the other way round: `c1 op c0`),
+//! send point-to-point messages, or hold the engine lock while waiting.
 
 use super::*;
 
@@ -177,7 +178,8 @@ impl Area {
     }
 
     /// Combine piece `p` of every member's contribution in rank order (`c0 op (c1 op (… op
-    /// cn-1))`) and write it into every result buffer.
+    /// cn-1))`; on two members, member 1 with a commutative operation: `c1 op c0`) and write
+    /// it into every result buffer.
     ///
     /// # Safety
     /// Every member has published the addresses of its contribution and result buffer, and
