@@ -2,14 +2,15 @@
  *
  * mode=allreduce   MPI_Allreduce, MPI_SUM of size/8 doubles
  * mode=iallreduce  the same by MPI_Iallreduce + MPI_Wait
+ * mode=reduce      MPI_Reduce of the same to rank 0 (allreduce.c only)
  * mode=bcast       MPI_Bcast of size bytes from rank 0
  * mode=alltoall    MPI_Alltoall, size bytes to and from every rank
  * mode=barrier     MPI_Barrier (size=0)
  *
  * Sizes 8 B, 1 KiB, 64 KiB, 1 MiB, and for (i)allreduce also 256 KiB and
  * 4 MiB (--quick: 8 B and 1 MiB).  Built with COLL_ALLREDUCE_RANGE defined
- * (allreduce.c), it is the `allreduce` benchmark: allreduce and iallreduce
- * only, at 64 KiB, 256 KiB, 1 MiB and 4 MiB, --quick or not.  Each operation
+ * (allreduce.c), it is the `allreduce` benchmark: allreduce, iallreduce and
+ * reduce only, at 64 KiB, 256 KiB, 1 MiB and 4 MiB, --quick or not.  Each operation
  * is checked once before timing (sums, broadcast contents, every all-to-all
  * block).  The time of a repetition is the slowest rank's; metric lat_us is
  * microseconds per operation, lower is better.
@@ -18,8 +19,8 @@
 
 #ifdef COLL_ALLREDUCE_RANGE
 #define BENCH_NAME "allreduce"
-#define BENCH_MODES "allreduce|iallreduce"
-#define NOPS 2
+#define BENCH_MODES "allreduce|iallreduce|reduce"
+static const int ops[] = {0, 1, 5};
 static const long red_sizes[] = {65536, 256L << 10, 1L << 20, 4L << 20};
 #define NRED ((int)(sizeof red_sizes / sizeof red_sizes[0]))
 static const long *const red_quick_sizes = red_sizes;
@@ -31,7 +32,7 @@ static const long *const sizes = red_sizes, *const quick_sizes = red_sizes;
 #else
 #define BENCH_NAME "coll"
 #define BENCH_MODES "allreduce|iallreduce|bcast|alltoall|barrier"
-#define NOPS 5
+static const int ops[] = {0, 1, 2, 3, 4};
 static const long sizes[] = {8, 1024, 65536, 1L << 20};
 #define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
 static const long quick_sizes[] = {8, 1L << 20};
@@ -46,10 +47,12 @@ static const long *const red_quick_sizes = quick_sizes;
 /* Largest block of bcast and alltoall, largest allreduce vector. */
 #define MAX_SIZE (1L << 20)
 #define MAX_RED_SIZE (4L << 20)
+#define NOPS ((int)(sizeof ops / sizeof ops[0]))
 
 struct ctx {
     int rank, nranks;
-    int op; /* 0 allreduce, 1 iallreduce, 2 bcast, 3 alltoall, 4 barrier */
+    int op; /* 0 allreduce, 1 iallreduce, 2 bcast, 3 alltoall, 4 barrier,
+               5 reduce */
     long n;
     void *sbuf, *rbuf;
 };
@@ -69,6 +72,10 @@ static void coll_op(void *p)
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         break;
     }
+    case 5:
+        MPI_Reduce(c->sbuf, c->rbuf, (int)(c->n / 8), MPI_DOUBLE, MPI_SUM, 0,
+                   MPI_COMM_WORLD);
+        break;
     case 2:
         MPI_Bcast(c->sbuf, (int)c->n, MPI_BYTE, 0, MPI_COMM_WORLD);
         break;
@@ -90,7 +97,8 @@ static void check_op(const struct bench_opts *o, struct ctx *c,
     long bad = -1;
     switch (c->op) {
     case 0:
-    case 1: {
+    case 1:
+    case 5: {
         double *s = c->sbuf, *r = c->rbuf;
         long k = n / 8;
         for (long i = 0; i < k; i++) {
@@ -100,7 +108,8 @@ static void check_op(const struct bench_opts *o, struct ctx *c,
         coll_op(c);
         /* Exact in double: small integers. */
         double ranks_sum = (double)c->nranks * (c->nranks + 1) / 2.0;
-        for (long i = 0; i < k && bad < 0; i++)
+        /* MPI_Reduce: the result on rank 0 only. */
+        for (long i = 0; i < k && bad < 0 && (c->op != 5 || c->rank == 0); i++)
             if (r[i] != ranks_sum * (double)(i % 1000 + 1))
                 bad = i * 8;
         break;
@@ -142,7 +151,7 @@ int main(int argc, char **argv)
     struct ctx c;
     double secs[BENCH_MAX_REPS];
     static const char *const names[] = {"allreduce", "iallreduce", "bcast",
-                                        "alltoall", "barrier"};
+                                        "alltoall", "barrier", "reduce"};
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c.nranks);
     bench_header(&o);
@@ -152,11 +161,12 @@ int main(int argc, char **argv)
     c.sbuf = bench_malloc(room);
     c.rbuf = bench_malloc(room);
 
-    for (int op = 0; op < NOPS; op++) {
+    for (int oi = 0; oi < NOPS; oi++) {
+        int op = ops[oi];
         if (!bench_mode_on(&o, names[op]))
             continue;
         c.op = op;
-        int red = op <= 1;
+        int red = op <= 1 || op == 5;
         const long *list = red ? (o.quick ? red_quick_sizes : red_sizes)
                                : (o.quick ? quick_sizes : sizes);
         int nlist = red ? (o.quick ? NRED_QUICK : NRED)
