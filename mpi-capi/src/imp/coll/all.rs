@@ -34,6 +34,14 @@ pub(super) fn allgather_impl(
         };
         let recv = data(rbuf, rcount, rdt)?;
         not_aliased(sbuf, rbuf, scount > 0)?;
+        not_own_block(
+            c,
+            sbuf,
+            rbuf,
+            |r| Ok(r as isize * rcount as isize),
+            rdt,
+            scount > 0,
+        )?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -73,6 +81,9 @@ pub(super) fn allgatherv_impl(
             Some(data(sbuf, scount, sdt)?)
         };
         let recv = vblocks(rbuf, rcounts, rdispls, rdt, peers(c)?)?;
+        not_aliased(sbuf, rbuf, scount > 0)?;
+        let at = |r: usize| Ok(displs(rdispls, r + 1, "displacements")?[r]);
+        not_own_block(c, sbuf, rbuf, at, rdt, scount > 0)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -153,6 +164,13 @@ pub(super) fn alltoallv_impl(
             Some(vblocks(sbuf, scounts, sdispls, sdt, n)?)
         };
         let recv = vblocks(rbuf, rcounts, rdispls, rdt, n)?;
+        if !in_place(sbuf) {
+            not_aliased(
+                sbuf,
+                rbuf,
+                counts(scounts, n, "counts")?.iter().any(|&k| k > 0),
+            )?;
+        }
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -187,6 +205,13 @@ pub(super) fn alltoallw_impl(
             Some(wblocks(sbuf, scounts, sdispls, sdts, n)?)
         };
         let recv = wblocks(rbuf, rcounts, rdispls, rdts, n)?;
+        if !in_place(sbuf) {
+            not_aliased(
+                sbuf,
+                rbuf,
+                counts(scounts, n, "counts")?.iter().any(|&k| k > 0),
+            )?;
+        }
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {

@@ -112,6 +112,14 @@ pub(super) fn gather_impl(
         };
         if ro == Role::Root {
             not_aliased(sbuf, rbuf, scount > 0)?;
+            not_own_block(
+                c,
+                sbuf,
+                rbuf,
+                |r| Ok(r as isize * rcount as isize),
+                rdt,
+                scount > 0,
+            )?;
         }
         // SAFETY: as in bcast_impl.
         unsafe {
@@ -158,6 +166,11 @@ pub(super) fn gatherv_impl(
             Role::Root | Role::Other | Role::InterLeaf => Some(data(sbuf, scount, sdt)?),
             _ => None,
         };
+        if ro == Role::Root {
+            not_aliased(sbuf, rbuf, scount > 0)?;
+            let at = |r: usize| Ok(displs(rdispls, r + 1, "displacements")?[r]);
+            not_own_block(c, sbuf, rbuf, at, rdt, scount > 0)?;
+        }
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -204,6 +217,14 @@ pub(super) fn scatter_impl(
         };
         if ro == Role::Root {
             not_aliased(sbuf, rbuf, rcount > 0)?;
+            not_own_block(
+                c,
+                rbuf,
+                sbuf,
+                |r| Ok(r as isize * scount as isize),
+                sdt,
+                rcount > 0,
+            )?;
         }
         // SAFETY: as in bcast_impl.
         unsafe {
@@ -250,6 +271,11 @@ pub(super) fn scatterv_impl(
             Role::Root | Role::Other | Role::InterLeaf => Some(data(rbuf, rcount, rdt)?),
             _ => None,
         };
+        if ro == Role::Root {
+            not_aliased(sbuf, rbuf, rcount > 0)?;
+            let at = |r: usize| Ok(displs(sdispls, r + 1, "displacements")?[r]);
+            not_own_block(c, rbuf, sbuf, at, sdt, rcount > 0)?;
+        }
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
