@@ -33,7 +33,6 @@ pub(super) fn allgather_impl(
             Some(data(sbuf, scount, sdt)?)
         };
         let recv = data(rbuf, rcount, rdt)?;
-        not_aliased(sbuf, rbuf, scount > 0)?;
         not_own_block(
             c,
             sbuf,
@@ -81,7 +80,6 @@ pub(super) fn allgatherv_impl(
             Some(data(sbuf, scount, sdt)?)
         };
         let recv = vblocks(rbuf, rcounts, rdispls, rdt, peers(c)?)?;
-        not_aliased(sbuf, rbuf, scount > 0)?;
         let at = |r: usize| Ok(displs(rdispls, r + 1, "displacements")?[r]);
         not_own_block(c, sbuf, rbuf, at, rdt, scount > 0)?;
         // SAFETY: as in bcast_impl.
@@ -164,13 +162,7 @@ pub(super) fn alltoallv_impl(
             Some(vblocks(sbuf, scounts, sdispls, sdt, n)?)
         };
         let recv = vblocks(rbuf, rcounts, rdispls, rdt, n)?;
-        if !in_place(sbuf) {
-            not_aliased(
-                sbuf,
-                rbuf,
-                counts(scounts, n, "counts")?.iter().any(|&k| k > 0),
-            )?;
-        }
+        not_aliased_counts(sbuf, rbuf, scounts, n)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -205,13 +197,7 @@ pub(super) fn alltoallw_impl(
             Some(wblocks(sbuf, scounts, sdispls, sdts, n)?)
         };
         let recv = wblocks(rbuf, rcounts, rdispls, rdts, n)?;
-        if !in_place(sbuf) {
-            not_aliased(
-                sbuf,
-                rbuf,
-                counts(scounts, n, "counts")?.iter().any(|&k| k > 0),
-            )?;
-        }
+        not_aliased_counts(sbuf, rbuf, scounts, n)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {

@@ -111,7 +111,6 @@ pub(super) fn gather_impl(
             _ => None,
         };
         if ro == Role::Root {
-            not_aliased(sbuf, rbuf, scount > 0)?;
             not_own_block(
                 c,
                 sbuf,
@@ -167,7 +166,6 @@ pub(super) fn gatherv_impl(
             _ => None,
         };
         if ro == Role::Root {
-            not_aliased(sbuf, rbuf, scount > 0)?;
             let at = |r: usize| Ok(displs(rdispls, r + 1, "displacements")?[r]);
             not_own_block(c, sbuf, rbuf, at, rdt, scount > 0)?;
         }
@@ -216,7 +214,6 @@ pub(super) fn scatter_impl(
             _ => None,
         };
         if ro == Role::Root {
-            not_aliased(sbuf, rbuf, rcount > 0)?;
             not_own_block(
                 c,
                 rbuf,
@@ -272,7 +269,6 @@ pub(super) fn scatterv_impl(
             _ => None,
         };
         if ro == Role::Root {
-            not_aliased(sbuf, rbuf, rcount > 0)?;
             let at = |r: usize| Ok(displs(sdispls, r + 1, "displacements")?[r]);
             not_own_block(c, rbuf, sbuf, at, sdt, rcount > 0)?;
         }
