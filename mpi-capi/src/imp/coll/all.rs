@@ -33,14 +33,7 @@ pub(super) fn allgather_impl(
             Some(data(sbuf, scount, sdt)?)
         };
         let recv = data(rbuf, rcount, rdt)?;
-        not_own_block(
-            c,
-            sbuf,
-            rbuf,
-            |r| Ok(r as isize * rcount as isize),
-            rdt,
-            scount > 0,
-        )?;
+        not_own_nth(c, sbuf, rbuf, rcount, rdt, scount > 0)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {

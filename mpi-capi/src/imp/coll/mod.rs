@@ -151,6 +151,25 @@ fn not_own_block(
     not_aliased(one, at as *const c_void, true)
 }
 
+/// `not_own_block` for the forms without displacements: the block at `rank * count`.
+fn not_own_nth(
+    c: CommId,
+    one: *const c_void,
+    whole: *const c_void,
+    count: i64,
+    dt: MPI_Datatype,
+    moves: bool,
+) -> R<()> {
+    not_own_block(
+        c,
+        one,
+        whole,
+        |r| Ok(r as isize * count as isize),
+        dt,
+        moves,
+    )
+}
+
 /// `not_aliased` for the v and w forms of alltoall: data moves when a send count is positive.
 fn not_aliased_counts(sbuf: *const c_void, rbuf: *const c_void, scounts: Cnts, n: usize) -> R<()> {
     if in_place(sbuf) {

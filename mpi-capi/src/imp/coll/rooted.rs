@@ -111,14 +111,7 @@ pub(super) fn gather_impl(
             _ => None,
         };
         if ro == Role::Root {
-            not_own_block(
-                c,
-                sbuf,
-                rbuf,
-                |r| Ok(r as isize * rcount as isize),
-                rdt,
-                scount > 0,
-            )?;
+            not_own_nth(c, sbuf, rbuf, rcount, rdt, scount > 0)?;
         }
         // SAFETY: as in bcast_impl.
         unsafe {
@@ -214,14 +207,7 @@ pub(super) fn scatter_impl(
             _ => None,
         };
         if ro == Role::Root {
-            not_own_block(
-                c,
-                rbuf,
-                sbuf,
-                |r| Ok(r as isize * scount as isize),
-                sdt,
-                rcount > 0,
-            )?;
+            not_own_nth(c, rbuf, sbuf, scount, sdt, rcount > 0)?;
         }
         // SAFETY: as in bcast_impl.
         unsafe {
