@@ -47,6 +47,9 @@
 //!   MPI_Rget_accumulate, `_c` forms) on the fast path, their requests born complete, and on
 //!   the general path: byte checks, MPI_Test/Wait/Waitall and MPI_Request_free of them, exact
 //!   concurrent sums, distinct tickets, MPI_NO_OP reads, every error class.
+//! - `unlockfree`: windows freed right after passive-target epochs on rank 0 (after a fence
+//!   epoch), then progress with no window (MPICH's `rmazero`): no unlock may arrive after the
+//!   free (its window gone, or another one in its number).
 //! - `dead`: a rank killed while it holds locks, under `mpirun --disable-auto-cleanup`: the
 //!   others get the locks and finish (see `dead`).
 //!
@@ -142,6 +145,21 @@ fn passive_tcp_3() {
 #[test]
 fn passive_aggreg_4() {
     ok_aggreg("passive", 4);
+}
+
+#[test]
+fn unlockfree_2() {
+    ok("unlockfree", 2);
+}
+
+#[test]
+fn unlockfree_3() {
+    ok("unlockfree", 3);
+}
+
+#[test]
+fn unlockfree_tcp_2() {
+    ok_tcp("unlockfree", 2);
 }
 
 #[test]

@@ -170,6 +170,8 @@ mod tests {
             posts: vec![0; 2],
             post: None,
             completes: 0,
+            unlocks_sent: vec![0; 2],
+            unlocks_seen: vec![0; 2],
             excl: None,
             shared: 0,
             shared_by: vec![false; 2],

@@ -151,6 +151,12 @@ pub(crate) struct Win {
     pub post: Option<Vec<i32>>,
     /// MPI_Win_complete notices received (from origins of the exposure epoch).
     pub completes: u32,
+    /// Per target: unlock chunks sent to it. Nothing answers an unlock, and MPI_Win_free's
+    /// barrier may take a path that overtakes chunks (shared-memory collectives), so the
+    /// free compares these counts with `unlocks_seen` before dropping the window.
+    pub unlocks_sent: Vec<u64>,
+    /// Per origin: unlock chunks received from it.
+    pub unlocks_seen: Vec<u64>,
     /// The window's lock at this process as target: its exclusive holder.
     pub excl: Option<i32>,
     /// Shared holders, and which origins they are (to give back a dead one's).

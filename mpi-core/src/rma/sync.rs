@@ -52,6 +52,9 @@ fn check_assert(a: i32) -> Result<()> {
 
 /// Queue a synchronisation chunk `sub` to member `rank` of window `w`.
 fn notify(e: &mut Engine, w: WinId, rank: i32, sub: Sub, flags: u8) -> Result<()> {
+    if sub == Sub::Unlock {
+        e.st.rma.win_mut(w)?.unlocks_sent[rank as usize] += 1;
+    }
     let win = e.st.rma.win(w)?;
     let (world, hdr) = (
         win.world[rank as usize],

@@ -98,6 +98,9 @@ impl State {
                 }
             }
             Sub::Unlock => {
+                if let Some(c) = win.unlocks_seen.get_mut(from as usize) {
+                    *c += 1;
+                }
                 give_back(win, from);
                 self.serve_lock(h.ctx as usize);
             }

@@ -9,7 +9,7 @@ use madmpi_datatypes::{Basic, Datatype};
 
 use super::direct::{self, ctl_bytes, Direct};
 use super::{shared, Flavor, Held, Mem, Peer, Win, WinId};
-use crate::api::{comm_info, with};
+use crate::api::{comm_info, wait_until, with};
 use crate::coll::Data;
 use crate::error::{err, ErrorClass, Result};
 use crate::op::AlignedBuf;
@@ -152,6 +152,8 @@ pub(super) fn make(
             posts: vec![0; n],
             post: None,
             completes: 0,
+            unlocks_sent: vec![0; n],
+            unlocks_seen: vec![0; n],
             excl: None,
             shared: 0,
             shared_by: vec![false; n],
@@ -280,6 +282,7 @@ pub fn win_free(w: WinId) -> Result<()> {
     })?;
     let (comm, members, direct) = comm;
     super::sync::wait_all_done(w)?;
+    unlocks_arrived(w, comm, members)?;
     crate::barrier(comm)?;
     with(|e| {
         e.st.rma.win(w)?;
@@ -290,6 +293,36 @@ pub fn win_free(w: WinId) -> Result<()> {
     })?;
     crate::api::window_closed(members, direct);
     crate::free_comm(comm)
+}
+
+/// Before window `w` is dropped: wait until every unlock chunk another member sent to this
+/// process has been handled (each member tells each other how many it sent). A chunk still
+/// on its way would otherwise find no window, or a new window that took its number.
+fn unlocks_arrived(w: WinId, comm: CommId, members: usize) -> Result<()> {
+    let sent = with(|e| Ok(e.st.rma.win(w)?.unlocks_sent.clone()))?;
+    let mut expect = vec![0u64; members];
+    let byte = Datatype::basic(Basic::Byte);
+    // SAFETY: both buffers hold `members` words and live until the call returns.
+    unsafe {
+        crate::coll::alltoall(
+            Some(Data {
+                ptr: sent.as_ptr() as *mut u8,
+                count: 8,
+                dt: byte.clone(),
+            }),
+            Data {
+                ptr: expect.as_mut_ptr() as *mut u8,
+                count: 8,
+                dt: byte,
+            },
+            comm,
+        )?;
+    }
+    wait_until(|e| {
+        let win = e.st.rma.win(w)?;
+        let all = win.unlocks_seen.iter().zip(&expect).all(|(s, x)| s >= x);
+        Ok(all.then_some(()))
+    })
 }
 
 /// The attributes and group of window `w`.

@@ -333,6 +333,30 @@ int main(int argc, char **argv)
         EXPECT_CLASS(MPI_Allgather(v, 1, MPI_INT, v, 1, MPI_INT, MPI_COMM_WORLD),
                      MPI_ERR_BUFFER);
         EXPECT_CLASS(MPI_Alltoall(v, 1, MPI_INT, v, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+        /* the send buffer passed as this process's own block of the receive buffer (MPICH's
+         * errors/coll/noalias*): every rank sees it, none goes on into the collective alone */
+        int cnt[8], dsp[8], me = t_rank;
+        for (int i = 0; i < t_size; i++)
+            cnt[i] = 2, dsp[i] = 2 * i;
+        EXPECT_CLASS(MPI_Allgather(&v[me], 1, MPI_INT, v, 1, MPI_INT, MPI_COMM_WORLD),
+                     MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Allgatherv(&v[2 * me], 2, MPI_INT, v, cnt, dsp, MPI_INT, MPI_COMM_WORLD),
+                     MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Alltoallv(v, cnt, dsp, MPI_INT, v, cnt, dsp, MPI_INT, MPI_COMM_WORLD),
+                     MPI_ERR_BUFFER);
+        MPI_Request rq;
+        EXPECT_CLASS(MPI_Iallgather(&v[me], 1, MPI_INT, v, 1, MPI_INT, MPI_COMM_WORLD, &rq),
+                     MPI_ERR_BUFFER);
+        dsp[0] = 4;
+        EXPECT_CLASS(MPI_Gatherv(&v[4], 2, MPI_INT, v, cnt, dsp, MPI_INT, 0, MPI_COMM_SELF),
+                     MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Igatherv(&v[4], 2, MPI_INT, v, cnt, dsp, MPI_INT, 0, MPI_COMM_SELF, &rq),
+                     MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Scatterv(v, cnt, dsp, MPI_INT, &v[4], 2, MPI_INT, 0, MPI_COMM_SELF),
+                     MPI_ERR_BUFFER);
+        EXPECT_CLASS(MPI_Gather(v, 1, MPI_INT, v, 1, MPI_INT, 0, MPI_COMM_SELF), MPI_ERR_BUFFER);
+        /* disjoint blocks of one array are fine */
+        MPI_OK(MPI_Gatherv(&v[8], 2, MPI_INT, v, cnt, dsp, MPI_INT, 0, MPI_COMM_SELF));
         /* nothing moves: no error */
         MPI_OK(MPI_Allreduce(v, v, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
         /* the communicator is still usable */

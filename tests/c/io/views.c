@@ -245,6 +245,49 @@ int main(int argc, char **argv)
         free(d);
     }
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* E: the layout rule of etypes and filetypes (MPI-4.1 14.1.1): non-negative, monotonically
+     * non-decreasing displacements, and no overlap in a file opened for writing. A view that
+     * breaks it is refused with MPI_ERR_IO (MPICH's class); an overlapping filetype is fine
+     * for reading. */
+    {
+        int bl[2], ds[2];
+        MPI_Datatype neg, decr, ovl;
+        bl[0] = 1, bl[1] = 1, ds[0] = -2, ds[1] = 2;
+        MPI_OK(MPI_Type_indexed(2, bl, ds, MPI_INT, &neg));
+        ds[0] = 3, ds[1] = 0;
+        MPI_OK(MPI_Type_indexed(2, bl, ds, MPI_INT, &decr));
+        bl[0] = 2, ds[0] = 0, ds[1] = 1; /* ints 0, 1, then 1 again */
+        MPI_OK(MPI_Type_indexed(2, bl, ds, MPI_INT, &ovl));
+        MPI_OK(MPI_Type_commit(&neg));
+        MPI_OK(MPI_Type_commit(&decr));
+        MPI_OK(MPI_Type_commit(&ovl));
+        MPI_OK(MPI_File_open(MPI_COMM_WORLD, p4, MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+        EXPECT_CLASS(MPI_File_set_view(fh, 0, neg, neg, "native", MPI_INFO_NULL), MPI_ERR_IO);
+        EXPECT_CLASS(MPI_File_set_view(fh, 0, MPI_INT, neg, "native", MPI_INFO_NULL), MPI_ERR_IO);
+        EXPECT_CLASS(MPI_File_set_view(fh, 0, decr, decr, "native", MPI_INFO_NULL), MPI_ERR_IO);
+        EXPECT_CLASS(MPI_File_set_view(fh, 0, MPI_INT, decr, "native", MPI_INFO_NULL), MPI_ERR_IO);
+        EXPECT_CLASS(MPI_File_set_view(fh, 0, ovl, ovl, "native", MPI_INFO_NULL), MPI_ERR_IO);
+        EXPECT_CLASS(MPI_File_set_view(fh, 0, MPI_INT, ovl, "native", MPI_INFO_NULL), MPI_ERR_IO);
+        /* The refused views left the previous one in place: plain ints from 0. */
+        int w4[4] = {40, 41, 42, 43};
+        if (me == 0)
+            MPI_OK(MPI_File_write_at(fh, 0, w4, 4, MPI_INT, &st));
+        MPI_OK(MPI_File_close(&fh));
+        MPI_OK(MPI_File_open(MPI_COMM_WORLD, p4, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
+        EXPECT_CLASS(MPI_File_set_view(fh, 0, MPI_INT, neg, "native", MPI_INFO_NULL), MPI_ERR_IO);
+        EXPECT_CLASS(MPI_File_set_view(fh, 0, MPI_INT, decr, "native", MPI_INFO_NULL), MPI_ERR_IO);
+        MPI_OK(MPI_File_set_view(fh, 0, MPI_INT, ovl, "native", MPI_INFO_NULL));
+        int r3[3] = {0, 0, 0};
+        MPI_OK(MPI_File_read_at(fh, 0, r3, 3, MPI_INT, &st));
+        CHECKF(r3[0] == 40 && r3[1] == 41 && r3[2] == 41, "overlapping read %d %d %d", r3[0], r3[1],
+               r3[2]);
+        MPI_OK(MPI_File_close(&fh));
+        MPI_OK(MPI_Type_free(&neg));
+        MPI_OK(MPI_Type_free(&decr));
+        MPI_OK(MPI_Type_free(&ovl));
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     if (me == 0)
         printf("OK views\n");
     MPI_OK(MPI_Finalize());

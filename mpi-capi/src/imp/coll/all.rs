@@ -33,7 +33,7 @@ pub(super) fn allgather_impl(
             Some(data(sbuf, scount, sdt)?)
         };
         let recv = data(rbuf, rcount, rdt)?;
-        not_aliased(sbuf, rbuf, scount > 0)?;
+        not_own_nth(c, sbuf, rbuf, rcount, rdt, scount > 0)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -73,6 +73,8 @@ pub(super) fn allgatherv_impl(
             Some(data(sbuf, scount, sdt)?)
         };
         let recv = vblocks(rbuf, rcounts, rdispls, rdt, peers(c)?)?;
+        let at = |r: usize| Ok(displs(rdispls, r + 1, "displacements")?[r]);
+        not_own_block(c, sbuf, rbuf, at, rdt, scount > 0)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -153,6 +155,7 @@ pub(super) fn alltoallv_impl(
             Some(vblocks(sbuf, scounts, sdispls, sdt, n)?)
         };
         let recv = vblocks(rbuf, rcounts, rdispls, rdt, n)?;
+        not_aliased_counts(sbuf, rbuf, scounts, n)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -187,6 +190,7 @@ pub(super) fn alltoallw_impl(
             Some(wblocks(sbuf, scounts, sdispls, sdts, n)?)
         };
         let recv = wblocks(rbuf, rcounts, rdispls, rdts, n)?;
+        not_aliased_counts(sbuf, rbuf, scounts, n)?;
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {

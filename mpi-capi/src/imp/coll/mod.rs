@@ -122,6 +122,63 @@ fn not_aliased(sbuf: *const c_void, rbuf: *const c_void, moves: bool) -> R<()> {
     Ok(())
 }
 
+/// The send buffer passed again as this process's own block of the receive buffer (or, for
+/// scatter, the receive buffer as its own block of the send buffer) of an intracommunicator
+/// collective, or passed as the whole buffer (`not_aliased`), where MPI_IN_PLACE is the way to
+/// say so: MPI_ERR_BUFFER, as MPICH checks it.
+/// `block` is the block's displacement in elements of `dt` (`rank * count` in the non-v forms,
+/// `displs[rank]` in the v forms). Every process checks its own block, so a process whose block
+/// is not aliased goes on into the collective while one whose block is aliased stops: as in
+/// MPICH, such a program is erroneous on the stopping process only.
+fn not_own_block(
+    c: CommId,
+    one: *const c_void,
+    whole: *const c_void,
+    block: impl FnOnce(usize) -> R<isize>,
+    dt: MPI_Datatype,
+    moves: bool,
+) -> R<()> {
+    not_aliased(one, whole, moves)?;
+    if !moves || one.is_null() || in_place(one) || in_place(whole) {
+        return Ok(());
+    }
+    let (inter, rank) = madmpi::comm_role(c)?;
+    if inter {
+        return Ok(());
+    }
+    let ext = handles::datatype(dt)?.extent();
+    let at = (whole as *const u8).wrapping_offset(block(rank as usize)?.wrapping_mul(ext));
+    not_aliased(one, at as *const c_void, true)
+}
+
+/// `not_own_block` for the forms without displacements: the block at `rank * count`.
+fn not_own_nth(
+    c: CommId,
+    one: *const c_void,
+    whole: *const c_void,
+    count: i64,
+    dt: MPI_Datatype,
+    moves: bool,
+) -> R<()> {
+    not_own_block(
+        c,
+        one,
+        whole,
+        |r| Ok(r as isize * count as isize),
+        dt,
+        moves,
+    )
+}
+
+/// `not_aliased` for the v and w forms of alltoall: data moves when a send count is positive.
+fn not_aliased_counts(sbuf: *const c_void, rbuf: *const c_void, scounts: Cnts, n: usize) -> R<()> {
+    if in_place(sbuf) {
+        return Ok(());
+    }
+    let moves = counts(scounts, n, "counts")?.iter().any(|&k| k > 0);
+    not_aliased(sbuf, rbuf, moves)
+}
+
 /// A checked buffer argument: its count and its datatype (borrowed when predefined).
 #[inline(always)]
 fn checked(buf: *const c_void, count: i64, dt: MPI_Datatype) -> R<(usize, handles::DtRef)> {

@@ -111,7 +111,7 @@ pub(super) fn gather_impl(
             _ => None,
         };
         if ro == Role::Root {
-            not_aliased(sbuf, rbuf, scount > 0)?;
+            not_own_nth(c, sbuf, rbuf, rcount, rdt, scount > 0)?;
         }
         // SAFETY: as in bcast_impl.
         unsafe {
@@ -158,6 +158,10 @@ pub(super) fn gatherv_impl(
             Role::Root | Role::Other | Role::InterLeaf => Some(data(sbuf, scount, sdt)?),
             _ => None,
         };
+        if ro == Role::Root {
+            let at = |r: usize| Ok(displs(rdispls, r + 1, "displacements")?[r]);
+            not_own_block(c, sbuf, rbuf, at, rdt, scount > 0)?;
+        }
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
@@ -203,7 +207,7 @@ pub(super) fn scatter_impl(
             _ => None,
         };
         if ro == Role::Root {
-            not_aliased(sbuf, rbuf, rcount > 0)?;
+            not_own_nth(c, rbuf, sbuf, scount, sdt, rcount > 0)?;
         }
         // SAFETY: as in bcast_impl.
         unsafe {
@@ -250,6 +254,10 @@ pub(super) fn scatterv_impl(
             Role::Root | Role::Other | Role::InterLeaf => Some(data(rbuf, rcount, rdt)?),
             _ => None,
         };
+        if ro == Role::Root {
+            let at = |r: usize| Ok(displs(sdispls, r + 1, "displacements")?[r]);
+            not_own_block(c, rbuf, sbuf, at, sdt, rcount > 0)?;
+        }
         // SAFETY: as in bcast_impl.
         unsafe {
             if mode == Mode::Persistent {
