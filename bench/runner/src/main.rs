@@ -363,7 +363,9 @@ fn run_one(
         i.kind.id(),
         round + 1
     ));
+    let before = handoff::probe();
     let f = proc::run(&spec, o.timeout, &log);
+    let after = handoff::probe();
     let (measurements, parse_errors) = parse::parse_output(&f.stdout);
     let rel = log
         .strip_prefix(run_dir)
@@ -383,6 +385,7 @@ fn run_one(
         measurements,
         parse_errors,
         stderr_tail: proc::tail(&f.stderr, 3),
+        handoff_ns: [before, after],
     }
 }
 
@@ -476,6 +479,15 @@ fn write_json(
                     Json::Arr(r.parse_errors.iter().map(Json::str).collect()),
                 ),
                 ("results", Json::Arr(results)),
+                (
+                    "handoff_ns",
+                    Json::Arr(
+                        r.handoff_ns
+                            .iter()
+                            .map(|h| h.map_or(Json::Null, |ns| Json::Num(ns.round())))
+                            .collect(),
+                    ),
+                ),
             ])
         })
         .collect();

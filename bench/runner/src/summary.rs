@@ -31,6 +31,9 @@ pub struct RunRecord {
     pub measurements: Vec<Measurement>,
     pub parse_errors: Vec<String>,
     pub stderr_tail: String,
+    /// The machine's cache-line handoff (ns, `handoff::probe`) just before and just after
+    /// the run: a run whose two probes disagree straddled a change of the machine's state.
+    pub handoff_ns: [Option<f64>; 2],
 }
 
 /// Identifies one table: a metric of one mode of one benchmark.
@@ -972,6 +975,7 @@ mod tests {
                 .collect(),
             parse_errors: vec![],
             stderr_tail: String::new(),
+            handoff_ns: [None, None],
         }
     }
 
