@@ -46,17 +46,8 @@ static void *worker(void *p)
 
 int main(int argc, char **argv)
 {
-    int provided = -1;
-    MPI_OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
-    MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &t_rank));
-    MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &t_size));
-    if (provided < MPI_THREAD_MULTIPLE) {
-        CHECK(!is_madmpi());
-        if (t_rank == 0)
-            printf("OK ctx_threads (skipped: no MPI_THREAD_MULTIPLE)\n");
-        MPI_Finalize();
+    if (!t_init_multiple(&argc, &argv, "ctx_threads"))
         return 0;
-    }
     for (int i = 0; i < NT; i++)
         MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &parent[i]));
     pthread_t th[NT];

@@ -99,6 +99,24 @@ static inline int is_madmpi(void)
     return strncmp(v, "madmpi", 6) == 0;
 }
 
+/* MPI_Init_thread asking for MPI_THREAD_MULTIPLE. Returns 1 when it is
+ * provided; otherwise (allowed for another MPI, never for madmpi) prints that
+ * test `name` is skipped, finalizes and returns 0: the caller then returns 0. */
+static inline int t_init_multiple(int *argc, char ***argv, const char *name)
+{
+    int provided = -1;
+    MPI_OK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &t_rank));
+    MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &t_size));
+    if (provided >= MPI_THREAD_MULTIPLE)
+        return 1;
+    CHECK(!is_madmpi());
+    if (t_rank == 0)
+        printf("OK %s (skipped: no MPI_THREAD_MULTIPLE)\n", name);
+    MPI_Finalize();
+    return 0;
+}
+
 static inline void t_done(const char *name)
 {
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));

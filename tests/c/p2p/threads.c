@@ -71,18 +71,9 @@ static void *taker(void *p)
 
 int main(int argc, char **argv)
 {
-    int provided = -1;
-    MPI_OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
-    MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &t_rank));
-    MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &t_size));
-    CHECK(t_size == 2);
-    if (provided < MPI_THREAD_MULTIPLE) {
-        CHECK(!is_madmpi());
-        if (t_rank == 0)
-            printf("OK threads (skipped: no MPI_THREAD_MULTIPLE)\n");
-        MPI_Finalize();
+    if (!t_init_multiple(&argc, &argv, "threads"))
         return 0;
-    }
+    CHECK(t_size == 2);
     pthread_t th[2];
     struct targ a[2] = {{0}, {1}};
     for (int i = 0; i < 2; i++)
