@@ -4,14 +4,16 @@
 //!
 //! On a virtual machine this moves by several times from one hour to the next (seen here:
 //! 62 ns, then 270 ns on the same VM, as its two vCPUs were placed on nearby or distant host
-//! cores), and every shared-memory latency moves with it. The runner probes it before each
-//! round and records it with the results, so that ratios from different runs can be read
+//! cores), and every shared-memory latency moves with it. The runner probes it just before and
+//! after each run and records it with the run, so that ratios can be read
 //! against the machine they ran on.
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+
+use crate::summary::RunRecord;
 
 /// Round trips timed (after as many again for warm-up).
 const TRIPS: u64 = 20_000;
@@ -88,15 +90,28 @@ pub fn probe() -> Option<f64> {
     Some(ns)
 }
 
-/// The note for the report: every probe so far, in order.
-pub fn note(probes: &[f64]) -> String {
-    let list: Vec<String> = probes.iter().map(|ns| format!("{ns:.0}")).collect();
-    format!(
-        "cache-line handoff between two CPUs, one way (ns; probed before each round and at \
-         the end; the floor of every shared-memory latency here, which moves with where the \
-         machine's CPUs sit): {}",
-        list.join(", ")
-    )
+/// The note for the report: the range of the probes taken around the runs, and how many
+/// runs straddled a change of state (their two probes more than 2× apart). `None` when
+/// nothing was probed (fewer than two CPUs).
+pub fn note(runs: &[RunRecord]) -> Option<String> {
+    let pairs: Vec<(f64, f64)> = runs
+        .iter()
+        .filter_map(|r| Some((r.handoff_ns[0]?, r.handoff_ns[1]?)))
+        .collect();
+    let all = pairs.iter().flat_map(|&(a, b)| [a, b]);
+    let lo = all.clone().fold(f64::INFINITY, f64::min);
+    let hi = all.fold(0.0, f64::max);
+    if pairs.is_empty() {
+        return None;
+    }
+    let straddled = pairs
+        .iter()
+        .filter(|&&(a, b)| a.max(b) > 2.0 * a.min(b))
+        .count();
+    Some(format!(
+        "cache-line handoff between two CPUs, one way, probed before and after each run          (`handoff_ns` in results.json; the floor of every shared-memory latency here, which          moves with where the machine's CPUs sit): {lo:.0}–{hi:.0} ns; {straddled} of {} runs          saw it change by more than 2×",
+        pairs.len()
+    ))
 }
 
 #[cfg(test)]
@@ -113,8 +128,18 @@ mod tests {
     }
 
     #[test]
-    fn note_lists_every_probe() {
-        let n = note(&[61.6, 270.2]);
-        assert!(n.ends_with(": 62, 270"), "{n}");
+    fn note_gives_the_range_and_the_runs_that_straddled_a_change() {
+        let run = |h: [Option<f64>; 2]| RunRecord {
+            handoff_ns: h,
+            ..crate::summary::tests::run_record()
+        };
+        assert_eq!(note(&[run([None, None])]), None);
+        let n = note(&[
+            run([Some(61.6), Some(55.0)]),
+            run([Some(58.0), Some(270.2)]),
+            run([None, Some(10.0)]),
+        ])
+        .expect("a note");
+        assert!(n.contains(": 55–270 ns; 1 of 2 runs"), "{n}");
     }
 }

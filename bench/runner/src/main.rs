@@ -193,20 +193,8 @@ fn run(o: &Options) -> Result<ExitCode, String> {
 
     let mut runs: Vec<RunRecord> = Vec::new();
     let mut n = 0;
-    // The machine's handoff latency, before each round and at the end: one note, rewritten.
-    let mut probes = Vec::new();
-    let mut probe = |notes: &mut Vec<String>| {
-        if let Some(ns) = handoff::probe() {
-            if !probes.is_empty() {
-                notes.pop();
-            }
-            probes.push(ns);
-            notes.push(handoff::note(&probes));
-        }
-    };
     for &t in &o.transports {
         for round in 0..o.runs {
-            probe(&mut notes);
             for job in &jobs {
                 // Interleaved: ours, ours (aggreg), MPICH, Open MPI (, raw TCP), and the
                 // reverse in odd rounds, so that slow drifts of the machine hit every
@@ -246,7 +234,8 @@ fn run(o: &Options) -> Result<ExitCode, String> {
             }
         }
     }
-    probe(&mut notes);
+    // The machine's handoff latency around the runs, summed up for the reader.
+    notes.extend(handoff::note(&runs));
     write_json(&run_dir, &run_name, o, &impls, &notes, &runs)?;
 
     // Figures never fail the run: a problem is reported (stderr and a note

@@ -954,9 +954,14 @@ fn scheduler_section(s: &mut String, t: Transport, all: &BTreeMap<TableKey, Tabl
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::parse::parse_line;
+
+    /// A run of ours with no measurements, for other modules' tests.
+    pub(crate) fn run_record() -> RunRecord {
+        run(Kind::Ours, 0, &[])
+    }
 
     fn run(kind: Kind, round: usize, lines: &[&str]) -> RunRecord {
         RunRecord {
