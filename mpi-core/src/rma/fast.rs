@@ -127,17 +127,12 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
 }
 
 /// The sizes [`copy_large`] copies.
-const LARGE_MIN: usize = 2 * LARGE_CHUNK;
+const LARGE_MIN: usize = madmpi_transports::LARGE_MIN;
 
-/// [`copy_large`]'s pieces.
-const LARGE_CHUNK: usize = 256 * 1024;
-
-/// Copy `n` bytes (`LARGE_MIN..`) in pieces of 256 KiB when the two do not overlap, else by
-/// one `memmove`. Why: above a threshold of its own (about 1 MiB here) glibc copies with
-/// non-temporal stores, which bypass the cache: a 1 MiB copy, cache-hot, ran at 59 GB/s in
-/// one `memmove` against 69 GB/s in 256 KiB pieces (a scratch C program, best of 30 rounds of
-/// 64 copies, under SCHED_FIFO); 4 MiB 60 against 65, 16 MiB 26 against 43, 64 MiB 21
-/// against 26 GB/s (best of 5 rounds of 4 copies).
+/// Copy `n` bytes (`LARGE_MIN..`): by the transports' [`copy_bytes`] (in pieces that keep
+/// glibc off its non-temporal stores) when the two do not overlap, else by one `memmove`.
+///
+/// [`copy_bytes`]: madmpi_transports::copy_bytes
 ///
 /// # Safety
 /// Both hold `n` bytes.
@@ -145,13 +140,8 @@ const LARGE_CHUNK: usize = 256 * 1024;
 unsafe fn copy_large(src: *const u8, dst: *mut u8, n: usize) {
     let (s, d) = (src as usize, dst as usize);
     if s + n <= d || d + n <= s {
-        let mut i = 0;
-        while i < n {
-            let k = LARGE_CHUNK.min(n - i);
-            // SAFETY: inside the first `n` bytes of each (the caller's), which do not overlap.
-            unsafe { std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), k) };
-            i += k;
-        }
+        // SAFETY: the caller's, and the two do not overlap.
+        unsafe { madmpi_transports::copy_bytes(src, dst, n) }
     } else {
         // SAFETY: the caller's.
         unsafe { std::ptr::copy(src, dst, n) }
@@ -505,6 +495,7 @@ mod tests {
 
     #[test]
     fn large_copies_are_exact() {
+        const LARGE_CHUNK: usize = madmpi_transports::LARGE_PIECE;
         let len = 3 * LARGE_CHUNK + 4000;
         let src: Vec<u8> = (0..len as u32).map(|i| (i * 7 + i / 251) as u8).collect();
         for n in [
