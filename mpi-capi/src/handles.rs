@@ -56,6 +56,10 @@ pub enum Kind {
     File = 10,
     /// `MPI_Session`.
     Session = 11,
+    /// A Madeleine API channel (`mad_channel_t`, `madeleine.h`).
+    MadChannel = 12,
+    /// A Madeleine API connection (`mad_connection_t`).
+    MadConn = 13,
 }
 
 impl Kind {
@@ -72,6 +76,8 @@ impl Kind {
             9 => Kind::Win,
             10 => Kind::File,
             11 => Kind::Session,
+            12 => Kind::MadChannel,
+            13 => Kind::MadConn,
             _ => return None,
         })
     }
@@ -90,6 +96,8 @@ impl Kind {
             Kind::Win => "window",
             Kind::File => "file",
             Kind::Session => "session",
+            Kind::MadChannel => "Madeleine channel",
+            Kind::MadConn => "Madeleine connection",
         }
     }
 
@@ -103,7 +111,9 @@ impl Kind {
             Kind::Op => ErrorClass::Op,
             Kind::Info => ErrorClass::Info,
             Kind::Session => ErrorClass::Session,
-            Kind::Errhandler | Kind::Win | Kind::File => ErrorClass::Arg,
+            Kind::Errhandler | Kind::Win | Kind::File | Kind::MadChannel | Kind::MadConn => {
+                ErrorClass::Arg
+            }
         }
     }
 

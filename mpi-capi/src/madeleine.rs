@@ -26,9 +26,6 @@ const SEND_CHEAPER: c_int = 2;
 const RECEIVE_EXPRESS: c_int = 0;
 const RECEIVE_CHEAPER: c_int = 1;
 
-/// Handles start here, far from small integers and from MPI's handles.
-const HANDLE_BASE: usize = 0x4d41_4400_0000;
-
 enum Conn {
     Pack(Packing<'static>),
     Unpack(Unpacking<'static>),
@@ -45,92 +42,32 @@ struct ChannelEntry {
     comm: MPI_Comm,
 }
 
-/// A table of handles: a slab indexed by the handle itself (no hash, no search), each slot
-/// with a generation so that a handle whose slot was freed (and perhaps reused) is refused.
-///
-/// A handle is `HANDLE_BASE + (generation << (KIND_BITS + INDEX_BITS) | index << KIND_BITS |
-/// kind)`: `kind` tells channels from connections (one table's handle is never valid in the
-/// other), `index` is the slot, `generation` the slot's count of uses when the handle was made
-/// (a slot's generation moves on when it is freed: a stale handle no longer matches; it wraps
-/// after 2^32 uses of one slot).
-struct Slab<T> {
-    slots: Vec<Slot<T>>,
-    /// Free slots, the last freed first (a ping-pong reuses one slot: its line stays cached).
-    free: Vec<u32>,
-    kind: usize,
-}
-
-struct Slot<T> {
-    generation: u32,
-    value: Option<T>,
-}
-
-const KIND_BITS: u32 = 1;
-const INDEX_BITS: u32 = 20;
-const KIND_CHANNEL: usize = 0;
-const KIND_CONN: usize = 1;
+/// A table of handles: the C layer's generation-checked handle table ([`handles::Table`],
+/// a slab indexed by the handle: no hash, no search), of a kind of its own for channels and
+/// for connections (one table's handle is never valid in the other; a handle whose slot was
+/// freed, perhaps reused, is refused). Lookups answer `None` for a wrong handle: the callers
+/// say which object was expected.
+struct Slab<T>(handles::Table<T>);
 
 impl<T> Slab<T> {
-    const fn new(kind: usize) -> Slab<T> {
-        Slab {
-            slots: Vec::new(),
-            free: Vec::new(),
-            kind,
-        }
-    }
-
-    fn handle(&self, index: usize) -> usize {
-        let g = self.slots[index].generation as usize;
-        HANDLE_BASE + ((g << (KIND_BITS + INDEX_BITS)) | (index << KIND_BITS) | self.kind)
-    }
-
-    /// The slot of `h` if `h` is a live handle of this table.
-    fn index(&self, h: usize) -> Option<usize> {
-        let off = h.checked_sub(HANDLE_BASE)?;
-        if off & ((1 << KIND_BITS) - 1) != self.kind {
-            return None;
-        }
-        let index = (off >> KIND_BITS) & ((1 << INDEX_BITS) - 1);
-        let slot = self.slots.get(index)?;
-        (slot.value.is_some() && (off >> (KIND_BITS + INDEX_BITS)) == slot.generation as usize)
-            .then_some(index)
+    const fn new(kind: handles::Kind) -> Slab<T> {
+        Slab(handles::Table::new(kind))
     }
 
     fn insert(&mut self, value: T) -> R<usize> {
-        let index = match self.free.pop() {
-            Some(i) => i as usize,
-            None if self.slots.len() < 1 << INDEX_BITS => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    value: None,
-                });
-                self.slots.len() - 1
-            }
-            None => {
-                return Err(Error::new(
-                    ErrorClass::NoMem,
-                    format!("more than {} live Madeleine handles", 1 << INDEX_BITS),
-                ))
-            }
-        };
-        self.slots[index].value = Some(value);
-        Ok(self.handle(index))
+        self.0.insert(value)
     }
 
     fn get(&self, h: usize) -> Option<&T> {
-        self.index(h).and_then(|i| self.slots[i].value.as_ref())
+        self.0.get(h).ok()
     }
 
     fn get_mut(&mut self, h: usize) -> Option<&mut T> {
-        self.index(h).and_then(|i| self.slots[i].value.as_mut())
+        self.0.get_mut(h).ok()
     }
 
     fn remove(&mut self, h: usize) -> Option<T> {
-        let i = self.index(h)?;
-        let slot = &mut self.slots[i];
-        slot.generation = slot.generation.wrapping_add(1);
-        self.free.push(i as u32);
-        slot.value.take()
+        self.0.remove(h).ok()
     }
 }
 
@@ -149,8 +86,8 @@ unsafe impl Sync for Shared {}
 /// One mutex over both tables (uncontended: one atomic exchange to take it, one to release;
 /// it stays for programs that use the API from several threads).
 static TABLES: Shared = Shared(Mutex::new(Tables {
-    channels: Slab::new(KIND_CHANNEL),
-    conns: Slab::new(KIND_CONN),
+    channels: Slab::new(handles::Kind::MadChannel),
+    conns: Slab::new(handles::Kind::MadConn),
 }));
 
 fn tables<T>(f: impl FnOnce(&mut Tables) -> T) -> T {
@@ -485,29 +422,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slab_handles_are_checked_by_kind_slot_and_generation() {
-        let mut conns: Slab<u32> = Slab::new(KIND_CONN);
-        let mut chans: Slab<u32> = Slab::new(KIND_CHANNEL);
+    fn channel_and_connection_handles_are_never_taken_for_each_other() {
+        let mut conns: Slab<u32> = Slab::new(handles::Kind::MadConn);
+        let mut chans: Slab<u32> = Slab::new(handles::Kind::MadChannel);
         let a = conns.insert(1).unwrap();
-        let b = conns.insert(2).unwrap();
         let c = chans.insert(3).unwrap();
-        assert_ne!(a, b);
         assert_eq!(conns.get(a), Some(&1));
-        assert_eq!(conns.get(b), Some(&2));
-        // One table's handle is never valid in the other, and junk is refused.
+        assert_eq!(chans.get(c), Some(&3));
         assert_eq!(conns.get(c), None);
         assert_eq!(chans.get(a), None);
-        for junk in [0, 1, HANDLE_BASE - 1, HANDLE_BASE, usize::MAX] {
-            assert_eq!(conns.get(junk), None, "{junk:#x}");
-        }
-        // An ended connection's handle is refused, even once its slot is reused.
         assert_eq!(conns.remove(a), Some(1));
-        assert_eq!(conns.get(a), None);
-        assert_eq!(conns.remove(a), None);
-        let d = conns.insert(4).unwrap();
-        assert_ne!(d, a);
-        assert_eq!(conns.get(a), None);
-        assert_eq!(conns.get_mut(d).copied(), Some(4));
-        assert_eq!(conns.slots.len(), 2, "the freed slot was reused");
+        assert_eq!(conns.get(a), None, "an ended connection");
     }
 }
