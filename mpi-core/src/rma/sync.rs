@@ -93,6 +93,20 @@ fn check_alive(e: &Engine, w: WinId, ranks: &mut dyn Iterator<Item = usize>) -> 
     Ok(())
 }
 
+/// Target `r` of window `w` is known dead on this host (another member saw it die and
+/// marked its slot of the direct path): this process's engine learns of it too, and the
+/// caller fails.
+fn gone(e: &mut Engine, w: WinId, r: usize) -> Result<()> {
+    let world = e.st.rma.win(w)?.world[r];
+    if !e.st.peer_dead(world) {
+        e.st.peer_lost(world);
+    }
+    err(
+        ErrorClass::ProcAborted,
+        format!("rank {r} of the window has died"),
+    )
+}
+
 /// Wait until the operations to the targets `ranks` (all with `None`) are answered, and
 /// report an error a target answered with.
 fn wait_done(w: WinId, ranks: Option<&[i32]>) -> Result<()> {
@@ -177,6 +191,9 @@ pub fn win_lock(t: LockType, rank: i32, assert: i32, w: WinId) -> Result<()> {
     }
     let asked = with(|e| {
         check_rank(e, w, rank)?;
+        if (e.st.rma.win(w)?.direct.as_ref()).is_some_and(|d| d.gone(rank as usize)) {
+            return gone(e, w, rank as usize).map(|()| false);
+        }
         super::dynreg::new_epoch(&mut e.st, w, Some(rank));
         let win = e.st.rma.win_mut(w)?;
         if win.lock_all || win.held[rank as usize] != Held::None {
@@ -217,6 +234,9 @@ pub fn win_lock(t: LockType, rank: i32, assert: i32, w: WinId) -> Result<()> {
             take_direct(win, rank as usize);
             if matches!(win.held[rank as usize], Held::Granted(_)) {
                 return Ok(Some(()));
+            }
+            if win.direct.as_ref().is_some_and(|d| d.gone(rank as usize)) {
+                return gone(e, w, rank as usize).map(|()| None);
             }
             check_alive(e, w, &mut std::iter::once(rank as usize))?;
             Ok(None)

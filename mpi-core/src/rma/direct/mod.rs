@@ -62,7 +62,10 @@ pub(crate) struct Slot {
     lock: AtomicU64,
     /// The accumulate lock: 0 when free, else the holder's rank + 1.
     acc: AtomicU32,
-    _pad: u32,
+    /// Nonzero once a member has seen this slot's process die (set before its locks are
+    /// given back): the other members' direct locks on it then fail at once, though their
+    /// own transports may not have told them yet.
+    gone: AtomicU32,
     /// What each origin (rank below [`HOLDERS`]) holds of `lock`, so that the lock of a dead
     /// origin can be given back.
     holders: [AtomicU8; HOLDERS],
@@ -122,7 +125,7 @@ impl Direct {
         let own = Box::new(Slot {
             lock: AtomicU64::new(0),
             acc: AtomicU32::new(0),
-            _pad: 0,
+            gone: AtomicU32::new(0),
             holders: std::array::from_fn(|_| AtomicU8::new(0)),
         });
         Direct {
@@ -215,6 +218,11 @@ impl Direct {
         unsafe { &*self.ctl.add(t) }
     }
 
+    /// Whether a member has seen target `t`'s process die ([`Direct::release_dead`]).
+    pub(crate) fn gone(&self, t: usize) -> bool {
+        self.slot(t).gone.load(Ordering::Acquire) != 0
+    }
+
     /// Try to take target `t`'s lock for origin `me` (an exclusive one once announced with
     /// [`Slot::announce`]: `announced`).
     pub(crate) fn try_lock(&self, t: usize, kind: LockType, me: i32, announced: bool) -> bool {
@@ -260,6 +268,10 @@ impl Direct {
     /// released.
     pub(crate) fn release_dead(&self, dead: i32) -> usize {
         let mut n = 0;
+        // Marked first: an origin that gets a lock released below sees the mark after it.
+        if let Some(s) = usize::try_from(dead).ok().filter(|&d| d < self.parts.len()) {
+            self.slot(s).gone.store(1, Ordering::Release);
+        }
         for t in 0..self.parts.len() {
             let s = self.slot(t);
             let Some(h) = s.holders.get(dead as usize) else {
@@ -372,6 +384,10 @@ mod tests {
         assert_eq!(d.slot(0).lock.load(Ordering::Relaxed), 6 << HOLDER_SHIFT);
         d.unlock(0, LockType::Exclusive, 5);
         assert_eq!(d.slot(0).lock.load(Ordering::Relaxed), 0);
+        // Only the dead member's own slot is marked gone (origins 3 and 5 have none here).
+        assert!(!d.gone(0));
+        assert_eq!(d.release_dead(0), 0);
+        assert!(d.gone(0));
     }
 
     /// An origin waiting for an accumulate lock whose holder's process has died takes it
