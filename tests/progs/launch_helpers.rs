@@ -65,26 +65,39 @@ pub fn start(cmd: Command) -> Running {
     start_with_stdin(cmd, None)
 }
 
+/// [`start`], with the job's stdin a pipe left open in `child.stdin` (dropping it closes it).
+pub fn start_held(mut cmd: Command) -> Running {
+    cmd.stdin(Stdio::piped());
+    launch(cmd)
+}
+
 /// [`start`], with `stdin` written to the job's stdin (then closed).
 pub fn start_with_stdin(mut cmd: Command, stdin: Option<&str>) -> Running {
     cmd.stdin(if stdin.is_some() {
         Stdio::piped()
     } else {
         Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .process_group(0);
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    if let (Some(text), Some(mut w)) = (stdin, child.stdin.take()) {
+    });
+    let mut job = launch(cmd);
+    if let (Some(text), Some(mut w)) = (stdin, job.child.stdin.take()) {
         let text = text.to_owned();
         std::thread::spawn(move || {
             use std::io::Write;
             let _ = w.write_all(text.as_bytes());
         });
     }
+    job
+}
+
+/// Starts `cmd` (its stdin already chosen) in a process group of its own, collecting its
+/// output.
+fn launch(mut cmd: Command) -> Running {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
     let collect = |r: Box<dyn Read + Send>, into: Arc<Mutex<String>>| {
         std::thread::spawn(move || {
             for line in BufReader::new(r).lines() {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 mod helpers;
 
 use helpers::{
-    alive, assert_gone, listening_ports, program, shm_leftovers, start, traffic_field,
+    alive, assert_gone, listening_ports, program, shm_leftovers, start, start_held, traffic_field,
     traffic_pids, Finished, Running,
 };
 
@@ -248,8 +248,16 @@ fn attack(port: &str) -> Vec<String> {
 fn foreign_pmi_clients_do_not_disturb_the_job() {
     let _one = serial();
     // The ranks wait 1.5 s before MPI_Init, so the first attack comes before any of them has
-    // connected (and might have claimed a rank's place, without authentication).
-    let mut job = traffic_job(None, &["--pmi-port", "-n", "4"], &["300", "1500"]);
+    // connected (and might have claimed a rank's place, without authentication). They hold
+    // after their 20th round until the test closes rank 0's stdin, so the second attack comes
+    // while the job runs (a job that had finished meanwhile let the kernel take a connection
+    // its launcher would never read: an empty reply).
+    let mut cmd = Command::new(MPIRUN);
+    cmd.args(["--pmi-port", "-n", "4"])
+        .arg(program(TRAFFIC))
+        .args(["300", "1500", "hold"])
+        .env_remove("MADMPI_TRANSPORTS");
+    let mut job = start_held(cmd);
     let mpirun_pid = job.child.id() as i32;
     let t = Instant::now();
     let port = loop {
@@ -275,6 +283,7 @@ fn foreign_pmi_clients_do_not_disturb_the_job() {
         Some(port.as_str())
     );
     attack(&port);
+    drop(job.child.stdin.take());
     let o = job.finish(Duration::from_secs(60));
     assert_eq!(o.code, Some(0), "{}", o.dump());
     assert!(o.stdout.lines().any(|l| l == "OK traffic"), "{}", o.dump());

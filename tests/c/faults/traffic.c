@@ -1,9 +1,11 @@
 /* traffic.c - continuous traffic on every rank, for the fault tests (tests/tests/faults.rs
  * and tests/tests/multihost.rs).
  *
- * Usage: traffic [iterations [delay_ms]]
+ * Usage: traffic [iterations [delay_ms [hold]]]
  *   iterations  0 (default): run until killed; N: stop after N rounds and finalize
  *   delay_ms    sleep this long before MPI_Init (lets a test reach the PMI port first)
+ *   hold        after the 20th round, rank 0 reads its stdin to the end before going on
+ *               (the others wait for it): the job lives until the test closes the stdin
  *
  * Each round, every rank sends a message to its right neighbour and receives one from its left
  * (MPI_Sendrecv, sizes cycling from 8 bytes to 256 KiB, so eager and rendezvous transfers are
@@ -34,6 +36,7 @@ int main(int argc, char **argv)
 {
     long iterations = argc > 1 ? atol(argv[1]) : 0;
     long delay_ms = argc > 2 ? atol(argv[2]) : 0;
+    int hold = argc > 3 && strcmp(argv[3], "hold") == 0;
     if (delay_ms > 0) {
         struct timespec ts = {delay_ms / 1000, (delay_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
@@ -83,6 +86,9 @@ int main(int argc, char **argv)
         if (round == 20) {
             printf("traffic %d\n", rank);
             fflush(stdout);
+            if (hold && rank == 0)
+                while (getchar() != EOF)
+                    ;
         }
     }
     free(out);
