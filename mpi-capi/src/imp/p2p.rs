@@ -108,22 +108,18 @@ fn recv_call(
     p2p_call(name, count.into(), datatype, "source", source, tag, comm)
 }
 
-/// Give the request of a fast path its handle, at `request` (not NULL).
+/// Give the request of a fast path its handle, at `request` (not NULL). (The caller raises
+/// the error: the text naming the call is then built only on that path.)
 #[inline(always)]
 fn new_request_at(
     request: *mut MPI_Request,
     rid: madmpi::RequestId,
     comm: MPI_Comm,
-    call: &dyn Fn() -> String,
-) -> c_int {
-    match handles::new_request(rid, comm) {
-        Ok(h) => {
-            // SAFETY: checked non-null by `fast_args`; the caller's storage for a handle.
-            unsafe { *request = h };
-            MPI_SUCCESS
-        }
-        Err(e) => errors::raise(comm, call, e),
-    }
+) -> Result<(), madmpi::Error> {
+    let h = handles::new_request(rid, comm)?;
+    // SAFETY: checked non-null by `fast_args`; the caller's storage for a handle.
+    unsafe { *request = h };
+    Ok(())
 }
 
 // The build finds implementations by their `fn MPI_Xxx(` text: no macros for these.
@@ -188,8 +184,14 @@ pub unsafe fn MPI_Isend(
     let fast = args
         .and_then(|(n, dt, c)| unsafe { madmpi::isend_now(buf as *const u8, n, dt, dest, tag, c) });
     if let Some(rid) = fast {
-        let call = || p2p_call("MPI_Isend", count.into(), datatype, "dest", dest, tag, comm);
-        return new_request_at(request, rid, comm, &call);
+        return match new_request_at(request, rid, comm) {
+            Ok(()) => MPI_SUCCESS,
+            Err(e) => errors::raise(
+                comm,
+                &|| p2p_call("MPI_Isend", count.into(), datatype, "dest", dest, tag, comm),
+                e,
+            ),
+        };
     }
     isend(
         "MPI_Isend",
@@ -599,8 +601,14 @@ pub unsafe fn MPI_Irecv(
     let fast = args
         .and_then(|(n, dt, c)| unsafe { madmpi::irecv_now(buf as *mut u8, n, dt, source, tag, c) });
     if let Some(rid) = fast {
-        let call = || recv_call("MPI_Irecv", count, datatype, source, tag, comm);
-        return new_request_at(request, rid, comm, &call);
+        return match new_request_at(request, rid, comm) {
+            Ok(()) => MPI_SUCCESS,
+            Err(e) => errors::raise(
+                comm,
+                &|| recv_call("MPI_Irecv", count, datatype, source, tag, comm),
+                e,
+            ),
+        };
     }
     irecv(
         "MPI_Irecv",

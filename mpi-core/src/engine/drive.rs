@@ -352,6 +352,24 @@ impl Engine {
     /// rail.
     fn schedule(&mut self, peer: u32) -> Result<bool> {
         let p = peer as usize;
+        let g = &self.st.gates[p];
+        if g.out.len() == 1
+            && g.out[0].hdr.kind == KIND_PACKED
+            && g.rails.len() == 1
+            && g.rails[0].out.is_empty()
+            && self.st.to_register.is_empty()
+        {
+            // The packet the send fast path built, alone on a gate of one rail (a burst's
+            // flush): what any strategy commits, without asking it.
+            return Ok(match self.offer(peer, None, 1, 0)? {
+                Offered::Sent => {
+                    self.st.sent(peer, 1);
+                    true
+                }
+                Offered::Busy => false,
+                Offered::Lost => true,
+            });
+        }
         let mut busy = 0u32;
         if !self.st.to_register.is_empty() {
             self.register_sends();

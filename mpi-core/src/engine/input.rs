@@ -23,6 +23,18 @@ impl State {
         }
         for c in Chunks::new(pkt) {
             match c {
+                // An eager message in its turn (the usual chunk): handled here, without the
+                // call into `handle_chunk` and its dispatch on the kind.
+                Ok((h, payload))
+                    if h.kind == Kind::Eager as u8 && h.seq == self.order[peer as usize].expect =>
+                {
+                    let o = &mut self.order[peer as usize];
+                    o.expect = o.expect.wrapping_add(1);
+                    self.handle_message(peer, true, h, payload);
+                    if !self.order[peer as usize].is_empty() {
+                        self.release_held(peer);
+                    }
+                }
                 Ok((h, payload)) => self.handle_chunk(peer, h, payload),
                 Err(e) => {
                     self.peer_error(format!("from rank {peer}: {}", e.msg));

@@ -370,8 +370,22 @@ impl State {
             return;
         };
         if let Op::Recv(rv) = &r.op {
-            // SAFETY: the receive buffer is valid until completion; write_at clips to cap.
-            unsafe { rv.target.write_at(0, payload) };
+            match rv.target.layout {
+                // A contiguous receive (the usual one): the copy inline, clipped to the
+                // capacity (truncation).
+                // SAFETY: the receive buffer is valid until completion, `cap` bytes long.
+                None => unsafe {
+                    madmpi_transports::copy_bytes(
+                        payload.as_ptr(),
+                        rv.target.ptr,
+                        payload.len().min(rv.target.cap),
+                    )
+                },
+                // SAFETY: as above; write_at clips to cap.
+                Some(_) => unsafe {
+                    rv.target.write_at(0, payload);
+                },
+            }
         }
         // What `complete` does for a receive, on the request at hand.
         r.complete = true;

@@ -372,6 +372,71 @@ fn packed_sends() {
     assert_eq!(net.ranks[1].iprobe(0, 7, COMM_WORLD).unwrap(), None);
 }
 
+/// A packet of packed eager messages, delivered chunk by chunk by `handle_packet`'s loop for
+/// an eager chunk in its turn: posted receives with MPI_ANY_SOURCE and MPI_ANY_TAG, a truncated
+/// one between two others, a message no receive takes yet (kept as unexpected and received
+/// after the packet), two with the same tag taken in order; every message intact in its
+/// receive, the truncation reported on its receive only.
+#[test]
+fn packed_packet_delivered_chunk_by_chunk() {
+    let mut net = Net::new(2, Strategy::Aggreg, true, 9);
+    let dt = byte();
+    let tags = [0, 1, 9, 3, 3, 5];
+    let data: Vec<Vec<u8>> = (0..tags.len()).map(|k| payload(0, k as u64, 8)).collect();
+    // (source, tag, capacity) of each posted receive, and the message it must get.
+    let posts = [
+        (ANY_SOURCE, ANY_TAG, 64, 0),
+        (0, 1, 4, 1),
+        (0, 3, 64, 3),
+        (ANY_SOURCE, 3, 64, 4),
+        (ANY_SOURCE, 5, 64, 5),
+    ];
+    let mut bufs: Vec<Vec<u8>> = posts.iter().map(|p| vec![0u8; p.2]).collect();
+    let mut recvs = Vec::new();
+    for (p, b) in posts.iter().zip(bufs.iter_mut()) {
+        // SAFETY: `bufs` outlives the requests, which complete in `run`.
+        recvs.push(unsafe {
+            net.ranks[1]
+                .irecv(b.as_mut_ptr(), p.2, &dt, p.0, p.1, COMM_WORLD, false)
+                .unwrap()
+        });
+    }
+    for (d, &tag) in data.iter().zip(&tags) {
+        // SAFETY: `data` outlives the requests.
+        assert!(unsafe { send_packed(&mut net.ranks[0], d, 1, tag) }.is_some());
+    }
+    assert!(net.transmit(0, 1), "the packet leaves");
+    assert!(!net.transmit(0, 1), "in one packet");
+    net.run();
+    for ((p, b), r) in posts.iter().zip(&bufs).zip(&recvs) {
+        let want = &data[p.3];
+        let st = net.status(1, *r);
+        assert_eq!(
+            (st.source, st.tag),
+            (0, tags[p.3]),
+            "receive of message {}",
+            p.3
+        );
+        assert_eq!(st.msg_len, 8);
+        if p.2 < 8 {
+            assert_eq!(st.error, Some(ErrorClass::Truncate));
+            assert_eq!(st.bytes, p.2 as u64);
+        } else {
+            assert_eq!(st.error, None, "message {}", p.3);
+            assert_eq!(st.bytes, 8);
+        }
+        let n = p.2.min(8);
+        assert_eq!(&b[..n], &want[..n], "message {}", p.3);
+    }
+    net.recv_expect(1, 0, 9, &data[2], "the unexpected message");
+    assert_eq!(
+        net.ranks[1]
+            .iprobe(ANY_SOURCE, ANY_TAG, COMM_WORLD)
+            .unwrap(),
+        None
+    );
+}
+
 /// `MADMPI_PACK_FLUSH` (`State::set_pack_flush`): the packets the send fast path builds hold
 /// at most the limit (a packet without room for the next send is full: the caller sends it
 /// and packs again), a record larger than the limit still packs alone, and everything arrives
