@@ -28,12 +28,7 @@ impl State {
                 Ok((h, payload))
                     if h.kind == Kind::Eager as u8 && h.seq == self.order[peer as usize].expect =>
                 {
-                    let o = &mut self.order[peer as usize];
-                    o.expect = o.expect.wrapping_add(1);
-                    self.handle_message(peer, true, h, payload);
-                    if !self.order[peer as usize].is_empty() {
-                        self.release_held(peer);
-                    }
+                    self.message_in_turn(peer, true, h, payload)
                 }
                 Ok((h, payload)) => self.handle_chunk(peer, h, payload),
                 Err(e) => {
@@ -47,20 +42,27 @@ impl State {
         }
     }
 
+    /// The message `h` from `peer`, the one its sequence number says comes next: matched, then
+    /// the ones held because they came before their turn.
+    #[inline(always)]
+    fn message_in_turn(&mut self, peer: u32, eager: bool, h: Header, payload: &[u8]) {
+        let o = &mut self.order[peer as usize];
+        o.expect = o.expect.wrapping_add(1);
+        self.handle_message(peer, eager, h, payload);
+        if !self.order[peer as usize].is_empty() {
+            self.release_held(peer);
+        }
+    }
+
     fn handle_chunk(&mut self, peer: u32, h: Header, payload: &[u8]) {
         let Some(kind) = h.kind() else { return };
         match kind {
             Kind::Eager | Kind::Rts => {
                 // Messages are matched in the order they were sent, whatever their rails.
-                let o = &mut self.order[peer as usize];
-                if h.seq != o.expect {
+                if h.seq != self.order[peer as usize].expect {
                     return self.hold(peer, h, payload);
                 }
-                o.expect = o.expect.wrapping_add(1);
-                self.handle_message(peer, kind == Kind::Eager, h, payload);
-                if !self.order[peer as usize].is_empty() {
-                    self.release_held(peer);
-                }
+                self.message_in_turn(peer, kind == Kind::Eager, h, payload);
             }
             Kind::Rma | Kind::Ctrl => {
                 // In sequence order with the messages of the same peer (see `Kind::Rma`,
