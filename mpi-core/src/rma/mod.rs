@@ -27,6 +27,7 @@
 //! `fast` (the direct path's fast path: calls on contiguous predefined types done at once),
 //! `rdma` (puts and gets by RDMA to windows registered with a driver that offers it: `ofi`).
 
+mod batch;
 mod cma;
 mod direct;
 mod dynreg;
@@ -207,7 +208,12 @@ pub(crate) struct Track {
 pub(crate) struct Rma {
     pub wins: Vec<Option<Win>>,
     pub ops: HashMap<u64, Track>,
+    /// The last token given to a tracked operation (tokens start at 1: token 0 marks the
+    /// untracked operations, `batch`).
     pub next_token: u64,
+    /// As target: the untracked operations applied in the packet being handled, answered
+    /// with one count per origin and window when it is done (`batch`).
+    pub acks_due: Vec<batch::AckDue>,
     /// Puts and gets by RDMA (`rdma`).
     pub rdma: rdma::Rdma,
 }

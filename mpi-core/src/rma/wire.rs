@@ -116,6 +116,19 @@ pub(crate) fn decode(p: &[u8]) -> Result<(Segs, &[u8])> {
     Ok((segs, &p[end..]))
 }
 
+/// Decode a payload of exactly one segment into it and its data (`None`: another count, or
+/// malformed; `decode` then says which).
+#[inline]
+pub(crate) fn decode_one(p: &[u8]) -> Option<((u64, u64), &[u8])> {
+    let word =
+        |i: usize| -> Option<u64> { Some(u64::from_le_bytes(p.get(i..i + 8)?.try_into().ok()?)) };
+    if word(0)? != 1 {
+        return None;
+    }
+    let seg = (word(SEG_HDR)?, word(SEG_HDR + 8)?);
+    Some((seg, &p[SEG_HDR + SEG_LEN..]))
+}
+
 /// Cut the target segments of an operation into pieces of at most `room` payload bytes each
 /// (segment list plus as many data bytes), each piece holding whole elements of `elem` bytes
 /// of the packed stream: a segment is cut only at a multiple of `elem` from the stream's start,

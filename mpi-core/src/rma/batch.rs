@@ -1,0 +1,189 @@
+//! Untracked operations: puts and accumulates that bring nothing back and have no request.
+//!
+//! Such an operation needs no token and no `Track` at its origin: each of its chunks adds one to
+//! the target's `pending` count of the window and carries token 0. The target does not answer
+//! each chunk: it counts, per origin and window, the untracked chunks it applied while handling
+//! one packet (`acks_due`), and answers each count with one `Ack` (token 0, `msg_len` the count,
+//! `flags` `ERR_RANGE` if one of them was refused) when the packet is done. The origin takes the
+//! count off `pending`. So a batch of small puts that left in one packet costs one answer, and
+//! a flush, an unlock, a complete or a fence still waits until every chunk was applied (their
+//! wait for `pending` at zero is unchanged). A chunk held back for its turn (another rail) is
+//! counted in the packet whose handling applied it.
+//!
+//! The fast path of a small put or accumulate (`msg_now`, called by the one-sided fast path
+//! when the window is not on the direct path) builds its one chunk straight from the origin
+//! buffer: no plan, no datatype, no segment list, in a payload buffer the engine keeps
+//! (`owned_buffer`).
+
+use super::wire::{self, Sub};
+use super::WinId;
+use crate::engine::State;
+use crate::error::{Error, ErrorClass};
+use crate::wire::{Header, Kind};
+
+/// Untracked chunks applied for one origin's window, to be answered with one count.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AckDue {
+    /// The origin's world rank.
+    peer: u32,
+    /// The origin's number of the window (where the answer goes) and this process's rank in
+    /// it.
+    reply_to: u32,
+    me: i32,
+    count: u64,
+    flags: u8,
+}
+
+impl State {
+    /// An untracked chunk from `peer` for its window `reply_to` (this process being rank `me`
+    /// of it) was applied (`refused`: its target memory was not in the window).
+    pub(super) fn rma_defer_ack(&mut self, peer: u32, reply_to: u32, me: i32, refused: bool) {
+        let flags = if refused { wire::ERR_RANGE } else { 0 };
+        let due = &mut self.rma.acks_due;
+        match due
+            .iter_mut()
+            .find(|a| a.peer == peer && a.reply_to == reply_to)
+        {
+            Some(a) => {
+                a.count += 1;
+                a.flags |= flags;
+            }
+            None => due.push(AckDue {
+                peer,
+                reply_to,
+                me,
+                count: 1,
+                flags,
+            }),
+        }
+    }
+
+    /// Answer the counts of untracked chunks applied (the end of a packet's handling).
+    #[inline(never)]
+    pub(crate) fn rma_send_acks(&mut self) {
+        let due = std::mem::take(&mut self.rma.acks_due);
+        for a in &due {
+            let hdr = Header {
+                kind: Kind::Rma as u8,
+                flags: a.flags,
+                ctx: a.reply_to,
+                src: a.me,
+                tag: Sub::Ack as i32,
+                msg_len: a.count,
+                ..Default::default()
+            };
+            self.queue_owned(a.peer, hdr, Vec::new());
+        }
+        // (Kept for the next packet: no allocation once it has grown.)
+        let mut due = due;
+        due.clear();
+        if self.rma.acks_due.is_empty() {
+            self.rma.acks_due = due;
+        }
+    }
+
+    /// The answer to untracked chunks: `h.msg_len` of them to target `h.src` of this process's
+    /// window `h.ctx` were applied.
+    pub(super) fn rma_counted(&mut self, peer: u32, h: Header) {
+        let ok = match self.rma.wins.get_mut(h.ctx as usize) {
+            Some(Some(w)) if h.src >= 0 && w.world.get(h.src as usize) == Some(&peer) => {
+                let p = &mut w.pending[h.src as usize];
+                *p = p.saturating_sub(h.msg_len.min(u32::MAX as u64) as u32);
+                if h.flags == wire::ERR_RANGE && w.error.is_none() {
+                    w.error = Some(Error::new(
+                        ErrorClass::RmaRange,
+                        format!(
+                            "target {} refused an operation: its target memory is not (all) in \
+                             the window",
+                            h.src
+                        ),
+                    ));
+                }
+                true
+            }
+            _ => false,
+        };
+        if !ok {
+            self.peer_error(format!(
+                "from rank {peer}: an answer for an unknown window {}",
+                h.ctx
+            ));
+        }
+    }
+
+    /// A small put (`sub` `Put`) or accumulate (`Acc`, `aux` its operation and type) of the
+    /// `n` bytes at `src` to `n` bytes at displacement `disp` of rank `rank`'s part of window
+    /// `w`, when the window takes messages and the operation fits one chunk: queued as one
+    /// untracked chunk. `None`, having done nothing, otherwise (or on any check that fails:
+    /// the general path then does it or reports the error).
+    ///
+    /// # Safety
+    /// `src` holds `n` bytes.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn msg_now(
+        &mut self,
+        w: WinId,
+        src: *const u8,
+        n: usize,
+        rank: i32,
+        disp: i64,
+        sub: Sub,
+        aux: u64,
+    ) -> Option<()> {
+        if !self.rma.rdma.wins.is_empty() {
+            return None;
+        }
+        let win = self.rma.wins.get(w.0 as usize)?.as_ref()?;
+        let r = usize::try_from(rank).ok()?;
+        if win.direct.is_some()
+            || win.segment.is_some()
+            || win.flavor == super::Flavor::Dynamic
+            || r >= win.world.len()
+            || n == 0
+            || !win.may_access(rank)
+        {
+            return None;
+        }
+        let peer = &win.peers[r];
+        if win.flavor == super::Flavor::Create && peer.pid != 0 {
+            // (Cross-memory attach, `cma`.)
+            return None;
+        }
+        let start = u64::try_from(disp.checked_mul(i64::try_from(peer.disp_unit).ok()?)?).ok()?;
+        let world = win.world[r];
+        let len = wire::SEG_HDR + wire::SEG_LEN + n;
+        if start.checked_add(n as u64)? > peer.size
+            || world == self.me
+            || self.peer_dead(world)
+            || len > self.chunk_max(world)
+        {
+            return None;
+        }
+        let hdr = Header {
+            kind: Kind::Rma as u8,
+            ctx: peer.id,
+            src: win.rank,
+            tag: sub as i32,
+            aux: aux | (w.0 as u64) << 32,
+            ..Default::default()
+        };
+        let mut buf = self.owned_buffer(len);
+        // The payload `wire::encode_into` makes for one segment, written in place.
+        // SAFETY: `owned_buffer` gives room for `len` bytes; `src` holds `n` (caller).
+        unsafe {
+            let p = buf.as_mut_ptr();
+            (p as *mut [u8; 8]).write_unaligned(1u64.to_le_bytes());
+            (p.add(8) as *mut [u8; 8]).write_unaligned(start.to_le_bytes());
+            (p.add(16) as *mut [u8; 8]).write_unaligned((n as u64).to_le_bytes());
+            std::ptr::copy_nonoverlapping(src, p.add(wire::SEG_HDR + wire::SEG_LEN), n);
+            buf.set_len(len);
+        }
+        // (Checked above: the window is there.)
+        if let Some(Some(win)) = self.rma.wins.get_mut(w.0 as usize) {
+            win.pending[r] += 1;
+        }
+        self.queue_owned(world, hdr, buf);
+        Some(())
+    }
+}
