@@ -353,6 +353,9 @@ impl Engine {
     fn schedule(&mut self, peer: u32) -> Result<bool> {
         let p = peer as usize;
         let mut busy = 0u32;
+        if !self.st.rma.open.is_empty() {
+            self.st.rma_close(peer);
+        }
         if !self.st.to_register.is_empty() {
             self.register_sends();
         }

@@ -10,10 +10,17 @@
 //! wait for `pending` at zero is unchanged). A chunk held back for its turn (another rail) is
 //! counted in the packet whose handling applied it.
 //!
-//! The fast path of a small put or accumulate (`msg_now`, called by the one-sided fast path
-//! when the window is not on the direct path) builds its one chunk straight from the origin
-//! buffer: no plan, no datatype, no segment list, in a payload buffer the engine keeps
-//! (`owned_buffer`).
+//! Batches: the fast path of a small put or accumulate (`msg_now`, called by the one-sided
+//! fast path when the window is not on the direct path) appends a record (target offset,
+//! length, operation, then the data: 16 bytes and the data, where a chunk of its own took a
+//! 48-byte header and a 24-byte segment list) to the open batch of its target, straight from
+//! the origin buffer: no plan, no datatype, no chunk. A batch is one `Batch` chunk, counted as
+//! one untracked chunk from its opening. It is queued (closed) when anything else is queued to
+//! that target (an operation of the general path, a synchronisation chunk, a message: so the
+//! order of everything sent to a target is the order of the calls), when its gate is
+//! scheduled (any progress: every wait of a flush, unlock, complete or fence), when the next
+//! operation is for another window or does not fit (`BATCH_MAX`). The target applies its
+//! records in order, each whole under the engine lock as a chunk is, and counts the batch.
 
 use super::wire::{self, Sub};
 use super::WinId;
@@ -113,9 +120,9 @@ impl State {
 
     /// A small put (`sub` `Put`) or accumulate (`Acc`, `aux` its operation and type) of the
     /// `n` bytes at `src` to `n` bytes at displacement `disp` of rank `rank`'s part of window
-    /// `w`, when the window takes messages and the operation fits one chunk: queued as one
-    /// untracked chunk. `None`, having done nothing, otherwise (or on any check that fails:
-    /// the general path then does it or reports the error).
+    /// `w`, when the window takes messages and the operation fits a batch: appended to the
+    /// target's open batch. `None`, having done nothing, otherwise (or on any check that
+    /// fails: the general path then does it or reports the error).
     ///
     /// # Safety
     /// `src` holds `n` bytes.
@@ -141,6 +148,7 @@ impl State {
             || win.flavor == super::Flavor::Dynamic
             || r >= win.world.len()
             || n == 0
+            || n > REC_MAX
             || !win.may_access(rank)
         {
             return None;
@@ -152,38 +160,96 @@ impl State {
         }
         let start = u64::try_from(disp.checked_mul(i64::try_from(peer.disp_unit).ok()?)?).ok()?;
         let world = win.world[r];
-        let len = wire::SEG_HDR + wire::SEG_LEN + n;
+        let rec = wire::REC_HEAD + n;
+        let (id, me) = (peer.id, win.rank);
         if start.checked_add(n as u64)? > peer.size
             || world == self.me
             || self.peer_dead(world)
-            || len > self.chunk_max(world)
+            || rec > self.chunk_max(world)
         {
             return None;
         }
+        let max = self.chunk_max(world).min(BATCH_MAX);
+        let open = &mut self.rma.open;
+        let i = match open.iter().position(|o| o.peer == world) {
+            Some(i) if open[i].win == w && open[i].buf.len() + rec <= max => i,
+            Some(i) => {
+                self.rma_close_at(i);
+                self.rma_open(world, w, r, id, me)
+            }
+            None => self.rma_open(world, w, r, id, me),
+        };
+        let buf = &mut self.rma.open[i].buf;
+        buf.reserve(rec);
+        // SAFETY: room for `rec` more bytes was reserved; `src` holds `n` (caller).
+        unsafe {
+            let p = buf.as_mut_ptr().add(buf.len());
+            wire::write_record_head(p, start, n as u32, sub, aux);
+            std::ptr::copy_nonoverlapping(src, p.add(wire::REC_HEAD), n);
+            buf.set_len(buf.len() + rec);
+        }
+        Some(())
+    }
+
+    /// Open a batch to world rank `peer` (rank `r` of window `w`, whose number there is `id`;
+    /// this process is rank `me` of it): counted as one untracked chunk from now on, and the
+    /// gate marked for the next progress, which closes it (`rma_close`). Its index.
+    fn rma_open(&mut self, peer: u32, w: WinId, r: usize, id: u32, me: i32) -> usize {
         let hdr = Header {
             kind: Kind::Rma as u8,
-            ctx: peer.id,
-            src: win.rank,
-            tag: sub as i32,
-            aux: aux | (w.0 as u64) << 32,
+            ctx: id,
+            src: me,
+            tag: Sub::Batch as i32,
+            aux: (w.0 as u64) << 32,
             ..Default::default()
         };
-        let mut buf = self.owned_buffer(len);
-        // The payload `wire::encode_into` makes for one segment, written in place.
-        // SAFETY: `owned_buffer` gives room for `len` bytes; `src` holds `n` (caller).
-        unsafe {
-            let p = buf.as_mut_ptr();
-            (p as *mut [u8; 8]).write_unaligned(1u64.to_le_bytes());
-            (p.add(8) as *mut [u8; 8]).write_unaligned(start.to_le_bytes());
-            (p.add(16) as *mut [u8; 8]).write_unaligned((n as u64).to_le_bytes());
-            std::ptr::copy_nonoverlapping(src, p.add(wire::SEG_HDR + wire::SEG_LEN), n);
-            buf.set_len(len);
-        }
-        // (Checked above: the window is there.)
+        let mut buf = self.owned_buffer(BATCH_MAX);
+        buf.clear();
         if let Some(Some(win)) = self.rma.wins.get_mut(w.0 as usize) {
             win.pending[r] += 1;
         }
-        self.queue_owned(world, hdr, buf);
-        Some(())
+        self.rma.open.push(Open {
+            peer,
+            win: w,
+            hdr,
+            buf,
+        });
+        self.mark_queued(peer);
+        self.rma.open.len() - 1
     }
+
+    /// Queue the open batch at index `i`.
+    fn rma_close_at(&mut self, i: usize) {
+        let o = self.rma.open.swap_remove(i);
+        self.queue_owned(o.peer, o.hdr, o.buf);
+    }
+
+    /// Queue the open batch to world rank `peer`, if any: before anything else is queued to
+    /// it, and when its gate is scheduled.
+    #[inline(never)]
+    pub(crate) fn rma_close(&mut self, peer: u32) {
+        if let Some(i) = self.rma.open.iter().position(|o| o.peer == peer) {
+            self.rma_close_at(i);
+        }
+    }
+
+    /// World rank `peer` died: its open batch is dropped (its count is cleared with the
+    /// window's, `rma_peer_lost`).
+    pub(super) fn rma_drop_open(&mut self, peer: u32) {
+        self.rma.open.retain(|o| o.peer != peer);
+    }
+}
+
+/// Largest batch payload (the gate's largest chunk if smaller).
+const BATCH_MAX: usize = 8192;
+/// Largest operation a batch takes.
+const REC_MAX: usize = 1024;
+
+/// A batch being filled: small puts and accumulates to one target of one window, one record
+/// each, sent as one `Batch` chunk.
+pub(crate) struct Open {
+    peer: u32,
+    win: WinId,
+    hdr: Header,
+    buf: Vec<u8>,
 }

@@ -214,6 +214,8 @@ pub(crate) struct Rma {
     /// As target: the untracked operations applied in the packet being handled, answered
     /// with one count per origin and window when it is done (`batch`).
     pub acks_due: Vec<batch::AckDue>,
+    /// As origin: the batches being filled, one per target at most (`batch`).
+    pub open: Vec<batch::Open>,
     /// Puts and gets by RDMA (`rdma`).
     pub rdma: rdma::Rdma,
 }

@@ -621,6 +621,7 @@ impl State {
             }
         }
         self.rma_release_locks(peer);
+        self.rma_drop_open(peer);
         // Untracked operations (`batch`) are only counted per target.
         for w in self.rma.wins.iter_mut().flatten() {
             for (r, &x) in w.world.iter().enumerate() {

@@ -102,6 +102,25 @@ impl State {
                     }
                 }
             }
+            Sub::Batch if h.sreq == 0 => {
+                let mut refused = false;
+                let mut p = payload;
+                while !p.is_empty() {
+                    let Some((off, len, sub, aux, data, rest)) = wire::record(p) else {
+                        return self.peer_error(format!("from rank {peer}: malformed RMA batch"));
+                    };
+                    match apply(win, sub, aux, &[(off, len)], data) {
+                        Ok(_) => {}
+                        Err(Bad::Range) => refused = true,
+                        Err(Bad::Malformed(why)) => {
+                            return self.peer_error(format!("from rank {peer}: {why}"));
+                        }
+                    }
+                    p = rest;
+                }
+                self.rma_defer_ack(peer, reply_to, me, refused);
+            }
+            Sub::Batch => self.peer_error(format!("from rank {peer}: a tracked RMA batch")),
             Sub::Lock => {
                 let excl = h.flags & 1 != 0;
                 if win.waiting.is_empty() && grantable(win, excl) {
@@ -212,6 +231,30 @@ pub(super) fn apply(
         }
         // SAFETY: [p, p + len) lies in the window (resolve); the payload is not in it.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
+        return Ok(Vec::new());
+    }
+    if let ([(off, len)], Sub::Acc) = (segs, sub) {
+        // One segment of an accumulate: applied in place (it holds whole elements).
+        let p = resolve(w, *off, *len).ok_or(Bad::Range)?;
+        let op = op_of(aux as u8).ok_or(Bad::Malformed("unknown accumulate operation"))?;
+        if data.len() as u64 != *len {
+            return Err(Bad::Malformed("RMA chunk data does not match its segments"));
+        }
+        if op == BuiltinOp::NoOp {
+            return Ok(Vec::new());
+        }
+        let b = Basic::ALL
+            .get((aux >> 8 & 0xff_ffff) as usize)
+            .copied()
+            .ok_or(Bad::Malformed("unknown basic type"))?;
+        let es = b.size();
+        if !data.len().is_multiple_of(es) {
+            return Err(Bad::Malformed("accumulate chunk of partial elements"));
+        }
+        // SAFETY: [p, p + len) lies in the window (resolve); the kernels read and write
+        // unaligned; the payload is not in the window.
+        unsafe { apply_basic(op, b, data.len() / es, data.as_ptr(), p) }
+            .map_err(|_| Bad::Malformed("accumulate operation not defined on its type"))?;
         return Ok(Vec::new());
     }
     let mut ptrs = Vec::with_capacity(segs.len());
