@@ -126,7 +126,8 @@ impl State {
     ///
     /// # Safety
     /// `src` holds `n` bytes.
-    #[inline(always)]
+    // (Not inlined into the fast path's callers: the direct path's code stays as it was.)
+    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn msg_now(
         &mut self,
