@@ -131,7 +131,7 @@ impl State {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::VecDeque;
 
     use super::super::{gate_for, State, Strategy};
@@ -141,7 +141,7 @@ mod tests {
     use crate::wire::{Header, Kind};
     use crate::CommId;
 
-    fn caps() -> madmpi_transports::Caps {
+    pub(crate) fn caps() -> madmpi_transports::Caps {
         madmpi_transports::Caps {
             name: "test",
             latency_ns: 1000,
@@ -157,8 +157,25 @@ mod tests {
         }
     }
 
+    /// The engine state of world rank 0 of two (for the one-sided layer's tests).
+    pub(crate) fn two_ranks() -> State {
+        let c = caps();
+        let gates = (0..2).map(|_| gate_for(vec![(0, &c)])).collect();
+        State::new(0, 2, gates, Strategy::Adaptive)
+    }
+
+    /// The headers of the chunks queued to `peer`, in order.
+    pub(crate) fn queued(st: &State, peer: u32) -> Vec<Header> {
+        st.gates[peer as usize].out.iter().map(|c| c.hdr).collect()
+    }
+
+    /// The gates marked for the next progress.
+    pub(crate) fn dirty(st: &State) -> Vec<u32> {
+        st.dirty.clone()
+    }
+
     /// A two-member window of rank 0 (world ranks 0 and 1).
-    fn window() -> Win {
+    pub(crate) fn window() -> Win {
         Win {
             comm: CommId(0),
             world: vec![0, 1].into(),

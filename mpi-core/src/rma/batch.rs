@@ -254,3 +254,161 @@ pub(crate) struct Open {
     hdr: Header,
     buf: Vec<u8>,
 }
+
+#[cfg(test)]
+mod tests {
+    use madmpi_datatypes::Basic;
+
+    use super::super::wire::{self, Sub};
+    use super::super::{op_code, WinId};
+    use crate::engine::owned_tests::{dirty, queued, two_ranks, window};
+    use crate::engine::State;
+    use crate::error::ErrorClass;
+    use crate::op::BuiltinOp;
+    use crate::wire::{Header, Kind};
+
+    /// Rank 0 of a two-member window over `mem` (world ranks 0 and 1), in a fence epoch.
+    fn state(mem: &mut [u8]) -> State {
+        let mut st = two_ranks();
+        let mut w = window();
+        w.base = mem.as_mut_ptr();
+        w.size = mem.len();
+        w.fence = true;
+        w.peers[1].size = 64;
+        w.peers[1].disp_unit = 1;
+        w.peers[1].id = 5;
+        st.rma.wins.push(Some(w));
+        st
+    }
+
+    fn record(sub: Sub, off: u64, aux: u64, data: &[u8]) -> Vec<u8> {
+        let mut v = vec![0u8; wire::REC_HEAD];
+        // SAFETY: `v` holds the head.
+        unsafe { wire::write_record_head(v.as_mut_ptr(), off, data.len() as u32, sub, aux) };
+        v.extend_from_slice(data);
+        v
+    }
+
+    #[test]
+    fn records_round_trip_and_reject_garbage() {
+        let aux = op_code(BuiltinOp::Sum) as u64 | (Basic::Int64.index() as u64) << 8;
+        let mut p = record(Sub::Acc, 1 << 40, aux, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        p.extend(record(Sub::Put, 3, 0, &[9]));
+        let ((off, len, sub, a, data), rest) = wire::record(&p).unwrap();
+        assert_eq!(
+            (off, len, sub, a, data),
+            (1 << 40, 8, Sub::Acc, aux, &p[16..24])
+        );
+        let ((off, len, sub, _, data), rest) = wire::record(rest).unwrap();
+        assert_eq!(
+            (off, len, sub, data, rest.len()),
+            (3, 1, Sub::Put, &[9u8][..], 0)
+        );
+        assert!(wire::record(&p[..23]).is_none(), "truncated data");
+        assert!(wire::record(&p[..10]).is_none(), "truncated head");
+        let mut bad = record(Sub::Get, 0, 0, &[1]);
+        assert!(wire::record(&bad).is_none(), "a get in a batch");
+        bad[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(wire::record(&bad).is_none(), "a length past the end");
+    }
+
+    /// A batch is applied record by record, in order, and answered by one count (with the
+    /// refusal of an operation outside the window); the origin takes the count off its
+    /// pending operations and reports the refusal.
+    #[test]
+    fn a_batch_is_applied_in_order_and_counted_once() {
+        let mut mem = vec![0u8; 32];
+        let mut st = state(&mut mem);
+        let aux = op_code(BuiltinOp::Sum) as u64 | (Basic::Int64.index() as u64) << 8;
+        let mut p = record(Sub::Put, 8, 0, &5i64.to_le_bytes());
+        p.extend(record(Sub::Acc, 8, aux, &7i64.to_le_bytes()));
+        p.extend(record(Sub::Put, 0, 0, b"abc"));
+        let h = Header {
+            kind: Kind::Rma as u8,
+            ctx: 0,
+            src: 1,
+            tag: Sub::Batch as i32,
+            aux: 9 << 32,
+            ..Default::default()
+        };
+        st.handle_rma(1, h, &p);
+        assert_eq!(i64::from_le_bytes(mem[8..16].try_into().unwrap()), 12);
+        assert_eq!(&mem[..3], b"abc");
+        let mut refused = record(Sub::Put, 30, 0, &[1, 2, 3, 4]);
+        refused.extend(record(Sub::Put, 4, 0, &[4]));
+        st.handle_rma(1, h, &refused);
+        assert_eq!(mem[4], 4, "the records after a refused one are applied");
+        assert_eq!(st.rma.acks_due.len(), 1);
+        let a = st.rma.acks_due[0];
+        assert_eq!(
+            (a.peer, a.reply_to, a.count, a.flags),
+            (1, 9, 2, wire::ERR_RANGE)
+        );
+        st.rma_send_acks();
+        assert!(st.rma.acks_due.is_empty());
+        let q = queued(&st, 1);
+        assert_eq!(q.len(), 1);
+        assert_eq!((q[0].tag, q[0].sreq, q[0].msg_len), (Sub::Ack as i32, 0, 2));
+
+        // As the origin: two untracked operations pending on target 1, answered.
+        st.rma.wins[0].as_mut().unwrap().pending[1] = 2;
+        let ack = Header {
+            kind: Kind::Rma as u8,
+            flags: wire::ERR_RANGE,
+            ctx: 0,
+            src: 1,
+            tag: Sub::Ack as i32,
+            msg_len: 2,
+            ..Default::default()
+        };
+        st.handle_rma(1, ack, &[]);
+        let w = st.rma.wins[0].as_ref().unwrap();
+        assert_eq!(w.pending[1], 0);
+        assert_eq!(
+            w.error.as_ref().map(|e| e.class),
+            Some(ErrorClass::RmaRange)
+        );
+    }
+
+    /// Small puts fill one open batch, which leaves before anything queued after it; a
+    /// target that dies drops its open batch and its count.
+    #[test]
+    fn open_batches_leave_first_and_die_with_their_target() {
+        let mut mem = vec![0u8; 8];
+        let mut st = state(&mut mem);
+        let v = 7u64.to_le_bytes();
+        for i in 0..3 {
+            // SAFETY: `v` holds 8 bytes.
+            let r = unsafe { st.msg_now(WinId(0), v.as_ptr(), 8, 1, 8 * i, Sub::Put, 0) };
+            assert!(r.is_some());
+        }
+        // Out of the target's 64 bytes, and to MPI_PROC_NULL: the general path's.
+        // SAFETY: as above.
+        assert!(unsafe { st.msg_now(WinId(0), v.as_ptr(), 8, 1, 60, Sub::Put, 0) }.is_none());
+        // SAFETY: as above.
+        assert!(unsafe { st.msg_now(WinId(0), v.as_ptr(), 8, -1, 0, Sub::Put, 0) }.is_none());
+        assert_eq!(st.rma.open.len(), 1);
+        assert_eq!(st.rma.open[0].buf.len(), 3 * (wire::REC_HEAD + 8));
+        assert_eq!(st.rma.wins[0].as_ref().unwrap().pending[1], 1);
+        assert_eq!(dirty(&st), vec![1]);
+        // Something else to that target: the batch goes first.
+        st.queue_owned(1, Header::default(), Vec::new());
+        assert!(st.rma.open.is_empty());
+        let q = queued(&st, 1);
+        let tags: Vec<i32> = q.iter().map(|h| h.tag).collect();
+        assert_eq!(tags, vec![Sub::Batch as i32, 0]);
+        assert_eq!(q[0].ctx, 5);
+
+        // SAFETY: as above.
+        assert!(unsafe { st.msg_now(WinId(0), v.as_ptr(), 8, 1, 0, Sub::Put, 0) }.is_some());
+        assert_eq!(st.rma.wins[0].as_ref().unwrap().pending[1], 2);
+        st.peer_lost(1);
+        assert!(st.rma.open.is_empty());
+        let w = st.rma.wins[0].as_ref().unwrap();
+        assert_eq!(w.pending[1], 0);
+        assert_eq!(
+            w.error.as_ref().map(|e| e.class),
+            Some(ErrorClass::ProcAborted)
+        );
+    }
+}

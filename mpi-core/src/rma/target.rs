@@ -106,7 +106,7 @@ impl State {
                 let mut refused = false;
                 let mut p = payload;
                 while !p.is_empty() {
-                    let Some((off, len, sub, aux, data, rest)) = wire::record(p) else {
+                    let Some(((off, len, sub, aux, data), rest)) = wire::record(p) else {
                         return self.peer_error(format!("from rank {peer}: malformed RMA batch"));
                     };
                     match apply(win, sub, aux, &[(off, len)], data) {

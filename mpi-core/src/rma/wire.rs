@@ -139,11 +139,13 @@ pub(crate) unsafe fn write_record_head(p: *mut u8, off: u64, len: u32, sub: Sub,
     }
 }
 
-/// The first record of a batch's payload `p`: target offset, length, what it is, its `aux`
-/// word (operation and basic type, as an `Acc` chunk's), its data, and the rest of the
-/// payload. `None`: malformed.
+/// A batch record: target offset, length, what it is, its `aux` word (operation and basic
+/// type, as an `Acc` chunk's), its data.
+pub(crate) type Record<'a> = (u64, u64, Sub, u64, &'a [u8]);
+
+/// The first record of a batch's payload `p`, and the rest of the payload. `None`: malformed.
 #[inline]
-pub(crate) fn record(p: &[u8]) -> Option<(u64, u64, Sub, u64, &[u8], &[u8])> {
+pub(crate) fn record(p: &[u8]) -> Option<(Record<'_>, &[u8])> {
     let off = u64::from_le_bytes(p.get(..8)?.try_into().ok()?);
     let w = u64::from_le_bytes(p.get(8..REC_HEAD)?.try_into().ok()?);
     let len = w & 0xffff_ffff;
@@ -155,7 +157,7 @@ pub(crate) fn record(p: &[u8]) -> Option<(u64, u64, Sub, u64, &[u8], &[u8])> {
     let aux = (w >> 40) & 0xff | ((w >> 48) & 0xffff) << 8;
     let end = REC_HEAD.checked_add(usize::try_from(len).ok()?)?;
     let data = p.get(REC_HEAD..end)?;
-    Some((off, len, sub, aux, data, &p[end..]))
+    Some(((off, len, sub, aux, data), &p[end..]))
 }
 
 /// Decode a payload of exactly one segment into it and its data (`None`: another count, or
