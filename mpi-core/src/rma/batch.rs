@@ -16,8 +16,8 @@
 //! 48-byte header and a 24-byte segment list) to the open batch of its target, straight from
 //! the origin buffer: no plan, no datatype, no chunk. A batch is one `Batch` chunk, counted as
 //! one untracked chunk from its opening. It is queued (closed) when anything else is queued to
-//! that target (an operation of the general path, a synchronisation chunk, a message: so the
-//! order of everything sent to a target is the order of the calls), when its gate is
+//! that target (an operation of the general path, a synchronisation chunk, any chunk: so the
+//! one-sided operations and synchronisations reach a target in call order), when its gate is
 //! scheduled (any progress: every wait of a flush, unlock, complete or fence), when the next
 //! operation is for another window or does not fit (`BATCH_MAX`). The target applies its
 //! records in order, each whole under the engine lock as a chunk is, and counts the batch.

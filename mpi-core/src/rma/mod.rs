@@ -10,7 +10,8 @@
 //! compare-and-swap) whatever the origins. Every piece of an operation is answered (an
 //! acknowledgement, or the data a get asked for): an origin knows an operation complete at the
 //! target when all its answers came, which is what `flush`, `unlock`, `complete` and `fence`
-//! wait for.
+//! wait for. Puts and accumulates without a request are untracked: the target answers them
+//! with one count per packet, and the small ones travel in batches, one record each (`batch`).
 //!
 //! Progress: a target serves origins whenever it enters the engine (any MPI call that
 //! progresses, including MPI_Win_* calls and MPI_Test); see `docs/rma.md`.
