@@ -47,6 +47,11 @@
 //!   MPI_Rget_accumulate, `_c` forms) on the fast path, their requests born complete, and on
 //!   the general path: byte checks, MPI_Test/Wait/Waitall and MPI_Request_free of them, exact
 //!   concurrent sums, distinct tickets, MPI_NO_OP reads, every error class.
+//! - `batch`: thousands of small puts and accumulates in one epoch (untracked operations,
+//!   answered by counts: `rma::batch`): byte checks by gets and by the target, accumulate
+//!   ordering within a batch, flush_local then buffer reuse, a batch far larger than a
+//!   packet completed by unlock, exact sums completed by flush, unlock and fence, a put the
+//!   target refuses (a dynamic window's unattached address) reported by the next flush.
 //! - `unlockfree`: windows freed right after passive-target epochs on rank 0 (after a fence
 //!   epoch), then progress with no window (MPICH's `rmazero`): no unlock may arrive after the
 //!   free (its window gone, or another one in its number).
@@ -417,4 +422,34 @@ fn rfast_messages_3() {
 #[test]
 fn rfast_tcp_3() {
     ok_tcp("rfast", 3);
+}
+
+#[test]
+fn batch_1() {
+    ok("batch", 1);
+}
+
+#[test]
+fn batch_3() {
+    ok("batch", 3);
+}
+
+#[test]
+fn batch_messages_3() {
+    ok_messages("batch", 3);
+}
+
+#[test]
+fn batch_aggreg_3() {
+    ok_aggreg("batch", 3);
+}
+
+#[test]
+fn batch_tcp_2() {
+    ok_tcp("batch", 2);
+}
+
+#[test]
+fn batch_tcp_4() {
+    ok_tcp("batch", 4);
 }

@@ -371,6 +371,9 @@ impl Engine {
             });
         }
         let mut busy = 0u32;
+        if !self.st.rma.open.is_empty() {
+            self.st.rma_close(peer);
+        }
         if !self.st.to_register.is_empty() {
             self.register_sends();
         }

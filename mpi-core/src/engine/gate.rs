@@ -253,12 +253,26 @@ impl State {
     }
 
     pub(super) fn queue(&mut self, peer: u32, mut c: OutChunk) {
+        if !self.rma.open.is_empty() {
+            // A batch of one-sided operations leaves before what is queued after it.
+            self.rma_close(peer);
+        }
         crate::trace::queued(peer, &c.hdr);
         if self.gates[peer as usize].resilient() {
             c = self.wrap(c);
         }
         let g = &mut self.gates[peer as usize];
         g.out.push_back(c);
+        if !g.queued {
+            g.queued = true;
+            self.dirty.push(peer);
+        }
+    }
+
+    /// Mark `peer`'s gate for the next progress (a batch of one-sided operations is open:
+    /// `rma::batch`).
+    pub(crate) fn mark_queued(&mut self, peer: u32) {
+        let g = &mut self.gates[peer as usize];
         if !g.queued {
             g.queued = true;
             self.dirty.push(peer);

@@ -33,9 +33,17 @@ impl State {
                 Ok((h, payload)) => self.handle_chunk(peer, h, payload),
                 Err(e) => {
                     self.peer_error(format!("from rank {peer}: {}", e.msg));
+                    if !self.rma.acks_due.is_empty() {
+                        self.rma_send_acks();
+                    }
                     return;
                 }
             }
+        }
+        // One answer per origin and window for the untracked one-sided operations of the
+        // packet (`rma::batch`).
+        if !self.rma.acks_due.is_empty() {
+            self.rma_send_acks();
         }
         if resilient {
             self.maybe_ack(peer);

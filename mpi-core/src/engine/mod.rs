@@ -39,6 +39,8 @@ mod liveness;
 mod matching;
 mod order;
 mod owned;
+#[cfg(test)]
+pub(crate) use owned::tests as owned_tests;
 pub(crate) mod rails;
 mod recv;
 mod resilience;

@@ -20,12 +20,17 @@ pub(crate) struct Owned {
     spare: Vec<Vec<u8>>,
     /// Bytes held by `spare` (at most `SPARE_BYTES`).
     spare_bytes: usize,
+    /// Small payload buffers of chunks that left (at most `SMALL_KEPT`), for the next small
+    /// chunks: a batch of small puts allocates nothing once it has run (`rma::batch`).
+    small: Vec<Vec<u8>>,
 }
 
 /// Payload buffers smaller than this are not kept (the allocator serves them well).
 const SPARE_MIN: usize = 4096;
 /// At most this many bytes of payload buffers are kept.
 const SPARE_BYTES: usize = 8 << 20;
+/// At most this many small payload buffers (under `SPARE_MIN`) are kept.
+const SMALL_KEPT: usize = 1024;
 
 impl Owned {
     /// A chunk with header `hdr` (its `len` set here) and payload `body`, which is kept in a
@@ -73,6 +78,9 @@ impl State {
                     v.clear();
                     o.spare_bytes += cap;
                     o.spare.push(v);
+                } else if cap > 0 && cap < SPARE_MIN && o.small.len() < SMALL_KEPT {
+                    v.clear();
+                    o.small.push(v);
                 }
             }
         }
@@ -88,6 +96,9 @@ impl State {
                 v.reserve(cap);
                 return v;
             }
+        } else if let Some(mut v) = o.small.pop() {
+            v.reserve(cap);
+            return v;
         }
         Vec::with_capacity(cap)
     }
@@ -120,7 +131,7 @@ impl State {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::VecDeque;
 
     use super::super::{gate_for, State, Strategy};
@@ -130,7 +141,7 @@ mod tests {
     use crate::wire::{Header, Kind};
     use crate::CommId;
 
-    fn caps() -> madmpi_transports::Caps {
+    pub(crate) fn caps() -> madmpi_transports::Caps {
         madmpi_transports::Caps {
             name: "test",
             latency_ns: 1000,
@@ -146,8 +157,25 @@ mod tests {
         }
     }
 
+    /// The engine state of world rank 0 of two (for the one-sided layer's tests).
+    pub(crate) fn two_ranks() -> State {
+        let c = caps();
+        let gates = (0..2).map(|_| gate_for(vec![(0, &c)])).collect();
+        State::new(0, 2, gates, Strategy::Adaptive)
+    }
+
+    /// The headers of the chunks queued to `peer`, in order.
+    pub(crate) fn queued(st: &State, peer: u32) -> Vec<Header> {
+        st.gates[peer as usize].out.iter().map(|c| c.hdr).collect()
+    }
+
+    /// The gates marked for the next progress.
+    pub(crate) fn dirty(st: &State) -> Vec<u32> {
+        st.dirty.clone()
+    }
+
     /// A two-member window of rank 0 (world ranks 0 and 1).
-    fn window() -> Win {
+    pub(crate) fn window() -> Win {
         Win {
             comm: CommId(0),
             world: vec![0, 1].into(),

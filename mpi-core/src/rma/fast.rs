@@ -23,6 +23,7 @@ use madmpi_datatypes::{Basic, Datatype};
 use once_cell::sync::Lazy;
 
 use super::direct::{self, Class, Direct};
+use super::wire::Sub;
 use super::{Held, Win, WinId};
 use crate::api::{now, polled, Now};
 use crate::engine::State;
@@ -213,8 +214,25 @@ unsafe fn copy_avx2(src: *const u8, dst: *mut u8, n: usize) {
 /// The origin buffer holds its elements.
 #[inline(always)]
 pub unsafe fn put_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> bool {
-    // SAFETY: forwarded.
-    unsafe { copy_now(w, origin, rank, disp, tgt, true) }.is_some()
+    let (Some(n), Some(tn)) = (origin.bytes(), tgt.bytes()) else {
+        return false;
+    };
+    if n != tn {
+        return false;
+    }
+    let Some(mut g) = now() else {
+        return false;
+    };
+    let st = &mut g.engine().st;
+    if let Some((_, _, tp)) = target(st, w, rank, disp, n) {
+        // SAFETY: the origin holds `n` bytes (caller); the target range is in its part,
+        // mapped while the window lives.
+        unsafe { copy(origin.ptr, tp, n) };
+        return true;
+    }
+    // A window that takes messages: one untracked chunk when it fits (`batch`).
+    // SAFETY: the origin holds `n` bytes (caller).
+    unsafe { st.msg_now(w, origin.ptr, n, rank, disp, Sub::Put, 0) }.is_some()
 }
 
 /// MPI_Get on the fast path: whether it was done (as [`put_now`]).
@@ -306,7 +324,7 @@ pub unsafe fn acc_now(
     op: BuiltinOp,
 ) -> Option<Result<()>> {
     // SAFETY: forwarded.
-    unsafe { acc_then(w, origin, result, rank, disp, tgt, op) }.map(|(_, r)| r)
+    unsafe { acc_then(w, origin, result, rank, disp, tgt, op, true) }.map(|(_, r)| r)
 }
 
 /// MPI_Raccumulate (`result` `None`) and MPI_Rget_accumulate on the fast path: as
@@ -325,11 +343,13 @@ pub unsafe fn racc_now(
     op: BuiltinOp,
 ) -> Option<Result<RequestId>> {
     // SAFETY: forwarded.
-    unsafe { acc_then(w, origin, result, rank, disp, tgt, op) }
+    unsafe { acc_then(w, origin, result, rank, disp, tgt, op, false) }
         .map(|(mut g, r)| r.map(|()| done(&mut g.engine().st)))
 }
 
-/// [`acc_now`]: the engine, still held, and the outcome when it was done.
+/// [`acc_now`]: the engine, still held, and the outcome when it was done. With `msg`, an
+/// accumulate without result to a window that takes messages leaves as one untracked chunk
+/// when it fits (`batch`).
 ///
 /// # Safety
 /// As [`acc_now`].
@@ -343,6 +363,7 @@ unsafe fn acc_then(
     disp: i64,
     tgt: Run,
     op: BuiltinOp,
+    msg: bool,
 ) -> Option<(Now, Result<()>)> {
     let b = tgt.dt.as_basic()?;
     let n = tgt.bytes()?;
@@ -364,7 +385,15 @@ unsafe fn acc_then(
         origin.ptr as *const u8
     };
     let mut g = now()?;
-    let (win, d, tp) = target(&g.engine().st, w, rank, disp, n)?;
+    let Some((win, d, tp)) = target(&g.engine().st, w, rank, disp, n) else {
+        if msg && result.is_none() && !noop {
+            let aux = super::op_code(op) as u64 | (b.index() as u64) << 8;
+            // SAFETY: the origin holds `n` bytes (caller).
+            unsafe { g.engine().st.msg_now(w, src, n, rank, disp, Sub::Acc, aux) }?;
+            return Some((g, Ok(())));
+        }
+        return None;
+    };
     let es = tgt.dt.size();
     // SAFETY: the target run is in its part (checked); the origin and result hold `count`
     // elements (caller).

@@ -10,7 +10,8 @@
 //! compare-and-swap) whatever the origins. Every piece of an operation is answered (an
 //! acknowledgement, or the data a get asked for): an origin knows an operation complete at the
 //! target when all its answers came, which is what `flush`, `unlock`, `complete` and `fence`
-//! wait for.
+//! wait for. Puts and accumulates without a request are untracked: the target answers them
+//! with one count per packet, and the small ones travel in batches, one record each (`batch`).
 //!
 //! Progress: a target serves origins whenever it enters the engine (any MPI call that
 //! progresses, including MPI_Win_* calls and MPI_Test); see `docs/rma.md`.
@@ -27,6 +28,7 @@
 //! `fast` (the direct path's fast path: calls on contiguous predefined types done at once),
 //! `rdma` (puts and gets by RDMA to windows registered with a driver that offers it: `ofi`).
 
+mod batch;
 mod cma;
 mod direct;
 mod dynreg;
@@ -207,7 +209,14 @@ pub(crate) struct Track {
 pub(crate) struct Rma {
     pub wins: Vec<Option<Win>>,
     pub ops: HashMap<u64, Track>,
+    /// The last token given to a tracked operation (tokens start at 1: token 0 marks the
+    /// untracked operations, `batch`).
     pub next_token: u64,
+    /// As target: the untracked operations applied in the packet being handled, answered
+    /// with one count per origin and window when it is done (`batch`).
+    pub acks_due: Vec<batch::AckDue>,
+    /// As origin: the batches being filled, one per target at most (`batch`).
+    pub open: Vec<batch::Open>,
     /// Puts and gets by RDMA (`rdma`).
     pub rdma: rdma::Rdma,
 }

@@ -514,20 +514,27 @@ impl State {
             }
             return Ok((req, true));
         }
-        let token = self.rma.next_token;
-        self.rma.next_token += 1;
-        self.rma.ops.insert(
-            token,
-            Track {
-                win: w,
-                target: rank,
-                left: pieces.len() as u32,
-                result: p.result,
-                req,
-                error: None,
-            },
-        );
-        self.rma.win_mut(w)?.pending[rank as usize] += 1;
+        let token = if req.is_none() && p.result.is_none() {
+            // Untracked (`batch`): each chunk counts at the target, answered by counts.
+            self.rma.win_mut(w)?.pending[rank as usize] += pieces.len() as u32;
+            0
+        } else {
+            self.rma.next_token += 1;
+            let token = self.rma.next_token;
+            self.rma.ops.insert(
+                token,
+                Track {
+                    win: w,
+                    target: rank,
+                    left: pieces.len() as u32,
+                    result: p.result,
+                    req,
+                    error: None,
+                },
+            );
+            self.rma.win_mut(w)?.pending[rank as usize] += 1;
+            token
+        };
         for (segs, at) in pieces {
             let n: u64 = segs.iter().map(|s| s.1).sum();
             let data: &[u8] = match p.sub {
@@ -553,6 +560,9 @@ impl State {
 
     /// An answer (`Ack` or `Reply`) to one chunk of operation `h.sreq`.
     pub(super) fn rma_answer(&mut self, peer: u32, sub: Sub, h: Header, payload: &[u8]) {
+        if h.sreq == 0 && sub == Sub::Ack {
+            return self.rma_counted(peer, h);
+        }
         let Some(t) = self.rma.ops.get_mut(&h.sreq) else {
             return self.peer_error(format!(
                 "from rank {peer}: an answer to an unknown one-sided operation"
@@ -611,6 +621,21 @@ impl State {
             }
         }
         self.rma_release_locks(peer);
+        self.rma_drop_open(peer);
+        // Untracked operations (`batch`) are only counted per target.
+        for w in self.rma.wins.iter_mut().flatten() {
+            for (r, &x) in w.world.iter().enumerate() {
+                if x == peer && w.pending[r] > 0 {
+                    w.pending[r] = 0;
+                    if w.error.is_none() {
+                        w.error = Some(Error::new(
+                            ErrorClass::ProcAborted,
+                            format!("target {r} of the window has died"),
+                        ));
+                    }
+                }
+            }
+        }
         if self.rma.ops.is_empty() {
             return;
         }

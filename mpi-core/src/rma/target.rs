@@ -75,9 +75,23 @@ impl State {
                 } else {
                     Sub::Reply
                 };
-                let r = wire::decode(payload)
-                    .map_err(|_| Bad::Malformed("malformed RMA chunk"))
-                    .and_then(|(segs, data)| apply(win, sub, h.aux, &segs, data));
+                let r = match wire::decode_one(payload) {
+                    // (One segment, the usual case: no segment list built.)
+                    Some((seg, data)) => apply(win, sub, h.aux, &[seg], data),
+                    None => wire::decode(payload)
+                        .map_err(|_| Bad::Malformed("malformed RMA chunk"))
+                        .and_then(|(segs, data)| apply(win, sub, h.aux, &segs, data)),
+                };
+                if h.sreq == 0 && matches!(sub, Sub::Put | Sub::Acc) {
+                    // Untracked (`batch`): counted, answered when the packet is done.
+                    return match r {
+                        Ok(_) => self.rma_defer_ack(peer, reply_to, me, false),
+                        Err(Bad::Range) => self.rma_defer_ack(peer, reply_to, me, true),
+                        Err(Bad::Malformed(why)) => {
+                            self.peer_error(format!("from rank {peer}: {why}"))
+                        }
+                    };
+                }
                 match r {
                     Ok(body) => self.queue_owned(peer, answer(reply, 0), body),
                     Err(Bad::Range) => {
@@ -88,6 +102,25 @@ impl State {
                     }
                 }
             }
+            Sub::Batch if h.sreq == 0 => {
+                let mut refused = false;
+                let mut p = payload;
+                while !p.is_empty() {
+                    let Some(((off, len, sub, aux, data), rest)) = wire::record(p) else {
+                        return self.peer_error(format!("from rank {peer}: malformed RMA batch"));
+                    };
+                    match apply(win, sub, aux, &[(off, len)], data) {
+                        Ok(_) => {}
+                        Err(Bad::Range) => refused = true,
+                        Err(Bad::Malformed(why)) => {
+                            return self.peer_error(format!("from rank {peer}: {why}"));
+                        }
+                    }
+                    p = rest;
+                }
+                self.rma_defer_ack(peer, reply_to, me, refused);
+            }
+            Sub::Batch => self.peer_error(format!("from rank {peer}: a tracked RMA batch")),
             Sub::Lock => {
                 let excl = h.flags & 1 != 0;
                 if win.waiting.is_empty() && grantable(win, excl) {
@@ -190,6 +223,40 @@ pub(super) fn apply(
     segs: &[(u64, u64)],
     data: &[u8],
 ) -> Result<Vec<u8>, Bad> {
+    if let ([(off, len)], Sub::Put) = (segs, sub) {
+        // One segment of a put: the usual small put, without the general path's lists.
+        let p = resolve(w, *off, *len).ok_or(Bad::Range)?;
+        if data.len() as u64 != *len {
+            return Err(Bad::Malformed("RMA chunk data does not match its segments"));
+        }
+        // SAFETY: [p, p + len) lies in the window (resolve); the payload is not in it.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
+        return Ok(Vec::new());
+    }
+    if let ([(off, len)], Sub::Acc) = (segs, sub) {
+        // One segment of an accumulate: applied in place (it holds whole elements).
+        let p = resolve(w, *off, *len).ok_or(Bad::Range)?;
+        let op = op_of(aux as u8).ok_or(Bad::Malformed("unknown accumulate operation"))?;
+        if data.len() as u64 != *len {
+            return Err(Bad::Malformed("RMA chunk data does not match its segments"));
+        }
+        if op == BuiltinOp::NoOp {
+            return Ok(Vec::new());
+        }
+        let b = Basic::ALL
+            .get((aux >> 8 & 0xff_ffff) as usize)
+            .copied()
+            .ok_or(Bad::Malformed("unknown basic type"))?;
+        let es = b.size();
+        if !data.len().is_multiple_of(es) {
+            return Err(Bad::Malformed("accumulate chunk of partial elements"));
+        }
+        // SAFETY: [p, p + len) lies in the window (resolve); the kernels read and write
+        // unaligned; the payload is not in the window.
+        unsafe { apply_basic(op, b, data.len() / es, data.as_ptr(), p) }
+            .map_err(|_| Bad::Malformed("accumulate operation not defined on its type"))?;
+        return Ok(Vec::new());
+    }
     let mut ptrs = Vec::with_capacity(segs.len());
     let mut total = 0usize;
     for &(off, len) in segs {

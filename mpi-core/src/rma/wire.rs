@@ -42,6 +42,9 @@ pub(crate) enum Sub {
     /// The answer: empty (no registered region there), or the region's address, length and
     /// key (three `u64`).
     KeyTell = 14,
+    /// Small puts and accumulates to one target, one record each ([`record`]), applied in
+    /// order and answered as one untracked chunk (`batch`).
+    Batch = 15,
 }
 
 impl Sub {
@@ -62,6 +65,7 @@ impl Sub {
             12 => Complete,
             13 => KeyAsk,
             14 => KeyTell,
+            15 => Batch,
             _ => return None,
         })
     }
@@ -114,6 +118,59 @@ pub(crate) fn decode(p: &[u8]) -> Result<(Segs, &[u8])> {
         })
         .collect();
     Ok((segs, &p[end..]))
+}
+
+/// Bytes of a batch record's head: the target offset (`u64`), the data's length (`u32`),
+/// what it is (`u8`: put or accumulate), the operation (`u8`) and the basic type (`u16`) of
+/// an accumulate; the data follows.
+pub(crate) const REC_HEAD: usize = 16;
+
+/// Write a batch record's head at `p`.
+///
+/// # Safety
+/// `p` holds `REC_HEAD` bytes.
+#[inline(always)]
+pub(crate) unsafe fn write_record_head(p: *mut u8, off: u64, len: u32, sub: Sub, aux: u64) {
+    let w = (len as u64) | (sub as u64) << 32 | (aux & 0xff) << 40 | (aux >> 8 & 0xffff) << 48;
+    // SAFETY: the caller's.
+    unsafe {
+        (p as *mut [u8; 8]).write_unaligned(off.to_le_bytes());
+        (p.add(8) as *mut [u8; 8]).write_unaligned(w.to_le_bytes());
+    }
+}
+
+/// A batch record: target offset, length, what it is, its `aux` word (operation and basic
+/// type, as an `Acc` chunk's), its data.
+pub(crate) type Record<'a> = (u64, u64, Sub, u64, &'a [u8]);
+
+/// The first record of a batch's payload `p`, and the rest of the payload. `None`: malformed.
+#[inline]
+pub(crate) fn record(p: &[u8]) -> Option<(Record<'_>, &[u8])> {
+    let off = u64::from_le_bytes(p.get(..8)?.try_into().ok()?);
+    let w = u64::from_le_bytes(p.get(8..REC_HEAD)?.try_into().ok()?);
+    let len = w & 0xffff_ffff;
+    let sub = match (w >> 32) & 0xff {
+        1 => Sub::Put,
+        2 => Sub::Acc,
+        _ => return None,
+    };
+    let aux = (w >> 40) & 0xff | ((w >> 48) & 0xffff) << 8;
+    let end = REC_HEAD.checked_add(usize::try_from(len).ok()?)?;
+    let data = p.get(REC_HEAD..end)?;
+    Some(((off, len, sub, aux, data), &p[end..]))
+}
+
+/// Decode a payload of exactly one segment into it and its data (`None`: another count, or
+/// malformed; `decode` then says which).
+#[inline]
+pub(crate) fn decode_one(p: &[u8]) -> Option<((u64, u64), &[u8])> {
+    let word =
+        |i: usize| -> Option<u64> { Some(u64::from_le_bytes(p.get(i..i + 8)?.try_into().ok()?)) };
+    if word(0)? != 1 {
+        return None;
+    }
+    let seg = (word(SEG_HDR)?, word(SEG_HDR + 8)?);
+    Some((seg, &p[SEG_HDR + SEG_LEN..]))
 }
 
 /// Cut the target segments of an operation into pieces of at most `room` payload bytes each
