@@ -352,6 +352,10 @@ impl Engine {
     /// rail.
     fn schedule(&mut self, peer: u32) -> Result<bool> {
         let p = peer as usize;
+        if !self.st.rma.open.is_empty() {
+            // An open batch of one-sided operations joins the queue first (`rma::batch`).
+            self.st.rma_close(peer);
+        }
         let g = &self.st.gates[p];
         if g.out.len() == 1
             && g.out[0].hdr.kind == KIND_PACKED
@@ -371,9 +375,6 @@ impl Engine {
             });
         }
         let mut busy = 0u32;
-        if !self.st.rma.open.is_empty() {
-            self.st.rma_close(peer);
-        }
         if !self.st.to_register.is_empty() {
             self.register_sends();
         }
