@@ -451,6 +451,18 @@ impl Basic {
         }
     }
 
+    /// Whether `MPI_Compare_and_swap` takes this type: a C or Fortran integer, a logical, a
+    /// multi-language type (`MPI_AINT`, `MPI_OFFSET`, `MPI_COUNT`) or `MPI_BYTE` (MPI-4.1
+    /// §12.3.4), and the C character types (as MPICH: bytes compared as integers). Not floating
+    /// point, whose equality is not that of the bits (0.0 and -0.0, NaN).
+    pub fn compare_and_swap_ok(self) -> bool {
+        self == Basic::Byte
+            || matches!(
+                self.type_class(),
+                Some(TypeClass::Integer | TypeClass::Logical)
+            )
+    }
+
     /// `external32` conversion of one unit, and the number of units per element (2 for complex
     /// types). Pair types are never asked: they are decomposed into their members first.
     pub(crate) fn conv(self) -> (Conv, usize) {

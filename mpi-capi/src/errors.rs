@@ -393,11 +393,13 @@ pub fn raise_code(comm: MPI_Comm, call: &dyn Fn() -> String, code: c_int, why: &
     raise_by(h, &|f, c| call_user(f, comm, c), call, code, why)
 }
 
-/// Report error `code` on handler `h`; `user` calls a user handler function with the object.
-/// Returns the code when the handler returns.
+/// Report error `code` on handler `h`; `user` calls a user handler function with the object
+/// and returns the code as the handler left it. Returns the code when the handler returns: the
+/// one a user handler left in its `int *` argument (as MPICH: the handler is given the code the
+/// call is to return).
 pub fn raise_by(
     h: Errh,
-    user: &dyn Fn(ErrhFn, c_int),
+    user: &dyn Fn(ErrhFn, c_int) -> c_int,
     call: &dyn Fn() -> String,
     code: c_int,
     why: &str,
@@ -440,15 +442,12 @@ pub fn raise_by(
                 format!("{}{}: {why}{dead} ({which})", prefix(), call()),
             )
         }
-        Errh::User(f) => {
-            user(f, code);
-            code
-        }
+        Errh::User(f) => user(f, code),
     }
 }
 
-/// Call a user error handler with `(MPI_Comm *, int *)`.
-fn call_user(f: ErrhFn, comm: MPI_Comm, code: c_int) {
+/// Call a user error handler with `(MPI_Comm *, int *)`; the code as it left it.
+fn call_user(f: ErrhFn, comm: MPI_Comm, code: c_int) -> c_int {
     let mut c = comm;
     let mut e = code;
     match f {
@@ -457,6 +456,7 @@ fn call_user(f: ErrhFn, comm: MPI_Comm, code: c_int) {
         // Only communicator handlers can be attached to communicators (checked when set).
         ErrhFn::Win(_) | ErrhFn::File(_) | ErrhFn::Session(_) => {}
     }
+    e
 }
 
 /// Report a core error of the call described by `call` on `comm`'s handler.

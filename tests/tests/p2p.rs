@@ -11,7 +11,7 @@ use std::time::Duration;
 use madmpi_tests::harness::{c_program, toolchain, Job, Outcome};
 
 fn prog(name: &str) -> std::path::PathBuf {
-    let extra: &[&str] = if ["threads", "funneled", "latency_mt"].contains(&name) {
+    let extra: &[&str] = if ["threads", "funneled", "latency_mt", "bsend_threads"].contains(&name) {
         &["-pthread"]
     } else {
         &[]
@@ -259,6 +259,13 @@ fn bsend_2() {
     ok("bsend", 2);
 }
 
+/// Buffered sends from 4 threads filling the attached buffer, round after round: the room of
+/// a round's messages, all received (a barrier says so), serves the next round.
+#[test]
+fn bsend_threads_2() {
+    ok("bsend_threads", 2);
+}
+
 #[test]
 fn sendrecv_1() {
     ok("sendrecv", 1);
@@ -398,6 +405,7 @@ const SUITE: &[(&str, usize)] = &[
     ("cancel", 2),
     ("probe", 4),
     ("bsend", 2),
+    ("bsend_threads", 2),
     ("sendrecv", 3),
     ("datatypes", 2),
     ("threads", 2),

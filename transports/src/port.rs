@@ -181,6 +181,8 @@ pub enum ConnectError {
     Refused(io::Error),
     /// No process accepted within the timeout.
     TimedOut(Duration),
+    /// The port was closed while the connection waited for an accept.
+    Closed(io::Error),
     /// The port's owner refused our proof, or the connection broke.
     Failed(String),
 }
@@ -192,6 +194,12 @@ impl std::fmt::Display for ConnectError {
             ConnectError::Refused(e) => write!(f, "nothing listens on the port ({e})"),
             ConnectError::TimedOut(t) => {
                 write!(f, "no process accepted the connection within {t:?}")
+            }
+            ConnectError::Closed(e) => {
+                write!(
+                    f,
+                    "the port was closed before it accepted the connection ({e})"
+                )
             }
             ConnectError::Failed(e) => write!(f, "the connection failed: {e}"),
         }
@@ -216,6 +224,10 @@ pub fn connect(name: &str, timeout: Duration) -> std::result::Result<PortConn, C
     if let Err(e) = s.read_exact(&mut nonce) {
         return Err(match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ConnectError::TimedOut(timeout),
+            // The listening socket went away with this connection still in its backlog.
+            io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted => ConnectError::Closed(e),
             _ => ConnectError::Failed(e.to_string()),
         });
     }
@@ -345,5 +357,17 @@ mod tests {
         drop(p);
         let r = connect(&name, Duration::from_secs(5));
         assert!(matches!(r, Err(ConnectError::Refused(_))), "{r:?}");
+    }
+
+    #[test]
+    fn a_port_closed_while_a_connect_waits_for_its_accept_is_closed() {
+        let p = Port::open(&TcpConfig::default()).unwrap();
+        let name = p.name().to_string();
+        let h = std::thread::spawn(move || connect(&name, Duration::from_secs(30)));
+        // The connection is in the listener's backlog long before: then closed with it.
+        std::thread::sleep(Duration::from_millis(300));
+        drop(p);
+        let r = h.join().unwrap();
+        assert!(matches!(r, Err(ConnectError::Closed(_))), "{r:?}");
     }
 }

@@ -68,8 +68,8 @@ pub(crate) fn session_id(s: MPI_Session) -> R<SessionId> {
     entry(s, |e| e.id)
 }
 
-/// Call a session error handler function.
-fn call_user(f: ErrhFn, s: MPI_Session, code: c_int) {
+/// Call a session error handler function; the code as it left it.
+fn call_user(f: ErrhFn, s: MPI_Session, code: c_int) -> c_int {
     let mut s = s;
     let mut c = code;
     if let ErrhFn::Session(func) = f {
@@ -77,6 +77,7 @@ fn call_user(f: ErrhFn, s: MPI_Session, code: c_int) {
         // is empty.
         unsafe { func(&mut s, &mut c) }
     }
+    c
 }
 
 /// Report `e` on the handler of session `s` (MPI_ERRORS_RETURN when the session is invalid:
@@ -368,12 +369,13 @@ fn finish_with(errh: MPI_Errhandler, name: &str, r: R<()>) -> c_int {
             errors::raise_by(
                 h,
                 &|f, c| {
+                    let mut c = c;
                     if let ErrhFn::Comm(func) = f {
                         let mut comm = MPI_COMM_NULL;
-                        let mut c = c;
                         // SAFETY: a communicator handler of the standard's type.
                         unsafe { func(&mut comm, &mut c) }
                     }
+                    c
                 },
                 &|| name.to_string(),
                 code,

@@ -5,6 +5,7 @@ use madmpi_datatypes::Datatype;
 
 use super::engine_slot::{with, with_owned};
 use super::wait::{polled_opt, take_done, take_if_complete, wait, wait_until, Completion, Taken};
+use crate::engine::Engine;
 use crate::error::{err, ErrorClass, Result};
 use crate::request::{Persistent, RequestId, SendMode, Status, EMPTY_STATUS};
 use crate::{CommId, MessageId};
@@ -34,13 +35,31 @@ pub unsafe fn isend(
                 return Ok(r);
             }
         }
-        // SAFETY: forwarded caller contract.
-        let r = unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false)? };
+        let r = room_made(e, |e| {
+            // SAFETY: forwarded caller contract.
+            unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false) }
+        })?;
         if e.st.sends_leave_at_once() {
             e.flush()?;
         }
         Ok(r)
     })
+}
+
+/// Runs `post`, which posts a send; when a buffered send finds too little room in its
+/// attached buffer, takes in what has already arrived and tries again, as long as something
+/// did arrive. A buffered message's room is given back when its receiver says it has the data
+/// (the rendezvous' Fin), and that notice may still wait in this process's input when the user
+/// knows the message was received (the receiver's reply, a barrier: the shared-memory
+/// collectives do not pass through the queues the notice is in). `post` must leave nothing
+/// behind when it fails (a send reserves its room before anything else).
+fn room_made<T>(e: &mut Engine, mut post: impl FnMut(&mut Engine) -> Result<T>) -> Result<T> {
+    loop {
+        match post(e) {
+            Err(x) if x.class == ErrorClass::BufferSpace && e.progress()? => continue,
+            r => return r,
+        }
+    }
 }
 
 /// The fast path of a standard-mode MPI_Isend, for the thread that owns the engine
@@ -169,8 +188,10 @@ pub unsafe fn send(
                 freed: true,
             }));
         }
-        // SAFETY: forwarded caller contract.
-        let r = unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false)? };
+        let r = room_made(e, |e| {
+            // SAFETY: forwarded caller contract.
+            unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false) }
+        })?;
         e.flush()?;
         Ok(match take_if_complete(e, r)? {
             Some(c) => Err(c),
@@ -299,7 +320,7 @@ pub unsafe fn recv_init(
 /// MPI_Start.
 pub fn start(r: RequestId) -> Result<()> {
     with(|e| {
-        e.st.start(r)?;
+        room_made(e, |e| e.st.start(r))?;
         if e.st.sends_leave_at_once() {
             e.flush()?;
         }

@@ -206,9 +206,12 @@ pub fn comm_connect(port: &str, root: i32, comm: CommId) -> Result<CommId> {
     establish(Side::Connect, root, comm, move || {
         port::connect(&name, timeout()).map_err(|e| {
             let class = match e {
-                ConnectError::BadName | ConnectError::Refused(_) | ConnectError::TimedOut(_) => {
-                    ErrorClass::Port
-                }
+                // A port that does not exist, is closed (also while this connect waits for
+                // its accept) or accepts nothing in time: MPI_ERR_PORT (MPI-4.1 §11.8.2).
+                ConnectError::BadName
+                | ConnectError::Refused(_)
+                | ConnectError::Closed(_)
+                | ConnectError::TimedOut(_) => ErrorClass::Port,
                 ConnectError::Failed(_) => ErrorClass::Other,
             };
             Error::new(class, format!("connecting to {name:?}: {e}"))

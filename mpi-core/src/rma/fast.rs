@@ -431,7 +431,9 @@ pub unsafe fn cas_now(
     rank: i32,
     disp: i64,
 ) -> Option<bool> {
-    dt.as_basic()?;
+    if !dt.as_basic()?.compare_and_swap_ok() {
+        return None;
+    }
     let es = Run {
         ptr: old,
         count: 1,

@@ -265,6 +265,15 @@ fn plan(call: Call) -> Result<Plan> {
                     "MPI_Compare_and_swap takes a predefined datatype",
                 );
             };
+            if !basic.compare_and_swap_ok() {
+                return err(
+                    ErrorClass::Type,
+                    format!(
+                        "MPI_Compare_and_swap takes an integer, logical or byte type, not {}",
+                        basic.mpi_name()
+                    ),
+                );
+            }
             let n = basic.size();
             let mut data = vec![0u8; 2 * n];
             // SAFETY: both buffers hold one element of the type (caller of `rma`).

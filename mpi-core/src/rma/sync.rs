@@ -15,7 +15,7 @@
 use std::sync::atomic::{fence, Ordering};
 
 use super::wire::Sub;
-use super::{Held, WinId};
+use super::{Held, Win, WinId};
 use crate::api::{wait_until, with};
 use crate::engine::Engine;
 use crate::error::{err, Error, ErrorClass, Result};
@@ -172,6 +172,27 @@ pub fn win_fence(assert: i32, w: WinId) -> Result<()> {
     })
 }
 
+/// A passive-target epoch begins (`call`: MPI_Win_lock or MPI_Win_lock_all). Access epochs
+/// of one window are disjoint (MPI-4.1 §12.5): not inside a fence epoch with operations in
+/// flight, nor inside an access epoch of MPI_Win_start; a fence followed by a lock opened no
+/// fence epoch, so after the unlock no epoch is open.
+fn begin_passive(win: &mut Win, call: &str) -> Result<()> {
+    if win.fence && win.pending.iter().any(|&p| p > 0) {
+        return err(
+            ErrorClass::RmaSync,
+            format!("{call} inside a fence epoch with operations in flight"),
+        );
+    }
+    if win.start.is_some() {
+        return err(
+            ErrorClass::RmaSync,
+            format!("{call} inside a start/complete access epoch"),
+        );
+    }
+    win.fence = false;
+    Ok(())
+}
+
 fn check_rank(e: &Engine, w: WinId, rank: i32) -> Result<()> {
     let n = e.st.rma.win(w)?.world.len();
     if rank < 0 || rank as usize >= n {
@@ -202,12 +223,7 @@ pub fn win_lock(t: LockType, rank: i32, assert: i32, w: WinId) -> Result<()> {
                 format!("this process already holds a lock on rank {rank} of the window"),
             );
         }
-        if win.fence && win.pending.iter().any(|&p| p > 0) {
-            return err(
-                ErrorClass::RmaSync,
-                "MPI_Win_lock inside a fence epoch with operations in flight",
-            );
-        }
+        begin_passive(win, "MPI_Win_lock")?;
         if assert & MODE_NOCHECK != 0 {
             win.held[rank as usize] = Held::Unchecked(t);
             return Ok(false);
@@ -323,6 +339,7 @@ pub fn win_lock_all(assert: i32, w: WinId) -> Result<()> {
                 "MPI_Win_lock_all while this process holds a lock on the window",
             );
         }
+        begin_passive(win, "MPI_Win_lock_all")?;
         let n = win.world.len();
         win.lock_all = true;
         super::dynreg::new_epoch(&mut e.st, w, None);

@@ -5,12 +5,19 @@
  * bytes), MPI_ERR_BUFFER when the buffer is too small or missing, large
  * buffered messages, the _c variants; a buffer of exactly MPI_Pack_size +
  * MPI_BSEND_OVERHEAD per message suffices; a failed buffered send leaves the
- * buffer free to detach and attach again.  Exactly 2 ranks. */
+ * buffer free to detach and attach again; a buffer filled by large messages
+ * is whole again for the next round once the receiver has them all and a
+ * barrier says so (MPICH's threads/pt2pt/mt_ibsendirecv_huge found that the
+ * receiver's notices could still wait in the sender's input).  Exactly 2
+ * ranks. */
 #include "common.h"
 
 #define NSMALL 20
 #define SMALL 1000
 #define LARGE (600 * 1024)
+#define ROUNDS 12
+#define NFULL 6
+#define FULL (1024 * 1024)
 
 int main(int argc, char **argv)
 {
@@ -228,6 +235,49 @@ int main(int argc, char **argv)
     } else {
         MPI_OK(MPI_Recv(msg, 8, MPI_BYTE, 0, 803, MPI_COMM_WORLD, &st));
         CHECK(verify(msg, 8, 803, 1) < 0);
+    }
+
+    /* 6. Rounds that fill the whole buffer with large (rendezvous) messages:
+     * the receiver takes them all, then a barrier; each round needs all the
+     * room of the previous one. */
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    {
+        int fsize = NFULL * (FULL + MPI_BSEND_OVERHEAD);
+        unsigned char *fbuf = xmalloc((size_t)fsize);
+        unsigned char *data = xmalloc(FULL);
+        MPI_Request rq[NFULL];
+        MPI_OK(MPI_Buffer_attach(fbuf, fsize));
+        for (int round = 0; round < ROUNDS; round++) {
+            for (int i = 0; i < NFULL; i++) {
+                unsigned seed = (unsigned)(round * NFULL + i);
+                if (t_rank == 0) {
+                    fill(data, FULL, seed, 3);
+                    if (round % 3 == 2) {
+                        MPI_OK(MPI_Bsend(data, FULL, MPI_BYTE, 1, 900 + i, MPI_COMM_WORLD));
+                        rq[i] = MPI_REQUEST_NULL;
+                    } else if (round % 3 == 1) {
+                        MPI_OK(MPI_Bsend_init(data, FULL, MPI_BYTE, 1, 900 + i, MPI_COMM_WORLD,
+                                              &rq[i]));
+                        MPI_OK(MPI_Start(&rq[i]));
+                        MPI_OK(MPI_Wait(&rq[i], MPI_STATUS_IGNORE));
+                        MPI_OK(MPI_Request_free(&rq[i]));
+                    } else {
+                        MPI_OK(MPI_Ibsend(data, FULL, MPI_BYTE, 1, 900 + i, MPI_COMM_WORLD,
+                                          &rq[i]));
+                    }
+                } else {
+                    MPI_OK(MPI_Recv(data, FULL, MPI_BYTE, 0, 900 + i, MPI_COMM_WORLD, &st));
+                    CHECKF(verify(data, FULL, seed, 3) < 0, "round %d, message %d", round, i);
+                }
+            }
+            if (t_rank == 0)
+                MPI_OK(MPI_Waitall(NFULL, rq, MPI_STATUSES_IGNORE));
+            MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+        }
+        MPI_OK(MPI_Buffer_detach(&det, &dsize));
+        CHECK(det == fbuf && dsize == fsize);
+        free(data);
+        free(fbuf);
     }
 
     free(bbuf);

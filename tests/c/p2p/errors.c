@@ -20,6 +20,16 @@ static void my_handler(MPI_Comm *comm, int *code, ...)
     handler_comm = *comm;
 }
 
+/* A handler that sets the code the call returns (MPICH's errors/io/fileerrret
+ * does this on a file). */
+static void clearing_handler(MPI_Comm *comm, int *code, ...)
+{
+    (void)comm;
+    handler_calls++;
+    handler_code = *code;
+    *code = MPI_SUCCESS;
+}
+
 static void check_string(int code, const char *must_contain)
 {
     char s[MPI_MAX_ERROR_STRING];
@@ -182,6 +192,18 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Errhandler_free(&eh));
     rc = MPI_Send(&v, 1, MPI_INT, 5, 0, MPI_COMM_SELF);
     CHECK(handler_calls == 3 && handler_comm == MPI_COMM_SELF && err_class(rc) == MPI_ERR_RANK);
+    /* The call returns the code as the handler left it. */
+    {
+        MPI_Errhandler clearing, prev;
+        MPI_OK(MPI_Comm_get_errhandler(MPI_COMM_SELF, &prev));
+        MPI_OK(MPI_Comm_create_errhandler(clearing_handler, &clearing));
+        MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, clearing));
+        MPI_OK(MPI_Errhandler_free(&clearing));
+        rc = MPI_Send(&v, 1, MPI_INT, 5, 0, MPI_COMM_SELF);
+        CHECK(handler_calls == 4 && err_class(handler_code) == MPI_ERR_RANK && rc == MPI_SUCCESS);
+        MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, prev));
+        MPI_OK(MPI_Errhandler_free(&prev));
+    }
     /* The error of a request goes to its communicator's handler (here: a
      * truncation found by MPI_Wait on MPI_COMM_WORLD, while MPI_COMM_SELF's
      * handler is the same function). */
@@ -194,7 +216,7 @@ int main(int argc, char **argv)
         MPI_OK(MPI_Irecv(&one, 1, MPI_INT, 0, 50, MPI_COMM_WORLD, &r));
         rc = MPI_Wait(&r, &st);
         CHECK(err_class(rc) == MPI_ERR_TRUNCATE && r == MPI_REQUEST_NULL);
-        CHECKF(handler_calls == 4 && handler_comm == MPI_COMM_WORLD && handler_code == rc,
+        CHECKF(handler_calls == 5 && handler_comm == MPI_COMM_WORLD && handler_code == rc,
                "calls %d code %d", handler_calls, handler_code);
     }
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));

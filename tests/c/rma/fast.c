@@ -163,6 +163,16 @@ static void bytes_and_errors(MPI_Win win, struct layout *L, int me, int n, int d
     EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, right, 0, 1, MPI_DOUBLE, win), MPI_ERR_TYPE);
     EXPECT_CLASS(MPI_Accumulate(&v, 1, MPI_INT, right, 0, 1, MPI_UNSIGNED, MPI_SUM, win),
                  MPI_ERR_TYPE);
+    /* Compare-and-swap takes integer, logical and byte types, not floating
+     * point (MPICH's errors/rma/cas_type_check). */
+    {
+        double dc = 0.0, dr = 0.0, z[2] = {0.0, 0.0}, zr[2];
+        float fc = 0.0f, fr = 0.0f;
+        EXPECT_CLASS(MPI_Compare_and_swap(&d, &dc, &dr, MPI_DOUBLE, right, 0, win), MPI_ERR_TYPE);
+        EXPECT_CLASS(MPI_Compare_and_swap(&fc, &fc, &fr, MPI_FLOAT, right, 0, win), MPI_ERR_TYPE);
+        EXPECT_CLASS(MPI_Compare_and_swap(z, z, zr, MPI_C_DOUBLE_COMPLEX, right, 0, win),
+                     MPI_ERR_TYPE);
+    }
     /* MPI_PROC_NULL: nothing, successfully. */
     MPI_OK(MPI_Put(&v, 1, MPI_INT, MPI_PROC_NULL, size * 4, 1, MPI_INT, win));
     MPI_OK(MPI_Get(&v, 1, MPI_INT, MPI_PROC_NULL, -8, 1, MPI_INT, win));

@@ -232,6 +232,18 @@ int main(int argc, char **argv)
     CHECK(win_errs == 8);
     MPI_OK(MPI_Win_call_errhandler(win, MPI_ERR_OTHER));
     CHECK(win_errs == 9);
+    /* A fence followed by a lock opened no fence epoch (access epochs of one
+     * window are disjoint): after the unlock no epoch is open (MPICH's
+     * errors/rma/win_sync_lock_fence). */
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    MPI_OK(MPI_Get(&v, 1, MPI_INT, right, 0, 1, MPI_INT, win));
+    MPI_OK(MPI_Win_unlock(right, win));
+    rc = MPI_Get(&v, 1, MPI_INT, right, 0, 1, MPI_INT, win);
+    MPI_OK(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPI_ERR_RMA_SYNC && win_errs == 10);
+    MPI_OK(MPI_Win_lock_all(0, win));
+    MPI_OK(MPI_Win_unlock_all(win));
     /* No epoch after a NOSUCCEED fence. */
     MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
     rc = MPI_Put(&v, 1, MPI_INT, right, 0, 1, MPI_INT, win);

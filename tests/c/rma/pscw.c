@@ -64,6 +64,18 @@ int main(int argc, char **argv)
     int rc = MPI_Win_wait(win), cls;
     MPI_OK(MPI_Error_class(rc, &cls));
     CHECK(cls == MPI_ERR_RMA_SYNC);
+    /* A passive-target epoch may not begin inside an access epoch of
+     * MPI_Win_start: access epochs of one window are disjoint (MPICH's
+     * errors/rma/win_sync_lock_at). */
+    MPI_OK(MPI_Win_post(world, 0, win));
+    MPI_OK(MPI_Win_start(world, 0, win));
+    EXPECT_CLASS(MPI_Win_lock(MPI_LOCK_SHARED, 0, MPI_MODE_NOCHECK, win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, (me + 1) % n, 0, win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Win_lock_all(0, win), MPI_ERR_RMA_SYNC);
+    MPI_OK(MPI_Get(&buf[14], 1, MPI_INT, (me + 1) % n, 15, 1, MPI_INT, win));
+    MPI_OK(MPI_Win_complete(win));
+    MPI_OK(MPI_Win_wait(win));
+    CHECK(buf[14] == n);
     MPI_OK(MPI_Win_free(&win));
 
     /* Dynamic window: each rank attaches a buffer and publishes its address. */

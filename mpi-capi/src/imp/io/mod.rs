@@ -198,12 +198,13 @@ pub(crate) fn raise(fh: MPI_File, call: &dyn Fn() -> String, e: IoErr) -> c_int 
     let fh = if file(fh).is_ok() { fh } else { MPI_FILE_NULL };
     let eh = handles::errhandler(h as MPI_Errhandler).unwrap_or(handles::Errh::Return);
     let user = |f: ErrhFn, c: c_int| {
+        let (mut fh, mut c) = (fh, c);
         if let ErrhFn::File(func) = f {
-            let (mut fh, mut c) = (fh, c);
             // SAFETY: a C function of the standard's file errhandler type; the variadic tail
             // is empty.
             unsafe { func(&mut fh, &mut c) };
         }
+        c
     };
     errors::raise_by(eh, &user, call, e.code, &e.msg)
 }

@@ -118,12 +118,13 @@ fn raise_code(w: MPI_Win, call: &dyn Fn() -> String, code: c_int, why: &str) -> 
     };
     let eh = handles::errhandler(h as MPI_Errhandler).unwrap_or(handles::Errh::Fatal);
     let user = |f: ErrhFn, c: c_int| {
+        let (mut w, mut c) = (w, c);
         if let ErrhFn::Win(func) = f {
-            let (mut w, mut c) = (w, c);
             // SAFETY: a C function of the standard's window errhandler type; the variadic
             // tail is empty.
             unsafe { func(&mut w, &mut c) };
         }
+        c
     };
     errors::raise_by(eh, &user, call, code, why)
 }
