@@ -80,6 +80,127 @@ fn programs_over_bip_and_sisci_rails() {
     }
 }
 
+/// One program of the suite: its directory, name, ranks, compiler flags and arguments.
+type Prog = (&'static str, &'static str, usize, &'static [&'static str], &'static [&'static str]);
+
+const PT: &[&str] = &["-pthread"];
+
+/// Every self-checking program of `tests/c/p2p` but those about failures of the job
+/// (`fatal`, `dead`: aborts and killed ranks, which `p2p.rs` checks), at the rank counts the
+/// p2p suite runs them with.
+const P2P: &[Prog] = &[
+    ("p2p", "basic", 3, &[], &[]),
+    ("p2p", "sendmodes", 4, &[], &[]),
+    ("p2p", "ordering", 4, &[], &[]),
+    ("p2p", "selfsend", 2, &[], &[]),
+    ("p2p", "truncate", 2, &[], &[]),
+    ("p2p", "persistent", 2, &[], &[]),
+    ("p2p", "completion", 3, &[], &[]),
+    ("p2p", "cancel", 2, &[], &[]),
+    ("p2p", "probe", 4, &[], &[]),
+    ("p2p", "bsend", 2, &[], &[]),
+    ("p2p", "sendrecv", 3, &[], &[]),
+    ("p2p", "datatypes", 2, &[], &[]),
+    ("p2p", "threads", 2, PT, &[]),
+    ("p2p", "errors", 2, &[], &[]),
+    ("p2p", "status", 1, &[], &[]),
+    ("p2p", "stress", 4, &[], &[]),
+    ("p2p", "split", 2, &[], &[]),
+    ("p2p", "leave", 2, &[], &[]),
+    ("p2p", "polling", 3, &[], &[]),
+    ("p2p", "funneled", 2, PT, &[]),
+    ("p2p", "latency_mt", 2, PT, &["4", "4"]),
+];
+
+/// Every program of `tests/c/dt`.
+const DT: &[Prog] = &[
+    ("dt", "constructors", 2, &[], &[]),
+    ("dt", "bottom", 2, &[], &[]),
+    ("dt", "halo", 3, &[], &[]),
+    ("dt", "darray", 4, &[], &[]),
+    ("dt", "pack", 2, &[], &[]),
+    ("dt", "elements", 2, &[], &[]),
+    ("dt", "errors", 2, &[], &[]),
+    ("dt", "decode", 2, &[], &[]),
+];
+
+/// Every program of `tests/c/coll` (`shm` with fewer iterations than `coll_shm.rs` runs).
+const COLL: &[Prog] = &[
+    ("coll", "basic", 4, &[], &[]),
+    ("coll", "nonblocking", 4, &[], &[]),
+    ("coll", "ops", 3, &[], &[]),
+    ("coll", "comm", 4, &[], &[]),
+    ("coll", "ctx_threads", 2, PT, &[]),
+    ("coll", "inter", 4, &[], &[]),
+    ("coll", "topo", 4, &[], &[]),
+    ("coll", "errstate", 3, &[], &[]),
+    ("coll", "nullcomm", 4, &[], &[]),
+    ("coll", "intersig", 4, &[], &[]),
+    ("coll", "bigreduce", 3, &[], &["1"]),
+    ("coll", "shm", 4, &[], &["200"]),
+];
+
+/// Run `progs` over the networks `emu` with `extra` variables; prints each program's time.
+fn suite_passes(progs: &[Prog], emu: &str, extra: &[(&str, &str)]) {
+    if !ours() {
+        return;
+    }
+    for &(dir, name, ranks, flags, args) in progs {
+        let mut job = Job::new(&c_program(dir, name, flags), ranks)
+            .args(args)
+            .timeout(std::time::Duration::from_secs(240))
+            .env("MADMPI_TRANSPORTS", "emu")
+            .env("MADMPI_EMU", emu);
+        for (k, v) in extra {
+            job = job.env(k, v);
+        }
+        let o = job.run();
+        eprintln!(
+            "{dir}/{name} on {ranks} ranks over {emu} {extra:?}: {:?}",
+            o.elapsed
+        );
+        o.assert_ok(name);
+    }
+}
+
+/// The whole point-to-point suite over the emulated Myri-10G MX (eager below 32 KiB,
+/// receiver handshake above: both of the engine's protocols through the emulated NIC).
+#[test]
+fn suite_p2p_over_mx() {
+    suite_passes(P2P, "mx", &[]);
+}
+
+/// The whole datatype suite over the emulated MX.
+#[test]
+fn suite_dt_over_mx() {
+    suite_passes(DT, "mx", &[]);
+}
+
+/// The whole collective suite over the emulated MX.
+#[test]
+fn suite_coll_over_mx() {
+    suite_passes(COLL, "mx", &[]);
+}
+
+/// A representative set of every part of the suite over lossy BCL-3 (drops and bit flips at
+/// 10^-3, recovered by CRC, ACK/NAK and retransmission): large rendezvous messages (`split`),
+/// threads, derived datatypes, collectives with reductions, and many small messages.
+#[test]
+fn suite_sample_over_lossy_bcl3() {
+    let progs: &[Prog] = &[
+        ("p2p", "stress", 4, &[], &[]),
+        ("p2p", "split", 2, &[], &[]),
+        ("p2p", "latency_mt", 2, PT, &["4", "4"]),
+        ("p2p", "completion", 3, &[], &[]),
+        ("dt", "darray", 4, &[], &[]),
+        ("dt", "pack", 2, &[], &[]),
+        ("coll", "ops", 3, &[], &[]),
+        ("coll", "bigreduce", 3, &[], &["1"]),
+        ("coll", "comm", 4, &[], &[]),
+    ];
+    suite_passes(progs, "bcl3", &[("MADMPI_EMU_LOSS", "1e-3")]);
+}
+
 /// `split_balance` over two emulated NICs: the 1 MiB rendezvous of `traced.c` is cut over
 /// both, every byte arrives (the program checks them), and the small messages take the rail
 /// of the lower latency (SISCI's `emu1`: 3.0 µs against BIP's 5 µs) and only that one.

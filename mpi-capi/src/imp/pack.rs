@@ -125,15 +125,22 @@ unsafe fn pack(
         // data of `inbuf`.
         unsafe { std::slice::from_raw_parts_mut(out, size) }
     };
+    // Over an emulated NIC, the copy costs what it cost on the paper's host.
+    let bytes = if external {
+        dt.pack_external_size(n)
+    } else {
+        dt.pack_size(n)
+    }
+    .unwrap_or(0);
     // SAFETY: `inbuf` holds `incount` elements of `datatype` (the caller's contract; NULL is
     // MPI_BOTTOM with absolute displacements).
-    unsafe {
+    madmpi::charge_host_copy(bytes, || unsafe {
         if external {
-            dt.pack_external(inbuf as *const u8, n, out, &mut pos)?
+            dt.pack_external(inbuf as *const u8, n, out, &mut pos)
         } else {
-            dt.pack_checked(inbuf as *const u8, n, out, &mut pos)?
+            dt.pack_checked(inbuf as *const u8, n, out, &mut pos)
         }
-    }
+    })?;
     Ok(pos as i64)
 }
 
@@ -161,14 +168,20 @@ unsafe fn unpack(
         // data of `outbuf`.
         unsafe { std::slice::from_raw_parts(input, size) }
     };
-    // SAFETY: `outbuf` holds `outcount` elements of `datatype` (the caller's contract).
-    unsafe {
-        if external {
-            dt.unpack_external(input, &mut pos, outbuf as *mut u8, n)?
-        } else {
-            dt.unpack_checked(input, &mut pos, outbuf as *mut u8, n)?
-        }
+    let bytes = if external {
+        dt.pack_external_size(n)
+    } else {
+        dt.pack_size(n)
     }
+    .unwrap_or(0);
+    // SAFETY: `outbuf` holds `outcount` elements of `datatype` (the caller's contract).
+    madmpi::charge_host_copy(bytes, || unsafe {
+        if external {
+            dt.unpack_external(input, &mut pos, outbuf as *mut u8, n)
+        } else {
+            dt.unpack_checked(input, &mut pos, outbuf as *mut u8, n)
+        }
+    })?;
     Ok(pos as i64)
 }
 
