@@ -237,7 +237,12 @@ pub fn exactly_once(cx: &Ctx<'_>) -> Result<String, String> {
         return Err(format!(
             "{}; stderr: {}",
             f.outcome.detail(),
-            f.stderr.lines().rev().take(5).collect::<Vec<_>>().join(" / ")
+            f.stderr
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .join(" / ")
         ));
     };
     let keys = [
