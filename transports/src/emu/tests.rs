@@ -96,6 +96,7 @@ static CREDITS_ONLY: Profile = Profile {
     reliable: false,
     reg_cache: 0,
     eager: 16 << 10,
+    host: &profile::NO_HOST,
 };
 
 #[test]
@@ -451,6 +452,7 @@ fn probe_bcl3_stream() {
         reliable: true,
         reg_cache: 0,
         eager: 16 << 10,
+        host: &profile::NO_HOST,
     };
     for net in ["gm", "gm-reliable", "bip", "bcl3"] {
         let p = if net == "gm-reliable" {

@@ -196,7 +196,7 @@ fn stats_sum(stderr: &str, keys: &[&str]) -> Vec<u64> {
 }
 
 /// Seed 004's reliability through MPI: `tests/c/p2p/exactly_once.c` on 2 ranks over
-/// `MADMPI_EMU=bcl3 MADMPI_EMU_LOSS=1e-4`, 10^6 messages of 0 B to 256 KiB, each checked for
+/// `MADMPI_EMU=bcl3 MADMPI_EMU_LOSS=1e-4`, 10^6 messages (10^5 with `--quick`) of 0 B to 256 KiB, each checked for
 /// loss, duplication, order and content; the NICs' counters (drops and bit flips injected,
 /// CRC errors, NAKs, timeouts, retransmissions) from `MADMPI_EMU_STATS`.
 pub fn exactly_once(cx: &Ctx<'_>) -> Result<String, String> {
@@ -258,11 +258,12 @@ pub fn exactly_once(cx: &Ctx<'_>) -> Result<String, String> {
     ];
     let v = stats_sum(&f.stderr, &keys);
     let mut md = format!(
-        "\n### BCL-3's reliability through MPI: 10^6 messages over a lossy link\n\n\
+        "\n### BCL-3's reliability through MPI: {} messages over a lossy link\n\n\
          `tests/c/p2p/exactly_once.c`, 2 ranks each sending {each} messages (0 B to 256 KiB: \
          eager, system channel, normal channel with handshake) over `MADMPI_EMU=bcl3 \
          MADMPI_EMU_LOSS=1e-4`, in {:.1} s. The program: {}\n\n\
          | counter (both NICs) | count |\n|---|---|\n",
+        2 * each,
         f.wall.as_secs_f64(),
         line.trim_start_matches("exactly_once: ")
     );
