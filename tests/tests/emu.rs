@@ -20,35 +20,20 @@ fn ours() -> bool {
     true
 }
 
-/// Each program over the networks `emu` (one name, or a list: rails), with `extra` variables.
+/// The eight programs over the networks `emu` (one name, or a list: rails), with `extra`
+/// variables.
 fn programs_pass(emu: &str, extra: &[(&str, &str)]) {
-    if !ours() {
-        return;
-    }
-    let progs: &[(&str, &str, usize)] = &[
-        ("p2p", "ordering", 4),
-        ("p2p", "sendmodes", 4),
-        ("p2p", "probe", 2),
-        ("p2p", "truncate", 2),
-        ("p2p", "datatypes", 2),
-        ("dt", "halo", 3),
-        ("coll", "basic", 3),
-        ("coll", "nonblocking", 4),
+    let progs: &[Prog] = &[
+        ("p2p", "ordering", 4, &[], &[]),
+        ("p2p", "sendmodes", 4, &[], &[]),
+        ("p2p", "probe", 2, &[], &[]),
+        ("p2p", "truncate", 2, &[], &[]),
+        ("p2p", "datatypes", 2, &[], &[]),
+        ("dt", "halo", 3, &[], &[]),
+        ("coll", "basic", 3, &[], &[]),
+        ("coll", "nonblocking", 4, &[], &[]),
     ];
-    for &(dir, name, ranks) in progs {
-        let mut job = Job::new(&c_program(dir, name, &[]), ranks)
-            .env("MADMPI_TRANSPORTS", "emu")
-            .env("MADMPI_EMU", emu);
-        for (k, v) in extra {
-            job = job.env(k, v);
-        }
-        let o = job.run();
-        eprintln!(
-            "{name} on {ranks} ranks over {emu} {extra:?}: {:?}",
-            o.elapsed
-        );
-        o.assert_ok(name);
-    }
+    suite_passes(progs, emu, extra);
 }
 
 #[test]
