@@ -53,6 +53,7 @@ pub use engine::{BufferOwner, Strategy, BSEND_OVERHEAD};
 pub use error::{Error, ErrorClass, Result};
 pub use group::{Group, GroupComparison};
 pub use madmpi_datatypes::Datatype;
+pub use madmpi_transports::emu::charge_host_copy;
 pub use op::{BuiltinOp, Op};
 pub use part::{parrived, pready, precv_init, psend_init};
 pub use request::{RequestId, SendMode, Status, EMPTY_STATUS, PROC_NULL_STATUS};

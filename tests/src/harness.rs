@@ -162,7 +162,16 @@ pub fn compile(src: &Path, extra: &[&str]) -> PathBuf {
         .iter()
         .map(|f| f.replace(|c: char| !c.is_ascii_alphanumeric(), ""))
         .collect();
-    let out = scratch().join(&tc.tag).join(format!("{stem}{flavor}"));
+    // Named after its directory too: `p2p/basic.c`, `coll/basic.c` and `io/basic.c` (and
+    // `errors`, `dead`, `shared`) are different programs, and a test must never run another
+    // directory's program of the same name (tests in other processes may build it meanwhile).
+    let dir = src
+        .parent()
+        .and_then(|d| d.file_name())
+        .map_or_else(String::new, |d| d.to_string_lossy().into_owned());
+    let out = scratch()
+        .join(&tc.tag)
+        .join(format!("{dir}-{stem}{flavor}"));
     std::fs::create_dir_all(out.parent().expect("has a directory")).expect("mkdir");
     // Built under a temporary name and renamed: another test process may be running the
     // previous build of the same program.

@@ -38,7 +38,7 @@ options:
                        next to the papers' published points; see docs/networks.md)
   --networks LIST      with networks: only these curves and experiments (ids as
                        in docs/networks.md: bip, sisci, mad-bip, bcl3, mx, ...,
-                       rails, multiseg, indexed); alone it implies
+                       rails, multiseg, indexed, exactly_once); alone it implies
                        --bench networks
   --ranks N            ranks for barrier/coll/allreduce/ringbcast/io (default 4;
                        barrier and allreduce also run on 2)

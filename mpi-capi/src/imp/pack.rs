@@ -100,6 +100,17 @@ fn checked(
     Ok((n, dt, size, pos))
 }
 
+/// Bytes of `n` elements of `dt` packed (`external`: in `external32`), for the emulated host's
+/// copy cost; 0 when the size does not fit (the pack itself reports that).
+fn packed_bytes(dt: &madmpi::Datatype, n: usize, external: bool) -> usize {
+    if external {
+        dt.pack_external_size(n)
+    } else {
+        dt.pack_size(n)
+    }
+    .unwrap_or(0)
+}
+
 /// `MPI_Pack` and `MPI_Pack_external`: pack `incount` elements at `outbuf[position..]`; returns
 /// the new position. `external`: in `external32`. `pos_max`: the largest position the caller's
 /// position type holds.
@@ -125,15 +136,17 @@ unsafe fn pack(
         // data of `inbuf`.
         unsafe { std::slice::from_raw_parts_mut(out, size) }
     };
+    // Over an emulated NIC, the copy costs what it cost on the paper's host.
+    let bytes = packed_bytes(&dt, n, external);
     // SAFETY: `inbuf` holds `incount` elements of `datatype` (the caller's contract; NULL is
     // MPI_BOTTOM with absolute displacements).
-    unsafe {
+    madmpi::charge_host_copy(bytes, || unsafe {
         if external {
-            dt.pack_external(inbuf as *const u8, n, out, &mut pos)?
+            dt.pack_external(inbuf as *const u8, n, out, &mut pos)
         } else {
-            dt.pack_checked(inbuf as *const u8, n, out, &mut pos)?
+            dt.pack_checked(inbuf as *const u8, n, out, &mut pos)
         }
-    }
+    })?;
     Ok(pos as i64)
 }
 
@@ -161,14 +174,15 @@ unsafe fn unpack(
         // data of `outbuf`.
         unsafe { std::slice::from_raw_parts(input, size) }
     };
+    let bytes = packed_bytes(&dt, n, external);
     // SAFETY: `outbuf` holds `outcount` elements of `datatype` (the caller's contract).
-    unsafe {
+    madmpi::charge_host_copy(bytes, || unsafe {
         if external {
-            dt.unpack_external(input, &mut pos, outbuf as *mut u8, n)?
+            dt.unpack_external(input, &mut pos, outbuf as *mut u8, n)
         } else {
-            dt.unpack_checked(input, &mut pos, outbuf as *mut u8, n)?
+            dt.unpack_checked(input, &mut pos, outbuf as *mut u8, n)
         }
-    }
+    })?;
     Ok(pos as i64)
 }
 

@@ -6,6 +6,7 @@
 //! This module queues chunks on gates and never calls a driver; it never blocks.
 
 use madmpi_datatypes::Datatype;
+use madmpi_transports::emu::charge_host_copy;
 
 use super::rails::NO_DRIVER;
 use super::{bad_request, Comm, NotPacked, OnSent, OutChunk, Route, State, KIND_PACKED};
@@ -127,7 +128,7 @@ impl State {
                 }
                 None => {
                     let mut v = vec![0u8; bytes];
-                    dt.pack(buf, count, 0, &mut v);
+                    charge_host_copy(bytes, || dt.pack(buf, count, 0, &mut v));
                     let p = v.as_ptr();
                     staging = Some(v);
                     p
@@ -141,7 +142,7 @@ impl State {
             buf
         } else {
             let mut v = vec![0u8; bytes];
-            dt.pack(buf, count, 0, &mut v);
+            charge_host_copy(bytes, || dt.pack(buf, count, 0, &mut v));
             let p = v.as_ptr();
             staging = Some(v);
             p

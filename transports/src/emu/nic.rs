@@ -396,7 +396,9 @@ impl Nic {
         } else {
             0
         };
-        let cpu = m.send_cpu_ns(len) + reg;
+        // The paper's middleware on its host (Madeleine II, MPI over BCL-3, MAD-MPI) runs with
+        // each data packet, besides the network's o_s.
+        let cpu = m.send_cpu_ns(len) + reg + prof.host.send_ns;
         let wire_t = m.wire_ns(len);
         let tx = &mut self.peers[i].tx;
         let visible = tx.last_visible.max(now + cpu + m.l + wire_t);
@@ -457,7 +459,7 @@ impl Nic {
         }
         self.nic_free = now + cpu + wire_t;
         self.stats.sent[mi] += 1;
-        // The host's share: its overhead (and registration or copy).
+        // The host's share: its overhead (and registration or copy, and the middleware's).
         spin_until(now + cpu);
         Ok(SendOutcome::Done)
     }
@@ -711,7 +713,7 @@ impl Nic {
         for i in 0..self.peers.len() {
             while let Some((mi, f)) = self.peers[i].rx.ready.pop_front() {
                 let m = &prof.modules[mi as usize];
-                spin_until(start + m.o_r);
+                spin_until(start + m.o_r + prof.host.recv_ns);
                 deliver(self.peers[i].id, &f[HDR..]);
                 self.recycle(f);
                 n += 1;

@@ -96,6 +96,7 @@ static CREDITS_ONLY: Profile = Profile {
     reliable: false,
     reg_cache: 0,
     eager: 16 << 10,
+    host: &profile::NO_HOST,
 };
 
 #[test]
@@ -451,6 +452,7 @@ fn probe_bcl3_stream() {
         reliable: true,
         reg_cache: 0,
         eager: 16 << 10,
+        host: &profile::NO_HOST,
     };
     for net in ["gm", "gm-reliable", "bip", "bcl3"] {
         let p = if net == "gm-reliable" {
@@ -501,7 +503,8 @@ fn probe_bcl3_stream() {
 }
 
 /// The emulator never delivers faster than its model: a lone packet reaches the receiver's
-/// host no sooner than `o_s + L + w(n) + o_r` after it was offered, however the receiver polls
+/// host no sooner than `o_s + L + w(n) + o_r` and the host model's software on both sides
+/// after it was offered, however the receiver polls
 /// (here back to back, so that its polls wait for frames about to become visible and count
 /// `o_r` from the visibility time). A lower bound only: a loaded machine makes it later.
 #[test]
@@ -513,7 +516,8 @@ fn delivery_never_precedes_the_model() {
         let b = pr.ids[1];
         for n in [0usize, 8, 40, 100, 1000] {
             let pk = vec![7u8; n];
-            let want = p.one_way_ns(n, c.nic.modules);
+            // The network and the host's software on both sides.
+            let want = p.with_host_ns(n, c.nic.modules);
             for _ in 0..20 {
                 pr.settle();
                 let t0 = now_ns();

@@ -281,7 +281,7 @@ pub const SERIES: &[Series] = &[
 ];
 
 /// The experiments besides the curves.
-const EXPERIMENTS: [&str; 2] = ["multiseg", "indexed"];
+const EXPERIMENTS: [&str; 3] = ["multiseg", "indexed", "exactly_once"];
 
 /// Every id `--networks` accepts.
 pub fn ids() -> Vec<&'static str> {
@@ -401,7 +401,10 @@ pub fn run(repo: &Path, run_dir: &Path, log_dir: &Path, o: &Options) -> Result<S
          *lat*: the smallest half round trip over the sizes; *bw*: the largest size / half \
          round trip. *model*: what the profile's arithmetic predicts for a lone packet of the \
          message and the engine's 32-byte header (and, for the `mad-` curves, the Madeleine \
-         message's 16 bytes of head): the raw network, no middleware. Each published point is \
+         message's 16 bytes of head): the raw network, no middleware. *model + host*: the \
+         model with the profile's host model (the per-message software of the paper's \
+         middleware on the paper's machine, which the emulated NIC charges with every data \
+         packet): what a curve of the paper's layer should show. Each published point is \
          compared with what measures its own layer (column *compared*): a point of Madeleine \
          II (or Madeleine over VIA) with our Madeleine API curve, a point of MPI over the \
          network with our MPI curve, a point of the raw network with the model. A curve with \
@@ -410,8 +413,8 @@ pub fn run(repo: &Path, run_dir: &Path, log_dir: &Path, o: &Options) -> Result<S
     );
     let _ = writeln!(
         md,
-        "| curve | metric | ours | model | published | layer | compared | ratio | source |\n\
-         |---|---|---|---|---|---|---|---|---|"
+        "| curve | metric | ours | model | model + host | published | layer | compared | ratio | source |\n\
+         |---|---|---|---|---|---|---|---|---|---|"
     );
     let mut curves: BTreeMap<&'static str, (Curve, Curve)> = BTreeMap::new();
     let mut failures = Vec::new();
@@ -454,7 +457,7 @@ pub fn run(repo: &Path, run_dir: &Path, log_dir: &Path, o: &Options) -> Result<S
             }
             Err(e) => {
                 failures.push(format!("{}: {e}", s.id));
-                let _ = writeln!(md, "| {} | | {e} | | | | | | |", s.id);
+                let _ = writeln!(md, "| {} | | {e} | | | | | | | |", s.id);
                 continue;
             }
         };
@@ -469,15 +472,22 @@ pub fn run(repo: &Path, run_dir: &Path, log_dir: &Path, o: &Options) -> Result<S
                     .fold(0.0, f64::max)
             }
         };
+        // The host's software per one-way message (both sides), µs.
+        let h = profile::find(s.emu).map_or(0.0, |p| p.host.per_message_ns() as f64 / 1000.0);
+        let hosted: Curve = model
+            .iter()
+            .map(|&(n, t, _)| (n, t + h, if n == 0 { f64::NAN } else { n as f64 / (t + h) }))
+            .collect();
         let (ours_lat, model_lat) = (best(&curve, true), best(&model, true));
         let (ours_bw, model_bw) = (best(&curve, false), best(&model, false));
+        let (host_lat, host_bw) = (best(&hosted, true), best(&hosted, false));
         for metric in ["lat", "bw"] {
             let lat = metric == "lat";
             let unit = if lat { "µs" } else { "MB/s" };
-            let (ours, m) = if lat {
-                (ours_lat, model_lat)
+            let (ours, m, mh) = if lat {
+                (ours_lat, model_lat, host_lat)
             } else {
-                (ours_bw, model_bw)
+                (ours_bw, model_bw, host_bw)
             };
             let mut any = false;
             for pt in s.points.iter().filter(|pt| pt.metric == metric) {
@@ -491,7 +501,7 @@ pub fn run(repo: &Path, run_dir: &Path, log_dir: &Path, o: &Options) -> Result<S
                 };
                 let _ = writeln!(
                     md,
-                    "| {} | {metric} | {ours:.2} {unit} | {m:.2} | {} {unit} | {} | {} | {ratio:.2}{flag} | {} |",
+                    "| {} | {metric} | {ours:.2} {unit} | {m:.2} | {mh:.2} | {} {unit} | {} | {} | {ratio:.2}{flag} | {} |",
                     s.id,
                     pt.value,
                     pt.layer,
@@ -502,7 +512,7 @@ pub fn run(repo: &Path, run_dir: &Path, log_dir: &Path, o: &Options) -> Result<S
             if !any && s.id != "rails" {
                 let _ = writeln!(
                     md,
-                    "| {} | {metric} | {ours:.2} {unit} | {m:.2} | – | no published point of \
+                    "| {} | {metric} | {ours:.2} {unit} | {m:.2} | {mh:.2} | – | no published point of \
                      this layer ({}) | – | – | |",
                     s.id,
                     match s.prog.layer() {
@@ -549,6 +559,12 @@ pub fn run(repo: &Path, run_dir: &Path, log_dir: &Path, o: &Options) -> Result<S
     if want("indexed") {
         md.push_str(&extra::indexed(&cx).unwrap_or_else(|e| {
             failures.push(format!("indexed: {e}"));
+            String::new()
+        }));
+    }
+    if want("exactly_once") {
+        md.push_str(&extra::exactly_once(&cx).unwrap_or_else(|e| {
+            failures.push(format!("exactly_once: {e}"));
             String::new()
         }));
     }
