@@ -192,6 +192,17 @@ fn suite_sample_over_lossy_bcl3() {
     suite_passes(progs, "bcl3", &[("MADMPI_EMU_LOSS", "1e-3")]);
 }
 
+/// The whole suite (every program of the three lists above) over lossy BCL-3 at 10^-3: a
+/// few minutes, so run by hand (`cargo test --release -p madmpi-tests --test emu --
+/// --ignored`); CI runs the sample above.
+#[test]
+#[ignore = "minutes: the whole suite over lossy BCL-3, run by hand"]
+fn suite_all_over_lossy_bcl3() {
+    for progs in [P2P, DT, COLL] {
+        suite_passes(progs, "bcl3", &[("MADMPI_EMU_LOSS", "1e-3")]);
+    }
+}
+
 /// Seed 004's reliability through MPI: `exactly_once.c` (both ranks send 20,000 messages of
 /// 0 B to 256 KiB, each checked for loss, duplication, order and content) over BCL-3 at a
 /// loss rate of 10^-3, and the NICs' counters show that the link did lose and corrupt frames
