@@ -670,7 +670,25 @@ fn generate_export(
             return;
         }
     };
-    if plan.route == Route::Imp && returns_error_code(f) {
+    // The traced call is a cold function of its own (one per MPI function, shared by its two
+    // symbols): the wrapper's path with tracing off is then one flag test before the call,
+    // where a guard kept in the wrapper made it save and restore every register it used to
+    // keep the arguments (about 25 instructions on every call). `MPI_Init*` and
+    // `MPI_Finalize`, whose hooks always run, keep their guard inline.
+    let split = plan.route == Route::Imp
+        && returns_error_code(f)
+        && !matches!(
+            name.as_str(),
+            "MPI_Init" | "MPI_Init_thread" | "MPI_Finalize"
+        );
+    if split {
+        writeln!(
+            out,
+            "    if ::madmpi::trace::on() {{\n        return unsafe {{ traced_{name}({}) }};\n    }}",
+            args.join(", ")
+        )
+        .unwrap();
+    } else if plan.route == Route::Imp && returns_error_code(f) {
         writeln!(out, "    let _trace = {};", trace_hook(f)).unwrap();
     }
     let on_panic = if returns_error_code(f) {
@@ -686,11 +704,21 @@ fn generate_export(
         };
         format!("{{\n            let _ = crate::errors::panicked({name:?});\n            {fallback}\n        }}")
     };
-    writeln!(
-        out,
+    let guarded = format!(
         "    match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {call})) {{\n        Ok(ret) => ret,\n        Err(_) => {on_panic},\n    }}\n}}"
-    )
-    .unwrap();
+    );
+    writeln!(out, "{guarded}").unwrap();
+    if split && prefix == "MPI_" {
+        writeln!(
+            out,
+            "#[cold]\n#[inline(never)]\n#[allow(non_snake_case, unused_unsafe)]\n\
+             unsafe fn traced_{name}({}) -> {ret} {{\n    let _trace = {};",
+            params.join(", "),
+            trace_hook(f)
+        )
+        .unwrap();
+        writeln!(out, "{guarded}").unwrap();
+    }
 }
 
 /// The `MADMPI_TRACE` hook of an implemented function: a guard that records the call (name,

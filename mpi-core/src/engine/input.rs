@@ -281,12 +281,7 @@ impl State {
         if eager {
             if let Some(pos) = pos {
                 // The usual case, matched to the oldest posted receive: no copy kept.
-                let (_, _, rid) = if pos == 0 {
-                    q.posted.pop_front()
-                } else {
-                    q.posted.remove(pos)
-                }
-                .expect("in range");
+                let (_, _, rid) = q.posted.remove(pos).expect("in range");
                 let sync = h.flags & wire::FLAG_SYNC != 0;
                 self.deliver_eager(rid, h.src, h.tag, peer, payload);
                 if sync {

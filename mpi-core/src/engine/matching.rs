@@ -76,9 +76,98 @@ pub(super) enum UBody {
     },
 }
 
+/// A posted receive: the source and tag it takes, its request.
+pub(super) type Posted = (i32, i32, RequestId);
+
+/// The posted receives of a context, oldest first: a `Vec` read from `head` on. Cheaper than a
+/// `VecDeque` on the paths every message takes: a push is `Vec::push` inlined (where
+/// `VecDeque::push_back` was an out-of-line call), taking the oldest moves `head` and empties
+/// the vector when it was the last. The entries before `head` are dropped only when a push
+/// finds the vector full, so its capacity grows only with the receives actually posted.
+#[derive(Default)]
+pub(super) struct PostedQ {
+    v: Vec<Posted>,
+    head: usize,
+}
+
+impl PostedQ {
+    #[inline(always)]
+    pub(super) fn push_back(&mut self, e: Posted) {
+        if self.v.len() == self.v.capacity() && self.head > 0 {
+            self.compact();
+        }
+        self.v.push(e);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn compact(&mut self) {
+        self.v.drain(..self.head);
+        self.head = 0;
+    }
+
+    #[inline(always)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.head == self.v.len()
+    }
+
+    #[inline(always)]
+    pub(super) fn front(&self) -> Option<&Posted> {
+        self.v.get(self.head)
+    }
+
+    #[inline(always)]
+    pub(super) fn pop_front(&mut self) -> Option<Posted> {
+        let e = *self.v.get(self.head)?;
+        self.head += 1;
+        if self.head == self.v.len() {
+            self.v.clear();
+            self.head = 0;
+        }
+        Some(e)
+    }
+
+    /// Take the entry at `pos` (counted from the oldest).
+    #[inline(always)]
+    pub(super) fn remove(&mut self, pos: usize) -> Option<Posted> {
+        if pos == 0 {
+            self.pop_front()
+        } else {
+            self.remove_later(pos)
+        }
+    }
+
+    #[inline(never)]
+    fn remove_later(&mut self, pos: usize) -> Option<Posted> {
+        let i = self.head.checked_add(pos).filter(|&i| i < self.v.len())?;
+        Some(self.v.remove(i))
+    }
+
+    #[inline(always)]
+    pub(super) fn iter(&self) -> std::slice::Iter<'_, Posted> {
+        self.v[self.head..].iter()
+    }
+
+    pub(super) fn iter_mut(&mut self) -> std::slice::IterMut<'_, Posted> {
+        self.v[self.head..].iter_mut()
+    }
+
+    pub(super) fn retain(&mut self, keep: impl FnMut(&Posted) -> bool) {
+        self.compact();
+        self.v.retain(keep);
+    }
+}
+
+impl std::ops::Index<usize> for PostedQ {
+    type Output = Posted;
+    fn index(&self, pos: usize) -> &Posted {
+        &self.v[self.head + pos]
+    }
+}
+
 #[derive(Default)]
 pub(super) struct MatchQ {
-    pub(super) posted: VecDeque<(i32, i32, RequestId)>,
+    pub(super) posted: PostedQ,
     pub(super) unexpected: VecDeque<Unexpected>,
 }
 
@@ -231,5 +320,55 @@ impl State {
         if self.spare.len() < KEEP && (1..=KEEP_MAX).contains(&v.capacity()) {
             self.spare.push(v);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(i: u32) -> Posted {
+        (i as i32, 0, RequestId::new(i, 1))
+    }
+
+    #[test]
+    fn posted_queue_keeps_order_through_pops_removes_and_growth() {
+        let mut q = PostedQ::default();
+        let mut model = VecDeque::new();
+        let mut next = 0u32;
+        // Pushes, pops from the front and removals from the middle, interleaved so that
+        // entries before `head` are dropped on a push into a full vector.
+        for round in 0..200u32 {
+            for _ in 0..(round % 5) {
+                q.push_back(e(next));
+                model.push_back(e(next));
+                next += 1;
+            }
+            if round % 3 == 0 {
+                assert_eq!(q.pop_front(), model.pop_front());
+            }
+            if round % 7 == 0 && model.len() > 2 {
+                assert_eq!(q.remove(1), model.remove(1));
+            }
+            if round % 11 == 0 {
+                q.retain(|p| p.0 % 4 != 0);
+                model.retain(|p| p.0 % 4 != 0);
+            }
+            assert_eq!(q.is_empty(), model.is_empty());
+            assert_eq!(q.front(), model.front());
+            assert!(q.iter().eq(model.iter()));
+            if !model.is_empty() {
+                assert_eq!(q[model.len() - 1], model[model.len() - 1]);
+            }
+            assert!(
+                q.v.capacity() <= 4 * (model.len() + 4),
+                "no unbounded growth"
+            );
+        }
+        assert_eq!(q.remove(model.len()), None);
+        while let Some(x) = model.pop_front() {
+            assert_eq!(q.pop_front(), Some(x));
+        }
+        assert!(q.is_empty() && q.head == 0 && q.v.is_empty());
     }
 }
