@@ -497,17 +497,22 @@ fn unfolded(nr: i32, rem: i32) -> i32 {
 
 /// Recursive-halving reduce-scatter among the `p2` ranks left by [`fold`] (commutative
 /// operations): afterwards this process holds the full reduction of block `nr` of `acc`.
+/// `src`: this process's contribution, read by the first round only; when it is not `acc`,
+/// that round sends from `src`, receives the partner's half straight into `acc` and combines
+/// `src`'s half into it (no copy of the contribution into `acc` first, no `tmp`).
 #[allow(clippy::too_many_arguments)]
 fn reduce_scatter_halving(
     b: &mut B,
     t: &Team,
     nr: i32,
+    src: *const u8,
     acc: *mut u8,
     tmp: *mut u8,
     count: usize,
     esz: usize,
     p2: i32,
 ) {
+    let mut from = src;
     let rem = t.size - p2;
     let (mut lo, mut hi) = (0usize, p2 as usize);
     let mut mask = p2 / 2;
@@ -532,13 +537,16 @@ fn reduce_scatter_halving(
             block(count, p2 as usize, give.1).0
         };
         b.fence();
-        b.send_bytes(t, partner, acc.wrapping_add(gs * esz), (ge - gs) * esz);
-        b.recv_bytes(t, partner, tmp.wrapping_add(ks * esz), (ke - ks) * esz);
-        b.reduce(
-            tmp.wrapping_add(ks * esz),
-            acc.wrapping_add(ks * esz),
-            ke - ks,
-        );
+        b.send_bytes(t, partner, from.wrapping_add(gs * esz), (ge - gs) * esz);
+        let (ka, kl) = (acc.wrapping_add(ks * esz), (ke - ks) * esz);
+        if std::ptr::eq(from, acc) {
+            b.recv_bytes(t, partner, tmp.wrapping_add(ks * esz), kl);
+            b.reduce(tmp.wrapping_add(ks * esz), ka, ke - ks);
+        } else {
+            b.recv_bytes(t, partner, ka, kl);
+            b.reduce(from.wrapping_add(ks * esz), ka, ke - ks);
+        }
+        from = acc;
         (lo, hi) = keep;
         mask /= 2;
     }
@@ -614,15 +622,27 @@ pub(crate) fn allreduce_rabenseifner(
     let n = t.size;
     let me = t.me;
     let nb = count * esz;
-    b.copy(sp, rp, nb);
+    let p2 = pof2_floor(n);
+    let rem = n - p2;
+    // A power of two reads its contribution where it is (`reduce_scatter_halving`); the others
+    // copy it into the result first, which the fold combines into.
+    let src = if rem == 0 && n > 1 && !std::ptr::eq(sp, rp) {
+        sp
+    } else {
+        b.copy(sp, rp, nb);
+        rp
+    };
     if n == 1 {
         return;
     }
-    let p2 = pof2_floor(n);
-    let rem = n - p2;
-    let tmp = b.tmp(nb);
+    // Only the fold and a first round reading from the result need it.
+    let tmp = if std::ptr::eq(src, rp) || p2 > 2 {
+        b.tmp(nb)
+    } else {
+        std::ptr::null_mut()
+    };
     if let Some(nr) = fold(b, t, rp, tmp, count, nb) {
-        reduce_scatter_halving(b, t, nr, rp, tmp, count, esz, p2);
+        reduce_scatter_halving(b, t, nr, src, rp, tmp, count, esz, p2);
         let (mut lo, mut hi) = (nr as usize, nr as usize + 1);
         let mut mask = 1;
         let at = |i: usize| {
@@ -690,7 +710,7 @@ pub(crate) fn reduce_rabenseifner(
     b.copy(sp, acc, nb);
     let nr = fold(b, t, acc, tmp, count, nb);
     if let Some(nr) = nr {
-        reduce_scatter_halving(b, t, nr, acc, tmp, count, esz, p2);
+        reduce_scatter_halving(b, t, nr, acc, acc, tmp, count, esz, p2);
     }
     b.fence();
     if let Some(nr) = nr {
