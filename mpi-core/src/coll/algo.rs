@@ -706,11 +706,21 @@ pub(crate) fn reduce_rabenseifner(
     let p2 = pof2_floor(n);
     let rem = n - p2;
     let acc = b.tmp(nb);
-    let tmp = b.tmp(nb);
-    b.copy(sp, acc, nb);
+    // As in `allreduce_rabenseifner`: a power of two reads its contribution where it is.
+    let src = if rem == 0 && n > 1 {
+        sp
+    } else {
+        b.copy(sp, acc, nb);
+        acc
+    };
+    let tmp = if std::ptr::eq(src, acc) || p2 > 2 {
+        b.tmp(nb)
+    } else {
+        std::ptr::null_mut()
+    };
     let nr = fold(b, t, acc, tmp, count, nb);
     if let Some(nr) = nr {
-        reduce_scatter_halving(b, t, nr, acc, acc, tmp, count, esz, p2);
+        reduce_scatter_halving(b, t, nr, src, acc, tmp, count, esz, p2);
     }
     b.fence();
     if let Some(nr) = nr {
