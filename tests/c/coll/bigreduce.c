@@ -178,6 +178,18 @@ static void strided(MPI_Comm comm, long cnt, int salt, double *s, double *r)
     MPI_OK(MPI_Type_free(&one));
 }
 
+/* The expected element i: c0 o (c1 o (... o cn-1)), folded from the right. */
+static void composed(int n, long i, int salt, unsigned *e)
+{
+    unsigned c[2];
+    affine_of(n - 1, i, salt, e);
+    for (int q = n - 2; q >= 0; q--) {
+        int one = 1;
+        affine_of(q, i, salt, c);
+        compose_fn(c, e, &one, NULL);
+    }
+}
+
 static void noncommutative(MPI_Comm comm, long cnt, int salt, unsigned *s, unsigned *r)
 {
     int n, me;
@@ -192,14 +204,8 @@ static void noncommutative(MPI_Comm comm, long cnt, int salt, unsigned *s, unsig
             memset(r, 0, sizeof(unsigned) * 2 * (size_t)cnt);
         MPI_OK(MPI_Allreduce(inplace ? MPI_IN_PLACE : s, r, (int)cnt, affine, compose, comm));
         for (long i = 0; i < cnt; i++) {
-            /* c0 o (c1 o (... o cn-1)), folded from the right */
-            unsigned e[2], c[2];
-            affine_of(n - 1, i, salt, e);
-            for (int q = n - 2; q >= 0; q--) {
-                int one = 1;
-                affine_of(q, i, salt, c);
-                compose_fn(c, e, &one, NULL);
-            }
+            unsigned e[2];
+            composed(n, i, salt, e);
             CHECKF(r[2 * i] == e[0] && r[2 * i + 1] == e[1], "non-commutative allreduce %ld (in place %d) i %ld", cnt, inplace, i);
         }
     }
@@ -208,13 +214,8 @@ static void noncommutative(MPI_Comm comm, long cnt, int salt, unsigned *s, unsig
         MPI_OK(MPI_Reduce(s, r, (int)cnt, affine, compose, root, comm));
         if (me == root)
             for (long i = 0; i < cnt; i++) {
-                unsigned e[2], c[2];
-                affine_of(n - 1, i, salt, e);
-                for (int q = n - 2; q >= 0; q--) {
-                    int one = 1;
-                    affine_of(q, i, salt, c);
-                    compose_fn(c, e, &one, NULL);
-                }
+                unsigned e[2];
+                composed(n, i, salt, e);
                 CHECKF(r[2 * i] == e[0] && r[2 * i + 1] == e[1], "non-commutative reduce %ld root %d i %ld", cnt, root, i);
             }
     }
