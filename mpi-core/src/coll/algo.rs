@@ -486,6 +486,25 @@ fn fold(b: &mut B, t: &Team, acc: *mut u8, tmp: *mut u8, count: usize, nb: usize
     }
 }
 
+/// A scratch buffer for [`fold`] and [`reduce_scatter_halving`]: the whole vector when some
+/// processes fold, else the largest half a round that reads from `acc` receives (half of the
+/// vector when the first round does, a quarter when it reads `src`; none for two processes
+/// then). Every call allocates (and zeroes) it, so it is no larger than it must be.
+fn halving_tmp(b: &mut B, n: i32, from_src: bool, count: usize, esz: usize) -> *mut u8 {
+    let p2 = pof2_floor(n);
+    let blocks = if n > p2 {
+        return b.tmp(count * esz);
+    } else if from_src {
+        p2 / 4
+    } else {
+        p2 / 2
+    };
+    if blocks == 0 {
+        return std::ptr::null_mut();
+    }
+    b.tmp(blocks as usize * count.div_ceil(p2 as usize) * esz)
+}
+
 /// Rank of a folded rank.
 fn unfolded(nr: i32, rem: i32) -> i32 {
     if nr < rem {
@@ -499,7 +518,8 @@ fn unfolded(nr: i32, rem: i32) -> i32 {
 /// operations): afterwards this process holds the full reduction of block `nr` of `acc`.
 /// `src`: this process's contribution, read by the first round only; when it is not `acc`,
 /// that round sends from `src`, receives the partner's half straight into `acc` and combines
-/// `src`'s half into it (no copy of the contribution into `acc` first, no `tmp`).
+/// `src`'s half into it (no copy of the contribution into `acc` first, no `tmp`). The other
+/// rounds receive into the start of `tmp` (see [`halving_tmp`]).
 #[allow(clippy::too_many_arguments)]
 fn reduce_scatter_halving(
     b: &mut B,
@@ -540,8 +560,8 @@ fn reduce_scatter_halving(
         b.send_bytes(t, partner, from.wrapping_add(gs * esz), (ge - gs) * esz);
         let (ka, kl) = (acc.wrapping_add(ks * esz), (ke - ks) * esz);
         if std::ptr::eq(from, acc) {
-            b.recv_bytes(t, partner, tmp.wrapping_add(ks * esz), kl);
-            b.reduce(tmp.wrapping_add(ks * esz), ka, ke - ks);
+            b.recv_bytes(t, partner, tmp, kl);
+            b.reduce(tmp, ka, ke - ks);
         } else {
             b.recv_bytes(t, partner, ka, kl);
             b.reduce(from.wrapping_add(ks * esz), ka, ke - ks);
@@ -635,12 +655,7 @@ pub(crate) fn allreduce_rabenseifner(
     if n == 1 {
         return;
     }
-    // Only the fold and a first round reading from the result need it.
-    let tmp = if std::ptr::eq(src, rp) || p2 > 2 {
-        b.tmp(nb)
-    } else {
-        std::ptr::null_mut()
-    };
+    let tmp = halving_tmp(b, n, !std::ptr::eq(src, rp), count, esz);
     if let Some(nr) = fold(b, t, rp, tmp, count, nb) {
         reduce_scatter_halving(b, t, nr, src, rp, tmp, count, esz, p2);
         let (mut lo, mut hi) = (nr as usize, nr as usize + 1);
@@ -713,11 +728,7 @@ pub(crate) fn reduce_rabenseifner(
         b.copy(sp, acc, nb);
         acc
     };
-    let tmp = if std::ptr::eq(src, acc) || p2 > 2 {
-        b.tmp(nb)
-    } else {
-        std::ptr::null_mut()
-    };
+    let tmp = halving_tmp(b, n, !std::ptr::eq(src, acc), count, esz);
     let nr = fold(b, t, acc, tmp, count, nb);
     if let Some(nr) = nr {
         reduce_scatter_halving(b, t, nr, src, acc, tmp, count, esz, p2);

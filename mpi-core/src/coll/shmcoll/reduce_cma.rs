@@ -55,8 +55,8 @@ const UNITS: usize = 32;
 /// pieces cost it a read of the other's part and the combination; the other's cost it the
 /// same and a write into the root's memory (`process_vm_writev`, which also takes the root's
 /// pages), so the root takes the larger share (44 : 20 of two pieces measured best among
-/// 32 : 32, 38 : 26, 44 : 20, 48 : 16, 52 : 12, 56 : 8 and the root alone: 64 KiB 1.33 and
-/// 256 KiB 1.36 times faster than halves, see docs/collectives.md).
+/// 32 : 32, 38 : 26, 44 : 20, 48 : 16, 52 : 12, 56 : 8 and the root alone: 64 KiB and
+/// 256 KiB 1.3–1.4 times faster than halves, see docs/collectives.md).
 const ROOT_UNITS: usize = 44;
 const OTHER_UNITS: usize = 2 * UNITS - ROOT_UNITS;
 
@@ -199,9 +199,9 @@ impl Area {
         res
     }
 
-    /// Combine elements `[first, first + cnt)` of every member's contribution in rank order (`c0 op (c1 op (… op
-    /// cn-1))`; on two members, member 1 with a commutative operation: `c1 op c0`) and write
-    /// it into every result buffer.
+    /// Combine elements `[first, first + cnt)` of every member's contribution in rank order
+    /// (`c0 op (c1 op (… op cn-1))`; on two members, member 1 with a commutative operation:
+    /// `c1 op c0`) and write them into every result buffer.
     ///
     /// # Safety
     /// Every member has published the addresses of its contribution and result buffer, and
