@@ -118,9 +118,11 @@ fn shared_memory_ten_ranks() {
 }
 
 /// Large allreduce and reduce (`tests/c/coll/bigreduce.c`): sizes around the 64 KiB threshold
-/// of the cross-memory path and its 64 KiB pieces, odd counts, in place, every root, a
-/// non-commutative operation, on 2, 3 and 4 ranks; through shared memory (with and without
-/// cross-memory attach) and over TCP.
+/// of the cross-memory path and its pieces, odd counts (reduced to every root: the
+/// two-process reduce's larger share for the root), in place, every root, a non-commutative
+/// operation (to every root), a strided derived datatype, guard words past the vectors, and
+/// `MPI_Iallreduce` (in place and not: Rabenseifner reading the contribution where it is), on
+/// 2, 3 and 4 ranks; through shared memory (with and without cross-memory attach) and over TCP.
 #[test]
 fn large_reductions() {
     let job = |n: usize| {

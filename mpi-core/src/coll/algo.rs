@@ -486,6 +486,25 @@ fn fold(b: &mut B, t: &Team, acc: *mut u8, tmp: *mut u8, count: usize, nb: usize
     }
 }
 
+/// A scratch buffer for [`fold`] and [`reduce_scatter_halving`]: the whole vector when some
+/// processes fold, else the largest half a round that reads from `acc` receives (half of the
+/// vector when the first round does, a quarter when it reads `src`; none for two processes
+/// then). Every call allocates (and zeroes) it, so it is no larger than it must be.
+fn halving_tmp(b: &mut B, n: i32, from_src: bool, count: usize, esz: usize) -> *mut u8 {
+    let p2 = pof2_floor(n);
+    let blocks = if n > p2 {
+        return b.tmp(count * esz);
+    } else if from_src {
+        p2 / 4
+    } else {
+        p2 / 2
+    };
+    if blocks == 0 {
+        return std::ptr::null_mut();
+    }
+    b.tmp(blocks as usize * count.div_ceil(p2 as usize) * esz)
+}
+
 /// Rank of a folded rank.
 fn unfolded(nr: i32, rem: i32) -> i32 {
     if nr < rem {
@@ -497,17 +516,23 @@ fn unfolded(nr: i32, rem: i32) -> i32 {
 
 /// Recursive-halving reduce-scatter among the `p2` ranks left by [`fold`] (commutative
 /// operations): afterwards this process holds the full reduction of block `nr` of `acc`.
+/// `src`: this process's contribution, read by the first round only; when it is not `acc`,
+/// that round sends from `src`, receives the partner's half straight into `acc` and combines
+/// `src`'s half into it (no copy of the contribution into `acc` first, no `tmp`). The other
+/// rounds receive into the start of `tmp` (see [`halving_tmp`]).
 #[allow(clippy::too_many_arguments)]
 fn reduce_scatter_halving(
     b: &mut B,
     t: &Team,
     nr: i32,
+    src: *const u8,
     acc: *mut u8,
     tmp: *mut u8,
     count: usize,
     esz: usize,
     p2: i32,
 ) {
+    let mut from = src;
     let rem = t.size - p2;
     let (mut lo, mut hi) = (0usize, p2 as usize);
     let mut mask = p2 / 2;
@@ -532,13 +557,16 @@ fn reduce_scatter_halving(
             block(count, p2 as usize, give.1).0
         };
         b.fence();
-        b.send_bytes(t, partner, acc.wrapping_add(gs * esz), (ge - gs) * esz);
-        b.recv_bytes(t, partner, tmp.wrapping_add(ks * esz), (ke - ks) * esz);
-        b.reduce(
-            tmp.wrapping_add(ks * esz),
-            acc.wrapping_add(ks * esz),
-            ke - ks,
-        );
+        b.send_bytes(t, partner, from.wrapping_add(gs * esz), (ge - gs) * esz);
+        let (ka, kl) = (acc.wrapping_add(ks * esz), (ke - ks) * esz);
+        if std::ptr::eq(from, acc) {
+            b.recv_bytes(t, partner, tmp, kl);
+            b.reduce(tmp, ka, ke - ks);
+        } else {
+            b.recv_bytes(t, partner, ka, kl);
+            b.reduce(from.wrapping_add(ks * esz), ka, ke - ks);
+        }
+        from = acc;
         (lo, hi) = keep;
         mask /= 2;
     }
@@ -614,15 +642,22 @@ pub(crate) fn allreduce_rabenseifner(
     let n = t.size;
     let me = t.me;
     let nb = count * esz;
-    b.copy(sp, rp, nb);
+    let p2 = pof2_floor(n);
+    let rem = n - p2;
+    // A power of two reads its contribution where it is (`reduce_scatter_halving`); the others
+    // copy it into the result first, which the fold combines into.
+    let src = if rem == 0 && n > 1 && !std::ptr::eq(sp, rp) {
+        sp
+    } else {
+        b.copy(sp, rp, nb);
+        rp
+    };
     if n == 1 {
         return;
     }
-    let p2 = pof2_floor(n);
-    let rem = n - p2;
-    let tmp = b.tmp(nb);
+    let tmp = halving_tmp(b, n, !std::ptr::eq(src, rp), count, esz);
     if let Some(nr) = fold(b, t, rp, tmp, count, nb) {
-        reduce_scatter_halving(b, t, nr, rp, tmp, count, esz, p2);
+        reduce_scatter_halving(b, t, nr, src, rp, tmp, count, esz, p2);
         let (mut lo, mut hi) = (nr as usize, nr as usize + 1);
         let mut mask = 1;
         let at = |i: usize| {
@@ -686,11 +721,17 @@ pub(crate) fn reduce_rabenseifner(
     let p2 = pof2_floor(n);
     let rem = n - p2;
     let acc = b.tmp(nb);
-    let tmp = b.tmp(nb);
-    b.copy(sp, acc, nb);
+    // As in `allreduce_rabenseifner`: a power of two reads its contribution where it is.
+    let src = if rem == 0 && n > 1 {
+        sp
+    } else {
+        b.copy(sp, acc, nb);
+        acc
+    };
+    let tmp = halving_tmp(b, n, !std::ptr::eq(src, acc), count, esz);
     let nr = fold(b, t, acc, tmp, count, nb);
     if let Some(nr) = nr {
-        reduce_scatter_halving(b, t, nr, acc, tmp, count, esz, p2);
+        reduce_scatter_halving(b, t, nr, src, acc, tmp, count, esz, p2);
     }
     b.fence();
     if let Some(nr) = nr {

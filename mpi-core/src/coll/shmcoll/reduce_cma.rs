@@ -34,9 +34,9 @@ struct Plan {
     /// This member's packed contribution, and its packed result buffer where it gets one.
     base: *const u8,
     out: Option<*mut u8>,
-    /// Elements in all, and per piece.
+    /// Elements in all, and per claim unit (claim and delivery words count units).
     count: usize,
-    per: usize,
+    unit: usize,
     /// Scratch pieces: the other members' parts as they are read, the accumulator when the
     /// result buffer cannot be (in place, or no result here).
     tmp: *mut u8,
@@ -44,10 +44,21 @@ struct Plan {
 }
 
 impl Plan {
-    fn pieces(&self) -> u32 {
-        self.count.div_ceil(self.per) as u32
+    fn units(&self) -> u32 {
+        self.count.div_ceil(self.unit) as u32
     }
 }
+
+/// Units of a claim in the usual case (a piece of `per` elements is this many units).
+const UNITS: usize = 32;
+/// Units of a claim in a two-member reduce: the root's and the other member's. The root's
+/// pieces cost it a read of the other's part and the combination; the other's cost it the
+/// same and a write into the root's memory (`process_vm_writev`, which also takes the root's
+/// pages), so the root takes the larger share (44 : 20 of two pieces measured best among
+/// 32 : 32, 38 : 26, 44 : 20, 48 : 16, 52 : 12, 56 : 8 and the root alone: 64 KiB and
+/// 256 KiB 1.3–1.4 times faster than halves, see docs/collectives.md).
+const ROOT_UNITS: usize = 44;
+const OTHER_UNITS: usize = 2 * UNITS - ROOT_UNITS;
 
 /// The generation of step `k` in a claim or delivery word (`generation << 32 | count`).
 fn gen_of(k: u64) -> u32 {
@@ -65,19 +76,21 @@ fn count_of(word: u64, gen: u32) -> Option<u32> {
     }
 }
 
-/// Add one to the count of generation `gen` in `word` while it is below `limit` (starting
-/// from 0 when the word holds an older generation): the count before, or None when it was
-/// already at `limit` (or the word holds a newer generation).
-fn take_next(word: &AtomicU64, gen: u32, limit: u32) -> Option<u32> {
+/// Add up to `want` (at least 1) to the count of generation `gen` in `word` while it is below
+/// `limit` (starting from 0 when the word holds an older generation): the count before and
+/// what was added, or None when it was already at `limit` (or the word holds a newer
+/// generation).
+fn take_next(word: &AtomicU64, gen: u32, limit: u32, want: u32) -> Option<(u32, u32)> {
     let mut cur = word.load(Ordering::Acquire);
     loop {
         let c = count_of(cur, gen)?;
         if c >= limit {
             return None;
         }
-        let next = u64::from(gen) << 32 | u64::from(c + 1);
+        let got = want.max(1).min(limit - c);
+        let next = u64::from(gen) << 32 | u64::from(c + got);
         match word.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return Some(c),
+            Ok(_) => return Some((c, got)),
             Err(now) => cur = now,
         }
     }
@@ -133,13 +146,20 @@ impl Area {
             self.wait_ready((me + d) % n, k)?;
         }
         // Pieces of at most `PIECE` bytes, at least two per member when they are not too
-        // small, so that every running member has a share (the same on every member: it
-        // depends on `count`, `n` and `esz` only).
-        let per = count
-            .div_ceil(2 * n)
-            .max(MIN_PIECE / esz)
-            .min(PIECE.min(self.chunk) / esz)
-            .max(1);
+        // small, so that every running member has a share. They are claimed in units of
+        // 1/`UNITS` of such a piece (the same unit on every member: it depends on `count`,
+        // `n` and `esz` only), `UNITS` at a time, or in a two-member reduce more for the root
+        // and fewer for the other; never more than `cap` elements.
+        let cap = (PIECE.min(self.chunk) / esz).max(1);
+        let per = count.div_ceil(2 * n).max(MIN_PIECE / esz).min(cap);
+        let unit = per.div_ceil(UNITS);
+        let most = (cap / unit) as u32;
+        let want = match root {
+            Some(rt) if n == 2 && rt == me => ROOT_UNITS,
+            Some(_) if n == 2 => OTHER_UNITS,
+            _ => UNITS,
+        } as u32;
+        let want = want.min(most);
         let plan = Plan {
             addr: (0..n).map(|j| self.info_of(j, INFO_ADDR)).collect(),
             to: (1..n)
@@ -150,44 +170,51 @@ impl Area {
             base,
             out: gets.then_some(out),
             count,
-            per,
+            unit,
             tmp: self.scratch(0),
             spare: self.scratch(1),
         };
-        let (gen, pieces) = (gen_of(k), plan.pieces());
+        let (gen, units) = (gen_of(k), plan.units());
         let mut res = Ok(());
         {
             let claim = self.seg.info(0, INFO_CLAIM);
             let delivered = self.seg.info(1, INFO_CLAIM);
-            while let Some(p) = take_next(claim, gen, pieces) {
+            while let Some((u, got)) = take_next(claim, gen, units, want) {
                 // A piece that fails is still counted (the others must not wait for it
                 // forever); this member reports the error.
-                let e = self.piece(&plan, p as usize, r, root);
+                let first = u as usize * unit;
+                let cnt = (got as usize * unit).min(count - first);
+                let e = self.piece(&plan, first, cnt, r, root);
                 if res.is_ok() {
                     res = e;
                 }
-                take_next(delivered, gen, pieces);
+                take_next(delivered, gen, units, got);
             }
             let last = (me + 1) % n;
             self.wait(last, || {
-                count_of(delivered.load(Ordering::Acquire), gen).is_none_or(|c| c >= pieces)
+                count_of(delivered.load(Ordering::Acquire), gen).is_none_or(|c| c >= units)
             })?;
         }
         self.finish_step(k);
         res
     }
 
-    /// Combine piece `p` of every member's contribution in rank order (`c0 op (c1 op (… op
-    /// cn-1))`; on two members, member 1 with a commutative operation: `c1 op c0`) and write
-    /// it into every result buffer.
+    /// Combine elements `[first, first + cnt)` of every member's contribution in rank order
+    /// (`c0 op (c1 op (… op cn-1))`; on two members, member 1 with a commutative operation:
+    /// `c1 op c0`) and write them into every result buffer.
     ///
     /// # Safety
     /// Every member has published the addresses of its contribution and result buffer, and
-    /// no other member takes piece `p`.
-    unsafe fn piece(&self, plan: &Plan, p: usize, r: &Red<'_>, root: Option<usize>) -> Result<()> {
+    /// no other member takes any of these elements.
+    unsafe fn piece(
+        &self,
+        plan: &Plan,
+        first: usize,
+        cnt: usize,
+        r: &Red<'_>,
+        root: Option<usize>,
+    ) -> Result<()> {
         let (me, n, esz) = (self.me, self.n, r.esz);
-        let first = p * plan.per;
-        let cnt = plan.per.min(plan.count - first);
         let (off, len) = (first * esz, cnt * esz);
         // A piece is at most a chunk (`esz` is at most `MIN_CHUNK`).
         debug_assert!(len <= self.chunk);
@@ -260,13 +287,18 @@ mod tests {
         assert_eq!(count_of(w.load(Ordering::Relaxed), 8), Some(0));
         assert_eq!(count_of(w.load(Ordering::Relaxed), 7), Some(3));
         assert_eq!(count_of(w.load(Ordering::Relaxed), 6), None);
-        assert_eq!(take_next(&w, 8, 2), Some(0));
-        assert_eq!(take_next(&w, 8, 2), Some(1));
-        assert_eq!(take_next(&w, 8, 2), None);
-        assert_eq!(take_next(&w, 7, 5), None);
+        assert_eq!(take_next(&w, 8, 2, 1), Some((0, 1)));
+        assert_eq!(take_next(&w, 8, 2, 1), Some((1, 1)));
+        assert_eq!(take_next(&w, 8, 2, 1), None);
+        assert_eq!(take_next(&w, 7, 5, 1), None);
+        // Claims of several units, cut at the limit.
+        let w = AtomicU64::new(0);
+        assert_eq!(take_next(&w, 1, 10, 6), Some((0, 6)));
+        assert_eq!(take_next(&w, 1, 10, 6), Some((6, 4)));
+        assert_eq!(take_next(&w, 1, 10, 6), None);
         // Generations wrap.
         let w = AtomicU64::new(u64::from(u32::MAX) << 32 | 9);
-        assert_eq!(take_next(&w, 0, 4), Some(0));
+        assert_eq!(take_next(&w, 0, 4, 1), Some((0, 1)));
         assert_eq!(count_of(w.load(Ordering::Relaxed), u32::MAX), None);
     }
 }
