@@ -64,7 +64,8 @@ fn packed_buf(p: *const c_void, len: usize, what: &str) -> R<*mut u8> {
 
 /// The checked arguments of a pack or unpack of `count` elements of `datatype` at `buf`,
 /// to or from a packed buffer of `size` bytes (`size_name`) from `position`: the element
-/// count, the type, the size and the position; the end position must fit `pos_max`.
+/// count, the type, the size, the position and the bytes the elements take packed; the end
+/// position must fit `pos_max`.
 #[allow(clippy::too_many_arguments)]
 fn checked(
     buf: *const c_void,
@@ -75,7 +76,7 @@ fn checked(
     position: i64,
     pos_max: i64,
     external: bool,
-) -> R<(usize, handles::DtRef, usize, usize)> {
+) -> R<(usize, handles::DtRef, usize, usize, usize)> {
     running()?;
     let n = count_arg(count)?;
     let dt = committed(datatype)?;
@@ -97,18 +98,7 @@ fn checked(
         dt.pack_size(n)?
     };
     fits(pos.saturating_add(needed), pos_max, "position")?;
-    Ok((n, dt, size, pos))
-}
-
-/// Bytes of `n` elements of `dt` packed (`external`: in `external32`), for the emulated host's
-/// copy cost; 0 when the size does not fit (the pack itself reports that).
-fn packed_bytes(dt: &madmpi::Datatype, n: usize, external: bool) -> usize {
-    if external {
-        dt.pack_external_size(n)
-    } else {
-        dt.pack_size(n)
-    }
-    .unwrap_or(0)
+    Ok((n, dt, size, pos, needed))
 }
 
 /// `MPI_Pack` and `MPI_Pack_external`: pack `incount` elements at `outbuf[position..]`; returns
@@ -125,7 +115,7 @@ unsafe fn pack(
     pos_max: i64,
     external: bool,
 ) -> R<i64> {
-    let (n, dt, size, mut pos) = checked(
+    let (n, dt, size, mut pos, bytes) = checked(
         inbuf, incount, datatype, outsize, "outsize", position, pos_max, external,
     )?;
     let out = packed_buf(outbuf, size, "outbuf")?;
@@ -136,8 +126,8 @@ unsafe fn pack(
         // data of `inbuf`.
         unsafe { std::slice::from_raw_parts_mut(out, size) }
     };
-    // Over an emulated NIC, the copy costs what it cost on the paper's host.
-    let bytes = packed_bytes(&dt, n, external);
+    // Over an emulated NIC, the copy of the `bytes` packed costs what it cost on the paper's
+    // host.
     // SAFETY: `inbuf` holds `incount` elements of `datatype` (the caller's contract; NULL is
     // MPI_BOTTOM with absolute displacements).
     madmpi::charge_host_copy(bytes, || unsafe {
@@ -163,7 +153,7 @@ unsafe fn unpack(
     datatype: MPI_Datatype,
     external: bool,
 ) -> R<i64> {
-    let (n, dt, size, mut pos) = checked(
+    let (n, dt, size, mut pos, bytes) = checked(
         outbuf, outcount, datatype, insize, "insize", position, pos_max, external,
     )?;
     let input = packed_buf(inbuf, size, "inbuf")?;
@@ -174,7 +164,6 @@ unsafe fn unpack(
         // data of `outbuf`.
         unsafe { std::slice::from_raw_parts(input, size) }
     };
-    let bytes = packed_bytes(&dt, n, external);
     // SAFETY: `outbuf` holds `outcount` elements of `datatype` (the caller's contract).
     madmpi::charge_host_copy(bytes, || unsafe {
         if external {
