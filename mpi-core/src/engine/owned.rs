@@ -20,17 +20,12 @@ pub(crate) struct Owned {
     spare: Vec<Vec<u8>>,
     /// Bytes held by `spare` (at most `SPARE_BYTES`).
     spare_bytes: usize,
-    /// Small payload buffers of chunks that left (at most `SMALL_KEPT`), for the next small
-    /// chunks: a batch of small puts allocates nothing once it has run (`rma::batch`).
-    small: Vec<Vec<u8>>,
 }
 
 /// Payload buffers smaller than this are not kept (the allocator serves them well).
 const SPARE_MIN: usize = 4096;
 /// At most this many bytes of payload buffers are kept.
 const SPARE_BYTES: usize = 8 << 20;
-/// At most this many small payload buffers (under `SPARE_MIN`) are kept.
-const SMALL_KEPT: usize = 1024;
 
 impl Owned {
     /// A chunk with header `hdr` (its `len` set here) and payload `body`, which is kept in a
@@ -78,9 +73,6 @@ impl State {
                     v.clear();
                     o.spare_bytes += cap;
                     o.spare.push(v);
-                } else if cap > 0 && cap < SPARE_MIN && o.small.len() < SMALL_KEPT {
-                    v.clear();
-                    o.small.push(v);
                 }
             }
         }
@@ -96,9 +88,6 @@ impl State {
                 v.reserve(cap);
                 return v;
             }
-        } else if let Some(mut v) = o.small.pop() {
-            v.reserve(cap);
-            return v;
         }
         Vec::with_capacity(cap)
     }
