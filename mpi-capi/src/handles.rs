@@ -644,11 +644,21 @@ pub struct ReqEntry {
 
 static REQ_SIDE: Side = Side::new();
 
+/// The handle of every send complete at its posting (the core's `RequestId::COMPLETE`: no
+/// request record). A library handle of kind 0, which no table uses: it is neither
+/// MPI_REQUEST_NULL nor any other predefined value (all below 0x400), and no live handle of
+/// any kind can equal it; its side word (slot 0's) never holds it, so [`request_of`] finds it
+/// only after the ordinary lookup has missed, at no cost to the others.
+pub const REQUEST_COMPLETE: MPI_Request = TAG_BIT as MPI_Request;
+
 /// Give the core request `rid`, an operation on `comm`, a C handle.
 #[inline]
 pub fn new_request(rid: RequestId, comm: MPI_Comm) -> Result<MPI_Request, Error> {
     let i = rid.index();
     if i >= MAX_SLOTS {
+        if rid == RequestId::COMPLETE {
+            return Ok(REQUEST_COMPLETE);
+        }
         // More live requests than handles can name: let the operation finish on its own.
         let _ = madmpi::request_free(rid);
         return Err(Error::new(
@@ -668,6 +678,10 @@ fn request_of(h: usize) -> Result<ReqEntry, Error> {
         Some((g, comm)) => Ok(ReqEntry {
             rid: RequestId::new((h & (MAX_SLOTS - 1)) as u32, g),
             comm,
+        }),
+        None if h == REQUEST_COMPLETE as usize => Ok(ReqEntry {
+            rid: RequestId::COMPLETE,
+            comm: MPI_COMM_SELF as usize,
         }),
         None => Err(bad_handle(Kind::Request, h, None)),
     }

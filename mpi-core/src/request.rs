@@ -27,6 +27,18 @@ impl RequestId {
     pub fn new(index: u32, gen: u32) -> RequestId {
         RequestId(((gen as u64) << 32) | index as u64)
     }
+    /// A standard-mode send complete when posted: its message copied whole into the packet
+    /// the send fast path is building (`State::pack_routed`), nothing left to do for it. It
+    /// has no record in the request table, and all such sends share this id (as MPICH's
+    /// built-in completed request): waiting for it or testing it completes it at once with the
+    /// empty status (its `freed` true), MPI_Request_get_status finds it complete, freeing it
+    /// does nothing, and MPI_Cancel leaves it alone (the communication completes; MPI-4.1
+    /// §3.8.4 lets a cancel fail so), so MPI_Test_cancelled reports false. Every other use
+    /// (MPI_Start, ...) reports an invalid request. No slot has this index or generation, and
+    /// no message carries it as its sender's request but those packed sends, so no cancel or
+    /// acknowledgement ever names it.
+    pub const COMPLETE: RequestId = RequestId(u64::MAX);
+
     /// The slot: ids alive at once have distinct slots, numbered densely from 0.
     #[inline]
     pub fn index(self) -> usize {

@@ -59,7 +59,14 @@ fn sendmodes_aggreg_strategy() {
 /// calls, ordering and truncation behave as with `default`.
 #[test]
 fn requests_aggreg_strategy() {
-    for name in ["cancel", "completion", "ordering", "truncate", "persistent"] {
+    for name in [
+        "cancel",
+        "completion",
+        "ordering",
+        "truncate",
+        "persistent",
+        "complete_at_post",
+    ] {
         Job::new(&prog(name), 2)
             .env("MADMPI_STRATEGY", "aggreg")
             .run()
@@ -221,6 +228,13 @@ fn completion_3() {
 #[test]
 fn cancel_2() {
     ok("cancel", 2);
+}
+
+/// Sends complete when posted (packed into the packet being built) share one request handle
+/// that every completion call, MPI_Request_free, MPI_Request_get_status and MPI_Cancel take.
+#[test]
+fn complete_at_post_2() {
+    ok("complete_at_post", 2);
 }
 
 #[test]
@@ -403,6 +417,7 @@ const SUITE: &[(&str, usize)] = &[
     ("persistent", 2),
     ("completion", 3),
     ("cancel", 2),
+    ("complete_at_post", 2),
     ("probe", 4),
     ("bsend", 2),
     ("bsend_threads", 2),

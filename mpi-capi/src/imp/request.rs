@@ -397,7 +397,9 @@ pub unsafe fn MPI_Waitall(
         let handles = &mut *m.handles;
         let r = madmpi::wait_all_with(
             ents,
-            |e| e.map(|e| e.rid),
+            // A send complete at its posting has nothing to wait for or free: it is settled
+            // with the null entries below, without a turn through the core.
+            |e| e.map(|e| e.rid).filter(|&r| r != RequestId::COMPLETE),
             |i, c| {
                 let c = &mut { *c };
                 settle(&mut handles[i], c);
@@ -412,12 +414,16 @@ pub unsafe fn MPI_Waitall(
         if let Err(e) = r {
             return errors::raise(first_comm(ents), &call, e);
         }
-        if let Some(st) = st {
-            for (s, e) in st.iter_mut().zip(ents.iter()) {
-                if e.is_none() {
-                    empty_status(s);
-                }
+        for (i, e) in ents.iter().enumerate() {
+            let done_at_post = matches!(e, Some(e) if e.rid == RequestId::COMPLETE);
+            if done_at_post {
+                handles[i] = MPI_REQUEST_NULL;
             }
+            if let Some(st) = st.as_deref_mut().filter(|_| e.is_none() || done_at_post) {
+                empty_status(&mut st[i]);
+            }
+        }
+        if let Some(st) = st {
             if !failed.is_empty() {
                 for s in st.iter_mut() {
                     s.MPI_ERROR = MPI_SUCCESS;

@@ -231,6 +231,26 @@ pub(super) fn take_if_complete(e: &mut Engine, r: RequestId) -> Result<Option<Co
     }
 }
 
+/// The completion of [`RequestId::COMPLETE`]: a send's empty status; the request is gone.
+const DONE_AT_POST: Completion = Completion {
+    status: EMPTY_STATUS,
+    freed: true,
+};
+
+/// The state of request `r` for the calls that look without taking: `Some(status)` when it is
+/// complete (`EMPTY_STATUS` when inactive, whether it is active in the flag), `None` when
+/// pending, an error when `r` is no request.
+#[inline(always)]
+fn peek(e: &Engine, r: RequestId) -> std::result::Result<Option<(bool, Status)>, ()> {
+    match e.st.reqs.get(r) {
+        Some(req) if !req.active => Ok(Some((false, EMPTY_STATUS))),
+        Some(req) if req.complete => Ok(Some((true, req.status))),
+        Some(_) => Ok(None),
+        None if r == RequestId::COMPLETE => Ok(Some((true, EMPTY_STATUS))),
+        None => Err(()),
+    }
+}
+
 /// What [`take_done`] found.
 pub(super) enum Taken {
     Done(Completion),
@@ -242,7 +262,12 @@ pub(super) enum Taken {
 #[inline(always)]
 pub(super) fn take_done(e: &mut Engine, r: RequestId) -> Taken {
     let Some(req) = e.st.reqs.get_mut(r) else {
-        return Taken::Invalid;
+        // Tested only when the table has no such request: nothing on the path of the others.
+        return if r == RequestId::COMPLETE {
+            Taken::Done(DONE_AT_POST)
+        } else {
+            Taken::Invalid
+        };
     };
     if !req.active {
         return Taken::Done(Completion {
@@ -296,17 +321,10 @@ pub fn wait(r: RequestId) -> Result<Status> {
 pub fn request_get_status(r: RequestId) -> Result<Option<Status>> {
     polled_opt(with(|e| {
         let check = |e: &mut Engine| -> Result<Option<Status>> {
-            let req =
-                e.st.reqs
-                    .get(r)
-                    .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request handle"))?;
-            Ok(if !req.active {
-                Some(EMPTY_STATUS)
-            } else if req.complete {
-                Some(req.status)
-            } else {
-                None
-            })
+            match peek(e, r) {
+                Ok(s) => Ok(s.map(|(_, s)| s)),
+                Err(()) => err(ErrorClass::Request, "invalid request handle"),
+            }
         };
         if let Some(s) = check(e)? {
             return Ok(Some(s));
@@ -323,14 +341,12 @@ fn statuses_now(e: &Engine, reqs: &[Option<RequestId>]) -> Result<Option<Vec<(us
     let mut done = Vec::new();
     for (i, r) in reqs.iter().enumerate() {
         let Some(r) = *r else { continue };
-        let req = e.st.reqs.get(r).ok_or_else(|| bad_request_at(i))?;
-        if !req.active {
-            continue;
+        match peek(e, r).map_err(|()| bad_request_at(i))? {
+            Some((false, _)) => continue,
+            Some((true, s)) => done.push((i, s)),
+            None => {}
         }
         any_active = true;
-        if req.complete {
-            done.push((i, req.status));
-        }
     }
     Ok(any_active.then_some(done))
 }
@@ -371,19 +387,13 @@ pub fn wait_any(reqs: &[Option<RequestId>]) -> Result<Option<(usize, Completion)
         let mut any_active = false;
         for (i, r) in reqs.iter().enumerate() {
             let Some(r) = *r else { continue };
-            let req = e.st.reqs.get(r).ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Request,
-                    format!("invalid request handle at index {i}"),
-                )
-            })?;
-            if !req.active {
-                continue;
-            }
-            any_active = true;
-            if req.complete {
-                let c = take_if_complete(e, r)?.expect("complete");
-                return Ok(Some(Some((i, c))));
+            match peek(e, r).map_err(|()| bad_request_at(i))? {
+                Some((false, _)) => continue,
+                Some(_) => {
+                    let c = take_if_complete(e, r)?.expect("complete");
+                    return Ok(Some(Some((i, c))));
+                }
+                None => any_active = true,
             }
         }
         Ok(if any_active { None } else { Some(None) })
@@ -398,19 +408,13 @@ pub fn test_any(reqs: &[Option<RequestId>]) -> Result<Option<Option<(usize, Comp
         let mut any_active = false;
         for (i, r) in reqs.iter().enumerate() {
             let Some(r) = *r else { continue };
-            let req = e.st.reqs.get(r).ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Request,
-                    format!("invalid request handle at index {i}"),
-                )
-            })?;
-            if !req.active {
-                continue;
-            }
-            any_active = true;
-            if req.complete {
-                let c = take_if_complete(e, r)?.expect("complete");
-                return Ok(Some(Some((i, c))));
+            match peek(e, r).map_err(|()| bad_request_at(i))? {
+                Some((false, _)) => continue,
+                Some(_) => {
+                    let c = take_if_complete(e, r)?.expect("complete");
+                    return Ok(Some(Some((i, c))));
+                }
+                None => any_active = true,
             }
         }
         Ok(if any_active { None } else { Some(None) })
@@ -427,19 +431,12 @@ fn some_complete(
     let mut done = Vec::new();
     for (i, r) in reqs.iter().enumerate() {
         let Some(r) = *r else { continue };
-        let req = e.st.reqs.get(r).ok_or_else(|| {
-            Error::new(
-                ErrorClass::Request,
-                format!("invalid request handle at index {i}"),
-            )
-        })?;
-        if !req.active {
-            continue;
+        match peek(e, r).map_err(|()| bad_request_at(i))? {
+            Some((false, _)) => continue,
+            Some(_) => done.push((i, take_if_complete(e, r)?.expect("complete"))),
+            None => {}
         }
         any_active = true;
-        if req.complete {
-            done.push((i, take_if_complete(e, r)?.expect("complete")));
-        }
     }
     Ok(if any_active { Some(done) } else { None })
 }
@@ -474,8 +471,7 @@ pub fn test_some(reqs: &[Option<RequestId>]) -> Result<Option<Vec<(usize, Comple
 fn complete_from(e: &Engine, reqs: &[Option<RequestId>], from: &mut usize) -> Result<bool> {
     while let Some(&r) = reqs.get(*from) {
         if let Some(r) = r {
-            let req = e.st.reqs.get(r).ok_or_else(|| bad_request_at(*from))?;
-            if req.active && !req.complete {
+            if peek(e, r).map_err(|()| bad_request_at(*from))?.is_none() {
                 return Ok(false);
             }
         }
@@ -630,6 +626,9 @@ fn bad_request_at(i: usize) -> Error {
 
 /// MPI_Request_free: the request is freed now if complete, else when it completes.
 pub fn request_free(r: RequestId) -> Result<()> {
+    if r == RequestId::COMPLETE {
+        return Ok(());
+    }
     with(|e| {
         if e.st.reqs.get(r).is_none() {
             return Err(Error::new(ErrorClass::Request, "invalid request handle"));

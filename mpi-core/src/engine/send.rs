@@ -286,8 +286,8 @@ impl State {
 
     /// `aggreg`'s way with a small standard-mode send (its arguments checked: `r`): the chunk
     /// (header, payload, padding) is written at once into the packet the gate is building, and
-    /// the request is born complete (the bytes are ours now, as on the eager fast path; it
-    /// stays cancellable until the receiver matches the message). What the strategy would have
+    /// the send is complete: the bytes are ours now, and it needs no request record
+    /// ([`RequestId::COMPLETE`]; a cancel leaves it alone). What the strategy would have
     /// done at the next progress call, without a queued chunk and a completion per message.
     /// Fails, having done nothing, when the packet has no room left for the message (`Full`:
     /// the packet should leave) or when the message needs the general path (a large message,
@@ -322,9 +322,10 @@ impl State {
                 return Err(NotPacked::Other);
             }
         }
-        let rid = self
-            .reqs
-            .insert_with(|| Request::done(Op::Send(SendOp::new(peer, buf, 0))));
+        // Once copied, the message needs nothing more from its sender: the send is complete
+        // and has no request record (`RequestId::COMPLETE`, which the message also names as
+        // its sender's request: no cancel or acknowledgement will ever name it).
+        let rid = RequestId::COMPLETE;
         self.stats.eager_sends += 1;
         self.stats.packed_sends += 1;
         let g = &mut self.gates[peer as usize];
@@ -369,7 +370,15 @@ impl State {
 
     /// MPI_Cancel.
     pub fn cancel(&mut self, id: RequestId) -> Result<()> {
-        let r = self.reqs.get_mut(id).ok_or_else(bad_request)?;
+        let Some(r) = self.reqs.get_mut(id) else {
+            // A send complete at its posting: the communication completes, the cancel fails
+            // (MPI-4.1 §3.8.4), and its status says it was not cancelled.
+            return if id == RequestId::COMPLETE {
+                Ok(())
+            } else {
+                Err(bad_request())
+            };
+        };
         if !r.active {
             return Ok(());
         }

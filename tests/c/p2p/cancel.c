@@ -2,8 +2,20 @@
  * rendezvous-sized: Test_cancelled is true and the receiver never gets
  * them), of a completed request (not cancelled), and Test_cancelled on
  * ordinary statuses; a cancelled send to self is complete and cancelled at
- * the next MPI_Request_get_status.  Exactly 2 ranks. */
+ * the next MPI_Request_get_status.  Under MADMPI_STRATEGY=aggreg a small
+ * standard send is copied into the packet being built and complete when
+ * posted: its cancel fails (MPI-4.1 3.8.4), and the message arrives.  Exactly
+ * 2 ranks. */
 #include "common.h"
+
+/* Whether small standard sends are complete when posted (madmpi's `aggreg`:
+ * every one is packed; under the default `adaptive` the first one after a
+ * polling call leaves alone and stays cancellable). */
+static int packs_all(void)
+{
+    const char *s = getenv("MADMPI_STRATEGY");
+    return s && strcmp(s, "aggreg") == 0;
+}
 
 #define BIG (512 * 1024)
 
@@ -61,8 +73,8 @@ int main(int argc, char **argv)
             cancelled[1] = 1; /* nothing sent */
         }
         if (madmpi)
-            CHECKF(cancelled[0] && cancelled[1], "unmatched sends not cancelled: %d %d", cancelled[0],
-                   cancelled[1]);
+            CHECKF((cancelled[0] || packs_all()) && cancelled[1],
+                   "unmatched sends not cancelled: %d %d", cancelled[0], cancelled[1]);
         MPI_OK(MPI_Send(cancelled, 2, MPI_INT, 0, 79, MPI_COMM_WORLD));
     } else {
         MPI_OK(MPI_Recv(cancelled, 2, MPI_INT, 1, 79, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
@@ -157,12 +169,19 @@ int main(int argc, char **argv)
             CHECKF(flag == 1, "send %d to self: not complete after MPI_Cancel", k);
             flag = 0;
             MPI_OK(MPI_Test_cancelled(&st, &flag));
-            CHECKF(flag == 1, "send %d to self: not cancelled", k);
+            int done_at_post = k == 1 && packs_all() && !flag;
+            CHECKF(flag == 1 || done_at_post, "send %d to self: not cancelled", k);
             flag = 0;
             MPI_OK(MPI_Test(&r, &flag, &st));
             CHECK(flag == 1 && r == MPI_REQUEST_NULL);
             MPI_OK(MPI_Test_cancelled(&st, &flag));
-            CHECK(flag == 1);
+            CHECK(flag == !done_at_post);
+            if (done_at_post) {
+                /* Complete at posting, not cancelled: the message arrives. */
+                int x = 0;
+                MPI_OK(MPI_Recv(&x, 1, MPI_INT, t_rank, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+                CHECK(x == v);
+            }
             MPI_OK(MPI_Iprobe(t_rank, tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
             CHECKF(flag == 0, "cancelled send %d to self still arrives", k);
         }
