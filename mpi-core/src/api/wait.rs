@@ -383,21 +383,7 @@ pub fn wait_any(reqs: &[Option<RequestId>]) -> Result<Option<(usize, Completion)
     if !reqs.iter().any(|r| r.is_some()) {
         return Ok(None);
     }
-    wait_until(|e| {
-        let mut any_active = false;
-        for (i, r) in reqs.iter().enumerate() {
-            let Some(r) = *r else { continue };
-            match peek(e, r).map_err(|()| bad_request_at(i))? {
-                Some((false, _)) => continue,
-                Some(_) => {
-                    let c = take_if_complete(e, r)?.expect("complete");
-                    return Ok(Some(Some((i, c))));
-                }
-                None => any_active = true,
-            }
-        }
-        Ok(if any_active { None } else { Some(None) })
-    })
+    wait_until(|e| take_any(e, reqs))
 }
 
 /// MPI_Testany: `Ok(Err(()))`-free form: `Some(Some(..))` one completed, `Some(None)` no active
@@ -405,20 +391,29 @@ pub fn wait_any(reqs: &[Option<RequestId>]) -> Result<Option<(usize, Completion)
 pub fn test_any(reqs: &[Option<RequestId>]) -> Result<Option<Option<(usize, Completion)>>> {
     polled_opt(with(|e| {
         e.progress()?;
-        let mut any_active = false;
-        for (i, r) in reqs.iter().enumerate() {
-            let Some(r) = *r else { continue };
-            match peek(e, r).map_err(|()| bad_request_at(i))? {
-                Some((false, _)) => continue,
-                Some(_) => {
-                    let c = take_if_complete(e, r)?.expect("complete");
-                    return Ok(Some(Some((i, c))));
-                }
-                None => any_active = true,
-            }
-        }
-        Ok(if any_active { None } else { Some(None) })
+        take_any(e, reqs)
     }))
+}
+
+/// One pass of MPI_Waitany/MPI_Testany: `Some(Some(..))` the first complete active request of
+/// `reqs`, taken; `Some(None)` no active request; `None` none complete yet.
+fn take_any(
+    e: &mut Engine,
+    reqs: &[Option<RequestId>],
+) -> Result<Option<Option<(usize, Completion)>>> {
+    let mut any_active = false;
+    for (i, r) in reqs.iter().enumerate() {
+        let Some(r) = *r else { continue };
+        match peek(e, r).map_err(|()| bad_request_at(i))? {
+            Some((false, _)) => continue,
+            Some(_) => {
+                let c = take_if_complete(e, r)?.expect("complete");
+                return Ok(Some(Some((i, c))));
+            }
+            None => any_active = true,
+        }
+    }
+    Ok(if any_active { None } else { Some(None) })
 }
 
 /// Collect every completed active request of `reqs` (for Testsome/Waitsome). Returns None when no
