@@ -5,7 +5,7 @@ use madmpi_datatypes::Datatype;
 
 use super::engine_slot::{with, with_owned};
 use super::wait::{polled_opt, take_done, take_if_complete, wait, wait_until, Completion, Taken};
-use crate::engine::Engine;
+use crate::engine::{Engine, NO_SREQ};
 use crate::error::{err, ErrorClass, Result};
 use crate::request::{Persistent, RequestId, SendMode, Status, EMPTY_STATUS};
 use crate::{CommId, MessageId};
@@ -103,7 +103,7 @@ pub unsafe fn send_now(
             return None;
         }
         // SAFETY: forwarded caller contract.
-        unsafe { e.try_send_now(buf, count, dt, dest, tag, comm, 0, false) }.ok()?
+        unsafe { e.try_send_now(buf, count, dt, dest, tag, comm, NO_SREQ, false) }.ok()?
     })
     .is_some()
 }
@@ -181,7 +181,7 @@ pub unsafe fn send(
     let r = with(|e| {
         if matches!(mode, SendMode::Standard | SendMode::Ready)
             // SAFETY: forwarded caller contract.
-            && unsafe { e.try_send_now(buf, count, dt, dest, tag, comm, 0, false)? }.is_some()
+            && unsafe { e.try_send_now(buf, count, dt, dest, tag, comm, NO_SREQ, false)? }.is_some()
         {
             return Ok(Err(Completion {
                 status: EMPTY_STATUS,

@@ -126,7 +126,10 @@ unsafe fn start(
             // (exactly the packet the general path would send).
             // SAFETY: forwarded caller contract.
             Some((p, c, dt))
-                if unsafe { e.try_send_now(p, c, dt, 1 - me, tag, comm, 0, true)? }.is_some() =>
+                if unsafe {
+                    e.try_send_now(p, c, dt, 1 - me, tag, comm, crate::engine::NO_SREQ, true)?
+                }
+                .is_some() =>
             {
                 None
             }

@@ -172,7 +172,8 @@ impl Engine {
     /// strategy would do with it anyway: a lone chunk on an idle gate leaves as it is). Returns
     /// `false`, having done nothing, when the message needs the general path: arguments to
     /// check and report, a non-contiguous or large message, a busy gate or driver, a dead peer.
-    /// `coll`: on the communicator's collective context (a collective's message).
+    /// `coll`: on the communicator's collective context (a collective's message). `sreq`: the
+    /// sender's request the message names (`NO_SREQ` for a send that has none).
     ///
     /// # Safety
     /// `buf` holds `count` elements of `dt` for the duration of the call.

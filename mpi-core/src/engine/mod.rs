@@ -65,6 +65,12 @@ use state::bad_request;
 pub(crate) use state::{Comm, Engine, Schedule, State};
 pub use strategy::Strategy;
 
+/// The sender's request named by a message whose send has no request record (a blocking send
+/// that left at once, a send complete at its posting): no cancel or acknowledgement can name
+/// it, where 0 would be a live request's id (slot 0 at generation 0) and a cancel of that
+/// request could take such a message for its own.
+pub(crate) const NO_SREQ: u64 = crate::request::RequestId::COMPLETE.0;
+
 const PAD: [u8; 8] = [0; 8];
 
 /// Padding after a chunk of `len` payload bytes (both header lengths are multiples of 8).

@@ -323,15 +323,15 @@ impl State {
             }
         }
         // Once copied, the message needs nothing more from its sender: the send is complete
-        // and has no request record (`RequestId::COMPLETE`, which the message also names as
-        // its sender's request: no cancel or acknowledgement will ever name it).
+        // and has no request record (`RequestId::COMPLETE`; the message names `NO_SREQ`, the
+        // same value, as its sender's request: no cancel or acknowledgement will name it).
         let rid = RequestId::COMPLETE;
         self.stats.eager_sends += 1;
         self.stats.packed_sends += 1;
         let g = &mut self.gates[peer as usize];
         g.seq = g.seq.wrapping_add(1);
         g.packed_n += 1;
-        let hdr = r.eager(g.seq, rid.0);
+        let hdr = r.eager(g.seq, super::NO_SREQ);
         crate::trace::queued(peer, &hdr);
         let at = g.packed.len();
         g.packed.reserve(rec);
