@@ -395,11 +395,18 @@ pub unsafe fn MPI_Waitall(
         // (index, error code) of the operations that failed: MPI_ERR_IN_STATUS.
         let mut failed: Vec<(usize, c_int)> = Vec::new();
         let handles = &mut *m.handles;
+        // A send complete at its posting has nothing to wait for or free: it is settled with
+        // the null entries below, without a turn through the core.
+        let done_at_post = std::cell::Cell::new(false);
         let r = madmpi::wait_all_with(
             ents,
-            // A send complete at its posting has nothing to wait for or free: it is settled
-            // with the null entries below, without a turn through the core.
-            |e| e.map(|e| e.rid).filter(|&r| r != RequestId::COMPLETE),
+            |e| match e {
+                Some(e) if e.rid == RequestId::COMPLETE => {
+                    done_at_post.set(true);
+                    None
+                }
+                e => e.map(|e| e.rid),
+            },
             |i, c| {
                 let c = &mut { *c };
                 settle(&mut handles[i], c);
@@ -414,13 +421,15 @@ pub unsafe fn MPI_Waitall(
         if let Err(e) = r {
             return errors::raise(first_comm(ents), &call, e);
         }
-        for (i, e) in ents.iter().enumerate() {
-            let done_at_post = matches!(e, Some(e) if e.rid == RequestId::COMPLETE);
-            if done_at_post {
-                handles[i] = MPI_REQUEST_NULL;
-            }
-            if let Some(st) = st.as_deref_mut().filter(|_| e.is_none() || done_at_post) {
-                empty_status(&mut st[i]);
+        if done_at_post.get() || st.is_some() {
+            for (i, e) in ents.iter().enumerate() {
+                let done_at_post = matches!(e, Some(e) if e.rid == RequestId::COMPLETE);
+                if done_at_post {
+                    handles[i] = MPI_REQUEST_NULL;
+                }
+                if let Some(st) = st.as_deref_mut().filter(|_| e.is_none() || done_at_post) {
+                    empty_status(&mut st[i]);
+                }
             }
         }
         if let Some(st) = st {
