@@ -495,11 +495,46 @@ mod tests {
         assert_eq!(st.rma.wins[0].as_ref().unwrap().pending[1], 2);
         st.peer_lost(1);
         assert!(st.rma.open.is_empty());
+        assert!(st.rma.hot.is_none(), "the hot batch dies with its target");
         let w = st.rma.wins[0].as_ref().unwrap();
         assert_eq!(w.pending[1], 0);
         assert_eq!(
             w.error.as_ref().map(|e| e.class),
             Some(ErrorClass::ProcAborted)
         );
+    }
+
+    /// The hot batch: the next operations to the last target append with their range
+    /// checked; another rank, a range outside the part, an operation too large or an empty
+    /// one are left to `msg_now`; closing the batch forgets it.
+    #[test]
+    fn the_hot_batch_takes_the_next_operations_to_its_target() {
+        let mut mem = vec![0u8; 8];
+        let mut st = state(&mut mem);
+        let v = [7u8; 2048];
+        let put = |st: &mut State, n: usize, rank: i32, disp: i64| {
+            // SAFETY: `v` holds 2048 bytes.
+            unsafe { st.hot_now(WinId(0), v.as_ptr(), n, rank, disp, Sub::Put, 0) }
+        };
+        assert!(!put(&mut st, 8, 1, 0), "nothing hot before a batch opens");
+        // SAFETY: as above.
+        assert!(unsafe { st.msg_now(WinId(0), v.as_ptr(), 8, 1, 0, Sub::Put, 0) }.is_some());
+        assert!(st.rma.hot.is_some());
+        assert!(put(&mut st, 8, 1, 8));
+        assert!(put(&mut st, 8, 1, 56), "the part's last 8 bytes");
+        assert!(!put(&mut st, 8, 1, 57), "past the target's 64 bytes");
+        assert!(!put(&mut st, 8, 1, -1), "a negative displacement");
+        assert!(!put(&mut st, 8, 0, 0), "another rank");
+        assert!(!put(&mut st, 0, 1, 0), "an empty operation");
+        assert!(!put(&mut st, 2048, 1, 0), "larger than a batch record");
+        assert!(
+            !put(&mut st, 8, 1, i64::MAX),
+            "a displacement that overflows"
+        );
+        assert_eq!(st.rma.open[0].buf.len(), 3 * (wire::REC_HEAD + 8));
+        assert_eq!(st.rma.wins[0].as_ref().unwrap().pending[1], 1);
+        st.rma_close(1);
+        assert!(st.rma.hot.is_none());
+        assert!(!put(&mut st, 8, 1, 0), "nothing hot once the batch left");
     }
 }
