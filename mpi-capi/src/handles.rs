@@ -487,6 +487,27 @@ static PREDEF_TYPES: Lazy<Vec<Option<Datatype>>> = Lazy::new(|| {
         .collect()
 });
 
+/// By handle, the size of each predefined datatype whose elements lie in one run of memory
+/// from their address (contiguous, lower bound 0), 0 for the others: a put's fast path needs
+/// only its buffers' bytes (`predefined_run_bytes`).
+static PREDEF_RUN: Lazy<[u32; PREDEF_TYPE_COUNT]> = Lazy::new(|| {
+    let mut t = [0; PREDEF_TYPE_COUNT];
+    for (s, d) in t.iter_mut().zip(PREDEF_TYPES.iter()) {
+        if let Some(d) = d.as_ref().filter(|d| d.is_contiguous() && d.lb() == 0) {
+            *s = u32::try_from(d.size()).unwrap_or(0);
+        }
+    }
+    t
+});
+
+/// The size of predefined datatype `dt` when its elements lie in one run of memory from their
+/// address (contiguous, lower bound 0, not empty); `None` otherwise (and for other handles).
+#[inline(always)]
+pub fn predefined_run_bytes(dt: MPI_Datatype) -> Option<usize> {
+    let s = *PREDEF_RUN.get((dt as usize).wrapping_sub(PREDEF_TYPE_BASE))?;
+    (s != 0).then_some(s as usize)
+}
+
 /// The handle value of a predefined datatype.
 pub fn basic_handle(b: Basic) -> MPI_Datatype {
     // Small and run rarely (datatype decoding): a scan keeps one source of truth.

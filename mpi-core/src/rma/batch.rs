@@ -159,7 +159,9 @@ impl State {
             // (Cross-memory attach, `cma`.)
             return None;
         }
-        let start = u64::try_from(disp.checked_mul(i64::try_from(peer.disp_unit).ok()?)?).ok()?;
+        let peer_unit = i64::try_from(peer.disp_unit).ok()?;
+        let peer_size = peer.size;
+        let start = u64::try_from(disp.checked_mul(peer_unit)?).ok()?;
         let world = win.world[r];
         let rec = wire::REC_HEAD + n;
         let (id, me) = (peer.id, win.rank);
@@ -183,13 +185,62 @@ impl State {
         let buf = &mut self.rma.open[i].buf;
         buf.reserve(rec);
         // SAFETY: room for `rec` more bytes was reserved; `src` holds `n` (caller).
-        unsafe {
-            let p = buf.as_mut_ptr().add(buf.len());
-            wire::write_record_head(p, start, n as u32, sub, aux);
-            std::ptr::copy_nonoverlapping(src, p.add(wire::REC_HEAD), n);
-            buf.set_len(buf.len() + rec);
-        }
+        unsafe { append(buf, start, src, n, sub, aux) };
+        // What the checks above proved, for the next operations to this target (`hot_now`).
+        self.rma.hot = Some(Hot {
+            win: w.0,
+            rank,
+            at: i,
+            disp_unit: peer_unit,
+            size: peer_size,
+            max: max.min(buf.capacity()),
+        });
         Some(())
+    }
+
+    /// [`State::msg_now`] for an operation to the target of the last one, while the batch it
+    /// went to is open (`Rma::hot`): only the range and the room are checked, the rest was
+    /// proved by that operation's checks and stays true while its batch is open (see [`Hot`]).
+    /// Whether it was appended (`false`, having done nothing: take `msg_now`).
+    ///
+    /// # Safety
+    /// `src` holds `n` bytes.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn hot_now(
+        &mut self,
+        w: WinId,
+        src: *const u8,
+        n: usize,
+        rank: i32,
+        disp: i64,
+        sub: Sub,
+        aux: u64,
+    ) -> bool {
+        let rma = &mut self.rma;
+        let Some(h) = rma.hot else {
+            return false;
+        };
+        // (`n` in 1..=REC_MAX in one comparison.)
+        if h.win != w.0 || h.rank != rank || n.wrapping_sub(1) >= REC_MAX {
+            return false;
+        }
+        let Some(start) = disp.checked_mul(h.disp_unit) else {
+            return false;
+        };
+        // (Non-negative `start` is at most `i64::MAX` and `n` at most `REC_MAX`: no overflow.)
+        if start < 0 || start as u64 + n as u64 > h.size {
+            return false;
+        }
+        let Some(o) = rma.open.get_mut(h.at) else {
+            return false;
+        };
+        if o.buf.len() + wire::REC_HEAD + n > h.max {
+            return false;
+        }
+        // SAFETY: `h.max` is at most the buffer's capacity; `src` holds `n` (caller).
+        unsafe { append(&mut o.buf, start as u64, src, n, sub, aux) };
+        true
     }
 
     /// Open a batch to world rank `peer` (rank `r` of window `w`, whose number there is `id`;
@@ -221,6 +272,7 @@ impl State {
 
     /// Queue the open batch at index `i`.
     fn rma_close_at(&mut self, i: usize) {
+        self.rma.hot = None;
         let o = self.rma.open.swap_remove(i);
         self.queue_owned(o.peer, o.hdr, o.buf);
     }
@@ -237,8 +289,47 @@ impl State {
     /// World rank `peer` died: its open batch is dropped (its count is cleared with the
     /// window's, `rma_peer_lost`).
     pub(super) fn rma_drop_open(&mut self, peer: u32) {
+        self.rma.hot = None;
         self.rma.open.retain(|o| o.peer != peer);
     }
+}
+
+/// Append a record (`n` bytes from `src` to target offset `start`) to `buf`.
+///
+/// # Safety
+/// `buf` has room for `REC_HEAD + n` more bytes; `src` holds `n`.
+#[inline(always)]
+unsafe fn append(buf: &mut Vec<u8>, start: u64, src: *const u8, n: usize, sub: Sub, aux: u64) {
+    let len = buf.len();
+    // SAFETY: the caller's.
+    unsafe {
+        let p = buf.as_mut_ptr().add(len);
+        wire::write_record_head(p, start, n as u32, sub, aux);
+        std::ptr::copy_nonoverlapping(src, p.add(wire::REC_HEAD), n);
+        buf.set_len(len + wire::REC_HEAD + n);
+    }
+}
+
+/// What the checks of the last operation appended to a batch proved (`msg_now`), kept while
+/// that batch is open so that the next operations to the same target of the same window check
+/// only their range and the batch's room (`hot_now`): the window lives, takes messages and not
+/// the direct path, the origin is in an access epoch to `rank`, which is alive and another
+/// process. None of that changes while the batch is open: it is counted in the window's
+/// pending operations from its opening and its gate is marked, so every call that ends an
+/// epoch or frees the window waits for it and the first progress pass of that wait closes
+/// the batch (`rma_close`), before the call changes anything; a target that dies drops it
+/// (`rma_drop_open`). Closing or dropping any batch clears `hot` (indices in `open` move).
+#[derive(Clone, Copy)]
+pub(crate) struct Hot {
+    win: u32,
+    rank: i32,
+    /// The batch's index in `Rma::open`.
+    at: usize,
+    disp_unit: i64,
+    /// The target's part, bytes.
+    size: u64,
+    /// The batch's largest payload (its buffer's capacity at most).
+    max: usize,
 }
 
 /// Largest batch payload (the gate's largest chunk if smaller).
@@ -404,11 +495,46 @@ mod tests {
         assert_eq!(st.rma.wins[0].as_ref().unwrap().pending[1], 2);
         st.peer_lost(1);
         assert!(st.rma.open.is_empty());
+        assert!(st.rma.hot.is_none(), "the hot batch dies with its target");
         let w = st.rma.wins[0].as_ref().unwrap();
         assert_eq!(w.pending[1], 0);
         assert_eq!(
             w.error.as_ref().map(|e| e.class),
             Some(ErrorClass::ProcAborted)
         );
+    }
+
+    /// The hot batch: the next operations to the last target append with their range
+    /// checked; another rank, a range outside the part, an operation too large or an empty
+    /// one are left to `msg_now`; closing the batch forgets it.
+    #[test]
+    fn the_hot_batch_takes_the_next_operations_to_its_target() {
+        let mut mem = vec![0u8; 8];
+        let mut st = state(&mut mem);
+        let v = [7u8; 2048];
+        let put = |st: &mut State, n: usize, rank: i32, disp: i64| {
+            // SAFETY: `v` holds 2048 bytes.
+            unsafe { st.hot_now(WinId(0), v.as_ptr(), n, rank, disp, Sub::Put, 0) }
+        };
+        assert!(!put(&mut st, 8, 1, 0), "nothing hot before a batch opens");
+        // SAFETY: as above.
+        assert!(unsafe { st.msg_now(WinId(0), v.as_ptr(), 8, 1, 0, Sub::Put, 0) }.is_some());
+        assert!(st.rma.hot.is_some());
+        assert!(put(&mut st, 8, 1, 8));
+        assert!(put(&mut st, 8, 1, 56), "the part's last 8 bytes");
+        assert!(!put(&mut st, 8, 1, 57), "past the target's 64 bytes");
+        assert!(!put(&mut st, 8, 1, -1), "a negative displacement");
+        assert!(!put(&mut st, 8, 0, 0), "another rank");
+        assert!(!put(&mut st, 0, 1, 0), "an empty operation");
+        assert!(!put(&mut st, 2048, 1, 0), "larger than a batch record");
+        assert!(
+            !put(&mut st, 8, 1, i64::MAX),
+            "a displacement that overflows"
+        );
+        assert_eq!(st.rma.open[0].buf.len(), 3 * (wire::REC_HEAD + 8));
+        assert_eq!(st.rma.wins[0].as_ref().unwrap().pending[1], 1);
+        st.rma_close(1);
+        assert!(st.rma.hot.is_none());
+        assert!(!put(&mut st, 8, 1, 0), "nothing hot once the batch left");
     }
 }

@@ -208,15 +208,13 @@ unsafe fn copy_avx2(src: *const u8, dst: *mut u8, n: usize) {
 }
 
 /// MPI_Put on the fast path: whether it was done (`false`: nothing was, take the general
-/// path).
+/// path). The buffers are given by their bytes (`n` at `src`, `tn` at the target: each a run of
+/// a contiguous predefined type, see [`Run`]), which is all a put needs of them.
 ///
 /// # Safety
-/// The origin buffer holds its elements.
+/// `src` holds `n` bytes.
 #[inline(always)]
-pub unsafe fn put_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> bool {
-    let (Some(n), Some(tn)) = (origin.bytes(), tgt.bytes()) else {
-        return false;
-    };
+pub unsafe fn put_now(w: WinId, src: *const u8, n: usize, rank: i32, disp: i64, tn: usize) -> bool {
     if n != tn {
         return false;
     }
@@ -224,15 +222,21 @@ pub unsafe fn put_now(w: WinId, origin: Run, rank: i32, disp: i64, tgt: Run) -> 
         return false;
     };
     let st = &mut g.engine().st;
+    // The next put to the target of the last one, to a window that takes messages, while its
+    // batch is open (`batch::Hot`).
+    // SAFETY: `src` holds `n` bytes (caller).
+    if unsafe { st.hot_now(w, src, n, rank, disp, Sub::Put, 0) } {
+        return true;
+    }
     if let Some((_, _, tp)) = target(st, w, rank, disp, n) {
         // SAFETY: the origin holds `n` bytes (caller); the target range is in its part,
         // mapped while the window lives.
-        unsafe { copy(origin.ptr, tp, n) };
+        unsafe { copy(src, tp, n) };
         return true;
     }
-    // A window that takes messages: one untracked chunk when it fits (`batch`).
+    // A window that takes messages: a record of the target's batch when it fits (`batch`).
     // SAFETY: the origin holds `n` bytes (caller).
-    unsafe { st.msg_now(w, origin.ptr, n, rank, disp, Sub::Put, 0) }.is_some()
+    unsafe { st.msg_now(w, src, n, rank, disp, Sub::Put, 0) }.is_some()
 }
 
 /// MPI_Get on the fast path: whether it was done (as [`put_now`]).
@@ -388,8 +392,12 @@ unsafe fn acc_then(
     let Some((win, d, tp)) = target(&g.engine().st, w, rank, disp, n) else {
         if msg && result.is_none() && !noop {
             let aux = super::op_code(op) as u64 | (b.index() as u64) << 8;
+            let st = &mut g.engine().st;
             // SAFETY: the origin holds `n` bytes (caller).
-            unsafe { g.engine().st.msg_now(w, src, n, rank, disp, Sub::Acc, aux) }?;
+            if !unsafe { st.hot_now(w, src, n, rank, disp, Sub::Acc, aux) } {
+                // SAFETY: as above.
+                unsafe { st.msg_now(w, src, n, rank, disp, Sub::Acc, aux) }?;
+            }
             return Some((g, Ok(())));
         }
         return None;

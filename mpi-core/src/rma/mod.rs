@@ -217,6 +217,8 @@ pub(crate) struct Rma {
     pub acks_due: Vec<batch::AckDue>,
     /// As origin: the batches being filled, one per target at most (`batch`).
     pub open: Vec<batch::Open>,
+    /// As origin: the batch the last small operation went to, while it is open (`batch`).
+    pub hot: Option<batch::Hot>,
     /// Puts and gets by RDMA (`rdma`).
     pub rdma: rdma::Rdma,
 }

@@ -5,7 +5,8 @@
  * other rank, checked by gets after the flush and by the target after a
  * barrier; puts and accumulates to one element interleaved with gets in one
  * batch (the order the standard's default accumulate ordering gives); a
- * buffer reused after MPI_Win_flush_local; a batch of 64-byte puts far larger
+ * buffer reused after MPI_Win_flush_local (small batched puts, and puts of
+ * 2 KiB to 1 MiB, after flush_local and flush_local_all); a batch of 64-byte puts far larger
  * than one packet; exact sums of concurrent accumulates from every rank in
  * lock_all, exclusive-lock and fence epochs (the unlock and the fence complete
  * them); a put to a dynamic window's address that is not attached, refused by
@@ -161,6 +162,48 @@ static void big_batch(MPI_Win win, unsigned char *mem)
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* MPI_Win_flush_local and MPI_Win_flush_local_all after untracked puts too
+ * large for a batch (one chunk of the general path, and several chunks up to
+ * the whole 1 MiB region): the origin buffer may be reused at once, so every
+ * byte must have left (been sent or copied) by then. Each round overwrites
+ * the source right after the local flush; the target must see the round's
+ * pattern, never the overwrite. */
+static void flush_local_large(MPI_Win win, unsigned char *mem)
+{
+    static const int sizes[] = {2048, 65536, BIG};
+    int me = t_rank, n = t_size, right = (me + 1) % n, left = (me + n - 1) % n;
+    unsigned char *src = malloc(BIG);
+    if (n < 2) {
+        free(src);
+        return;
+    }
+    for (int s = 0; s < 3; s++) {
+        int len = sizes[s];
+        for (int all = 0; all < 2; all++) {
+            int tag = s * 2 + all; /* this round's pattern */
+            MPI_OK(MPI_Win_lock_all(0, win));
+            for (int i = 0; i < len; i++)
+                src[i] = bpat(me + tag, i);
+            MPI_OK(MPI_Put(src, len, MPI_BYTE, right, SLOTS * 8, len, MPI_BYTE, win));
+            if (all)
+                MPI_OK(MPI_Win_flush_local_all(win));
+            else
+                MPI_OK(MPI_Win_flush_local(right, win));
+            memset(src, 0xee, (size_t)len); /* reused: must not reach the target */
+            MPI_OK(MPI_Win_unlock_all(win));
+            MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+            MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, win));
+            for (int i = 0; i < len; i++)
+                CHECKF(mem[SLOTS * 8 + i] == bpat(left + tag, i),
+                       "flush_local%s put of %d bytes, byte %d: %d", all ? "_all" : "", len, i,
+                       mem[SLOTS * 8 + i]);
+            MPI_OK(MPI_Win_unlock(me, win));
+            MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+        }
+    }
+    free(src);
+}
+
 /* Concurrent small accumulates from every rank: exact sums, completed by
  * flush, unlock and fence. */
 static void sums(MPI_Win win, unsigned char *mem)
@@ -206,6 +249,7 @@ static void window(MPI_Win win, unsigned char *mem)
     ordering(win);
     flushes(win, mem);
     big_batch(win, mem);
+    flush_local_large(win, mem);
     sums(win, mem);
 }
 

@@ -33,6 +33,18 @@ pub(super) fn run(buf: *const c_void, count: i64, d: MPI_Datatype) -> Option<Run
     })
 }
 
+/// A put's buffer argument on the fast path: its bytes, when it is `count` elements of a
+/// predefined `d` that lie in one run of memory from `buf` (`buf` ignored for the target's,
+/// `None`).
+#[inline(always)]
+pub(super) fn bytes(buf: Option<*const c_void>, count: i64, d: MPI_Datatype) -> Option<usize> {
+    // MPI_IN_PLACE is address 1: one comparison covers it and NULL.
+    if count < 0 || buf.is_some_and(|b| (b as usize) <= MPI_IN_PLACE as usize && count > 0) {
+        return None;
+    }
+    (count as usize).checked_mul(handles::predefined_run_bytes(d)?)
+}
+
 /// The target's elements (no buffer here).
 #[inline(always)]
 pub(super) fn target(count: i64, d: MPI_Datatype) -> Option<Run<'static>> {

@@ -104,13 +104,14 @@ pub unsafe fn MPI_Put(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
-    if let (Some(id), Some(o), Some(t)) = (
+    if let (Some(id), Some(n), Some(tn)) = (
         fast::win_live(win),
-        fast::run(origin_addr, i64::from(origin_count), origin_datatype),
-        fast::target(i64::from(target_count), target_datatype),
+        fast::bytes(Some(origin_addr), i64::from(origin_count), origin_datatype),
+        fast::bytes(None, i64::from(target_count), target_datatype),
     ) {
+        let src = origin_addr as *const u8;
         // SAFETY: the origin buffer holds its elements (the caller's contract).
-        if unsafe { rma::put_now(id, o, target_rank, target_disp as i64, t) } {
+        if unsafe { rma::put_now(id, src, n, target_rank, target_disp as i64, tn) } {
             return MPI_SUCCESS;
         }
     }
@@ -139,13 +140,14 @@ pub unsafe fn MPI_Put_c(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
-    if let (Some(id), Some(o), Some(t)) = (
+    if let (Some(id), Some(n), Some(tn)) = (
         fast::win_live(win),
-        fast::run(origin_addr, origin_count, origin_datatype),
-        fast::target(target_count, target_datatype),
+        fast::bytes(Some(origin_addr), origin_count, origin_datatype),
+        fast::bytes(None, target_count, target_datatype),
     ) {
+        let src = origin_addr as *const u8;
         // SAFETY: the origin buffer holds its elements (the caller's contract).
-        if unsafe { rma::put_now(id, o, target_rank, target_disp as i64, t) } {
+        if unsafe { rma::put_now(id, src, n, target_rank, target_disp as i64, tn) } {
             return MPI_SUCCESS;
         }
     }
