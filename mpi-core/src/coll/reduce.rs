@@ -195,15 +195,21 @@ unsafe fn allreduce_at(
         let p2 = algo::pof2_floor(v.size) as usize;
         let rab_ok = op.is_commutative() && count >= p2 && v.size > 1;
         let lin_ok = op.is_commutative() && count >= v.size as usize && v.size > 2;
+        // A forced algorithm that cannot run here (and `shm`, which schedules never are) means
+        // the default.
+        let f = match f {
+            Some("rabenseifner") if !rab_ok => None,
+            Some("linear") if !lin_ok => None,
+            Some("shm") => None,
+            f => f,
+        };
         match f {
             Some("reduce_bcast") => {
                 algo::reduce_binomial(b, &t, 0, sp, rp, count, esz, op.is_commutative());
                 algo::bcast_binomial(b, &t, 0, rp, count * esz, &bytes());
             }
-            Some("rabenseifner") if rab_ok => {
-                algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz)
-            }
-            Some("linear") if lin_ok => algo::allreduce_linear(b, &t, sp, rp, count, esz),
+            Some("rabenseifner") => algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz),
+            Some("linear") => algo::allreduce_linear(b, &t, sp, rp, count, esz),
             Some(_) => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
             None if lin_ok && v.size <= ALLREDUCE_LINEAR_MAX && count * esz >= REDUCE_LONG => {
                 algo::allreduce_linear(b, &t, sp, rp, count, esz)
