@@ -16,7 +16,8 @@ use crate::CommId;
 use super::sched::{bytes, B};
 use super::{
     algo, check_root, direct, finish, forced, inter, packed_in, packed_out, shmcoll, start, Input,
-    Ptr, View, When, ALLREDUCE_LINEAR_MAX, REDUCE_LONG, REDUCE_SCATTER_LONG,
+    Ptr, View, When, ALLREDUCE_LINEAR_BELOW, ALLREDUCE_LINEAR_MAX, REDUCE_LONG,
+    REDUCE_SCATTER_LONG,
 };
 
 // ------------------------------------------------------------------------------------ reductions
@@ -211,7 +212,10 @@ unsafe fn allreduce_at(
             Some("rabenseifner") => algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz),
             Some("linear") => algo::allreduce_linear(b, &t, sp, rp, count, esz),
             Some(_) => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
-            None if lin_ok && v.size <= ALLREDUCE_LINEAR_MAX && count * esz >= REDUCE_LONG => {
+            None if lin_ok
+                && v.size <= ALLREDUCE_LINEAR_MAX
+                && (REDUCE_LONG..ALLREDUCE_LINEAR_BELOW).contains(&(count * esz)) =>
+            {
                 algo::allreduce_linear(b, &t, sp, rp, count, esz)
             }
             None if rab_ok && count * esz >= REDUCE_LONG => {
