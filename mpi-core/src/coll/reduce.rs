@@ -16,7 +16,7 @@ use crate::CommId;
 use super::sched::{bytes, B};
 use super::{
     algo, check_root, direct, finish, forced, inter, packed_in, packed_out, shmcoll, start, Input,
-    Ptr, View, When, ALLREDUCE_LINEAR_BELOW, ALLREDUCE_LINEAR_MAX, REDUCE_LONG,
+    Ptr, View, When, ALLREDUCE_LINEAR_BELOW, ALLREDUCE_LINEAR_PROCS, REDUCE_LONG,
     REDUCE_SCATTER_LONG,
 };
 
@@ -213,7 +213,7 @@ unsafe fn allreduce_at(
             Some("linear") => algo::allreduce_linear(b, &t, sp, rp, count, esz),
             Some(_) => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
             None if lin_ok
-                && v.size <= ALLREDUCE_LINEAR_MAX
+                && v.size == ALLREDUCE_LINEAR_PROCS
                 && (REDUCE_LONG..ALLREDUCE_LINEAR_BELOW).contains(&(count * esz)) =>
             {
                 algo::allreduce_linear(b, &t, sp, rp, count, esz)

@@ -169,7 +169,7 @@ impl B {
     /// step reads (a reduction, a copy, an unpack, a send) must have been written before by an
     /// earlier step: a receive, a copy or a pack into it. A receive into it writes all of its
     /// bytes even when the message is shorter or fails (the schedule zeroes the rest, see
-    /// [`Xfer::fill`]), so an erroneous program (counts differing between processes) reads
+    /// `Xfer::fill`), so an erroneous program (counts differing between processes) reads
     /// zeros there rather than uninitialised memory.
     pub fn tmp_uninit(&mut self, len: usize) -> *mut u8 {
         let mut b = AlignedBuf::uninit(len);
