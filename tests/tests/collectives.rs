@@ -65,6 +65,7 @@ fn basic_every_algorithm() {
             ("MADMPI_COLL_REDUCE_SCATTER", "allreduce"),
         ],
         &[("MADMPI_COLL_ALLREDUCE", "reduce_bcast")],
+        &[("MADMPI_COLL_ALLREDUCE", "linear")],
     ];
     for set in sets {
         for n in [3, 4, 7] {

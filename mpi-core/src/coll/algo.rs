@@ -407,10 +407,11 @@ pub(crate) fn reduce_binomial(
     let has_children = vr + 1 < n && low > 1;
     let mut acc = sp as *mut u8;
     if has_children {
-        let other = if final_here { rp } else { b.tmp(nb) };
+        // (Scratch: each child's part is received whole into it before it is read.)
+        let other = if final_here { rp } else { b.tmp_uninit(nb) };
         let mut j = Juggle {
             acc,
-            bufs: [b.tmp(nb), other],
+            bufs: [b.tmp_uninit(nb), other],
         };
         // Child k (from 1) lands in bufs[(k - 1) % 2]: order the buffers so that the last one
         // lands in `other` (the root's `rp`), saving a copy when possible.
@@ -489,11 +490,12 @@ fn fold(b: &mut B, t: &Team, acc: *mut u8, tmp: *mut u8, count: usize, nb: usize
 /// A scratch buffer for [`fold`] and [`reduce_scatter_halving`]: the whole vector when some
 /// processes fold, else the largest half a round that reads from `acc` receives (half of the
 /// vector when the first round does, a quarter when it reads `src`; none for two processes
-/// then). Every call allocates (and zeroes) it, so it is no larger than it must be.
+/// then). Every call allocates it, so it is no larger than it must be; it is not zeroed
+/// (every byte read from it was received into it first).
 fn halving_tmp(b: &mut B, n: i32, from_src: bool, count: usize, esz: usize) -> *mut u8 {
     let p2 = pof2_floor(n);
     let blocks = if n > p2 {
-        return b.tmp(count * esz);
+        return b.tmp_uninit(count * esz);
     } else if from_src {
         p2 / 4
     } else {
@@ -502,7 +504,7 @@ fn halving_tmp(b: &mut B, n: i32, from_src: bool, count: usize, esz: usize) -> *
     if blocks == 0 {
         return std::ptr::null_mut();
     }
-    b.tmp(blocks as usize * count.div_ceil(p2 as usize) * esz)
+    b.tmp_uninit(blocks as usize * count.div_ceil(p2 as usize) * esz)
 }
 
 /// Rank of a folded rank.
@@ -591,7 +593,8 @@ pub(crate) fn allreduce_doubling(
     }
     let p2 = pof2_floor(n);
     let rem = n - p2;
-    let tmp = b.tmp(nb);
+    // (Each round receives the partner's whole vector into it before reading it.)
+    let tmp = b.tmp_uninit(nb);
     let mut j = Juggle {
         acc: rp,
         bufs: [rp, tmp],
@@ -703,6 +706,73 @@ pub(crate) fn allreduce_rabenseifner(
     }
 }
 
+/// Allreduce in two rounds whatever the number of processes (commutative operations, `count ≥
+/// n`): the vector is cut into `n` blocks and process `i` combines block `i`. Round 1: every
+/// process sends each other one its block and receives block `me` from all, all at once, then
+/// combines them; round 2: it sends its combined block to all and receives theirs. Each
+/// process moves `2 (n − 1) / n` of the vector and combines `(n − 1) / n` of it, as in
+/// Rabenseifner's algorithm on a power of two, but in two rounds instead of `2 log2 n` and
+/// without a fold for other counts: with more processes than free CPUs, every round waits
+/// for the partners that are not running, and here a round's transfers complete in whatever
+/// order the partners come. One partner's part of block `me` is received straight into the
+/// result (unless in place), the others' into scratch.
+pub(crate) fn allreduce_linear(
+    b: &mut B,
+    t: &Team,
+    sp: *const u8,
+    rp: *mut u8,
+    count: usize,
+    esz: usize,
+) {
+    let n = t.size as usize;
+    let me = t.me as usize;
+    let nb = count * esz;
+    if n == 1 {
+        b.copy(sp, rp, nb);
+        return;
+    }
+    let in_place = std::ptr::eq(sp, rp);
+    let (ms, mc) = block(count, n, me);
+    let (mine, ml) = (rp.wrapping_add(ms * esz), mc * esz);
+    // Scratch for the parts of block `me` that do not land in the result: n − 1 of them in
+    // place (the result holds the own part), else n − 2. Not zeroed: each is received whole
+    // before it is read.
+    let slots = if in_place { n - 1 } else { n - 2 };
+    let tmp = if slots > 0 {
+        b.tmp_uninit(slots * ml)
+    } else {
+        std::ptr::null_mut()
+    };
+    b.fence();
+    let mut slot = 0;
+    for k in 1..n {
+        let j = (me + k) % n;
+        let (js, jc) = block(count, n, j);
+        b.send_bytes(t, j as i32, sp.wrapping_add(js * esz), jc * esz);
+        let from = (me + n - k) % n;
+        if k == 1 && !in_place {
+            b.recv_bytes(t, from as i32, mine, ml);
+        } else {
+            b.recv_bytes(t, from as i32, tmp.wrapping_add(slot * ml), ml);
+            slot += 1;
+        }
+    }
+    if !in_place {
+        b.reduce(sp.wrapping_add(ms * esz), mine, mc);
+    }
+    for s in 0..slots {
+        b.reduce(tmp.wrapping_add(s * ml), mine, mc);
+    }
+    b.fence();
+    for k in 1..n {
+        let j = (me + k) % n;
+        b.send_bytes(t, j as i32, mine, ml);
+        let from = (me + n - k) % n;
+        let (fs, fc) = block(count, n, from);
+        b.recv_bytes(t, from as i32, rp.wrapping_add(fs * esz), fc * esz);
+    }
+}
+
 /// Reduce to `root` by reduce-scatter (recursive halving) and a gather of the blocks at the
 /// root (commutative operations, `count ≥ p2`).
 #[allow(clippy::too_many_arguments)]
@@ -720,7 +790,9 @@ pub(crate) fn reduce_rabenseifner(
     let nb = count * esz;
     let p2 = pof2_floor(n);
     let rem = n - p2;
-    let acc = b.tmp(nb);
+    // Not zeroed: a power of two receives the partner's half into the half it keeps, then
+    // only ever reads and sends inside that half; the others copy the whole vector into it.
+    let acc = b.tmp_uninit(nb);
     // As in `allreduce_rabenseifner`: a power of two reads its contribution where it is.
     let src = if rem == 0 && n > 1 {
         sp

@@ -19,7 +19,7 @@
 //! | barrier | `dissemination` | always |
 //! | bcast | `binomial`, `scatter_allgather` (van de Geijn: binomial scatter + ring allgather) | scatter_allgather from 12 KiB on 8 processes or more |
 //! | reduce | `binomial`, `rabenseifner` (reduce-scatter by recursive halving + gather) | rabenseifner from 2 KiB, commutative op, count ≥ 2^⌊log2 n⌋ |
-//! | allreduce | `recursive_doubling`, `rabenseifner` (reduce-scatter + allgather), `reduce_bcast` | rabenseifner from 2 KiB, commutative op, count ≥ 2^⌊log2 n⌋ |
+//! | allreduce | `recursive_doubling`, `rabenseifner` (reduce-scatter + allgather), `linear` (the same in two rounds), `reduce_bcast` | from 2 KiB with a commutative op: linear on 4 processes below 1 MiB, else rabenseifner (count ≥ 2^⌊log2 n⌋) |
 //! | gather | `binomial`, `linear` | linear from 4 KiB per process |
 //! | scatter | `binomial`, `linear` | linear from 4 KiB per process |
 //! | allgather | `bruck`, `ring` | ring from 80 KiB in total |
@@ -361,7 +361,7 @@ fn packed_in(b: &mut B, ptr: *const u8, count: usize, dt: &Datatype) -> *const u
     match dt.contiguous_span(count) {
         Some((off, _)) => ptr.wrapping_offset(off),
         None => {
-            let t = b.tmp(count * dt.size());
+            let t = b.tmp_uninit(count * dt.size());
             b.pack(ptr, count, dt, t);
             t
         }
@@ -385,7 +385,13 @@ pub(crate) const KNOWN: &[(&str, &[&str])] = &[
     ("REDUCE", &["binomial", "rabenseifner", "shm"]),
     (
         "ALLREDUCE",
-        &["recursive_doubling", "rabenseifner", "reduce_bcast", "shm"],
+        &[
+            "recursive_doubling",
+            "rabenseifner",
+            "linear",
+            "reduce_bcast",
+            "shm",
+        ],
     ),
     ("GATHER", &["binomial", "linear"]),
     ("SCATTER", &["binomial", "linear"]),
@@ -399,6 +405,13 @@ const BCAST_LONG: usize = 12 * 1024;
 const BCAST_MIN_PROCS: i32 = 8;
 /// Bytes from which reduce/allreduce use Rabenseifner's algorithm.
 const REDUCE_LONG: usize = 2048;
+/// The number of processes on which the schedule of an allreduce from `REDUCE_LONG` bytes (a
+/// commutative operation) is `linear` (two rounds) rather than Rabenseifner's, and the bytes
+/// from which it is Rabenseifner's again (on 4 ranks over 2 cores `linear` took 0.5 and 0.93
+/// of its time at 64 and 256 KiB, 1.05 at 1 MiB and 1.07 at 4 MiB; on 3 ranks 1.6 at 64 KiB,
+/// where Rabenseifner's fold leaves two processes for two cores; docs/collectives.md).
+const ALLREDUCE_LINEAR_PROCS: i32 = 4;
+const ALLREDUCE_LINEAR_BELOW: usize = 1 << 20;
 /// Bytes per process from which gather/scatter go linear.
 const GATHER_LONG: usize = 4096;
 /// Total bytes from which allgather uses the ring.

@@ -16,7 +16,8 @@ use crate::CommId;
 use super::sched::{bytes, B};
 use super::{
     algo, check_root, direct, finish, forced, inter, packed_in, packed_out, shmcoll, start, Input,
-    Ptr, View, When, REDUCE_LONG, REDUCE_SCATTER_LONG,
+    Ptr, View, When, ALLREDUCE_LINEAR_BELOW, ALLREDUCE_LINEAR_PROCS, REDUCE_LONG,
+    REDUCE_SCATTER_LONG,
 };
 
 // ------------------------------------------------------------------------------------ reductions
@@ -194,15 +195,29 @@ unsafe fn allreduce_at(
         let (sp, rp, unpack) = reduction_buffers(b, send, recv, count, dt);
         let p2 = algo::pof2_floor(v.size) as usize;
         let rab_ok = op.is_commutative() && count >= p2 && v.size > 1;
+        let lin_ok = op.is_commutative() && count >= v.size as usize && v.size > 2;
+        // A forced algorithm that cannot run here (and `shm`, which schedules never are) means
+        // the default.
+        let f = match f {
+            Some("rabenseifner") if !rab_ok => None,
+            Some("linear") if !lin_ok => None,
+            Some("shm") => None,
+            f => f,
+        };
         match f {
             Some("reduce_bcast") => {
                 algo::reduce_binomial(b, &t, 0, sp, rp, count, esz, op.is_commutative());
                 algo::bcast_binomial(b, &t, 0, rp, count * esz, &bytes());
             }
-            Some("rabenseifner") if rab_ok => {
-                algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz)
-            }
+            Some("rabenseifner") => algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz),
+            Some("linear") => algo::allreduce_linear(b, &t, sp, rp, count, esz),
             Some(_) => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
+            None if lin_ok
+                && v.size == ALLREDUCE_LINEAR_PROCS
+                && (REDUCE_LONG..ALLREDUCE_LINEAR_BELOW).contains(&(count * esz)) =>
+            {
+                algo::allreduce_linear(b, &t, sp, rp, count, esz)
+            }
             None if rab_ok && count * esz >= REDUCE_LONG => {
                 algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz)
             }
@@ -319,7 +334,7 @@ unsafe fn reduce_scatter_at(
             Input::Buf(p) => packed_in(b, p, total, dt),
             Input::InPlace => {
                 // The output overlaps the input: always work on a copy.
-                let t = b.tmp(total * esz);
+                let t = b.tmp_uninit(total * esz);
                 b.pack(recv, total, dt, t);
                 t as *const u8
             }
@@ -334,7 +349,8 @@ unsafe fn reduce_scatter_at(
         if pairwise {
             algo::reduce_scatter_pairwise(b, &t, sp, rp, &blocks, esz);
         } else {
-            let full = b.tmp(total * esz);
+            // (allreduce_doubling copies the whole input into it first.)
+            let full = b.tmp_uninit(total * esz);
             algo::allreduce_doubling(b, &t, sp, full, total, esz);
             b.copy(full.wrapping_add(blocks[me].0 * esz), rp, counts[me] * esz);
         }
