@@ -461,6 +461,42 @@ mod tests {
         );
     }
 
+    /// The target's short way with put records (`target::small_put`): every size of the
+    /// copy (1, 2, 4, 8, 16 bytes, odd sizes, a larger one) lands whole and nowhere else, a put
+    /// that ends at the window's last byte is applied, and accumulates between puts keep their
+    /// order.
+    #[test]
+    fn put_records_of_every_size_land_in_place() {
+        let mut mem = vec![0u8; 256];
+        let mut st = state(&mut mem);
+        let aux = op_code(BuiltinOp::Sum) as u64 | (Basic::Int64.index() as u64) << 8;
+        let mut p = Vec::new();
+        let mut want = vec![0u8; 256];
+        let mut at = 0usize;
+        for (k, n) in [1usize, 2, 3, 4, 7, 8, 15, 16, 17, 100].into_iter().enumerate() {
+            let data: Vec<u8> = (0..n).map(|i| (k * 31 + i) as u8 | 1).collect();
+            p.extend(record(Sub::Put, at as u64, 0, &data));
+            want[at..at + n].copy_from_slice(&data);
+            at += n + 1;
+        }
+        p.extend(record(Sub::Put, 248, 0, &3i64.to_le_bytes()));
+        p.extend(record(Sub::Acc, 248, aux, &4i64.to_le_bytes()));
+        p.extend(record(Sub::Put, 255, 0, &[9]));
+        want[248..256].copy_from_slice(&7i64.to_le_bytes());
+        want[255] = 9;
+        let h = Header {
+            kind: Kind::Rma as u8,
+            ctx: 0,
+            src: 1,
+            tag: Sub::Batch as i32,
+            aux: 9 << 32,
+            ..Default::default()
+        };
+        st.handle_rma(1, h, &p);
+        assert_eq!(mem, want);
+        assert_eq!(st.rma.acks_due[0].flags, 0, "nothing refused");
+    }
+
     /// Small puts fill one open batch, which leaves before anything queued after it; a
     /// target that dies drops its open batch and its count.
     #[test]

@@ -111,7 +111,7 @@ fn target(
 /// # Safety
 /// Both hold `n` bytes.
 #[inline(always)]
-unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+pub(super) unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
     // SAFETY: the caller's; each width reads everything before writing.
     unsafe {
         match n {
