@@ -11,6 +11,9 @@
  *       (metric bw_MBps)
  *   put_rate   --window 8-byte puts to consecutive slots then one flush
  *       (metric msg_rate_M, 10^6 puts/s): where aggregation pays
+ *   put_rate_many  the same with MANY_PUTS (1024) puts per flush, whatever
+ *       --window says: many small puts, where the flush's round trip no
+ *       longer hides what each put costs
  * Accumulates are MPI_SUM on MPI_DOUBLE (sizes multiple of 8). Before
  * timing, each mode's data is moved once and checked at the target (put,
  * accumulate) or the origin (get).
@@ -18,6 +21,8 @@
 #include "common.h"
 
 static const long lat_sizes[] = {8, 64, 512, 4096, 65536};
+/* Puts per flush of put_rate_many. */
+#define MANY_PUTS 1024
 #define NLAT ((int)(sizeof lat_sizes / sizeof lat_sizes[0]))
 static const long quick_lat[] = {8, 4096};
 #define NQLAT ((int)(sizeof quick_lat / sizeof quick_lat[0]))
@@ -194,7 +199,7 @@ int main(int argc, char **argv)
     struct bench_opts o = bench_init(
         &argc, &argv, "rma",
         "put_lat_lock|get_lat_lock|acc_lat_lock|put_lat_fence|get_lat_fence|acc_lat_fence|"
-        "put_bw_lock|get_bw_lock|put_rate");
+        "put_bw_lock|get_bw_lock|put_rate|put_rate_many");
     int rank, nranks;
     static double secs[BENCH_MAX_REPS];
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -222,6 +227,8 @@ int main(int argc, char **argv)
     run_window(&o, &c, PUT, "put_bw_lock", 0, secs);
     run_window(&o, &c, GET, "get_bw_lock", 0, secs);
     run_window(&o, &c, PUT, "put_rate", 1, secs);
+    c.w = MANY_PUTS;
+    run_window(&o, &c, PUT, "put_rate_many", 1, secs);
 
     MPI_Win_free(&c.win);
     free(c.buf);

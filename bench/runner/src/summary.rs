@@ -524,6 +524,14 @@ const HEADLINES: &[(&str, &str, &str, u64, u32, &str)] = &[
         2,
         "8 B puts then one flush (Mputs/s)",
     ),
+    (
+        "rma",
+        "put_rate_many",
+        "msg_rate_M",
+        8,
+        2,
+        "1024 puts of 8 B then one flush (Mputs/s)",
+    ),
 ];
 
 /// Renders summary.md.
