@@ -473,7 +473,10 @@ mod tests {
         let mut p = Vec::new();
         let mut want = vec![0u8; 256];
         let mut at = 0usize;
-        for (k, n) in [1usize, 2, 3, 4, 7, 8, 15, 16, 17, 100].into_iter().enumerate() {
+        for (k, n) in [1usize, 2, 3, 4, 7, 8, 15, 16, 17, 100]
+            .into_iter()
+            .enumerate()
+        {
             let data: Vec<u8> = (0..n).map(|i| (k * 31 + i) as u8 | 1).collect();
             p.extend(record(Sub::Put, at as u64, 0, &data));
             want[at..at + n].copy_from_slice(&data);
