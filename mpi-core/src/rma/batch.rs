@@ -372,6 +372,18 @@ mod tests {
         st
     }
 
+    /// The header of a `Batch` chunk from world rank 1 on window 0 (its number 9 there).
+    fn batch_header() -> Header {
+        Header {
+            kind: Kind::Rma as u8,
+            ctx: 0,
+            src: 1,
+            tag: Sub::Batch as i32,
+            aux: 9 << 32,
+            ..Default::default()
+        }
+    }
+
     fn record(sub: Sub, off: u64, aux: u64, data: &[u8]) -> Vec<u8> {
         let mut v = vec![0u8; wire::REC_HEAD];
         // SAFETY: `v` holds the head.
@@ -414,14 +426,7 @@ mod tests {
         let mut p = record(Sub::Put, 8, 0, &5i64.to_le_bytes());
         p.extend(record(Sub::Acc, 8, aux, &7i64.to_le_bytes()));
         p.extend(record(Sub::Put, 0, 0, b"abc"));
-        let h = Header {
-            kind: Kind::Rma as u8,
-            ctx: 0,
-            src: 1,
-            tag: Sub::Batch as i32,
-            aux: 9 << 32,
-            ..Default::default()
-        };
+        let h = batch_header();
         st.handle_rma(1, h, &p);
         assert_eq!(i64::from_le_bytes(mem[8..16].try_into().unwrap()), 12);
         assert_eq!(&mem[..3], b"abc");
@@ -487,14 +492,7 @@ mod tests {
         p.extend(record(Sub::Put, 255, 0, &[9]));
         want[248..256].copy_from_slice(&7i64.to_le_bytes());
         want[255] = 9;
-        let h = Header {
-            kind: Kind::Rma as u8,
-            ctx: 0,
-            src: 1,
-            tag: Sub::Batch as i32,
-            aux: 9 << 32,
-            ..Default::default()
-        };
+        let h = batch_header();
         st.handle_rma(1, h, &p);
         assert_eq!(mem, want);
         assert_eq!(st.rma.acks_due[0].flags, 0, "nothing refused");
