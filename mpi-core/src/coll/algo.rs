@@ -407,11 +407,10 @@ pub(crate) fn reduce_binomial(
     let has_children = vr + 1 < n && low > 1;
     let mut acc = sp as *mut u8;
     if has_children {
-        // (Scratch: each child's part is received whole into it before it is read.)
-        let other = if final_here { rp } else { b.tmp_uninit(nb) };
+        let other = if final_here { rp } else { b.tmp(nb) };
         let mut j = Juggle {
             acc,
-            bufs: [b.tmp_uninit(nb), other],
+            bufs: [b.tmp(nb), other],
         };
         // Child k (from 1) lands in bufs[(k - 1) % 2]: order the buffers so that the last one
         // lands in `other` (the root's `rp`), saving a copy when possible.
@@ -490,12 +489,11 @@ fn fold(b: &mut B, t: &Team, acc: *mut u8, tmp: *mut u8, count: usize, nb: usize
 /// A scratch buffer for [`fold`] and [`reduce_scatter_halving`]: the whole vector when some
 /// processes fold, else the largest half a round that reads from `acc` receives (half of the
 /// vector when the first round does, a quarter when it reads `src`; none for two processes
-/// then). Every call allocates it, so it is no larger than it must be; it is not zeroed
-/// (every byte read from it was received into it first).
+/// then). Every call allocates (and zeroes) it, so it is no larger than it must be.
 fn halving_tmp(b: &mut B, n: i32, from_src: bool, count: usize, esz: usize) -> *mut u8 {
     let p2 = pof2_floor(n);
     let blocks = if n > p2 {
-        return b.tmp_uninit(count * esz);
+        return b.tmp(count * esz);
     } else if from_src {
         p2 / 4
     } else {
@@ -504,7 +502,7 @@ fn halving_tmp(b: &mut B, n: i32, from_src: bool, count: usize, esz: usize) -> *
     if blocks == 0 {
         return std::ptr::null_mut();
     }
-    b.tmp_uninit(blocks as usize * count.div_ceil(p2 as usize) * esz)
+    b.tmp(blocks as usize * count.div_ceil(p2 as usize) * esz)
 }
 
 /// Rank of a folded rank.
@@ -593,8 +591,7 @@ pub(crate) fn allreduce_doubling(
     }
     let p2 = pof2_floor(n);
     let rem = n - p2;
-    // (Each round receives the partner's whole vector into it before reading it.)
-    let tmp = b.tmp_uninit(nb);
+    let tmp = b.tmp(nb);
     let mut j = Juggle {
         acc: rp,
         bufs: [rp, tmp],
@@ -735,11 +732,10 @@ pub(crate) fn allreduce_linear(
     let (ms, mc) = block(count, n, me);
     let (mine, ml) = (rp.wrapping_add(ms * esz), mc * esz);
     // Scratch for the parts of block `me` that do not land in the result: n − 1 of them in
-    // place (the result holds the own part), else n − 2. Not zeroed: each is received whole
-    // before it is read.
+    // place (the result holds the own part), else n − 2.
     let slots = if in_place { n - 1 } else { n - 2 };
     let tmp = if slots > 0 {
-        b.tmp_uninit(slots * ml)
+        b.tmp(slots * ml)
     } else {
         std::ptr::null_mut()
     };
@@ -790,9 +786,7 @@ pub(crate) fn reduce_rabenseifner(
     let nb = count * esz;
     let p2 = pof2_floor(n);
     let rem = n - p2;
-    // Not zeroed: a power of two receives the partner's half into the half it keeps, then
-    // only ever reads and sends inside that half; the others copy the whole vector into it.
-    let acc = b.tmp_uninit(nb);
+    let acc = b.tmp(nb);
     // As in `allreduce_rabenseifner`: a power of two reads its contribution where it is.
     let src = if rem == 0 && n > 1 {
         sp

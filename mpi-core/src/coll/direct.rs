@@ -184,13 +184,12 @@ pub(crate) unsafe fn allreduce(
     let sp: *const u8 = match (send, dt.contiguous_span(count)) {
         (super::Input::Buf(p), Some((o, _))) => p.wrapping_offset(o),
         (super::Input::Buf(p), None) => {
-            // (Packed whole at once: not zeroed.)
-            let t = tin.insert(AlignedBuf::uninit(nb)).ptr();
+            let t = tin.insert(AlignedBuf::new(nb)).ptr();
             dt.pack(p, count, 0, std::slice::from_raw_parts_mut(t, nb));
             t
         }
         (super::Input::InPlace, _) => {
-            let t = tin.insert(AlignedBuf::uninit(nb)).ptr();
+            let t = tin.insert(AlignedBuf::new(nb)).ptr();
             super::sched::copy_typed(recv, count, dt, t, nb, &bytes())?;
             t
         }
@@ -441,7 +440,7 @@ pub(crate) unsafe fn alltoall(
         }
         None => {
             let nb = rc * rdt.size();
-            let mut t = AlignedBuf::uninit(nb);
+            let mut t = AlignedBuf::new(nb);
             let tp = t.ptr();
             super::sched::copy_typed(rp, rc, &rdt, tp, nb, &bytes())?;
             let b = bytes();

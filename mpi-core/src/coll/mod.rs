@@ -361,7 +361,7 @@ fn packed_in(b: &mut B, ptr: *const u8, count: usize, dt: &Datatype) -> *const u
     match dt.contiguous_span(count) {
         Some((off, _)) => ptr.wrapping_offset(off),
         None => {
-            let t = b.tmp_uninit(count * dt.size());
+            let t = b.tmp(count * dt.size());
             b.pack(ptr, count, dt, t);
             t
         }

@@ -334,7 +334,7 @@ unsafe fn reduce_scatter_at(
             Input::Buf(p) => packed_in(b, p, total, dt),
             Input::InPlace => {
                 // The output overlaps the input: always work on a copy.
-                let t = b.tmp_uninit(total * esz);
+                let t = b.tmp(total * esz);
                 b.pack(recv, total, dt, t);
                 t as *const u8
             }
@@ -349,8 +349,7 @@ unsafe fn reduce_scatter_at(
         if pairwise {
             algo::reduce_scatter_pairwise(b, &t, sp, rp, &blocks, esz);
         } else {
-            // (allreduce_doubling copies the whole input into it first.)
-            let full = b.tmp_uninit(total * esz);
+            let full = b.tmp(total * esz);
             algo::allreduce_doubling(b, &t, sp, full, total, esz);
             b.copy(full.wrapping_add(blocks[me].0 * esz), rp, counts[me] * esz);
         }

@@ -118,9 +118,6 @@ pub(crate) struct Xfer {
     sub: u16,
     /// A point-to-point transfer on the user's context with this tag (MPI_Intercomm_create).
     user_tag: Option<i32>,
-    /// A receive into uninitialised scratch memory ([`B::tmp_uninit`]): these bytes, of which
-    /// the bytes not received (a shorter message, a failed receive) are zeroed when it ends.
-    fill: Option<(*mut u8, usize)>,
 }
 
 #[derive(Default)]
@@ -138,8 +135,6 @@ pub(crate) fn bytes() -> Datatype {
 pub(crate) struct B {
     rounds: Vec<Round>,
     bufs: Vec<AlignedBuf>,
-    /// Address ranges of the scratch buffers made by [`B::tmp_uninit`].
-    uninit: Vec<(usize, usize)>,
     /// Datatype and operation of the `Reduce` steps.
     pub op: Option<(Op, Datatype)>,
     /// Priority of a context-id agreement (parent context, tag), for `comm`.
@@ -151,7 +146,6 @@ impl B {
         B {
             rounds: Vec::new(),
             bufs: Vec::new(),
-            uninit: Vec::new(),
             op: None,
             prio: None,
         }
@@ -162,20 +156,6 @@ impl B {
         let mut b = AlignedBuf::new(len);
         let p = b.ptr();
         self.bufs.push(b);
-        p
-    }
-
-    /// [`B::tmp`] without zeroing the memory, for staging buffers at large sizes. Every byte a
-    /// step reads (a reduction, a copy, an unpack, a send) must have been written before by an
-    /// earlier step: a receive, a copy or a pack into it. A receive into it writes all of its
-    /// bytes even when the message is shorter or fails (the schedule zeroes the rest, see
-    /// `Xfer::fill`), so an erroneous program (counts differing between processes) reads
-    /// zeros there rather than uninitialised memory.
-    pub fn tmp_uninit(&mut self, len: usize) -> *mut u8 {
-        let mut b = AlignedBuf::uninit(len);
-        let p = b.ptr();
-        self.bufs.push(b);
-        self.uninit.push((p as usize, len));
         p
     }
 
@@ -197,22 +177,7 @@ impl B {
         }
     }
 
-    fn xfer(&mut self, mut x: Xfer) {
-        let a = x.buf as usize;
-        if !x.send && self.uninit.iter().any(|&(s, l)| a >= s && a < s + l) {
-            match x.dt.contiguous_span(x.count) {
-                Some((off, len)) => x.fill = Some((x.buf.wrapping_offset(off), len)),
-                // (Scratch memory holds packed data; a typed receive into it gets it cleared.)
-                None => {
-                    if let Ok((lo, hi)) = x.dt.buffer_span(x.count) {
-                        // SAFETY: the receive's span lies in the scratch buffer it targets.
-                        unsafe {
-                            std::ptr::write_bytes(x.buf.wrapping_offset(lo), 0, (hi - lo) as usize)
-                        };
-                    }
-                }
-            }
-        }
+    fn xfer(&mut self, x: Xfer) {
         if self.rounds.last().is_some_and(|r| !r.then.is_empty()) {
             self.rounds.push(Round::default());
         }
@@ -243,7 +208,6 @@ impl B {
             comm: t.comm,
             sub,
             user_tag: None,
-            fill: None,
         })
     }
 
@@ -271,7 +235,6 @@ impl B {
             comm: t.comm,
             sub,
             user_tag: None,
-            fill: None,
         })
     }
 
@@ -304,7 +267,6 @@ impl B {
             comm,
             sub: 0,
             user_tag: Some(tag),
-            fill: None,
         })
     }
 
@@ -426,8 +388,7 @@ pub(crate) struct Sched {
     cur: usize,
     /// The round whose transfers are in flight (its local steps run when they are done).
     in_round: Option<usize>,
-    /// Transfers in flight, with the [`Xfer::fill`] of receives into uninitialised scratch.
-    pending: Vec<(RequestId, Option<(*mut u8, usize)>)>,
+    pending: Vec<RequestId>,
     /// The first error of a transfer or a local step. The schedule still runs to its end
     /// (what it receives, sends on, and what it sends, others wait for): stopping would leave
     /// the peers waiting, and their later collectives out of step; it fails when it ends.
@@ -480,7 +441,7 @@ impl Sched {
     /// touch them any more and they are freed.
     fn abandon(&mut self, st: &mut State) {
         let in_flight = !self.pending.is_empty();
-        for (id, _) in self.pending.drain(..) {
+        for id in self.pending.drain(..) {
             if let Some(r) = st.reqs.get_mut(id) {
                 r.detached = true;
             }
@@ -573,7 +534,7 @@ impl Sched {
                     st.irecv(x.buf, x.count, &x.dt, x.peer, tag, x.comm, coll)?
                 }
             };
-            self.pending.push((id, x.fill));
+            self.pending.push(id);
         }
         Ok(())
     }
@@ -592,25 +553,14 @@ impl Sched {
         loop {
             let mut i = 0;
             while i < self.pending.len() {
-                let (id, fill) = self.pending[i];
-                match step_done(st, id) {
+                match step_done(st, self.pending[i]) {
                     Ok(None) => i += 1,
-                    Ok(Some(s)) => {
+                    Ok(Some(_)) => {
                         self.pending.swap_remove(i);
-                        if let Some((p, len)) = fill {
-                            let got = (s.bytes as usize).min(len);
-                            // SAFETY: the bytes after those received, inside the receive's
-                            // scratch range; the receive is over.
-                            unsafe { std::ptr::write_bytes(p.add(got), 0, len - got) };
-                        }
                     }
                     // (step_done has freed the failed request.)
                     Err(e) => {
                         self.pending.swap_remove(i);
-                        if let Some((p, len)) = fill {
-                            // SAFETY: as above; what a failed receive wrote is not known.
-                            unsafe { std::ptr::write_bytes(p, 0, len) };
-                        }
                         self.fail(e)?;
                     }
                 }
