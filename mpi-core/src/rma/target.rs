@@ -13,6 +13,7 @@ use crate::wire::{Header, Kind};
 
 /// The address of `len` bytes at `off` of window `w` (an address for a dynamic window), if
 /// they all lie in it.
+#[inline(always)]
 fn resolve(w: &Win, off: u64, len: u64) -> Option<*mut u8> {
     let end = off.checked_add(len)?;
     if w.flavor == Flavor::Dynamic {
@@ -28,32 +29,6 @@ fn resolve(w: &Win, off: u64, len: u64) -> Option<*mut u8> {
         return (at >= end).then_some(a as *mut u8);
     }
     (end <= w.size as u64).then(|| w.base.wrapping_add(off as usize))
-}
-
-/// The usual record of a batch, a put that lies in window `w` (not dynamic): applied, and the
-/// records after it. `None`, having done nothing, for any other record (another operation, a
-/// range outside the window, a malformed one), which the general path applies or reports.
-/// What `wire::record` and `apply` would do with it, in a few instructions: a batch of small
-/// puts is applied while its origin waits in its flush.
-#[inline(always)]
-fn small_put<'a>(w: &Win, p: &'a [u8]) -> Option<&'a [u8]> {
-    let head = p.get(..wire::REC_HEAD)?;
-    let off = u64::from_le_bytes(head[..8].try_into().ok()?);
-    let word = u64::from_le_bytes(head[8..].try_into().ok()?);
-    if (word >> 32) & 0xff != Sub::Put as u64 {
-        return None;
-    }
-    // (At most `u32::MAX`: no overflow.)
-    let len = (word & 0xffff_ffff) as usize;
-    let end = wire::REC_HEAD + len;
-    let data = p.get(wire::REC_HEAD..end)?;
-    if off.checked_add(len as u64)? > w.size as u64 {
-        return None;
-    }
-    // SAFETY: [off, off + len) lies in the window's part (checked above), which the payload is
-    // not in; `data` holds `len` bytes.
-    unsafe { super::fast::copy(data.as_ptr(), w.base.wrapping_add(off as usize), len) };
-    Some(&p[end..])
 }
 
 impl State {
@@ -131,19 +106,16 @@ impl State {
             Sub::Batch if h.sreq == 0 => {
                 let mut refused = false;
                 let mut p = payload;
-                let fixed = win.flavor != Flavor::Dynamic;
                 while !p.is_empty() {
-                    if fixed {
-                        if let Some(rest) = small_put(win, p) {
-                            p = rest;
-                            continue;
-                        }
-                    }
                     let Some(((off, len, sub, aux, data), rest)) = wire::record(p) else {
                         return self.peer_error(format!("from rank {peer}: malformed RMA batch"));
                     };
-                    match apply(win, sub, aux, &[(off, len)], data) {
-                        Ok(_) => {}
+                    let r = match sub {
+                        Sub::Put => put_one(win, off, len, data),
+                        _ => apply(win, sub, aux, &[(off, len)], data).map(drop),
+                    };
+                    match r {
+                        Ok(()) => {}
                         Err(Bad::Range) => refused = true,
                         Err(Bad::Malformed(why)) => {
                             return self.peer_error(format!("from rank {peer}: {why}"));
@@ -240,6 +212,20 @@ pub(super) fn give_back(w: &mut Win, from: i32) {
     }
 }
 
+/// One segment of a put (`len` bytes at `off`, its `data`): the usual small put, without the
+/// general path's lists; a batch's put records come here straight (`handle_rma`).
+#[inline(always)]
+fn put_one(w: &Win, off: u64, len: u64, data: &[u8]) -> Result<(), Bad> {
+    let p = resolve(w, off, len).ok_or(Bad::Range)?;
+    if data.len() as u64 != len {
+        return Err(Bad::Malformed("RMA chunk data does not match its segments"));
+    }
+    // SAFETY: [p, p + len) lies in the window (resolve); the payload is not in it. (The fast
+    // path's copy by size: a batch's small puts are mostly one word.)
+    unsafe { super::fast::copy(data.as_ptr(), p, data.len()) };
+    Ok(())
+}
+
 pub(super) enum Bad {
     Range,
     Malformed(&'static str),
@@ -257,14 +243,7 @@ pub(super) fn apply(
     data: &[u8],
 ) -> Result<Vec<u8>, Bad> {
     if let ([(off, len)], Sub::Put) = (segs, sub) {
-        // One segment of a put: the usual small put, without the general path's lists.
-        let p = resolve(w, *off, *len).ok_or(Bad::Range)?;
-        if data.len() as u64 != *len {
-            return Err(Bad::Malformed("RMA chunk data does not match its segments"));
-        }
-        // SAFETY: [p, p + len) lies in the window (resolve); the payload is not in it.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
-        return Ok(Vec::new());
+        return put_one(w, *off, *len, data).map(|()| Vec::new());
     }
     if let ([(off, len)], Sub::Acc) = (segs, sub) {
         // One segment of an accumulate: applied in place (it holds whole elements).

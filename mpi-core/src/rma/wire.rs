@@ -144,7 +144,7 @@ pub(crate) unsafe fn write_record_head(p: *mut u8, off: u64, len: u32, sub: Sub,
 pub(crate) type Record<'a> = (u64, u64, Sub, u64, &'a [u8]);
 
 /// The first record of a batch's payload `p`, and the rest of the payload. `None`: malformed.
-#[inline]
+#[inline(always)]
 pub(crate) fn record(p: &[u8]) -> Option<(Record<'_>, &[u8])> {
     let off = u64::from_le_bytes(p.get(..8)?.try_into().ok()?);
     let w = u64::from_le_bytes(p.get(8..REC_HEAD)?.try_into().ok()?);
