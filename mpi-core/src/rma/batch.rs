@@ -372,6 +372,13 @@ mod tests {
         st
     }
 
+    /// Window 0 has nothing pending on target 1 any more, and its error to report is `class`.
+    fn assert_settled(st: &State, class: ErrorClass) {
+        let w = st.rma.wins[0].as_ref().unwrap();
+        assert_eq!(w.pending[1], 0);
+        assert_eq!(w.error.as_ref().map(|e| e.class), Some(class));
+    }
+
     /// The header of a `Batch` chunk from world rank 1 on window 0 (its number 9 there).
     fn batch_header() -> Header {
         Header {
@@ -458,15 +465,10 @@ mod tests {
             ..Default::default()
         };
         st.handle_rma(1, ack, &[]);
-        let w = st.rma.wins[0].as_ref().unwrap();
-        assert_eq!(w.pending[1], 0);
-        assert_eq!(
-            w.error.as_ref().map(|e| e.class),
-            Some(ErrorClass::RmaRange)
-        );
+        assert_settled(&st, ErrorClass::RmaRange);
     }
 
-    /// The target's short way with put records (`target::small_put`): every size of the
+    /// Put records applied by `target::put_one` (the fast path's copy by size): every size of the
     /// copy (1, 2, 4, 8, 16 bytes, odd sizes, a larger one) lands whole and nowhere else, a put
     /// that ends at the window's last byte is applied, and accumulates between puts keep their
     /// order.
@@ -533,12 +535,7 @@ mod tests {
         st.peer_lost(1);
         assert!(st.rma.open.is_empty());
         assert!(st.rma.hot.is_none(), "the hot batch dies with its target");
-        let w = st.rma.wins[0].as_ref().unwrap();
-        assert_eq!(w.pending[1], 0);
-        assert_eq!(
-            w.error.as_ref().map(|e| e.class),
-            Some(ErrorClass::ProcAborted)
-        );
+        assert_settled(&st, ErrorClass::ProcAborted);
     }
 
     /// The hot batch: the next operations to the last target append with their range
