@@ -19,11 +19,19 @@ pub(super) fn win_live(w: MPI_Win) -> Option<WinId> {
     WIN_SIDE.get(w as usize).map(|(_, id)| WinId(id as u32))
 }
 
+/// Whether `count` elements at `buf` (`None`: the target's, no buffer here) may take the fast
+/// path: a non-negative count, and a buffer that is neither NULL nor MPI_IN_PLACE when it
+/// holds data.
+#[inline(always)]
+fn usable(buf: Option<*const c_void>, count: i64) -> bool {
+    // MPI_IN_PLACE is address 1: one comparison covers it and NULL.
+    count >= 0 && !buf.is_some_and(|b| (b as usize) <= MPI_IN_PLACE as usize && count > 0)
+}
+
 /// A buffer argument of the fast path: `count` elements of predefined `d` at `buf`.
 #[inline(always)]
 pub(super) fn run(buf: *const c_void, count: i64, d: MPI_Datatype) -> Option<Run<'static>> {
-    // MPI_IN_PLACE is address 1: one comparison covers it and NULL.
-    if count < 0 || ((buf as usize) <= MPI_IN_PLACE as usize && count > 0) {
+    if !usable(Some(buf), count) {
         return None;
     }
     Some(Run {
@@ -38,8 +46,7 @@ pub(super) fn run(buf: *const c_void, count: i64, d: MPI_Datatype) -> Option<Run
 /// `None`).
 #[inline(always)]
 pub(super) fn bytes(buf: Option<*const c_void>, count: i64, d: MPI_Datatype) -> Option<usize> {
-    // MPI_IN_PLACE is address 1: one comparison covers it and NULL.
-    if count < 0 || buf.is_some_and(|b| (b as usize) <= MPI_IN_PLACE as usize && count > 0) {
+    if !usable(buf, count) {
         return None;
     }
     (count as usize).checked_mul(handles::predefined_run_bytes(d)?)
@@ -48,7 +55,7 @@ pub(super) fn bytes(buf: Option<*const c_void>, count: i64, d: MPI_Datatype) -> 
 /// The target's elements (no buffer here).
 #[inline(always)]
 pub(super) fn target(count: i64, d: MPI_Datatype) -> Option<Run<'static>> {
-    if count < 0 {
+    if !usable(None, count) {
         return None;
     }
     Some(Run {
