@@ -276,12 +276,11 @@ impl<'a> Many<'a> {
         })
     }
 
-    /// Look every handle up into `ents`.
-    fn lookup_entries(&self, ents: &mut [Option<ReqEntry>]) -> R<()> {
-        handles::requests(self.handles, ents).map_err(|(i, mut e)| {
-            e.msg = format!("{} (at index {i})", e.msg);
-            e
-        })
+    /// Look every handle up into `ents`; whether any is MPI_REQUEST_NULL or the shared handle
+    /// of the sends complete at posting.
+    #[inline]
+    fn lookup_entries(&self, ents: &mut [Option<ReqEntry>]) -> R<bool> {
+        handles::requests(self.handles, ents).map_err(|(i, e)| at_index(i, e))
     }
 
     /// Look every handle up; the core ids go to `rids`, the entries to `ents`.
@@ -292,6 +291,14 @@ impl<'a> Many<'a> {
         }
         Ok(())
     }
+}
+
+/// Error `e` of the handle at index `i` of an array.
+#[cold]
+#[inline(never)]
+fn at_index(i: usize, mut e: madmpi::Error) -> madmpi::Error {
+    e.msg = format!("{} (at index {i})", e.msg);
+    e
 }
 
 /// The comm of entry `i` (MPI_COMM_SELF for a null one).
@@ -388,32 +395,39 @@ pub unsafe fn MPI_Waitall(
     };
     let n = m.handles.len();
     with_scratch(n, None, |ents| {
-        if let Err(e) = m.lookup_entries(ents) {
-            return errors::raise(MPI_COMM_SELF, &call, e);
-        }
+        // Whether an entry is MPI_REQUEST_NULL or a send complete at its posting: those are
+        // settled after the others, without a turn through the core.
+        let special = match m.lookup_entries(ents) {
+            Ok(s) => s,
+            Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
+        };
         let mut st = super::common::statuses(array_of_statuses, n);
         // (index, error code) of the operations that failed: MPI_ERR_IN_STATUS.
         let mut failed: Vec<(usize, c_int)> = Vec::new();
         let handles = &mut *m.handles;
-        // A send complete at its posting has nothing to wait for or free: it is settled with
-        // the null entries below, without a turn through the core.
-        let done_at_post = std::cell::Cell::new(false);
+        // No generalized request alive (the usual case): no callback to run at a completion,
+        // and a handle goes with its side word alone. (A generalized request made meanwhile
+        // by another thread cannot be one of these handles.)
+        let greq = super::grequest::any();
         let r = madmpi::wait_all_with(
             ents,
-            |e| match e {
-                Some(e) if e.rid == RequestId::COMPLETE => {
-                    done_at_post.set(true);
-                    None
-                }
-                e => e.map(|e| e.rid),
-            },
-            |i, c| {
-                let c = &mut { *c };
-                settle(&mut handles[i], c);
-                if let Some(st) = st.as_deref_mut() {
-                    fill_status(&mut st[i], &c.status);
-                }
-                if let Some(code) = status_code(&c.status) {
+            |e| e.map(|e| e.rid).filter(|&r| r != RequestId::COMPLETE),
+            |i, status, freed| {
+                let h = &mut handles[i];
+                let s = st.as_deref_mut().map(|st| &mut st[i]);
+                let code = if greq {
+                    settle_reporting(h, status, freed, s)
+                } else {
+                    if freed {
+                        handles::forget_request(*h);
+                        *h = MPI_REQUEST_NULL;
+                    }
+                    if let Some(s) = s {
+                        fill_status(s, status);
+                    }
+                    status_code(status)
+                };
+                if let Some(code) = code {
                     failed.push((i, code));
                 }
             },
@@ -421,7 +435,7 @@ pub unsafe fn MPI_Waitall(
         if let Err(e) = r {
             return errors::raise(first_comm(ents), &call, e);
         }
-        if done_at_post.get() || st.is_some() {
+        if special {
             for (i, e) in ents.iter().enumerate() {
                 let done_at_post = matches!(e, Some(e) if e.rid == RequestId::COMPLETE);
                 if done_at_post {
@@ -448,6 +462,27 @@ pub unsafe fn MPI_Waitall(
             Some(&(i, _)) => in_status(comm_of(ents, i), failed.len(), &call),
         }
     })
+}
+
+/// A completion of MPI_Waitall while generalized requests are alive: [`settle`] (their
+/// callbacks), the status written to `st`; the error code of a failed operation.
+#[cold]
+#[inline(never)]
+fn settle_reporting(
+    h: &mut MPI_Request,
+    status: &madmpi::Status,
+    freed: bool,
+    st: Option<&mut MPI_Status>,
+) -> Option<c_int> {
+    let c = &mut Completion {
+        status: *status,
+        freed,
+    };
+    settle(h, c);
+    if let Some(st) = st {
+        fill_status(st, &c.status);
+    }
+    status_code(&c.status)
 }
 
 pub unsafe fn MPI_Testall(

@@ -261,38 +261,63 @@ pub(super) enum Taken {
 /// [`take_if_complete`] without the error value (for loops that checked the handles).
 #[inline(always)]
 pub(super) fn take_done(e: &mut Engine, r: RequestId) -> Taken {
+    let mut c = DONE_AT_POST;
+    match take_done_with(e, r, |status, freed| {
+        c = Completion {
+            status: *status,
+            freed,
+        }
+    }) {
+        Took::Done => Taken::Done(c),
+        Took::Pending => Taken::Pending,
+        Took::Invalid => Taken::Invalid,
+    }
+}
+
+/// What [`take_done_with`] found.
+pub(super) enum Took {
+    Done,
+    Pending,
+    Invalid,
+}
+
+/// [`take_done`] that hands the completion to `done(status, freed)` where it lies (in the
+/// request, before its slot is emptied) instead of returning a copy of it.
+#[inline(always)]
+pub(super) fn take_done_with(
+    e: &mut Engine,
+    r: RequestId,
+    done: impl FnOnce(&Status, bool),
+) -> Took {
     let Some(req) = e.st.reqs.get_mut(r) else {
         // Tested only when the table has no such request: nothing on the path of the others.
-        return if r == RequestId::COMPLETE {
-            Taken::Done(DONE_AT_POST)
-        } else {
-            Taken::Invalid
-        };
+        if r == RequestId::COMPLETE {
+            done(&DONE_AT_POST.status, DONE_AT_POST.freed);
+            return Took::Done;
+        }
+        return Took::Invalid;
     };
     if !req.active {
-        return Taken::Done(Completion {
-            status: EMPTY_STATUS,
-            freed: false,
-        });
+        done(&EMPTY_STATUS, false);
+        return Took::Done;
     }
     if !req.complete {
-        return Taken::Pending;
+        return Took::Pending;
     }
-    let status = req.status;
     if req.persistent.is_some() {
         req.active = false;
         req.op = Op::None;
-        Taken::Done(Completion {
-            status,
-            freed: false,
-        })
+        done(&req.status, false);
     } else {
-        e.st.reqs.free(r);
-        Taken::Done(Completion {
-            status,
-            freed: true,
-        })
+        done(&req.status, true);
+        if req.owns_nothing() {
+            // SAFETY: `r`'s slot holds the request just looked at, which owns nothing.
+            unsafe { e.st.reqs.vacate(r.index()) };
+        } else {
+            e.st.reqs.free(r);
+        }
     }
+    Took::Done
 }
 
 /// MPI_Test.
@@ -537,11 +562,21 @@ pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
 /// (see [`wait_all_with`]).
 pub fn wait_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> Result<()> {
     out.fill(None);
-    wait_all_with(reqs, |r| *r, |i, c| out[i] = Some(*c))
+    wait_all_with(
+        reqs,
+        |r| *r,
+        |i, status, freed| {
+            out[i] = Some(Completion {
+                status: *status,
+                freed,
+            })
+        },
+    )
 }
 
 /// MPI_Waitall without a completion array: `rid(&items[i])` names the request of entry `i`
-/// (`None`: a null one); each is taken once complete and handed to `each(i, completion)`
+/// (`None`: a null one); each is taken once complete and handed to `each(i, status, freed)`
+/// (`freed` as in [`Completion`])
 /// (nothing for null entries). Requests are taken in order as they complete; in addition, the
 /// first time a request is found pending, the next [`AHEAD`] ones that are already complete
 /// are taken at once (sends complete at posting, typically, listed after receives): that work
@@ -551,7 +586,7 @@ pub fn wait_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
 pub fn wait_all_with<T>(
     items: &[T],
     rid: impl Fn(&T) -> Option<RequestId>,
-    mut each: impl FnMut(usize, &Completion),
+    mut each: impl FnMut(usize, &Status, bool),
 ) -> Result<()> {
     let mut from = 0;
     // Bit `i` of `early`: entry `base + i` was taken ahead of the in-order scan.
@@ -564,16 +599,16 @@ pub fn wait_all_with<T>(
                 continue;
             }
             if let Some(r) = rid(it) {
-                match take_done(e, r) {
-                    Taken::Done(c) => each(from, &c),
-                    Taken::Pending => {
+                match take_done_with(e, r, |s, freed| each(from, s, freed)) {
+                    Took::Done => {}
+                    Took::Pending => {
                         if base == usize::MAX {
                             base = from + 1;
                             early = take_ahead(e, items, base, &rid, &mut each)?;
                         }
                         return Ok(None);
                     }
-                    Taken::Invalid => return Err(bad_request_at(from)),
+                    Took::Invalid => return Err(bad_request_at(from)),
                 }
             }
             from += 1;
@@ -593,18 +628,15 @@ fn take_ahead<T>(
     items: &[T],
     base: usize,
     rid: &impl Fn(&T) -> Option<RequestId>,
-    each: &mut impl FnMut(usize, &Completion),
+    each: &mut impl FnMut(usize, &Status, bool),
 ) -> Result<u64> {
     let mut taken = 0u64;
     for (k, it) in items.iter().skip(base).take(AHEAD).enumerate() {
         if let Some(r) = rid(it) {
-            match take_done(e, r) {
-                Taken::Done(c) => {
-                    each(base + k, &c);
-                    taken |= 1 << k;
-                }
-                Taken::Pending => {}
-                Taken::Invalid => return Err(bad_request_at(base + k)),
+            match take_done_with(e, r, |s, freed| each(base + k, s, freed)) {
+                Took::Done => taken |= 1 << k,
+                Took::Pending => {}
+                Took::Invalid => return Err(bad_request_at(base + k)),
             }
         }
     }

@@ -139,7 +139,7 @@ impl State {
         }
         let ctx = c.ctx;
         let (off, cap) = dt.contiguous_span(count)?;
-        let q = self.mq.get(ctx as usize)?;
+        let q = self.mq.get_mut(ctx as usize)?;
         if !q.unexpected.is_empty() {
             return None;
         }
@@ -157,7 +157,7 @@ impl State {
                 posted: true,
             }))
         });
-        self.mq[ctx as usize].posted.push_back((src, tag, rid));
+        q.posted.push_back((src, tag, rid));
         Some(rid)
     }
 
