@@ -309,8 +309,9 @@ pub(super) fn take_done_with(
         req.op = Op::None;
         done(&req.status, false);
     } else {
+        let owns_nothing = req.owns_nothing();
         done(&req.status, true);
-        if req.owns_nothing() {
+        if owns_nothing {
             // SAFETY: `r`'s slot holds the request just looked at, which owns nothing.
             unsafe { e.st.reqs.vacate(r.index()) };
         } else {
@@ -604,7 +605,7 @@ pub fn wait_all_with<T>(
                     Took::Pending => {
                         if base == usize::MAX {
                             base = from + 1;
-                            early = take_ahead(e, items, base, &rid, &mut each)?;
+                            early = take_ahead(e, items, base, &rid, &mut each as _)?;
                         }
                         return Ok(None);
                     }
@@ -628,7 +629,8 @@ fn take_ahead<T>(
     items: &[T],
     base: usize,
     rid: &impl Fn(&T) -> Option<RequestId>,
-    each: &mut impl FnMut(usize, &Status, bool),
+    // (Not generic in `each`: its one direct call, in `wait_all_with`'s loop, can be inlined.)
+    each: &mut dyn FnMut(usize, &Status, bool),
 ) -> Result<u64> {
     let mut taken = 0u64;
     for (k, it) in items.iter().skip(base).take(AHEAD).enumerate() {
