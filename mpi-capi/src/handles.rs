@@ -742,6 +742,52 @@ pub fn requests(rs: &[MPI_Request], out: &mut [Option<ReqEntry>]) -> Result<bool
     Ok(special)
 }
 
+/// Check an array of request handles without looking them up into entries: each is live,
+/// MPI_REQUEST_NULL or [`REQUEST_COMPLETE`]. Returns whether any is one of the last two, and
+/// the communicator of the first that is not MPI_REQUEST_NULL (MPI_COMM_SELF if none); on error
+/// the index of the first bad handle with the error. The core ids of the live ones are then
+/// [`checked_request_id`].
+#[inline]
+pub fn check_requests(rs: &[MPI_Request]) -> Result<(bool, usize), (usize, Error)> {
+    let mut special = false;
+    let mut first = None;
+    for (i, &r) in rs.iter().enumerate() {
+        let h = r as usize;
+        let comm = match REQ_SIDE.get(h) {
+            Some((_, comm)) => Some(comm),
+            None => {
+                special = true;
+                special_request(h).map_err(|e| (i, e))?.map(|e| e.comm)
+            }
+        };
+        if first.is_none() {
+            first = comm;
+        }
+    }
+    Ok((special, first.unwrap_or(MPI_COMM_SELF as usize)))
+}
+
+/// The core request of a handle [`check_requests`] accepted (a live handle is its request's
+/// slot and generation); `None` for MPI_REQUEST_NULL and [`REQUEST_COMPLETE`].
+#[inline(always)]
+pub fn checked_request_id(r: MPI_Request) -> Option<RequestId> {
+    let h = r as usize;
+    (h != 0x180 && h != REQUEST_COMPLETE as usize).then(|| {
+        RequestId::new(
+            (h & (MAX_SLOTS - 1)) as u32,
+            ((h >> GEN_SHIFT) as u32) & GEN_MASK,
+        )
+    })
+}
+
+/// The communicator of a live request handle (MPI_COMM_SELF for any other value).
+#[cold]
+pub fn request_comm(r: MPI_Request) -> usize {
+    REQ_SIDE
+        .get(r as usize)
+        .map_or(MPI_COMM_SELF as usize, |(_, c)| c)
+}
+
 /// The entry of a request handle that is no live request's: `None` for MPI_REQUEST_NULL, the
 /// entry of [`REQUEST_COMPLETE`], or why the handle is invalid.
 #[cold]

@@ -394,74 +394,80 @@ pub unsafe fn MPI_Waitall(
         Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
     };
     let n = m.handles.len();
-    with_scratch(n, None, |ents| {
-        // Whether an entry is MPI_REQUEST_NULL or a send complete at its posting: those are
-        // settled after the others, without a turn through the core.
-        let special = match m.lookup_entries(ents) {
-            Ok(s) => s,
-            Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
-        };
-        let mut st = super::common::statuses(array_of_statuses, n);
-        // (index, error code) of the operations that failed: MPI_ERR_IN_STATUS.
-        let mut failed: Vec<(usize, c_int)> = Vec::new();
-        let handles = &mut *m.handles;
-        // No generalized request alive (the usual case): no callback to run at a completion,
-        // and a handle goes with its side word alone. (A generalized request made meanwhile
-        // by another thread cannot be one of these handles.)
-        let greq = super::grequest::any();
-        let r = madmpi::wait_all_with(
-            ents,
-            |e| e.map(|e| e.rid).filter(|&r| r != RequestId::COMPLETE),
-            |i, status, freed| {
-                let h = &mut handles[i];
-                let s = st.as_deref_mut().map(|st| &mut st[i]);
-                let code = if greq {
-                    settle_reporting(h, status, freed, s)
-                } else {
-                    if freed {
-                        handles::forget_request(*h);
-                        *h = MPI_REQUEST_NULL;
-                    }
-                    if let Some(s) = s {
-                        fill_status(s, status);
-                    }
-                    status_code(status)
-                };
-                if let Some(code) = code {
-                    failed.push((i, code));
-                }
-            },
-        );
-        if let Err(e) = r {
-            return errors::raise(first_comm(ents), &call, e);
-        }
-        if special {
-            for (i, e) in ents.iter().enumerate() {
-                let done_at_post = matches!(e, Some(e) if e.rid == RequestId::COMPLETE);
-                if done_at_post {
-                    handles[i] = MPI_REQUEST_NULL;
-                }
-                if let Some(st) = st.as_deref_mut().filter(|_| e.is_none() || done_at_post) {
-                    empty_status(&mut st[i]);
-                }
+    // Every handle is checked before anything is taken; the core ids are the handles' own
+    // index and generation, so nothing is looked up into a table of entries.
+    let (special, comm0) = match handles::check_requests(m.handles) {
+        Ok(x) => x,
+        Err((i, e)) => return errors::raise(MPI_COMM_SELF, &call, at_index(i, e)),
+    };
+    let mut st = super::common::statuses(array_of_statuses, n);
+    if special {
+        // MPI_REQUEST_NULL and the sends complete at their posting: the empty status, without
+        // a turn through the core (the latter's handles become MPI_REQUEST_NULL).
+        for (i, h) in m.handles.iter_mut().enumerate() {
+            if *h == handles::REQUEST_COMPLETE {
+                *h = MPI_REQUEST_NULL;
+            } else if *h != MPI_REQUEST_NULL {
+                continue;
+            }
+            if let Some(st) = st.as_deref_mut() {
+                empty_status(&mut st[i]);
             }
         }
-        if let Some(st) = st {
-            if !failed.is_empty() {
-                for s in st.iter_mut() {
-                    s.MPI_ERROR = MPI_SUCCESS;
+    }
+    // (index, error code, communicator) of the operations that failed: MPI_ERR_IN_STATUS.
+    let mut failed: Vec<(usize, c_int, usize)> = Vec::new();
+    // No generalized request alive (the usual case): no callback to run at a completion, and
+    // a handle goes with its side word alone. (A generalized request made meanwhile by another
+    // thread cannot be one of these handles.)
+    let greq = super::grequest::any();
+    // Shared by the loop over the requests and the completions, which clear the handles.
+    let hs = std::cell::Cell::from_mut(&mut *m.handles).as_slice_of_cells();
+    let r = madmpi::wait_all_with(
+        hs,
+        |h| handles::checked_request_id(h.get()),
+        |i, status, freed| {
+            let h = &hs[i];
+            let s = st.as_deref_mut().map(|st| &mut st[i]);
+            if greq {
+                let comm = handles::request_comm(h.get());
+                let mut v = h.get();
+                if let Some(code) = settle_reporting(&mut v, status, freed, s) {
+                    failed.push((i, code, comm));
                 }
-                for &(i, code) in &failed {
-                    st[i].MPI_ERROR = code;
-                }
+                h.set(v);
+                return;
+            }
+            if let Some(code) = status_code(status) {
+                failed.push((i, code, handles::request_comm(h.get())));
+            }
+            if freed {
+                handles::forget_request(h.get());
+                h.set(MPI_REQUEST_NULL);
+            }
+            if let Some(s) = s {
+                fill_status(s, status);
+            }
+        },
+    );
+    if let Err(e) = r {
+        return errors::raise(comm0 as MPI_Comm, &call, e);
+    }
+    if let Some(st) = st {
+        if !failed.is_empty() {
+            for s in st.iter_mut() {
+                s.MPI_ERROR = MPI_SUCCESS;
+            }
+            for &(i, code, _) in &failed {
+                st[i].MPI_ERROR = code;
             }
         }
-        // The completions come in order, except those taken ahead: report on the first.
-        match failed.iter().min_by_key(|f| f.0) {
-            None => MPI_SUCCESS,
-            Some(&(i, _)) => in_status(comm_of(ents, i), failed.len(), &call),
-        }
-    })
+    }
+    // The completions come in order, except those taken ahead: report on the first.
+    match failed.iter().min_by_key(|f| f.0) {
+        None => MPI_SUCCESS,
+        Some(&(_, _, comm)) => in_status(comm as MPI_Comm, failed.len(), &call),
+    }
 }
 
 /// A completion of MPI_Waitall while generalized requests are alive: [`settle`] (their
