@@ -176,10 +176,7 @@ pub(crate) fn write_empty_status(p: *mut MPI_Status) {
 /// statuses have no error).
 #[inline(always)]
 pub(crate) fn status_code(s: &Status) -> Option<c_int> {
-    match s.error {
-        None => None,
-        Some(c) => Some(failed_code(c)),
-    }
+    s.error.map(failed_code)
 }
 
 #[cold]
