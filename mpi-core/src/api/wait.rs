@@ -251,9 +251,9 @@ fn peek(e: &Engine, r: RequestId) -> std::result::Result<Option<(bool, Status)>,
     }
 }
 
-/// What [`take_done`] found.
-pub(super) enum Taken {
-    Done(Completion),
+/// What [`take_done`] (or [`take_done_with`], whose `done` made the `R`) found.
+pub(super) enum Taken<R = Completion> {
+    Done(R),
     Pending,
     Invalid,
 }
@@ -261,64 +261,49 @@ pub(super) enum Taken {
 /// [`take_if_complete`] without the error value (for loops that checked the handles).
 #[inline(always)]
 pub(super) fn take_done(e: &mut Engine, r: RequestId) -> Taken {
-    let mut c = DONE_AT_POST;
-    match take_done_with(e, r, |status, freed| {
-        c = Completion {
-            status: *status,
-            freed,
-        }
-    }) {
-        Took::Done => Taken::Done(c),
-        Took::Pending => Taken::Pending,
-        Took::Invalid => Taken::Invalid,
-    }
-}
-
-/// What [`take_done_with`] found.
-pub(super) enum Took {
-    Done,
-    Pending,
-    Invalid,
+    take_done_with(e, r, |status, freed| Completion {
+        status: *status,
+        freed,
+    })
 }
 
 /// [`take_done`] that hands the completion to `done(status, freed)` where it lies (in the
 /// request, before its slot is emptied) instead of returning a copy of it.
 #[inline(always)]
-pub(super) fn take_done_with(
+pub(super) fn take_done_with<R>(
     e: &mut Engine,
     r: RequestId,
-    done: impl FnOnce(&Status, bool),
-) -> Took {
+    done: impl FnOnce(&Status, bool) -> R,
+) -> Taken<R> {
     let Some(req) = e.st.reqs.get_mut(r) else {
         // Tested only when the table has no such request: nothing on the path of the others.
-        if r == RequestId::COMPLETE {
-            done(&DONE_AT_POST.status, DONE_AT_POST.freed);
-            return Took::Done;
-        }
-        return Took::Invalid;
+        return if r == RequestId::COMPLETE {
+            Taken::Done(done(&DONE_AT_POST.status, DONE_AT_POST.freed))
+        } else {
+            Taken::Invalid
+        };
     };
     if !req.active {
-        done(&EMPTY_STATUS, false);
-        return Took::Done;
+        return Taken::Done(done(&EMPTY_STATUS, false));
     }
     if !req.complete {
-        return Took::Pending;
+        return Taken::Pending;
     }
     if req.persistent.is_some() {
         req.active = false;
         req.op = Op::None;
-        done(&req.status, false);
+        Taken::Done(done(&req.status, false))
     } else {
         let owns_nothing = req.owns_nothing();
-        done(&req.status, true);
+        let out = done(&req.status, true);
         if owns_nothing {
             // SAFETY: `r`'s slot holds the request just looked at, which owns nothing.
             unsafe { e.st.reqs.vacate(r.index()) };
         } else {
             e.st.reqs.free(r);
         }
+        Taken::Done(out)
     }
-    Took::Done
 }
 
 /// MPI_Test.
@@ -601,15 +586,15 @@ pub fn wait_all_with<T>(
             }
             if let Some(r) = rid(it) {
                 match take_done_with(e, r, |s, freed| each(from, s, freed)) {
-                    Took::Done => {}
-                    Took::Pending => {
+                    Taken::Done(()) => {}
+                    Taken::Pending => {
                         if base == usize::MAX {
                             base = from + 1;
                             early = take_ahead(e, items, base, &rid, &mut each as _)?;
                         }
                         return Ok(None);
                     }
-                    Took::Invalid => return Err(bad_request_at(from)),
+                    Taken::Invalid => return Err(bad_request_at(from)),
                 }
             }
             from += 1;
@@ -636,9 +621,9 @@ fn take_ahead<T>(
     for (k, it) in items.iter().skip(base).take(AHEAD).enumerate() {
         if let Some(r) = rid(it) {
             match take_done_with(e, r, |s, freed| each(base + k, s, freed)) {
-                Took::Done => taken |= 1 << k,
-                Took::Pending => {}
-                Took::Invalid => return Err(bad_request_at(base + k)),
+                Taken::Done(()) => taken |= 1 << k,
+                Taken::Pending => {}
+                Taken::Invalid => return Err(bad_request_at(base + k)),
             }
         }
     }
