@@ -40,6 +40,7 @@
 
 pub(crate) mod algo;
 mod all;
+mod cma;
 mod direct;
 mod inter;
 mod reduce;
@@ -389,6 +390,7 @@ pub(crate) const KNOWN: &[(&str, &[&str])] = &[
             "recursive_doubling",
             "rabenseifner",
             "linear",
+            "cma",
             "reduce_bcast",
             "shm",
         ],

@@ -15,8 +15,8 @@ use crate::CommId;
 
 use super::sched::{bytes, B};
 use super::{
-    algo, check_root, direct, finish, forced, inter, packed_in, packed_out, shmcoll, start, Input,
-    Ptr, View, When, ALLREDUCE_LINEAR_BELOW, ALLREDUCE_LINEAR_PROCS, REDUCE_LONG,
+    algo, check_root, cma, direct, finish, forced, inter, packed_in, packed_out, shmcoll, start,
+    Input, Ptr, View, When, ALLREDUCE_LINEAR_BELOW, ALLREDUCE_LINEAR_PROCS, REDUCE_LONG,
     REDUCE_SCATTER_LONG,
 };
 
@@ -183,6 +183,13 @@ unsafe fn allreduce_at(
 ) -> Result<RequestId> {
     reduce_checks(op, dt)?;
     let f = forced("ALLREDUCE")?;
+    // By cross-memory attach (`cma.rs`) where it may run: a commutative operation, from
+    // `CMA_MIN` bytes on 3 processes or more of one node, unless another algorithm is forced.
+    // Every member decides alike (the round it adds finds out whether all can copy).
+    let cma = matches!(f, None | Some("cma"))
+        && op.is_commutative()
+        && (count * dt.size() >= cma::CMA_MIN || f == Some("cma"))
+        && shmcoll::one_node(comm)?;
     let (op, dt, rp) = (op.clone(), dt.clone(), Ptr(recv));
     start(comm, when, move |b: &mut B, v: &View| {
         let (op, dt, recv) = (&op, &dt, rp.get());
@@ -200,28 +207,39 @@ unsafe fn allreduce_at(
         // the default.
         let f = match f {
             Some("rabenseifner") if !rab_ok => None,
-            Some("linear") if !lin_ok => None,
-            Some("shm") => None,
+            Some("linear" | "cma") if !lin_ok => None,
+            Some("shm" | "cma") => None,
             f => f,
         };
-        match f {
-            Some("reduce_bcast") => {
-                algo::reduce_binomial(b, &t, 0, sp, rp, count, esz, op.is_commutative());
-                algo::bcast_binomial(b, &t, 0, rp, count * esz, &bytes());
+        let (size, commute) = (v.size, op.is_commutative());
+        let (spp, rpp) = (Ptr(sp as *mut u8), Ptr(rp));
+        let sched = move |b: &mut B| {
+            let (sp, rp) = (spp.get().cast_const(), rpp.get());
+            match f {
+                Some("reduce_bcast") => {
+                    algo::reduce_binomial(b, &t, 0, sp, rp, count, esz, commute);
+                    algo::bcast_binomial(b, &t, 0, rp, count * esz, &bytes());
+                }
+                Some("rabenseifner") => algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz),
+                Some("linear") => algo::allreduce_linear(b, &t, sp, rp, count, esz),
+                Some(_) => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
+                None if lin_ok
+                    && size == ALLREDUCE_LINEAR_PROCS
+                    && (REDUCE_LONG..ALLREDUCE_LINEAR_BELOW).contains(&(count * esz)) =>
+                {
+                    algo::allreduce_linear(b, &t, sp, rp, count, esz)
+                }
+                None if rab_ok && count * esz >= REDUCE_LONG => {
+                    algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz)
+                }
+                None => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
             }
-            Some("rabenseifner") => algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz),
-            Some("linear") => algo::allreduce_linear(b, &t, sp, rp, count, esz),
-            Some(_) => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
-            None if lin_ok
-                && v.size == ALLREDUCE_LINEAR_PROCS
-                && (REDUCE_LONG..ALLREDUCE_LINEAR_BELOW).contains(&(count * esz)) =>
-            {
-                algo::allreduce_linear(b, &t, sp, rp, count, esz)
-            }
-            None if rab_ok && count * esz >= REDUCE_LONG => {
-                algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz)
-            }
-            None => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
+        };
+        if cma && lin_ok {
+            let (od, t) = ((op.clone(), dt.clone()), v.team());
+            cma::allreduce(b, &t, sp, rp, count, esz, shmcoll::nb_cma(v.id), od, sched);
+        } else {
+            sched(b);
         }
         if unpack {
             b.unpack(rp, recv, count, dt);

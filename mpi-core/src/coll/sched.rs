@@ -61,7 +61,13 @@ pub(crate) enum Flow {
     /// Nothing to do yet: run this round's local steps again at the next progress poll (the
     /// step must be the first of its round: put a `fence` before it).
     Wait,
+    /// Replace the next round with the rounds this builds (built only when taken: a path the
+    /// schedule seldom takes costs nothing, its scratch buffers included), and go on with them.
+    Splice(Build),
 }
+
+/// Builds rounds at run time (see [`Flow::Splice`]).
+pub(crate) type Build = Box<dyn FnOnce(&mut B) + Send>;
 
 /// A closure run as a local step, with the engine state.
 pub(crate) type Call = Box<dyn FnMut(&mut State) -> Result<Flow> + Send>;
@@ -572,11 +578,16 @@ impl Sched {
                 let mut next = r + 1;
                 let mut failed = None;
                 let mut wait = false;
+                let mut splice = None;
                 let Sched { rounds, op, .. } = self;
                 for l in rounds[r].then.iter_mut() {
                     match Sched::run_local(l, op, st) {
                         Ok(Flow::Jump(k)) => {
                             next = k;
+                            break;
+                        }
+                        Ok(Flow::Splice(f)) => {
+                            splice = Some(f);
                             break;
                         }
                         Ok(Flow::Wait) => {
@@ -588,6 +599,13 @@ impl Sched {
                             failed.get_or_insert(e);
                         }
                     }
+                }
+                if let Some(f) = splice {
+                    let mut nb = B::new();
+                    f(&mut nb);
+                    let end = (r + 2).min(self.rounds.len());
+                    self.rounds.splice(r + 1..end, nb.rounds);
+                    self.bufs.append(&mut nb.bufs);
                 }
                 if let Some(e) = failed {
                     self.fail(e)?;
