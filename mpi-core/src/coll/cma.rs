@@ -1,30 +1,42 @@
 //! The non-blocking allreduce by cross-memory attach (`MPI_Iallreduce` of a commutative
-//! operation from `CMA_MIN` bytes on a communicator whose members share one node and agreed
-//! on cross-memory attach when their shared-memory area was set up).
+//! operation on processes of one node whose shared-memory area exists and whose members
+//! agreed on cross-memory attach when it was set up; when it is chosen: `reduce.rs`).
 //!
-//! A schedule of two rounds of small messages with the data moved in between by the members
-//! themselves: round 1, every member sends every other the addresses of its packed
-//! contribution and of its packed result buffer (and whether it can copy from the others'
-//! memory); then member i combines block i of the vector — it reads every other member's
-//! part of it out of that member's memory (`process_vm_readv`), combines the parts in rank
-//! order `c0 op (c1 op (… op cn-1))`, and writes the combined block straight into every other
-//! member's result buffer (`process_vm_writev`); round 2, every member tells every other that
-//! its block is delivered. A member completes once all have: nobody reads or writes its
-//! buffers any more. Block i of any member's buffers is touched by member i only (read, then
-//! overwritten when in place), so in place needs no copy beyond a scratch accumulator.
+//! A schedule of two rounds of small messages, the data moved in between by the members
+//! themselves, the way the blocking path does (`shmcoll/reduce_cma.rs`):
 //!
-//! Against `linear` (the same blocks, moved by point-to-point rendezvous in two rounds), each
-//! round here is messages of 24 and 8 bytes, sent eagerly: a round waits for its partners to
-//! have arrived, not for them to be scheduled again to take a rendezvous message and answer it.
+//! 1. every member sends every other the addresses of its packed contribution and of its
+//!    packed result buffer, and whether it can copy from the others' memory (24 bytes);
+//! 2. one local step: until none is left, the member takes the next piece of the vector
+//!    from a claim word in the area (a compare-and-swap), reads every other member's part of
+//!    it out of that member's memory (`process_vm_readv`), combines the parts in rank order
+//!    `c0 op (c1 op (… op cn-1))`, and writes the piece at once, still in the cache, into
+//!    every other member's result buffer (`process_vm_writev`);
+//! 3. every member tells every other that it has taken its last piece (8 bytes), and
+//!    completes once all have: every piece is delivered, and nobody reads or writes its
+//!    buffers any more.
 //!
-//! Whether a member can copy is local knowledge (its communicator's area exists and its
-//! members agreed on cross-memory attach), which members may see differently (an area is made
-//! by a blocking collective, and a program may start its non-blocking one on different sides
-//! of that): every member learns everyone's answer in round 1, and unless all can, all run
-//! the fallback schedule built after round 2 instead.
+//! Piece p of any member's buffers is touched by the member that took it only (read, then
+//! overwritten when in place), so in place needs no copy beyond a scratch accumulator. The
+//! members that are running take the pieces: with more ranks than CPUs, one that is not
+//! scheduled once it has sent its addresses holds nobody up but for its last message. Each
+//! round is small messages sent eagerly, where `linear` moves the blocks by rendezvous, a
+//! round ending when every partner has been scheduled to take and answer them.
+//!
+//! The claim words: the communicator's `s`-th such collective (every member counts them
+//! alike) uses word `s % NB_SLOTS` with generation `s`. Several may be in flight on one
+//! communicator; one whose word still serves an earlier collective whose pieces are not all
+//! taken waits for it (its step returns `Flow::Wait`; the earlier one's members take its
+//! pieces in their progress, so it cannot wait for a later one).
+//!
+//! Whether a member can copy is local knowledge (its communicator's area exists, with
+//! cross-memory attach), which members may see differently (an area is made by a blocking
+//! collective, and a program may start its non-blocking one on different sides of that):
+//! every member learns everyone's answer in round 1, and unless all can, all replace round 3
+//! with the fallback schedule, built only then (`Flow::Splice`).
 //!
 //! This module owns this algorithm only. It must never combine out of rank order, touch a
-//! member's buffers outside its own block, or wait inside a local step.
+//! piece of a member's buffers it has not taken, or wait inside a local step.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -38,11 +50,13 @@ use super::sched::{Flow, Team, B};
 use super::shmcoll::{NbCma, NB_SLOTS};
 use super::Ptr;
 
-/// Bytes (packed) from which the non-blocking allreduce goes this way when it can.
-pub(crate) const CMA_MIN: usize = 64 << 10;
-/// Most and fewest bytes of a piece (as the blocking path's, `shmcoll/reduce_cma.rs`): about
-/// two pieces per member in between.
-const PIECE: usize = 512 << 10;
+/// Most and fewest bytes of a piece: a piece is half the vector within these bounds (4 ranks
+/// on 2 cores, paired against each other: at 128 KiB two pieces of 64 KiB took 0.70 of
+/// `linear`'s time, four of 32 KiB 0.77, one 1.16; at 256 KiB two of 128 KiB 0.83, four of
+/// 64 KiB 0.87, eight of 32 KiB 0.98; from 512 KiB pieces of 128 KiB beat 64 and 512 KiB).
+/// Every piece costs a system call per other member to read it and one to write it, and the
+/// running members share the pieces: at least two, so that both cores of such a host work.
+const PIECE: usize = 128 << 10;
 const MIN_PIECE: usize = 32 << 10;
 
 /// Words of a member's round-1 message: whether it can copy, its contribution, its result.
@@ -119,15 +133,11 @@ pub(crate) fn allreduce(
         b.send_bytes(t, to as i32, hdr.wrapping_add(me * HDR).cast(), HDR * 8);
         b.recv_bytes(t, from as i32, hdr.wrapping_add(from * HDR).cast(), HDR * 8);
     }
-    // Pieces of `per` elements (the same cut on every member).
-    let knob = std::env::var("MADMPI_NB_PIECE")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok());
-    let (most, fewest) = knob.map_or((PIECE, MIN_PIECE), |k| (k << 10, k << 10));
+    // Pieces of `per` elements (the same cut on every member), at most `u16::MAX` of them.
     let per = count
-        .div_ceil(2 * n)
-        .max(fewest / esz)
-        .min((most / esz).max(1))
+        .div_ceil(2)
+        .min((PIECE / esz).max(1))
+        .max(MIN_PIECE / esz)
         .max(count.div_ceil(usize::from(u16::MAX)));
     let units = count.div_ceil(per) as u16;
     let plen = per.min(count) * esz;

@@ -414,6 +414,14 @@ const REDUCE_LONG: usize = 2048;
 /// where Rabenseifner's fold leaves two processes for two cores; docs/collectives.md).
 const ALLREDUCE_LINEAR_PROCS: i32 = 4;
 const ALLREDUCE_LINEAR_BELOW: usize = 1 << 20;
+/// The bytes between which the non-blocking allreduce of a commutative operation on
+/// `ALLREDUCE_LINEAR_PROCS` processes of one node goes by cross-memory attach (`cma.rs`) when
+/// the members can (on 4 ranks over 2 cores, paired against `linear` and Rabenseifner's
+/// schedule: 0.70 of their time at 128 KiB, 0.8 at 256 – 768 KiB, 0.9 at 1 MiB, 1.0–1.1 at
+/// 4 MiB; 1.5–1.8 at 64 KiB, where the system calls cost more than `linear`'s eager
+/// messages; docs/collectives.md).
+const ALLREDUCE_CMA_FROM: usize = 128 << 10;
+const ALLREDUCE_CMA_BELOW: usize = 2 << 20;
 /// Bytes per process from which gather/scatter go linear.
 const GATHER_LONG: usize = 4096;
 /// Total bytes from which allgather uses the ring.

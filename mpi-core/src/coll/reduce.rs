@@ -16,8 +16,8 @@ use crate::CommId;
 use super::sched::{bytes, B};
 use super::{
     algo, check_root, cma, direct, finish, forced, inter, packed_in, packed_out, shmcoll, start,
-    Input, Ptr, View, When, ALLREDUCE_LINEAR_BELOW, ALLREDUCE_LINEAR_PROCS, REDUCE_LONG,
-    REDUCE_SCATTER_LONG,
+    Input, Ptr, View, When, ALLREDUCE_CMA_BELOW, ALLREDUCE_CMA_FROM, ALLREDUCE_LINEAR_BELOW,
+    ALLREDUCE_LINEAR_PROCS, REDUCE_LONG, REDUCE_SCATTER_LONG,
 };
 
 // ------------------------------------------------------------------------------------ reductions
@@ -183,13 +183,16 @@ unsafe fn allreduce_at(
 ) -> Result<RequestId> {
     reduce_checks(op, dt)?;
     let f = forced("ALLREDUCE")?;
-    // By cross-memory attach (`cma.rs`) where it may run: a commutative operation, from
-    // `CMA_MIN` bytes on 3 processes or more of one node, unless another algorithm is forced.
-    // Every member decides alike (the round it adds finds out whether all can copy).
-    let cma = matches!(f, None | Some("cma"))
-        && op.is_commutative()
-        && (count * dt.size() >= cma::CMA_MIN || f == Some("cma"))
+    // By cross-memory attach (`cma.rs`) on processes of one node: by default a commutative
+    // operation between `ALLREDUCE_CMA_FROM` and `ALLREDUCE_CMA_BELOW` bytes on
+    // `ALLREDUCE_LINEAR_PROCS` processes; forced, any commutative one on 3 processes or more.
+    // Every member decides alike (its first round finds out whether all can copy).
+    let cma = match f {
+        None => (ALLREDUCE_CMA_FROM..ALLREDUCE_CMA_BELOW).contains(&(count * dt.size())),
+        f => f == Some("cma"),
+    } && op.is_commutative()
         && shmcoll::one_node(comm)?;
+    let forced_cma = f == Some("cma");
     let (op, dt, rp) = (op.clone(), dt.clone(), Ptr(recv));
     start(comm, when, move |b: &mut B, v: &View| {
         let (op, dt, recv) = (&op, &dt, rp.get());
@@ -235,7 +238,7 @@ unsafe fn allreduce_at(
                 None => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
             }
         };
-        if cma && lin_ok {
+        if cma && lin_ok && (forced_cma || v.size == ALLREDUCE_LINEAR_PROCS) {
             let (od, t) = ((op.clone(), dt.clone()), v.team());
             cma::allreduce(b, &t, sp, rp, count, esz, shmcoll::nb_cma(v.id), od, sched);
         } else {
