@@ -144,3 +144,34 @@ fn large_reductions() {
             .assert_ok("bigreduce");
     }
 }
+
+/// Large `MPI_Iallreduce` (`tests/c/coll/iallreduce.c`): every predefined commutative
+/// operation on its types and a user one, odd counts with a guard element, in place, a
+/// strided datatype, twelve in flight on one communicator among blocking collectives and an
+/// `MPI_Ibcast`, a persistent request, a communicator without its area yet and one whose
+/// area is made between one rank's start and the others'. On 4 ranks the path by
+/// cross-memory attach is the default from 128 KiB; it is forced on 3 and 5, and its
+/// fallback runs without cross-memory attach and over TCP.
+#[test]
+fn large_iallreduce() {
+    let job = |n: usize| {
+        Job::new(&c_program("coll", "iallreduce", &[]), n).timeout(Duration::from_secs(300))
+    };
+    for n in [3, 4, 5] {
+        job(n).run().assert_ok("iallreduce");
+    }
+    for n in [3, 5] {
+        job(n)
+            .env("MADMPI_COLL_ALLREDUCE", "cma")
+            .run()
+            .assert_ok("iallreduce");
+    }
+    job(4)
+        .env("MADMPI_SHM_CMA", "0")
+        .run()
+        .assert_ok("iallreduce");
+    job(3)
+        .env("MADMPI_TRANSPORTS", "tcp")
+        .run()
+        .assert_ok("iallreduce");
+}

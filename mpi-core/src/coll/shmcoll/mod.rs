@@ -1,7 +1,9 @@
 //! Blocking collectives through shared memory, for intracommunicators whose processes all
 //! reach each other through the node's `shm` driver (MPI_Barrier, MPI_Bcast, MPI_Reduce,
 //! MPI_Allreduce, MPI_Alltoall). Everything else — other hosts, TCP only, intercommunicators,
-//! the non-blocking and persistent forms — goes through the point-to-point schedules.
+//! the non-blocking and persistent forms — goes through the point-to-point schedules; the
+//! large non-blocking allreduce's (`coll/cma.rs`) borrows an area's process ids and claim
+//! words ([`nb_cma`]), never its steps.
 //!
 //! # The area of a communicator
 //!
