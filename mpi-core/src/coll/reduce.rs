@@ -16,8 +16,9 @@ use crate::CommId;
 use super::sched::{bytes, B};
 use super::{
     algo, check_root, cma, direct, finish, forced, inter, packed_in, packed_out, shmcoll, start,
-    Input, Ptr, View, When, ALLREDUCE_CMA_BELOW, ALLREDUCE_CMA_FROM, ALLREDUCE_LINEAR_BELOW,
-    ALLREDUCE_LINEAR_PROCS, REDUCE_LONG, REDUCE_SCATTER_LONG,
+    Input, Ptr, View, When, ALLREDUCE_CMA_BELOW, ALLREDUCE_CMA_FROM, ALLREDUCE_CMA_FROM_OTHER,
+    ALLREDUCE_CMA_MOST, ALLREDUCE_LINEAR_BELOW, ALLREDUCE_LINEAR_PROCS, REDUCE_LONG,
+    REDUCE_SCATTER_LONG,
 };
 
 // ------------------------------------------------------------------------------------ reductions
@@ -168,6 +169,17 @@ fn reduction_buffers(
     (sp, rp, unpack)
 }
 
+/// Whether the non-blocking allreduce of `bytes` (a commutative operation) on `n` processes
+/// of one node goes by cross-memory attach by default (docs/collectives.md, "The
+/// non-blocking allreduce by cross-memory attach").
+fn cma_by_default(n: i32, bytes: usize) -> bool {
+    match n {
+        ALLREDUCE_LINEAR_PROCS => (ALLREDUCE_CMA_FROM..ALLREDUCE_CMA_BELOW).contains(&bytes),
+        3..=ALLREDUCE_CMA_MOST => bytes >= ALLREDUCE_CMA_FROM_OTHER,
+        _ => false,
+    }
+}
+
 /// MPI_Iallreduce.
 ///
 /// # Safety
@@ -183,16 +195,14 @@ unsafe fn allreduce_at(
 ) -> Result<RequestId> {
     reduce_checks(op, dt)?;
     let f = forced("ALLREDUCE")?;
-    // By cross-memory attach (`cma.rs`) on processes of one node: by default a commutative
-    // operation between `ALLREDUCE_CMA_FROM` and `ALLREDUCE_CMA_BELOW` bytes on
-    // `ALLREDUCE_LINEAR_PROCS` processes; forced, any commutative one on 3 processes or more.
-    // Every member decides alike (its first round finds out whether all can copy).
-    let cma = match f {
-        None => (ALLREDUCE_CMA_FROM..ALLREDUCE_CMA_BELOW).contains(&(count * dt.size())),
-        f => f == Some("cma"),
-    } && op.is_commutative()
-        && shmcoll::one_node(comm)?;
+    // By cross-memory attach (`cma.rs`) on processes of one node, a commutative operation:
+    // forced on 3 processes or more, or by default where it measured faster
+    // (`cma_by_default`). Every member decides alike (its first round finds out whether all
+    // can copy).
     let forced_cma = f == Some("cma");
+    let cma = (forced_cma || f.is_none() && count * dt.size() >= ALLREDUCE_CMA_FROM_OTHER)
+        && op.is_commutative()
+        && shmcoll::one_node(comm)?;
     let (op, dt, rp) = (op.clone(), dt.clone(), Ptr(recv));
     start(comm, when, move |b: &mut B, v: &View| {
         let (op, dt, recv) = (&op, &dt, rp.get());
@@ -238,7 +248,7 @@ unsafe fn allreduce_at(
                 None => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
             }
         };
-        if cma && lin_ok && (forced_cma || v.size == ALLREDUCE_LINEAR_PROCS) {
+        if cma && lin_ok && (forced_cma || cma_by_default(v.size, count * esz)) {
             let (od, t) = ((op.clone(), dt.clone()), v.team());
             cma::allreduce(b, &t, sp, rp, count, esz, shmcoll::nb_cma(v.id), od, sched);
         } else {
