@@ -175,3 +175,31 @@ fn large_iallreduce() {
         .run()
         .assert_ok("iallreduce");
 }
+
+/// `iallreduce_dead`: the last of 4 ranks kills itself before starting its part of a large
+/// `MPI_Iallreduce` (the others wait for its addresses) or just after (they may be reading
+/// its memory, and wait for its last message), under `mpirun --disable-auto-cleanup`: every
+/// survivor's `MPI_Wait` fails with MPI_ERR_PROC_ABORTED instead of hanging, and the
+/// survivors still reduce among themselves.
+#[test]
+fn large_iallreduce_with_a_dead_rank() {
+    let tc = toolchain();
+    if !tc.ours {
+        return;
+    }
+    for when in ["before", "after"] {
+        let mut cmd = std::process::Command::new(&tc.mpirun[0]);
+        cmd.args(&tc.mpirun[1..])
+            .args(["--disable-auto-cleanup", "-n", "4"])
+            .arg(c_program("coll", "iallreduce_dead", &[]))
+            .arg(when)
+            .env_remove("MADMPI_TRANSPORTS");
+        let what = format!("mpirun --disable-auto-cleanup -n 4 iallreduce_dead {when}");
+        let out = madmpi_tests::harness::run_command(cmd, &what, Duration::from_secs(120));
+        assert!(!out.timed_out, "the job hangs: {}", out.context());
+        let oks = (out.stdout.lines())
+            .filter(|l| l.starts_with("OK iallreduce_dead"))
+            .count();
+        assert_eq!(oks, 3, "every survivor finishes: {}", out.context());
+    }
+}
