@@ -104,7 +104,7 @@ fn take(word: &AtomicU64, gen: u32, units: u16, want: u16) -> Take {
 /// `rp` (the same in place), over `t` (n ≥ 2, `op` commutative or not: the combination is in
 /// rank order), the `seq`-th on its communicator. `peers`: the communicator's area, if this
 /// member can copy from the others' memory. `fallback` builds the schedule all members run
-/// instead of the second round when one of them cannot (built only then).
+/// instead of the last round when one of them cannot (built only then).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn allreduce(
     b: &mut B,
@@ -182,10 +182,11 @@ pub(crate) fn allreduce(
             first_take = false;
             let first = u * per;
             let cnt = (got * per).min(count - first);
-            // A piece that fails is still reported delivered (the others must not wait for
-            // it forever); this member reports the error.
+            // A piece that fails does not stop this member: it still sends its last message
+            // (the others must not wait for it forever), and reports the error.
             // SAFETY: every member has published its buffers and touches none of this piece
-            // of them until every member has said it is done (round 2); nobody else took it.
+            // of them before every member has said it is done (the last round); nobody else
+            // took it.
             let e = unsafe {
                 piece(
                     &peers.pids,
