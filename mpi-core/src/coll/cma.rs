@@ -119,6 +119,9 @@ pub(crate) fn allreduce(
 ) {
     let n = t.size as usize;
     let me = t.me as usize;
+    // The others write into the result buffer, which may be a scratch buffer (a packed
+    // result): if this member's schedule fails (a lost peer), another may still be writing.
+    b.exposed = true;
     let hdr = b.tmp(n * HDR * 8).cast::<u64>();
     // SAFETY: the schedule's own buffer of n * HDR words.
     unsafe {

@@ -145,6 +145,9 @@ pub(crate) struct B {
     pub op: Option<(Op, Datatype)>,
     /// Priority of a context-id agreement (parent context, tag), for `comm`.
     pub prio: Option<(u32, i32)>,
+    /// Other processes may write into the scratch buffers (cross-memory attach) until the
+    /// schedule completes: a failed schedule leaks them even with no transfer in flight.
+    pub exposed: bool,
 }
 
 impl B {
@@ -154,6 +157,7 @@ impl B {
             bufs: Vec::new(),
             op: None,
             prio: None,
+            exposed: false,
         }
     }
 
@@ -380,6 +384,7 @@ impl B {
             failed: None,
             finally: Vec::new(),
             on_error: None,
+            exposed: self.exposed,
         }
     }
 }
@@ -403,6 +408,8 @@ pub(crate) struct Sched {
     finally: Vec<Finally>,
     /// Run with the error if the schedule fails.
     on_error: Option<OnError>,
+    /// See [`B::exposed`].
+    exposed: bool,
 }
 
 /// Run with the error of a failed schedule.
@@ -442,11 +449,11 @@ impl Sched {
         self.finally(move |st| crate::comm::release(st, c))
     }
 
-    /// Fail: posted transfers may still write into scratch buffers, so those are leaked (and
-    /// the transfers free themselves when they complete); with none in flight, nothing can
-    /// touch them any more and they are freed.
+    /// Fail: posted transfers (or, `exposed`, other processes) may still write into scratch
+    /// buffers, so those are leaked (and the transfers free themselves when they complete);
+    /// with none in flight, nothing can touch them any more and they are freed.
     fn abandon(&mut self, st: &mut State) {
-        let in_flight = !self.pending.is_empty();
+        let in_flight = !self.pending.is_empty() || self.exposed;
         for id in self.pending.drain(..) {
             if let Some(r) = st.reqs.get_mut(id) {
                 r.detached = true;
