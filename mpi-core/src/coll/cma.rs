@@ -39,6 +39,9 @@
 //! piece of a member's buffers it has not taken, or wait inside a local step.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use madmpi_datatypes::Datatype;
 use madmpi_transports::shmcoll::{read_from, write_to};
@@ -155,6 +158,9 @@ pub(crate) fn allreduce(
     });
     let (hdr, sp, rp) = (Ptr(hdr.cast()), Ptr(sp as *mut u8), Ptr(rp));
     let mut fallback = Some(fallback);
+    // The error of a piece that failed, reported once the last round has gone.
+    let failed: Arc<Mutex<Option<Error>>> = Arc::default();
+    let failed_at = Arc::clone(&failed);
     b.call(move |_| {
         let hdr = hdr.get().cast::<u64>();
         let word = |j: usize, w: usize| {
@@ -205,7 +211,10 @@ pub(crate) fn allreduce(
                 res = e;
             }
         }
-        res.map(|()| Flow::Next)
+        if let Err(e) = res {
+            *failed_at.lock() = Some(e);
+        }
+        Ok(Flow::Next)
     });
     let token = b.tmp(8);
     for k in 1..n {
@@ -215,6 +224,10 @@ pub(crate) fn allreduce(
         b.recv_bytes(t, from as i32, hdr.get().wrapping_add((from * HDR) * 8), 8);
     }
     b.fence();
+    b.call(move |_| match failed.lock().take() {
+        Some(e) => Err(e),
+        None => Ok(Flow::Next),
+    });
 }
 
 /// Combine bytes `[off, off + len)` (`cnt` elements) of every member's contribution in rank
