@@ -314,7 +314,7 @@ impl State {
         // `pack_max` is `aggreg_max` unless `MADMPI_PACK_FLUSH` made it smaller; a record
         // alone in its packet may be larger, up to `aggreg_max` (checked only then: the
         // common path makes one compare, as before the setting existed).
-        if g.packed.len() + rec > g.pack_max {
+        if g.packed.len() + rec > g.pack_max || g.packed_n >= g.pack_count {
             if !g.packed.is_empty() {
                 return Err(NotPacked::Full);
             }
