@@ -272,6 +272,7 @@ impl Engine {
                 // The first send to this peer since the last progress call: it leaves at
                 // once (when the gate and driver are free); the next ones are packed.
                 g.lone_epoch = epoch;
+                g.pack_limit = g.pack_count;
                 // SAFETY: forwarded caller contract.
                 if let Some(id) = unsafe { self.isend_routed(r, buf)? } {
                     return Ok(Some(id));
@@ -285,6 +286,8 @@ impl Engine {
             // it (the receiver works on it while the next one is built), and this message
             // opens the next one.
             Err(NotPacked::Full) if self.schedule(r.peer)? => {
+                let g = &mut self.st.gates[r.peer as usize];
+                g.pack_limit = g.pack_limit.saturating_mul(2);
                 // SAFETY: forwarded caller contract.
                 if let Ok(id) = unsafe { self.st.pack_routed(r, buf) } {
                     return Ok(Some(id));

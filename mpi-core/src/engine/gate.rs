@@ -85,10 +85,14 @@ pub(crate) struct Gate {
     /// to `aggreg_max`): `aggreg_max` unless `MADMPI_PACK_FLUSH` sets it
     /// ([`State::set_pack_flush`]).
     pub(super) pack_max: usize,
-    /// The most sends a packet of the send fast path holds (the first rail's
-    /// `Caps::pack_count`, or `MADMPI_PACK_COUNT`): the packet leaves when the next send
-    /// would exceed it, as a full one does.
+    /// The most sends the first packet of a burst holds (the first rail's `Caps::pack_count`,
+    /// or `MADMPI_PACK_COUNT`): the packet leaves when the next send would exceed it, as a
+    /// full one does.
     pub(super) pack_count: u32,
+    /// The most sends the packet being built holds: `pack_count` for a burst's first packet,
+    /// doubled for each next one (an early packet lets the receiver start; later ones
+    /// amortize their cost over more sends).
+    pub(super) pack_limit: u32,
     pub(super) max_iov: usize,
     /// Rendezvous data may be pulled with `get`.
     pub(super) can_get: bool,
@@ -181,6 +185,7 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
         solo_min: solo,
         pack_max: aggreg,
         pack_count: count,
+        pack_limit: count,
         max_iov: iov,
         can_get: get,
         registers,
@@ -258,6 +263,7 @@ impl State {
         if n > 0 {
             for g in &mut self.gates {
                 g.pack_count = n;
+                g.pack_limit = n;
             }
         }
     }
