@@ -195,8 +195,8 @@ fn start_engine(g: &mut Global, required: ThreadLevel, owner: bool) -> Result<()
     let mut engine = engine;
     if pack_flush > 0 {
         engine.st.set_pack_flush(pack_flush);
-        engine.st.set_pack_count(pack_count);
     }
+    engine.st.set_pack_count(pack_count);
     let owner = owner && matches!(required, ThreadLevel::Single | ThreadLevel::Funneled);
     with_slot(|slot| {
         *slot = Some(engine);
