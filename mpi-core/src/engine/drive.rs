@@ -326,6 +326,49 @@ impl Engine {
         }
     }
 
+    /// `schedule`'s first case: the packet the send fast path built, alone in the queue of a
+    /// gate of one rail, handed to the driver as one slice, with what `offer` and `sent` do
+    /// for that one chunk only (no iovec to build, no chunk to dispatch on). True when the
+    /// gate has nothing left to send (the packet left, or the peer is gone).
+    #[inline]
+    fn send_packed(&mut self, peer: u32) -> Result<bool> {
+        let st = &mut self.st;
+        let g = &mut st.gates[peer as usize];
+        let drv = g.rails[0].drv;
+        let Some(t) = self.drv.list.get_mut(drv as usize) else {
+            return err(
+                ErrorClass::Intern,
+                format!("no transport reaches rank {peer}"),
+            );
+        };
+        let t0 = crate::trace::now();
+        let res = t.try_send(PeerId(peer), &[IoSlice::new(&g.packed)]);
+        crate::trace::sent(
+            peer,
+            g.rails[0].name,
+            || packet_headers(&g.out, &g.packed, 1),
+            &res,
+            t0,
+        );
+        match res {
+            Ok(SendOutcome::Done) => {
+                let (chunks, bytes) = (g.packed_n as u64, g.packed.len());
+                // The packed marker (`OnSent::Nothing`) stands for its messages, complete
+                // since they were posted.
+                g.out.pop_front();
+                g.packed.clear();
+                g.packed_n = 0;
+                st.stats.packet(drv, peer, chunks, bytes);
+                Ok(true)
+            }
+            Ok(SendOutcome::WouldBlock) => Ok(false),
+            Err(madmpi_transports::Error::PeerLost(p)) => {
+                Ok(matches!(lost(st, p.0, drv), Offered::Lost))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Hand queued chunks to the drivers, as the strategy packs them. Never blocks: a gate
     /// whose driver says "would block" keeps its chunks for the next call.
     pub fn flush(&mut self) -> Result<()> {
@@ -369,14 +412,7 @@ impl Engine {
         {
             // The packet the send fast path built, alone on a gate of one rail (a burst's
             // flush): what any strategy commits, without asking it.
-            return Ok(match self.offer(peer, None, 1, 0)? {
-                Offered::Sent => {
-                    self.st.sent(peer, 1);
-                    true
-                }
-                Offered::Busy => false,
-                Offered::Lost => true,
-            });
+            return self.send_packed(peer);
         }
         let mut busy = 0u32;
         if !self.st.to_register.is_empty() {
