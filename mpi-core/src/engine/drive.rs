@@ -760,3 +760,62 @@ impl State {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Strategy;
+    use madmpi_datatypes::Basic;
+
+    /// The packets a burst of `n` small sends to this process leaves in, as the number of
+    /// packets sent after each send, then after the progress call that ends the burst.
+    fn burst(e: &mut Engine, n: usize, tag: i32) -> Vec<u64> {
+        let dt = Datatype::basic(Basic::Byte);
+        let data = [7u8; 8];
+        let packets = |e: &Engine| e.st.stats.drivers[0].packets_sent;
+        let mut seen = Vec::new();
+        for _ in 0..n {
+            // SAFETY: `data` outlives the call; a packed send is complete when posted, and the
+            // lone one's bytes leave before the call returns.
+            let id = unsafe { e.isend_fast(data.as_ptr(), 8, &dt, 0, tag, crate::COMM_WORLD) };
+            assert!(
+                matches!(id, Ok(Some(_))),
+                "a small send takes the fast path"
+            );
+            seen.push(packets(e));
+        }
+        e.progress().unwrap();
+        seen.push(packets(e));
+        seen
+    }
+
+    /// Under `adaptive` a burst leaves as its first send alone, then in packets of
+    /// `pack_count` sends, twice as many, and so on, the rest at the progress call that ends
+    /// the burst; the next burst starts again at `pack_count`. `aggreg` packs the whole burst
+    /// into one packet whatever the count.
+    #[test]
+    fn a_burst_leaves_in_growing_packets() {
+        let drv = crate::bootstrap::singleton().unwrap();
+        let mut e = Engine::new(0, 1, drv, Strategy::Adaptive, &[]);
+        e.st.set_pack_count(2);
+        // Sends 1 (alone), 2–3, 4–7, 8–15, then 16–20 at the progress call.
+        let want = [
+            1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 5,
+        ];
+        assert_eq!(burst(&mut e, 20, 1), want);
+        assert_eq!(e.st.stats.max_chunks, 8);
+        let again: Vec<u64> = burst(&mut e, 5, 2).iter().map(|p| p - 5).collect();
+        assert_eq!(
+            again,
+            [1, 1, 1, 2, 2, 3],
+            "the next burst starts at pack_count again"
+        );
+        assert_eq!(e.st.stats.packet_chunks, 25, "every send left once");
+
+        let drv = crate::bootstrap::singleton().unwrap();
+        let mut e = Engine::new(0, 1, drv, Strategy::Aggreg, &[]);
+        e.st.set_pack_count(2);
+        assert_eq!(burst(&mut e, 20, 1), [[0; 20].as_slice(), &[1]].concat());
+        assert_eq!(e.st.stats.max_chunks, 20);
+    }
+}
