@@ -241,16 +241,6 @@ pub trait Transport {
         true
     }
 
-    /// Whether `peer` has taken every packet sent to it so far, so that a packet sent now
-    /// would be worked on at once. The engine asks
-    /// before it sends a packet of small sends early (`Caps::pack_count`). The default,
-    /// for drivers that cannot tell cheaply, says yes.
-    #[inline]
-    fn drained(&self, peer: PeerId) -> bool {
-        let _ = peer;
-        true
-    }
-
     /// This driver's address card, published at start-up for [`connect`](Self::connect) on
     /// the other ranks (`None`: the driver needs none, e.g. it reaches its peers through a
     /// shared segment).

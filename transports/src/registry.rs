@@ -516,11 +516,6 @@ impl Transport for Driver {
     }
 
     #[inline(always)]
-    fn drained(&self, peer: PeerId) -> bool {
-        each!(self, t => t.drained(peer))
-    }
-
-    #[inline(always)]
     fn may_have_input(&self) -> bool {
         each!(self, t => t.may_have_input())
     }

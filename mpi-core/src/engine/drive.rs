@@ -286,26 +286,8 @@ impl Engine {
             // it (the receiver works on it while the next one is built), and this message
             // opens the next one.
             Err(NotPacked::Full) if self.schedule(r.peer)? => {
-                // SAFETY: forwarded caller contract.
-                if let Ok(id) = unsafe { self.st.pack_routed(r, buf) } {
-                    return Ok(Some(id));
-                }
-            }
-            // The packet holds its count of sends: it leaves now if the receiver has taken
-            // everything before it (it works on this one at once while the next is built),
-            // and the next one may hold twice as many; else it grows, and the question is
-            // asked again at the next send.
-            Err(NotPacked::Count) => {
-                let p = r.peer as usize;
-                let (driver, n) = (self.st.gates[p].driver, self.st.gates[p].packed_n);
-                let drained =
-                    (self.drv.list.get(driver as usize)).is_some_and(|t| t.drained(PeerId(r.peer)));
-                let limit = if drained && self.schedule(r.peer)? {
-                    n.saturating_mul(2)
-                } else {
-                    n + 1
-                };
-                self.st.gates[p].pack_limit = limit;
+                let g = &mut self.st.gates[r.peer as usize];
+                g.pack_limit = g.pack_limit.saturating_mul(2);
                 // SAFETY: forwarded caller contract.
                 if let Ok(id) = unsafe { self.st.pack_routed(r, buf) } {
                     return Ok(Some(id));

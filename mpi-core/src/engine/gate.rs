@@ -89,11 +89,9 @@ pub(crate) struct Gate {
     /// or `MADMPI_PACK_COUNT`): the packet leaves when the next send would exceed it, as a
     /// full one does.
     pub(super) pack_count: u32,
-    /// The sends after which the packet being built may leave early: `pack_count` for a
-    /// burst's first packet, twice the previous packet's for each next one (an early packet
-    /// lets the receiver start; later ones amortize their cost over more sends). The packet
-    /// leaves then only if the receiver has taken everything before it; if not, it grows and
-    /// the question is asked again at the next send.
+    /// The most sends the packet being built holds: `pack_count` for a burst's first packet,
+    /// doubled for each next one (an early packet lets the receiver start; later ones
+    /// amortize their cost over more sends).
     pub(super) pack_limit: u32,
     pub(super) max_iov: usize,
     /// Rendezvous data may be pulled with `get`.
@@ -153,8 +151,6 @@ impl Gate {
 pub(super) enum NotPacked {
     /// The packet has no room left for it.
     Full,
-    /// The packet holds its count of sends (`Gate::pack_limit`): it may leave early.
-    Count,
     /// The send takes the general path.
     Other,
 }

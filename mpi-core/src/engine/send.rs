@@ -314,18 +314,15 @@ impl State {
         // `pack_max` is `aggreg_max` unless `MADMPI_PACK_FLUSH` made it smaller; a record
         // alone in its packet may be larger, up to `aggreg_max` (checked only then: the
         // common path makes one compare, as before the setting existed).
-        if g.packed.len() + rec > g.pack_max {
+        // Under `adaptive` a burst leaves in packets of growing counts (`pack_limit`);
+        // `aggreg` packs up to the size limit only.
+        if g.packed.len() + rec > g.pack_max || (g.packed_n >= g.pack_limit && self.lone_at_once) {
             if !g.packed.is_empty() {
                 return Err(NotPacked::Full);
             }
             if rec > g.aggreg_max {
                 return Err(NotPacked::Other);
             }
-        }
-        // Under `adaptive` a burst may leave in packets of growing counts (`pack_limit`, at
-        // least 1: the packet is not empty); `aggreg` packs up to the size limit only.
-        if g.packed_n >= g.pack_limit && self.lone_at_once {
-            return Err(NotPacked::Count);
         }
         // Once copied, the message needs nothing more from its sender: the send is complete
         // and has no request record (`RequestId::COMPLETE`; the message names `NO_SREQ`, the

@@ -694,16 +694,6 @@ impl Transport for ShmTransport {
     /// loop skips an idle driver without the poll and the `poll_lost` after it: help asked
     /// for, rings still to adopt, and (with the doorbell) a ring since the last complete scan
     /// or (without) a record at the head of some ring.
-    /// A peer reached through its pair ring has drained it when its `head` is our `tail`; one
-    /// reached through its inbox (shared with other senders) says yes.
-    #[inline]
-    fn drained(&self, peer: PeerId) -> bool {
-        match self.local_index(peer).and_then(|j| self.tx.get(j)) {
-            Some(Some(t)) => t.prod.drained(),
-            _ => true,
-        }
-    }
-
     #[inline]
     fn may_have_input(&self) -> bool {
         if !self.helps.is_empty() || self.adopted_count < self.claimable {

@@ -103,13 +103,6 @@ impl Producer {
         unsafe { self.ctrl.as_ref() }
     }
 
-    /// Whether the consumer has taken every record published so far: its `head` (one load of
-    /// the line it writes after each record) is our `tail`.
-    #[inline(always)]
-    pub(super) fn drained(&self) -> bool {
-        self.ctrl().head.0.load(Ordering::Acquire) == self.tail
-    }
-
     /// Append one record holding the concatenation of `iov` (`len` bytes in total, at most a
     /// quarter of the ring), or return `false` and take nothing when it does not fit now.
     /// `from`: the header bits naming the sender in an inbox ([`from_bits`]), else 0.
@@ -443,21 +436,6 @@ mod tests {
         out
     }
 
-    /// `drained` says whether the consumer has taken every record: true on an empty ring,
-    /// false once a record is published, true again once it is consumed (also across the
-    /// wrap, where a skip marker is consumed with the record after it).
-    #[test]
-    fn drained_follows_the_consumer() {
-        let mut r = ring(256);
-        assert!(r.prod.drained());
-        for round in 0..20 {
-            assert!(push(&mut r, &[round as u8; 40]));
-            assert!(push(&mut r, &[round as u8; 24]));
-            assert!(!r.prod.drained(), "round {round}: two records waiting");
-            assert_eq!(pop(&mut r).len(), 2);
-            assert!(r.prod.drained(), "round {round}: all taken");
-        }
-    }
     #[test]
     fn wrap_around_with_skip_marker() {
         let mut r = ring(256);
