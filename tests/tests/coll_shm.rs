@@ -144,3 +144,62 @@ fn large_reductions() {
             .assert_ok("bigreduce");
     }
 }
+
+/// Large `MPI_Iallreduce` (`tests/c/coll/iallreduce.c`): every predefined commutative
+/// operation on its types and a user one, odd counts with a guard element, in place, a
+/// strided datatype, twelve in flight on one communicator among blocking collectives and an
+/// `MPI_Ibcast`, a persistent request, a communicator without its area yet and one whose
+/// area is made between one rank's start and the others'. On 4 ranks the path by
+/// cross-memory attach is the default from 128 KiB; it is forced on 3 and 5, and its
+/// fallback runs without cross-memory attach and over TCP.
+#[test]
+fn large_iallreduce() {
+    let job = |n: usize| {
+        Job::new(&c_program("coll", "iallreduce", &[]), n).timeout(Duration::from_secs(300))
+    };
+    for n in [3, 4, 5] {
+        job(n).run().assert_ok("iallreduce");
+    }
+    for n in [3, 5] {
+        job(n)
+            .env("MADMPI_COLL_ALLREDUCE", "cma")
+            .run()
+            .assert_ok("iallreduce");
+    }
+    job(4)
+        .env("MADMPI_SHM_CMA", "0")
+        .run()
+        .assert_ok("iallreduce");
+    job(3)
+        .env("MADMPI_TRANSPORTS", "tcp")
+        .run()
+        .assert_ok("iallreduce");
+}
+
+/// `iallreduce_dead`: the last of 4 ranks kills itself before starting its part of a large
+/// `MPI_Iallreduce` (the others wait for its addresses) or just after (they may be reading
+/// its memory, and wait for its last message), under `mpirun --disable-auto-cleanup`: every
+/// survivor's `MPI_Wait` fails with MPI_ERR_PROC_ABORTED instead of hanging, and the
+/// survivors still reduce among themselves.
+#[test]
+fn large_iallreduce_with_a_dead_rank() {
+    let tc = toolchain();
+    if !tc.ours {
+        return;
+    }
+    for when in ["before", "after"] {
+        let mut cmd = std::process::Command::new(&tc.mpirun[0]);
+        cmd.args(&tc.mpirun[1..])
+            .args(["--disable-auto-cleanup", "-n", "4"])
+            .arg(c_program("coll", "iallreduce_dead", &[]))
+            .arg(when)
+            .env_remove("MADMPI_TRANSPORTS");
+        let what = format!("mpirun --disable-auto-cleanup -n 4 iallreduce_dead {when}");
+        let out = madmpi_tests::harness::run_command(cmd, &what, Duration::from_secs(120));
+        assert!(!out.timed_out, "the job hangs: {}", out.context());
+        let oks = (out.stdout.lines())
+            .filter(|l| l.starts_with("OK iallreduce_dead"))
+            .count();
+        assert_eq!(oks, 3, "every survivor finishes: {}", out.context());
+    }
+}

@@ -66,6 +66,7 @@ fn basic_every_algorithm() {
         ],
         &[("MADMPI_COLL_ALLREDUCE", "reduce_bcast")],
         &[("MADMPI_COLL_ALLREDUCE", "linear")],
+        &[("MADMPI_COLL_ALLREDUCE", "cma")],
     ];
     for set in sets {
         for n in [3, 4, 7] {

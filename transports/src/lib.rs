@@ -118,6 +118,12 @@ pub struct Caps {
     /// A message of more than this many bytes travels in a packet of its own (copying it into
     /// an aggregate costs more than the packet it saves).
     pub solo_min: usize,
+    /// The most small sends the engine's send fast path packs into one packet before that
+    /// packet leaves (`u32::MAX`: no limit but `aggreg_max`). Where a packet costs little and
+    /// the receiver can work on one while the sender builds the next (shared memory), a burst
+    /// leaving in a few packets lets the two sides overlap; where every packet is a system
+    /// call (TCP), one packet per burst is best.
+    pub pack_count: u32,
     /// Rendezvous data needs registered memory: [`Transport::register`] gives the key bytes
     /// that travel with the request.
     pub registers_memory: bool,

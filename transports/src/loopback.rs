@@ -53,6 +53,7 @@ impl LoopbackTransport {
                 preference: 100,
                 aggreg_max: MAX_PACKET,
                 solo_min: usize::MAX,
+                pack_count: u32::MAX,
                 registers_memory: false,
             },
             queue: VecDeque::with_capacity(64),

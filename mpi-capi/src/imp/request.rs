@@ -389,6 +389,8 @@ pub unsafe fn MPI_Waitall(
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
     let call = || format!("MPI_Waitall(count={count})");
+    // The packet of the sends just posted leaves before the handles are looked up.
+    madmpi::send_queued();
     let m = match Many::new(count, array_of_requests) {
         Ok(m) => m,
         Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),

@@ -154,6 +154,15 @@ fn start_engine(g: &mut Global, required: ThreadLevel, owner: bool) -> Result<()
         })?,
         Err(_) => 0,
     };
+    let pack_count = match std::env::var("MADMPI_PACK_COUNT") {
+        Ok(s) => s.trim().parse::<u32>().map_err(|_| {
+            Error::new(
+                ErrorClass::Arg,
+                format!("MADMPI_PACK_COUNT={s}: expected a number of sends (0: the transport's)"),
+            )
+        })?,
+        Err(_) => 0,
+    };
     let mut pmi = Client::from_env()?;
     crate::log::install(pmi.as_ref().map_or(0, |p| p.rank()));
     let (engine, appnum, universe, hosts) = match pmi.as_mut() {
@@ -187,6 +196,7 @@ fn start_engine(g: &mut Global, required: ThreadLevel, owner: bool) -> Result<()
     if pack_flush > 0 {
         engine.st.set_pack_flush(pack_flush);
     }
+    engine.st.set_pack_count(pack_count);
     let owner = owner && matches!(required, ThreadLevel::Single | ThreadLevel::Funneled);
     with_slot(|slot| {
         *slot = Some(engine);

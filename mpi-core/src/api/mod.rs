@@ -44,8 +44,8 @@ pub use progress::async_progress_running;
 pub(crate) use progress::{window_closed, window_opened};
 pub use wait::{
     all_complete, cancel, progress, request_free, request_get_status, request_get_status_any,
-    request_get_status_some, set_spin_budget, spin_budget, test, test_all, test_any, test_some,
-    wait, wait_all, wait_all_with, wait_any, wait_completion, wait_some, Completion,
+    request_get_status_some, send_queued, set_spin_budget, spin_budget, test, test_all, test_any,
+    test_some, wait, wait_all, wait_all_with, wait_any, wait_completion, wait_some, Completion,
 };
 pub(crate) use wait::{cpus_shared, polled, wait_until, Backoff};
 pub(crate) use watch::WATCH_EVERY;

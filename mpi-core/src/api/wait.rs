@@ -184,6 +184,20 @@ fn send_pending(e: &mut Engine) -> Result<()> {
     e.flush()
 }
 
+/// Hand the packets being built to the drivers now, for a completion call that has work to do
+/// before it waits (the C layer's handle lookups): the receiver starts on them meanwhile.
+/// Only for the thread that owns the engine; a failure is left for the call's own flush
+/// (`send_pending`) to report.
+#[inline(always)]
+pub fn send_queued() {
+    super::engine_slot::with_owned(|e| {
+        if !e.st.nothing_queued() {
+            let _ = e.flush();
+        }
+        Some(())
+    });
+}
+
 /// Poll the engine until `f` yields a value. Once it yields the CPU, the wait also looks for
 /// dead peers now and then (`watch`: its yielding rounds are counted, and every 16th reads
 /// the clock), so that what waits for one fails instead of hanging.

@@ -40,6 +40,7 @@
 
 pub(crate) mod algo;
 mod all;
+mod cma;
 mod direct;
 mod inter;
 mod reduce;
@@ -389,6 +390,7 @@ pub(crate) const KNOWN: &[(&str, &[&str])] = &[
             "recursive_doubling",
             "rabenseifner",
             "linear",
+            "cma",
             "reduce_bcast",
             "shm",
         ],
@@ -412,6 +414,18 @@ const REDUCE_LONG: usize = 2048;
 /// where Rabenseifner's fold leaves two processes for two cores; docs/collectives.md).
 const ALLREDUCE_LINEAR_PROCS: i32 = 4;
 const ALLREDUCE_LINEAR_BELOW: usize = 1 << 20;
+/// The bytes between which the non-blocking allreduce of a commutative operation on
+/// `ALLREDUCE_LINEAR_PROCS` processes of one node goes by cross-memory attach (`cma.rs`) when
+/// the members can (on 4 ranks over 2 cores, paired against `linear` and Rabenseifner's
+/// schedule: 0.70–0.77 of their time at 128 KiB, 0.8–0.9 at 256 – 768 KiB, 0.9–1.0 at 1 MiB,
+/// 1.0–1.1 at 4 MiB; 1.5–1.8 at 64 KiB, where the system calls cost more than `linear`'s
+/// eager messages), and from which it does on 3 to `ALLREDUCE_CMA_MOST` processes (against
+/// Rabenseifner's, 64 KiB – 4 MiB: 0.55–0.85 on 3 ranks, 0.5–0.75 on 5, 0.35–0.95 on 8; the
+/// most measured). Docs/collectives.md.
+const ALLREDUCE_CMA_FROM: usize = 128 << 10;
+const ALLREDUCE_CMA_FROM_OTHER: usize = 64 << 10;
+const ALLREDUCE_CMA_MOST: i32 = 8;
+const ALLREDUCE_CMA_BELOW: usize = 2 << 20;
 /// Bytes per process from which gather/scatter go linear.
 const GATHER_LONG: usize = 4096;
 /// Total bytes from which allgather uses the ring.

@@ -15,8 +15,9 @@ use crate::CommId;
 
 use super::sched::{bytes, B};
 use super::{
-    algo, check_root, direct, finish, forced, inter, packed_in, packed_out, shmcoll, start, Input,
-    Ptr, View, When, ALLREDUCE_LINEAR_BELOW, ALLREDUCE_LINEAR_PROCS, REDUCE_LONG,
+    algo, check_root, cma, direct, finish, forced, inter, packed_in, packed_out, shmcoll, start,
+    Input, Ptr, View, When, ALLREDUCE_CMA_BELOW, ALLREDUCE_CMA_FROM, ALLREDUCE_CMA_FROM_OTHER,
+    ALLREDUCE_CMA_MOST, ALLREDUCE_LINEAR_BELOW, ALLREDUCE_LINEAR_PROCS, REDUCE_LONG,
     REDUCE_SCATTER_LONG,
 };
 
@@ -168,6 +169,17 @@ fn reduction_buffers(
     (sp, rp, unpack)
 }
 
+/// Whether the non-blocking allreduce of `bytes` (a commutative operation) on `n` processes
+/// of one node goes by cross-memory attach by default (docs/collectives.md, "The
+/// non-blocking allreduce by cross-memory attach").
+fn cma_by_default(n: i32, bytes: usize) -> bool {
+    match n {
+        ALLREDUCE_LINEAR_PROCS => (ALLREDUCE_CMA_FROM..ALLREDUCE_CMA_BELOW).contains(&bytes),
+        3..=ALLREDUCE_CMA_MOST => bytes >= ALLREDUCE_CMA_FROM_OTHER,
+        _ => false,
+    }
+}
+
 /// MPI_Iallreduce.
 ///
 /// # Safety
@@ -183,6 +195,14 @@ unsafe fn allreduce_at(
 ) -> Result<RequestId> {
     reduce_checks(op, dt)?;
     let f = forced("ALLREDUCE")?;
+    // By cross-memory attach (`cma.rs`) on processes of one node, a commutative operation:
+    // forced on 3 processes or more, or by default where it measured faster
+    // (`cma_by_default`). Every member decides alike (its first round finds out whether all
+    // can copy).
+    let forced_cma = f == Some("cma");
+    let cma = (forced_cma || f.is_none() && count * dt.size() >= ALLREDUCE_CMA_FROM_OTHER)
+        && op.is_commutative()
+        && shmcoll::one_node(comm)?;
     let (op, dt, rp) = (op.clone(), dt.clone(), Ptr(recv));
     start(comm, when, move |b: &mut B, v: &View| {
         let (op, dt, recv) = (&op, &dt, rp.get());
@@ -200,28 +220,39 @@ unsafe fn allreduce_at(
         // the default.
         let f = match f {
             Some("rabenseifner") if !rab_ok => None,
-            Some("linear") if !lin_ok => None,
-            Some("shm") => None,
+            Some("linear" | "cma") if !lin_ok => None,
+            Some("shm" | "cma") => None,
             f => f,
         };
-        match f {
-            Some("reduce_bcast") => {
-                algo::reduce_binomial(b, &t, 0, sp, rp, count, esz, op.is_commutative());
-                algo::bcast_binomial(b, &t, 0, rp, count * esz, &bytes());
+        let (size, commute) = (v.size, op.is_commutative());
+        let (spp, rpp) = (Ptr(sp as *mut u8), Ptr(rp));
+        let sched = move |b: &mut B| {
+            let (sp, rp) = (spp.get().cast_const(), rpp.get());
+            match f {
+                Some("reduce_bcast") => {
+                    algo::reduce_binomial(b, &t, 0, sp, rp, count, esz, commute);
+                    algo::bcast_binomial(b, &t, 0, rp, count * esz, &bytes());
+                }
+                Some("rabenseifner") => algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz),
+                Some("linear") => algo::allreduce_linear(b, &t, sp, rp, count, esz),
+                Some(_) => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
+                None if lin_ok
+                    && size == ALLREDUCE_LINEAR_PROCS
+                    && (REDUCE_LONG..ALLREDUCE_LINEAR_BELOW).contains(&(count * esz)) =>
+                {
+                    algo::allreduce_linear(b, &t, sp, rp, count, esz)
+                }
+                None if rab_ok && count * esz >= REDUCE_LONG => {
+                    algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz)
+                }
+                None => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
             }
-            Some("rabenseifner") => algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz),
-            Some("linear") => algo::allreduce_linear(b, &t, sp, rp, count, esz),
-            Some(_) => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
-            None if lin_ok
-                && v.size == ALLREDUCE_LINEAR_PROCS
-                && (REDUCE_LONG..ALLREDUCE_LINEAR_BELOW).contains(&(count * esz)) =>
-            {
-                algo::allreduce_linear(b, &t, sp, rp, count, esz)
-            }
-            None if rab_ok && count * esz >= REDUCE_LONG => {
-                algo::allreduce_rabenseifner(b, &t, sp, rp, count, esz)
-            }
-            None => algo::allreduce_doubling(b, &t, sp, rp, count, esz),
+        };
+        if cma && lin_ok && (forced_cma || cma_by_default(v.size, count * esz)) {
+            let (od, t) = ((op.clone(), dt.clone()), v.team());
+            cma::allreduce(b, &t, sp, rp, count, esz, shmcoll::nb_cma(v.id), od, sched);
+        } else {
+            sched(b);
         }
         if unpack {
             b.unpack(rp, recv, count, dt);

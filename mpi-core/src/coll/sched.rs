@@ -61,7 +61,13 @@ pub(crate) enum Flow {
     /// Nothing to do yet: run this round's local steps again at the next progress poll (the
     /// step must be the first of its round: put a `fence` before it).
     Wait,
+    /// Replace the next round with the rounds this builds (built only when taken: a path the
+    /// schedule seldom takes costs nothing, its scratch buffers included), and go on with them.
+    Splice(Build),
 }
+
+/// Builds rounds at run time (see [`Flow::Splice`]).
+pub(crate) type Build = Box<dyn FnOnce(&mut B) + Send>;
 
 /// A closure run as a local step, with the engine state.
 pub(crate) type Call = Box<dyn FnMut(&mut State) -> Result<Flow> + Send>;
@@ -139,6 +145,9 @@ pub(crate) struct B {
     pub op: Option<(Op, Datatype)>,
     /// Priority of a context-id agreement (parent context, tag), for `comm`.
     pub prio: Option<(u32, i32)>,
+    /// Other processes may write into the scratch buffers (cross-memory attach) until the
+    /// schedule completes: a failed schedule leaks them even with no transfer in flight.
+    pub exposed: bool,
 }
 
 impl B {
@@ -148,6 +157,7 @@ impl B {
             bufs: Vec::new(),
             op: None,
             prio: None,
+            exposed: false,
         }
     }
 
@@ -374,6 +384,7 @@ impl B {
             failed: None,
             finally: Vec::new(),
             on_error: None,
+            exposed: self.exposed,
         }
     }
 }
@@ -397,6 +408,8 @@ pub(crate) struct Sched {
     finally: Vec<Finally>,
     /// Run with the error if the schedule fails.
     on_error: Option<OnError>,
+    /// See [`B::exposed`].
+    exposed: bool,
 }
 
 /// Run with the error of a failed schedule.
@@ -436,11 +449,11 @@ impl Sched {
         self.finally(move |st| crate::comm::release(st, c))
     }
 
-    /// Fail: posted transfers may still write into scratch buffers, so those are leaked (and
-    /// the transfers free themselves when they complete); with none in flight, nothing can
-    /// touch them any more and they are freed.
+    /// Fail: posted transfers (or, `exposed`, other processes) may still write into scratch
+    /// buffers, so those are leaked (and the transfers free themselves when they complete);
+    /// with none in flight, nothing can touch them any more and they are freed.
     fn abandon(&mut self, st: &mut State) {
-        let in_flight = !self.pending.is_empty();
+        let in_flight = !self.pending.is_empty() || self.exposed;
         for id in self.pending.drain(..) {
             if let Some(r) = st.reqs.get_mut(id) {
                 r.detached = true;
@@ -572,11 +585,16 @@ impl Sched {
                 let mut next = r + 1;
                 let mut failed = None;
                 let mut wait = false;
+                let mut splice = None;
                 let Sched { rounds, op, .. } = self;
                 for l in rounds[r].then.iter_mut() {
                     match Sched::run_local(l, op, st) {
                         Ok(Flow::Jump(k)) => {
                             next = k;
+                            break;
+                        }
+                        Ok(Flow::Splice(f)) => {
+                            splice = Some(f);
                             break;
                         }
                         Ok(Flow::Wait) => {
@@ -588,6 +606,13 @@ impl Sched {
                             failed.get_or_insert(e);
                         }
                     }
+                }
+                if let Some(f) = splice {
+                    let mut nb = B::new();
+                    f(&mut nb);
+                    let end = (r + 2).min(self.rounds.len());
+                    self.rounds.splice(r + 1..end, nb.rounds);
+                    self.bufs.append(&mut nb.bufs);
                 }
                 if let Some(e) = failed {
                     self.fail(e)?;

@@ -272,6 +272,7 @@ impl Engine {
                 // The first send to this peer since the last progress call: it leaves at
                 // once (when the gate and driver are free); the next ones are packed.
                 g.lone_epoch = epoch;
+                g.pack_limit = g.pack_count;
                 // SAFETY: forwarded caller contract.
                 if let Some(id) = unsafe { self.isend_routed(r, buf)? } {
                     return Ok(Some(id));
@@ -285,6 +286,8 @@ impl Engine {
             // it (the receiver works on it while the next one is built), and this message
             // opens the next one.
             Err(NotPacked::Full) if self.schedule(r.peer)? => {
+                let g = &mut self.st.gates[r.peer as usize];
+                g.pack_limit = g.pack_limit.saturating_mul(2);
                 // SAFETY: forwarded caller contract.
                 if let Ok(id) = unsafe { self.st.pack_routed(r, buf) } {
                     return Ok(Some(id));
@@ -320,6 +323,49 @@ impl Engine {
                 Ok(Some(made))
             }
             other => other.map(|_| None),
+        }
+    }
+
+    /// `schedule`'s first case: the packet the send fast path built, alone in the queue of a
+    /// gate of one rail, handed to the driver as one slice, with what `offer` and `sent` do
+    /// for that one chunk only (no iovec to build, no chunk to dispatch on). True when the
+    /// gate has nothing left to send (the packet left, or the peer is gone).
+    #[inline]
+    fn send_packed(&mut self, peer: u32) -> Result<bool> {
+        let st = &mut self.st;
+        let g = &mut st.gates[peer as usize];
+        let drv = g.rails[0].drv;
+        let Some(t) = self.drv.list.get_mut(drv as usize) else {
+            return err(
+                ErrorClass::Intern,
+                format!("no transport reaches rank {peer}"),
+            );
+        };
+        let t0 = crate::trace::now();
+        let res = t.try_send(PeerId(peer), &[IoSlice::new(&g.packed)]);
+        crate::trace::sent(
+            peer,
+            g.rails[0].name,
+            || packet_headers(&g.out, &g.packed, 1),
+            &res,
+            t0,
+        );
+        match res {
+            Ok(SendOutcome::Done) => {
+                let (chunks, bytes) = (g.packed_n as u64, g.packed.len());
+                // The packed marker (`OnSent::Nothing`) stands for its messages, complete
+                // since they were posted.
+                g.out.pop_front();
+                g.packed.clear();
+                g.packed_n = 0;
+                st.stats.packet(drv, peer, chunks, bytes);
+                Ok(true)
+            }
+            Ok(SendOutcome::WouldBlock) => Ok(false),
+            Err(madmpi_transports::Error::PeerLost(p)) => {
+                Ok(matches!(lost(st, p.0, drv), Offered::Lost))
+            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -366,14 +412,7 @@ impl Engine {
         {
             // The packet the send fast path built, alone on a gate of one rail (a burst's
             // flush): what any strategy commits, without asking it.
-            return Ok(match self.offer(peer, None, 1, 0)? {
-                Offered::Sent => {
-                    self.st.sent(peer, 1);
-                    true
-                }
-                Offered::Busy => false,
-                Offered::Lost => true,
-            });
+            return self.send_packed(peer);
         }
         let mut busy = 0u32;
         if !self.st.to_register.is_empty() {
@@ -719,5 +758,64 @@ impl State {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Strategy;
+    use madmpi_datatypes::Basic;
+
+    /// The packets a burst of `n` small sends to this process leaves in, as the number of
+    /// packets sent after each send, then after the progress call that ends the burst.
+    fn burst(e: &mut Engine, n: usize, tag: i32) -> Vec<u64> {
+        let dt = Datatype::basic(Basic::Byte);
+        let data = [7u8; 8];
+        let packets = |e: &Engine| e.st.stats.drivers[0].packets_sent;
+        let mut seen = Vec::new();
+        for _ in 0..n {
+            // SAFETY: `data` outlives the call; a packed send is complete when posted, and the
+            // lone one's bytes leave before the call returns.
+            let id = unsafe { e.isend_fast(data.as_ptr(), 8, &dt, 0, tag, crate::COMM_WORLD) };
+            assert!(
+                matches!(id, Ok(Some(_))),
+                "a small send takes the fast path"
+            );
+            seen.push(packets(e));
+        }
+        e.progress().unwrap();
+        seen.push(packets(e));
+        seen
+    }
+
+    /// Under `adaptive` a burst leaves as its first send alone, then in packets of
+    /// `pack_count` sends, twice as many, and so on, the rest at the progress call that ends
+    /// the burst; the next burst starts again at `pack_count`. `aggreg` packs the whole burst
+    /// into one packet whatever the count.
+    #[test]
+    fn a_burst_leaves_in_growing_packets() {
+        let drv = crate::bootstrap::singleton().unwrap();
+        let mut e = Engine::new(0, 1, drv, Strategy::Adaptive, &[]);
+        e.st.set_pack_count(2);
+        // Sends 1 (alone), 2–3, 4–7, 8–15, then 16–20 at the progress call.
+        let want = [
+            1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 5,
+        ];
+        assert_eq!(burst(&mut e, 20, 1), want);
+        assert_eq!(e.st.stats.max_chunks, 8);
+        let again: Vec<u64> = burst(&mut e, 5, 2).iter().map(|p| p - 5).collect();
+        assert_eq!(
+            again,
+            [1, 1, 1, 2, 2, 3],
+            "the next burst starts at pack_count again"
+        );
+        assert_eq!(e.st.stats.packet_chunks, 25, "every send left once");
+
+        let drv = crate::bootstrap::singleton().unwrap();
+        let mut e = Engine::new(0, 1, drv, Strategy::Aggreg, &[]);
+        e.st.set_pack_count(2);
+        assert_eq!(burst(&mut e, 20, 1), [[0; 20].as_slice(), &[1]].concat());
+        assert_eq!(e.st.stats.max_chunks, 20);
     }
 }

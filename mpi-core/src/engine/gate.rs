@@ -85,6 +85,14 @@ pub(crate) struct Gate {
     /// to `aggreg_max`): `aggreg_max` unless `MADMPI_PACK_FLUSH` sets it
     /// ([`State::set_pack_flush`]).
     pub(super) pack_max: usize,
+    /// The most sends the first packet of a burst holds (the first rail's `Caps::pack_count`,
+    /// or `MADMPI_PACK_COUNT`): the packet leaves when the next send would exceed it, as a
+    /// full one does.
+    pub(super) pack_count: u32,
+    /// The most sends the packet being built holds: `pack_count` for a burst's first packet,
+    /// doubled for each next one (an early packet lets the receiver start; later ones
+    /// amortize their cost over more sends).
+    pub(super) pack_limit: u32,
     pub(super) max_iov: usize,
     /// Rendezvous data may be pulled with `get`.
     pub(super) can_get: bool,
@@ -153,17 +161,18 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
     let first = rails.first().map(|&(_, c)| c);
     let rails: Vec<Rail> = rails.into_iter().map(|(d, c)| Rail::new(d, c)).collect();
     let registers = rails.first().is_some_and(|r| r.registers);
-    let (driver, eager, frag_max, aggreg, solo, iov, get) = match (rails.first(), first) {
+    let (driver, eager, frag_max, aggreg, solo, count, iov, get) = match (rails.first(), first) {
         (Some(r), Some(c)) => (
             r.drv,
             r.eager_max,
             r.frag_max,
             c.aggreg_max.min(c.max_packet),
             c.solo_min,
+            c.pack_count.max(1),
             r.max_iov,
             r.can_get,
         ),
-        _ => (NO_DRIVER, 0, 1, HDR_LEN + 1, usize::MAX, 2, false),
+        _ => (NO_DRIVER, 0, 1, HDR_LEN + 1, usize::MAX, u32::MAX, 2, false),
     };
     Gate {
         driver,
@@ -175,6 +184,8 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
         aggreg_max: aggreg,
         solo_min: solo,
         pack_max: aggreg,
+        pack_count: count,
+        pack_limit: count,
         max_iov: iov,
         can_get: get,
         registers,
@@ -243,6 +254,17 @@ impl State {
             } else {
                 bytes.min(g.aggreg_max)
             };
+        }
+    }
+
+    /// `MADMPI_PACK_COUNT`: the packets the send fast path builds hold at most `n` sends
+    /// (0: each gate's first rail's `Caps::pack_count`, the default).
+    pub fn set_pack_count(&mut self, n: u32) {
+        if n > 0 {
+            for g in &mut self.gates {
+                g.pack_count = n;
+                g.pack_limit = n;
+            }
         }
     }
 

@@ -142,6 +142,7 @@ pub(crate) mod tests {
             preference: 50,
             aggreg_max: 4096,
             solo_min: usize::MAX,
+            pack_count: u32::MAX,
             registers_memory: false,
         }
     }

@@ -114,6 +114,7 @@ mod tests {
             preference: 1,
             aggreg_max: 1 << 16,
             solo_min: usize::MAX,
+            pack_count: u32::MAX,
             registers_memory: false,
         };
         let mut r = Rail::new(0, &caps);

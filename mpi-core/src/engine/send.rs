@@ -314,7 +314,9 @@ impl State {
         // `pack_max` is `aggreg_max` unless `MADMPI_PACK_FLUSH` made it smaller; a record
         // alone in its packet may be larger, up to `aggreg_max` (checked only then: the
         // common path makes one compare, as before the setting existed).
-        if g.packed.len() + rec > g.pack_max {
+        // Under `adaptive` a burst leaves in packets of growing counts (`pack_limit`);
+        // `aggreg` packs up to the size limit only.
+        if g.packed.len() + rec > g.pack_max || (g.packed_n >= g.pack_limit && self.lone_at_once) {
             if !g.packed.is_empty() {
                 return Err(NotPacked::Full);
             }

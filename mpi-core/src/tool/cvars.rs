@@ -238,6 +238,15 @@ fn defs() -> Vec<Def> {
              packets as large as the transport takes; experimental)",
             || int(env_u64("MADMPI_PACK_FLUSH").or(Some(0))),
         ),
+        ro(
+            "MADMPI_PACK_COUNT",
+            Int,
+            "scheduler",
+            TunerDetail,
+            "sends in the first packet of a burst under adaptive, twice as many in each next \
+             one (0: the transport's, 8 over shared memory, no limit over TCP)",
+            || int(env_u64("MADMPI_PACK_COUNT").or(Some(0))),
+        ),
         Def {
             set: Some(set_spin),
             ..ro(

@@ -314,6 +314,7 @@ impl EmuTransport {
             preference: 20,
             aggreg_max: max_packet.min(16 << 10),
             solo_min: 2 << 10,
+            pack_count: u32::MAX,
             registers_memory: false,
         };
         let reliable = nic.reliable();

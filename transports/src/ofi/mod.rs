@@ -266,6 +266,7 @@ impl OfiTransport {
                 preference: 60,
                 aggreg_max: max_packet.min(32 << 10),
                 solo_min: usize::MAX,
+                pack_count: u32::MAX,
                 registers_memory: a.rma,
             },
             address,

@@ -281,6 +281,9 @@ const AGGREG_MAX: usize = 16 << 10;
 /// ~9–10 GB/s alone; the multiseg ping-pong 16 × 4 KiB and 16 × 8 KiB 10–15 % faster alone,
 /// 16 × 2 KiB faster aggregated).
 const SOLO_MIN: usize = 2 << 10;
+/// Over shared memory a packet of small sends leaves once it holds this many
+/// (`Caps::pack_count`), so that the receiver delivers it while the sender builds the next.
+const PACK_COUNT: u32 = 8;
 
 /// The `shm` driver of one process. See the [module documentation](self).
 #[derive(Debug)]
@@ -426,6 +429,7 @@ impl ShmTransport {
             preference: 80,
             aggreg_max: max_packet.min(AGGREG_MAX),
             solo_min: SOLO_MIN,
+            pack_count: PACK_COUNT,
             registers_memory: false,
         };
         Ok(ShmTransport {

@@ -274,6 +274,7 @@ impl TcpTransport {
                 // Every packet is a system call: aggregate up to the largest one.
                 aggreg_max: cfg.max_packet,
                 solo_min: usize::MAX,
+                pack_count: u32::MAX,
                 registers_memory: false,
             },
             cfg: cfg.clone(),

@@ -19,6 +19,14 @@ pub(super) enum Entry {
 /// Per communicator (engine id) of this process.
 pub(super) static AREAS: Lazy<Mutex<HashMap<u32, Entry>>> =
     Lazy::new(|| Mutex::new(HashMap::new()));
+/// What the non-blocking allreduce by cross-memory attach (`coll/cma.rs`), which must
+/// neither make an area nor take one's flag, needs of each communicator whose area's members
+/// agreed on cross-memory attach: their process ids and the area's claim words.
+pub(super) static CMA_PEERS: Lazy<Mutex<HashMap<u32, NbCma>>> =
+    Lazy::new(|| Mutex::new(HashMap::new()));
+/// Per communicator, how many non-blocking allreduces by cross-memory attach it has started
+/// (the same on every member: collectives start in the same order everywhere).
+pub(super) static NB_SEQ: Lazy<Mutex<HashMap<u32, u32>>> = Lazy::new(|| Mutex::new(HashMap::new()));
 /// Numbers the segments this process creates.
 pub(super) static NAMES: AtomicU64 = AtomicU64::new(0);
 
@@ -27,6 +35,8 @@ pub(super) static NAMES: AtomicU64 = AtomicU64::new(0);
 /// erroneous program does — a collective on a communicator being freed — the cell is left to
 /// it, and never reused.) Runs under the engine lock: it never waits for the area's user.
 pub(crate) fn forget(c: CommId) {
+    CMA_PEERS.lock().remove(&c.0);
+    NB_SEQ.lock().remove(&c.0);
     let Some(Entry::Ready(cell)) = AREAS.lock().remove(&c.0) else {
         return;
     };
@@ -262,6 +272,13 @@ pub(super) fn area(comm: CommId) -> Result<Option<&'static AreaCell>> {
     let mut s = AREAS.lock();
     match made {
         Some(a) => {
+            if a.cma {
+                let peers = NbCma {
+                    pids: a.pids.clone().into(),
+                    claims: a.seg.info(0, INFO_NB_CLAIMS) as *const AtomicU64,
+                };
+                CMA_PEERS.lock().insert(comm.0, peers);
+            }
             let a = AreaCell::hold(comm, a);
             s.insert(comm.0, Entry::Ready(a));
             Ok(Some(a))

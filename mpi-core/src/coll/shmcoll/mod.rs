@@ -1,7 +1,9 @@
 //! Blocking collectives through shared memory, for intracommunicators whose processes all
 //! reach each other through the node's `shm` driver (MPI_Barrier, MPI_Bcast, MPI_Reduce,
 //! MPI_Allreduce, MPI_Alltoall). Everything else — other hosts, TCP only, intercommunicators,
-//! the non-blocking and persistent forms — goes through the point-to-point schedules.
+//! the non-blocking and persistent forms — goes through the point-to-point schedules; the
+//! large non-blocking allreduce's (`coll/cma.rs`) borrows an area's process ids and claim
+//! words ([`nb_cma`]), never its steps.
 //!
 //! # The area of a communicator
 //!
@@ -226,6 +228,59 @@ fn wanted_first(c: Coll) -> Result<bool> {
     Ok(w & 1 << c as u8 != 0)
 }
 // ------------------------------------------------------------------------------------ entries
+
+/// Whether `comm` is an intracommunicator of two or more processes that all share this
+/// process's node segment (the same answer on every member): those whose non-blocking
+/// allreduce may go by cross-memory attach (`coll/cma.rs`). Takes the engine lock.
+pub(crate) fn one_node(comm: CommId) -> Result<bool> {
+    Ok(eligible(comm)?.is_some())
+}
+
+/// What a non-blocking allreduce by cross-memory attach needs of a communicator's area.
+#[derive(Clone)]
+pub(crate) struct NbCma {
+    /// Every member's process id.
+    pub(crate) pids: Arc<[i32]>,
+    /// The first of `NB_SLOTS` claim words (member 0's info words from `INFO_NB_CLAIMS`).
+    claims: *const AtomicU64,
+}
+
+// SAFETY: `claims` points into the area's shared mapping, used through atomics only; the
+// mapping lives as long as the area, which lives as long as its communicator.
+unsafe impl Send for NbCma {}
+// SAFETY: as for Send.
+unsafe impl Sync for NbCma {}
+
+/// Claim words for the non-blocking allreduces by cross-memory attach: the `s`-th of the
+/// communicator's such collectives uses word `s % NB_SLOTS`.
+pub(crate) const NB_SLOTS: usize = 8;
+const INFO_NB_CLAIMS: usize = 8;
+const _: () = assert!(INFO_NB_CLAIMS + NB_SLOTS <= madmpi_transports::shmcoll::INFO_WORDS);
+
+impl NbCma {
+    /// Claim word `s` (< `NB_SLOTS`).
+    ///
+    /// # Safety
+    /// The communicator (so its area) still exists: a collective on it is in progress.
+    pub(crate) unsafe fn claim(&self, s: usize) -> &AtomicU64 {
+        debug_assert!(s < NB_SLOTS);
+        &*self.claims.add(s)
+    }
+}
+
+/// The sequence number of this non-blocking allreduce by cross-memory attach on `comm` (each
+/// call counts one), and what it needs of `comm`'s area if it has one whose members agreed on
+/// cross-memory attach (this member's view: another may not have made the area yet). Makes
+/// no area and takes no area's flag; may run under the engine lock.
+pub(crate) fn nb_cma(comm: CommId) -> (u32, Option<NbCma>) {
+    let seq = {
+        let mut m = NB_SEQ.lock();
+        let s = m.entry(comm.0).or_insert(0);
+        *s = s.wrapping_add(1);
+        *s
+    };
+    (seq, CMA_PEERS.lock().get(&comm.0).cloned())
+}
 
 /// MPI_Barrier through shared memory: `Ok(false)` if this communicator does not use it.
 pub(crate) fn barrier(comm: CommId) -> Result<bool> {

@@ -61,6 +61,7 @@ fn sim_caps(can_get: bool) -> madmpi_transports::Caps {
         preference: 50,
         aggreg_max: HDR_LEN + 200,
         solo_min: usize::MAX,
+        pack_count: u32::MAX,
         registers_memory: false,
     }
 }
