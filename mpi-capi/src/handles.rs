@@ -718,28 +718,106 @@ pub fn request(r: MPI_Request) -> Result<ReqEntry, Error> {
     request_of(h)
 }
 
-/// Entries of an array of request handles (`None` for MPI_REQUEST_NULL).
+/// Entries of an array of request handles (`None` for MPI_REQUEST_NULL); whether any of them
+/// is MPI_REQUEST_NULL or [`REQUEST_COMPLETE`] (the handles that need more than their entry).
 /// On error returns the index of the first bad handle with the error.
-pub fn requests(rs: &[MPI_Request], out: &mut [Option<ReqEntry>]) -> Result<(), (usize, Error)> {
+#[inline]
+pub fn requests(rs: &[MPI_Request], out: &mut [Option<ReqEntry>]) -> Result<bool, (usize, Error)> {
+    let mut special = false;
     for (i, (&r, o)) in rs.iter().zip(out.iter_mut()).enumerate() {
         let h = r as usize;
-        *o = if h == 0x180 {
-            None
-        } else {
-            Some(request_of(h).map_err(|e| (i, e))?)
+        // The live handles first: MPI_REQUEST_NULL is no library handle, so its side word
+        // never holds it.
+        *o = match REQ_SIDE.get(h) {
+            Some((g, comm)) => Some(ReqEntry {
+                rid: RequestId::new((h & (MAX_SLOTS - 1)) as u32, g),
+                comm,
+            }),
+            None => {
+                special = true;
+                special_request(h).map_err(|e| (i, e))?
+            }
         };
     }
-    Ok(())
+    Ok(special)
+}
+
+/// Check an array of request handles without looking them up into entries: each is live,
+/// MPI_REQUEST_NULL or [`REQUEST_COMPLETE`]. Returns whether any is one of the last two, and
+/// the communicator of the first that is not MPI_REQUEST_NULL (MPI_COMM_SELF if none); on error
+/// the index of the first bad handle with the error. The core ids of the live ones are then
+/// [`checked_request_id`].
+#[inline]
+pub fn check_requests(rs: &[MPI_Request]) -> Result<(bool, usize), (usize, Error)> {
+    let mut special = false;
+    let mut first = None;
+    for (i, &r) in rs.iter().enumerate() {
+        let h = r as usize;
+        let comm = match REQ_SIDE.get(h) {
+            Some((_, comm)) => Some(comm),
+            // (The sends complete at posting are common: tested inline.)
+            None if h == REQUEST_COMPLETE as usize => {
+                special = true;
+                Some(MPI_COMM_SELF as usize)
+            }
+            None => {
+                special = true;
+                special_request(h).map_err(|e| (i, e))?.map(|e| e.comm)
+            }
+        };
+        if first.is_none() {
+            first = comm;
+        }
+    }
+    Ok((special, first.unwrap_or(MPI_COMM_SELF as usize)))
+}
+
+/// The core request of a handle [`check_requests`] accepted (a live handle is its request's
+/// slot and generation); `None` for MPI_REQUEST_NULL and [`REQUEST_COMPLETE`].
+#[inline(always)]
+pub fn checked_request_id(r: MPI_Request) -> Option<RequestId> {
+    let h = r as usize;
+    (h != 0x180 && h != REQUEST_COMPLETE as usize).then(|| {
+        RequestId::new(
+            (h & (MAX_SLOTS - 1)) as u32,
+            ((h >> GEN_SHIFT) as u32) & GEN_MASK,
+        )
+    })
+}
+
+/// The communicator of a live request handle (MPI_COMM_SELF for any other value).
+#[cold]
+pub fn request_comm(r: MPI_Request) -> usize {
+    REQ_SIDE
+        .get(r as usize)
+        .map_or(MPI_COMM_SELF as usize, |(_, c)| c)
+}
+
+/// The entry of a request handle that is no live request's: `None` for MPI_REQUEST_NULL, the
+/// entry of [`REQUEST_COMPLETE`], or why the handle is invalid.
+#[cold]
+#[inline(never)]
+fn special_request(h: usize) -> Result<Option<ReqEntry>, Error> {
+    if h == 0x180 {
+        return Ok(None);
+    }
+    request_of(h).map(Some)
 }
 
 /// Forget a request handle (its core request is gone or detached).
 #[inline]
 pub fn drop_request(r: MPI_Request) {
-    REQ_SIDE.clear(r as usize);
+    forget_request(r);
     // A generalized request's free_fn runs when its handle goes (one load when there is none).
     if crate::imp::grequest::any() {
         crate::imp::grequest::dropped(r as usize);
     }
+}
+
+/// [`drop_request`] when no generalized request is alive (`crate::imp::grequest::any()` false).
+#[inline(always)]
+pub fn forget_request(r: MPI_Request) {
+    REQ_SIDE.clear(r as usize);
 }
 
 /// Forget several request handles.

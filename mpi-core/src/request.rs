@@ -298,14 +298,16 @@ pub(crate) struct Request {
 impl Request {
     /// Whether dropping this request frees nothing (no box, buffer or datatype held).
     #[inline(always)]
-    fn owns_nothing(&self) -> bool {
-        self.persistent.is_none()
-            && match &self.op {
-                Op::None => true,
-                Op::Send(s) => s.extra.is_none(),
-                Op::Recv(rv) => rv.target.layout.is_none(),
-                Op::Sched(_) => false,
-            }
+    pub fn owns_nothing(&self) -> bool {
+        if self.persistent.is_some() {
+            return false;
+        }
+        // The receive inline, the other kinds out of line (one compare instead of a jump
+        // through a table of the kinds).
+        match &self.op {
+            Op::Recv(rv) => rv.target.layout.is_none(),
+            op => op_owns_nothing(op),
+        }
     }
 
     /// A request complete from the start (its operation needs nothing more).
@@ -330,6 +332,17 @@ impl Request {
     }
 }
 
+/// [`Request::owns_nothing`] of an operation that is not a receive.
+#[inline(never)]
+fn op_owns_nothing(op: &Op) -> bool {
+    match op {
+        Op::None => true,
+        Op::Send(s) => s.extra.is_none(),
+        Op::Recv(rv) => rv.target.layout.is_none(),
+        Op::Sched(_) => false,
+    }
+}
+
 /// Generation-checked slab of requests.
 #[derive(Default)]
 pub(crate) struct Slab {
@@ -344,7 +357,9 @@ impl Slab {
     pub fn insert_with(&mut self, f: impl FnOnce() -> Request) -> RequestId {
         self.live += 1;
         if let Some(i) = self.free.pop() {
-            let slot = &mut self.slots[i as usize];
+            // SAFETY: the free list holds only indices of existing slots (slots are never
+            // removed).
+            let slot = unsafe { self.slots.get_unchecked_mut(i as usize) };
             slot.0 = (slot.0 + 1) % RequestId::GENERATIONS;
             debug_assert!(slot.1.is_none(), "a free slot is empty");
             // SAFETY: a slot on the free list holds `None`: nothing to drop, so the request is
@@ -405,6 +420,21 @@ impl Slab {
                 self.live -= 1;
             }
         }
+    }
+
+    /// Empty slot `i`, whose request the caller has just found live: [`Slab::free`] without
+    /// its second lookup.
+    ///
+    /// # Safety
+    /// Slot `i` exists and holds a request that owns nothing ([`Request::owns_nothing`]).
+    #[inline(always)]
+    pub unsafe fn vacate(&mut self, i: usize) {
+        debug_assert!(self.slots[i].1.as_ref().is_some_and(Request::owns_nothing));
+        // SAFETY: slot `i` exists (the caller's contract) and its request owns no memory, so
+        // not running its drop code leaks nothing.
+        unsafe { std::ptr::write(&mut self.slots.get_unchecked_mut(i).1, None) };
+        self.free.push(i as u32);
+        self.live -= 1;
     }
 
     pub fn remove(&mut self, id: RequestId) -> Option<Request> {

@@ -172,10 +172,17 @@ pub(crate) fn write_empty_status(p: *mut MPI_Status) {
     }
 }
 
-/// The error code of an operation's status, if it failed.
-#[inline]
+/// The error code of an operation's status, if it failed (the code's table out of line: most
+/// statuses have no error).
+#[inline(always)]
 pub(crate) fn status_code(s: &Status) -> Option<c_int> {
-    s.error.map(errors::class_code)
+    s.error.map(failed_code)
+}
+
+#[cold]
+#[inline(never)]
+fn failed_code(c: madmpi::ErrorClass) -> c_int {
+    errors::class_code(c)
 }
 
 /// Why an operation with this status failed, for messages.

@@ -508,7 +508,9 @@ unsafe fn recv(
     }
 }
 
+// Out of line: inlined into MPI_Irecv, its frame and register saves were paid on the fast path.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 unsafe fn irecv(
     name: &'static str,
     buf: *mut c_void,

@@ -276,12 +276,11 @@ impl<'a> Many<'a> {
         })
     }
 
-    /// Look every handle up into `ents`.
-    fn lookup_entries(&self, ents: &mut [Option<ReqEntry>]) -> R<()> {
-        handles::requests(self.handles, ents).map_err(|(i, mut e)| {
-            e.msg = format!("{} (at index {i})", e.msg);
-            e
-        })
+    /// Look every handle up into `ents`; whether any is MPI_REQUEST_NULL or the shared handle
+    /// of the sends complete at posting.
+    #[inline]
+    fn lookup_entries(&self, ents: &mut [Option<ReqEntry>]) -> R<bool> {
+        handles::requests(self.handles, ents).map_err(|(i, e)| at_index(i, e))
     }
 
     /// Look every handle up; the core ids go to `rids`, the entries to `ents`.
@@ -292,6 +291,14 @@ impl<'a> Many<'a> {
         }
         Ok(())
     }
+}
+
+/// Error `e` of the handle at index `i` of an array.
+#[cold]
+#[inline(never)]
+fn at_index(i: usize, mut e: madmpi::Error) -> madmpi::Error {
+    e.msg = format!("{} (at index {i})", e.msg);
+    e
 }
 
 /// The comm of entry `i` (MPI_COMM_SELF for a null one).
@@ -389,67 +396,101 @@ pub unsafe fn MPI_Waitall(
         Err(e) => return errors::raise(MPI_COMM_SELF, &call, e),
     };
     let n = m.handles.len();
-    with_scratch(n, None, |ents| {
-        if let Err(e) = m.lookup_entries(ents) {
-            return errors::raise(MPI_COMM_SELF, &call, e);
-        }
-        let mut st = super::common::statuses(array_of_statuses, n);
-        // (index, error code) of the operations that failed: MPI_ERR_IN_STATUS.
-        let mut failed: Vec<(usize, c_int)> = Vec::new();
-        let handles = &mut *m.handles;
-        // A send complete at its posting has nothing to wait for or free: it is settled with
-        // the null entries below, without a turn through the core.
-        let done_at_post = std::cell::Cell::new(false);
-        let r = madmpi::wait_all_with(
-            ents,
-            |e| match e {
-                Some(e) if e.rid == RequestId::COMPLETE => {
-                    done_at_post.set(true);
-                    None
-                }
-                e => e.map(|e| e.rid),
-            },
-            |i, c| {
-                let c = &mut { *c };
-                settle(&mut handles[i], c);
-                if let Some(st) = st.as_deref_mut() {
-                    fill_status(&mut st[i], &c.status);
-                }
-                if let Some(code) = status_code(&c.status) {
-                    failed.push((i, code));
-                }
-            },
-        );
-        if let Err(e) = r {
-            return errors::raise(first_comm(ents), &call, e);
-        }
-        if done_at_post.get() || st.is_some() {
-            for (i, e) in ents.iter().enumerate() {
-                let done_at_post = matches!(e, Some(e) if e.rid == RequestId::COMPLETE);
-                if done_at_post {
-                    handles[i] = MPI_REQUEST_NULL;
-                }
-                if let Some(st) = st.as_deref_mut().filter(|_| e.is_none() || done_at_post) {
-                    empty_status(&mut st[i]);
-                }
+    // Every handle is checked before anything is taken; the core ids are the handles' own
+    // index and generation, so nothing is looked up into a table of entries.
+    let (special, comm0) = match handles::check_requests(m.handles) {
+        Ok(x) => x,
+        Err((i, e)) => return errors::raise(MPI_COMM_SELF, &call, at_index(i, e)),
+    };
+    let mut st = super::common::statuses(array_of_statuses, n);
+    if special {
+        // MPI_REQUEST_NULL and the sends complete at their posting: the empty status, without
+        // a turn through the core (the latter's handles become MPI_REQUEST_NULL).
+        for (i, h) in m.handles.iter_mut().enumerate() {
+            if *h == handles::REQUEST_COMPLETE {
+                *h = MPI_REQUEST_NULL;
+            } else if *h != MPI_REQUEST_NULL {
+                continue;
+            }
+            if let Some(st) = st.as_deref_mut() {
+                empty_status(&mut st[i]);
             }
         }
-        if let Some(st) = st {
-            if !failed.is_empty() {
-                for s in st.iter_mut() {
-                    s.MPI_ERROR = MPI_SUCCESS;
+    }
+    // (index, error code, communicator) of the operations that failed: MPI_ERR_IN_STATUS.
+    let mut failed: Vec<(usize, c_int, usize)> = Vec::new();
+    // No generalized request alive (the usual case): no callback to run at a completion, and
+    // a handle goes with its side word alone. (A generalized request made meanwhile by another
+    // thread cannot be one of these handles.)
+    let greq = super::grequest::any();
+    // Shared by the loop over the requests and the completions, which clear the handles.
+    let hs = std::cell::Cell::from_mut(&mut *m.handles).as_slice_of_cells();
+    let r = madmpi::wait_all_with(
+        hs,
+        |h| handles::checked_request_id(h.get()),
+        |i, status, freed| {
+            let h = &hs[i];
+            let s = st.as_deref_mut().map(|st| &mut st[i]);
+            if greq {
+                let comm = handles::request_comm(h.get());
+                let mut v = h.get();
+                if let Some(code) = settle_reporting(&mut v, status, freed, s) {
+                    failed.push((i, code, comm));
                 }
-                for &(i, code) in &failed {
-                    st[i].MPI_ERROR = code;
-                }
+                h.set(v);
+                return;
+            }
+            if let Some(code) = status_code(status) {
+                failed.push((i, code, handles::request_comm(h.get())));
+            }
+            if freed {
+                handles::forget_request(h.get());
+                h.set(MPI_REQUEST_NULL);
+            }
+            if let Some(s) = s {
+                fill_status(s, status);
+            }
+        },
+    );
+    if let Err(e) = r {
+        return errors::raise(comm0 as MPI_Comm, &call, e);
+    }
+    if let Some(st) = st {
+        if !failed.is_empty() {
+            for s in st.iter_mut() {
+                s.MPI_ERROR = MPI_SUCCESS;
+            }
+            for &(i, code, _) in &failed {
+                st[i].MPI_ERROR = code;
             }
         }
-        // The completions come in order, except those taken ahead: report on the first.
-        match failed.iter().min_by_key(|f| f.0) {
-            None => MPI_SUCCESS,
-            Some(&(i, _)) => in_status(comm_of(ents, i), failed.len(), &call),
-        }
-    })
+    }
+    // The completions come in order, except those taken ahead: report on the first.
+    match failed.iter().min_by_key(|f| f.0) {
+        None => MPI_SUCCESS,
+        Some(&(_, _, comm)) => in_status(comm as MPI_Comm, failed.len(), &call),
+    }
+}
+
+/// A completion of MPI_Waitall while generalized requests are alive: [`settle`] (their
+/// callbacks), the status written to `st`; the error code of a failed operation.
+#[cold]
+#[inline(never)]
+fn settle_reporting(
+    h: &mut MPI_Request,
+    status: &madmpi::Status,
+    freed: bool,
+    st: Option<&mut MPI_Status>,
+) -> Option<c_int> {
+    let c = &mut Completion {
+        status: *status,
+        freed,
+    };
+    settle(h, c);
+    if let Some(st) = st {
+        fill_status(st, &c.status);
+    }
+    status_code(&c.status)
 }
 
 pub unsafe fn MPI_Testall(

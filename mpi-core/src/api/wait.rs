@@ -265,9 +265,9 @@ fn peek(e: &Engine, r: RequestId) -> std::result::Result<Option<(bool, Status)>,
     }
 }
 
-/// What [`take_done`] found.
-pub(super) enum Taken {
-    Done(Completion),
+/// What [`take_done`] (or [`take_done_with`], whose `done` made the `R`) found.
+pub(super) enum Taken<R = Completion> {
+    Done(R),
     Pending,
     Invalid,
 }
@@ -275,37 +275,48 @@ pub(super) enum Taken {
 /// [`take_if_complete`] without the error value (for loops that checked the handles).
 #[inline(always)]
 pub(super) fn take_done(e: &mut Engine, r: RequestId) -> Taken {
+    take_done_with(e, r, |status, freed| Completion {
+        status: *status,
+        freed,
+    })
+}
+
+/// [`take_done`] that hands the completion to `done(status, freed)` where it lies (in the
+/// request, before its slot is emptied) instead of returning a copy of it.
+#[inline(always)]
+pub(super) fn take_done_with<R>(
+    e: &mut Engine,
+    r: RequestId,
+    done: impl FnOnce(&Status, bool) -> R,
+) -> Taken<R> {
     let Some(req) = e.st.reqs.get_mut(r) else {
         // Tested only when the table has no such request: nothing on the path of the others.
         return if r == RequestId::COMPLETE {
-            Taken::Done(DONE_AT_POST)
+            Taken::Done(done(&DONE_AT_POST.status, DONE_AT_POST.freed))
         } else {
             Taken::Invalid
         };
     };
     if !req.active {
-        return Taken::Done(Completion {
-            status: EMPTY_STATUS,
-            freed: false,
-        });
+        return Taken::Done(done(&EMPTY_STATUS, false));
     }
     if !req.complete {
         return Taken::Pending;
     }
-    let status = req.status;
     if req.persistent.is_some() {
         req.active = false;
         req.op = Op::None;
-        Taken::Done(Completion {
-            status,
-            freed: false,
-        })
+        Taken::Done(done(&req.status, false))
     } else {
-        e.st.reqs.free(r);
-        Taken::Done(Completion {
-            status,
-            freed: true,
-        })
+        let owns_nothing = req.owns_nothing();
+        let out = done(&req.status, true);
+        if owns_nothing {
+            // SAFETY: `r`'s slot holds the request just looked at, which owns nothing.
+            unsafe { e.st.reqs.vacate(r.index()) };
+        } else {
+            e.st.reqs.free(r);
+        }
+        Taken::Done(out)
     }
 }
 
@@ -551,11 +562,21 @@ pub fn test_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
 /// (see [`wait_all_with`]).
 pub fn wait_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> Result<()> {
     out.fill(None);
-    wait_all_with(reqs, |r| *r, |i, c| out[i] = Some(*c))
+    wait_all_with(
+        reqs,
+        |r| *r,
+        |i, status, freed| {
+            out[i] = Some(Completion {
+                status: *status,
+                freed,
+            })
+        },
+    )
 }
 
 /// MPI_Waitall without a completion array: `rid(&items[i])` names the request of entry `i`
-/// (`None`: a null one); each is taken once complete and handed to `each(i, completion)`
+/// (`None`: a null one); each is taken once complete and handed to `each(i, status, freed)`
+/// (`freed` as in [`Completion`])
 /// (nothing for null entries). Requests are taken in order as they complete; in addition, the
 /// first time a request is found pending, the next [`AHEAD`] ones that are already complete
 /// are taken at once (sends complete at posting, typically, listed after receives): that work
@@ -565,7 +586,7 @@ pub fn wait_all(reqs: &[Option<RequestId>], out: &mut [Option<Completion>]) -> R
 pub fn wait_all_with<T>(
     items: &[T],
     rid: impl Fn(&T) -> Option<RequestId>,
-    mut each: impl FnMut(usize, &Completion),
+    mut each: impl FnMut(usize, &Status, bool),
 ) -> Result<()> {
     let mut from = 0;
     // Bit `i` of `early`: entry `base + i` was taken ahead of the in-order scan.
@@ -578,12 +599,12 @@ pub fn wait_all_with<T>(
                 continue;
             }
             if let Some(r) = rid(it) {
-                match take_done(e, r) {
-                    Taken::Done(c) => each(from, &c),
+                match take_done_with(e, r, |s, freed| each(from, s, freed)) {
+                    Taken::Done(()) => {}
                     Taken::Pending => {
                         if base == usize::MAX {
                             base = from + 1;
-                            early = take_ahead(e, items, base, &rid, &mut each)?;
+                            early = take_ahead(e, items, base, &rid, &mut each as _)?;
                         }
                         return Ok(None);
                     }
@@ -607,16 +628,14 @@ fn take_ahead<T>(
     items: &[T],
     base: usize,
     rid: &impl Fn(&T) -> Option<RequestId>,
-    each: &mut impl FnMut(usize, &Completion),
+    // (Not generic in `each`: its one direct call, in `wait_all_with`'s loop, can be inlined.)
+    each: &mut dyn FnMut(usize, &Status, bool),
 ) -> Result<u64> {
     let mut taken = 0u64;
     for (k, it) in items.iter().skip(base).take(AHEAD).enumerate() {
         if let Some(r) = rid(it) {
-            match take_done(e, r) {
-                Taken::Done(c) => {
-                    each(base + k, &c);
-                    taken |= 1 << k;
-                }
+            match take_done_with(e, r, |s, freed| each(base + k, s, freed)) {
+                Taken::Done(()) => taken |= 1 << k,
                 Taken::Pending => {}
                 Taken::Invalid => return Err(bad_request_at(base + k)),
             }

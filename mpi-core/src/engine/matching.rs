@@ -93,10 +93,27 @@ pub(super) struct PostedQ {
 impl PostedQ {
     #[inline(always)]
     pub(super) fn push_back(&mut self, e: Posted) {
-        if self.v.len() == self.v.capacity() && self.head > 0 {
-            self.compact();
+        let n = self.v.len();
+        if n == self.v.capacity() {
+            self.make_room();
         }
-        self.v.push(e);
+        // SAFETY: there is room for one more entry (made above when the vector was full), and
+        // the entries below `n` stay initialised.
+        unsafe {
+            self.v.as_mut_ptr().add(self.v.len()).write(e);
+            self.v.set_len(self.v.len() + 1);
+        }
+    }
+
+    /// Room for one more entry: the taken ones dropped if there are any, else more capacity.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self) {
+        if self.head > 0 {
+            self.compact();
+        } else {
+            self.v.reserve(1);
+        }
     }
 
     #[cold]

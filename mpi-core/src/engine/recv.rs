@@ -139,7 +139,7 @@ impl State {
         }
         let ctx = c.ctx;
         let (off, cap) = dt.contiguous_span(count)?;
-        let q = self.mq.get(ctx as usize)?;
+        let q = self.mq.get_mut(ctx as usize)?;
         if !q.unexpected.is_empty() {
             return None;
         }
@@ -157,7 +157,7 @@ impl State {
                 posted: true,
             }))
         });
-        self.mq[ctx as usize].posted.push_back((src, tag, rid));
+        q.posted.push_back((src, tag, rid));
         Some(rid)
     }
 
@@ -390,8 +390,16 @@ impl State {
         // What `complete` does for a receive, on the request at hand.
         r.complete = true;
         if r.detached {
-            self.reqs.free(rid);
+            self.free_detached(rid);
         }
+    }
+
+    /// A detached receive (freed by the user, or internal) completed: it goes. Out of line,
+    /// so that the delivery of the others stays short.
+    #[cold]
+    #[inline(never)]
+    fn free_detached(&mut self, rid: RequestId) {
+        self.reqs.free(rid);
     }
 
     /// The receive `rid` matched a message of `len` bytes from `src` with `tag`, arrived from

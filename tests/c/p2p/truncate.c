@@ -2,10 +2,22 @@
  * from Recv, Wait, Waitany and Sendrecv, MPI_ERR_IN_STATUS from Waitall /
  * Testall / Waitsome, the bytes that fit are delivered, and MPI_ERROR is
  * set.  Small (eager), larger eager (over TCP received straight into the
- * receive buffer) and large (rendezvous) messages.  Exactly 2 ranks. */
+ * receive buffer) and large (rendezvous) messages.  MPI_Waitall reports
+ * MPI_ERR_IN_STATUS to the handler of the failed request's communicator.
+ * Exactly 2 ranks. */
 #include "common.h"
 
 #define BIG (1 << 20)
+
+/* The handler of the communicator of the failed request in the last part. */
+static MPI_Comm handled_comm = MPI_COMM_NULL;
+static int handled_code = MPI_SUCCESS;
+
+static void record_errh(MPI_Comm *comm, int *code, ...)
+{
+    handled_comm = *comm;
+    handled_code = *code;
+}
 
 int main(int argc, char **argv)
 {
@@ -115,6 +127,39 @@ int main(int argc, char **argv)
         }
         MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     }
+    /* MPI_ERR_IN_STATUS goes to the handler of the first failed request's
+     * communicator (not MPI_COMM_WORLD's, nor MPI_COMM_SELF's). */
+    MPI_Comm c2;
+    MPI_Errhandler eh;
+    MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &c2));
+    MPI_OK(MPI_Comm_create_errhandler(record_errh, &eh));
+    MPI_OK(MPI_Comm_set_errhandler(c2, eh));
+    if (t_rank == 0) {
+        unsigned char a[8], b[4];
+        MPI_Request rs[3];
+        MPI_Status sts[3];
+        MPI_OK(MPI_Irecv(a, 8, MPI_BYTE, 1, 40, MPI_COMM_WORLD, &rs[0]));
+        rs[1] = MPI_REQUEST_NULL;
+        MPI_OK(MPI_Irecv(b, 4, MPI_BYTE, 1, 41, c2, &rs[2]));
+        int rc = MPI_Waitall(3, rs, sts);
+        CHECKF(rc == MPI_ERR_IN_STATUS, "waitall rc %d", rc);
+        int same = MPI_UNEQUAL;
+        CHECK(handled_comm != MPI_COMM_NULL);
+        if (handled_comm != MPI_COMM_NULL)
+            MPI_OK(MPI_Comm_compare(handled_comm, c2, &same));
+        CHECK(same == MPI_IDENT && handled_code == MPI_ERR_IN_STATUS);
+        CHECK(sts[0].MPI_ERROR == MPI_SUCCESS && sts[1].MPI_ERROR == MPI_SUCCESS);
+        CHECK(err_class(sts[2].MPI_ERROR) == MPI_ERR_TRUNCATE);
+        CHECK(sts[1].MPI_SOURCE == MPI_ANY_SOURCE && sts[1].MPI_TAG == MPI_ANY_TAG);
+        CHECK(sts[2].MPI_SOURCE == 1 && sts[2].MPI_TAG == 41);
+        CHECK(rs[0] == MPI_REQUEST_NULL && rs[1] == MPI_REQUEST_NULL && rs[2] == MPI_REQUEST_NULL);
+    } else {
+        unsigned char a[8] = {0};
+        MPI_OK(MPI_Send(a, 8, MPI_BYTE, 0, 40, MPI_COMM_WORLD));
+        MPI_OK(MPI_Send(a, 8, MPI_BYTE, 0, 41, c2));
+    }
+    MPI_OK(MPI_Errhandler_free(&eh));
+    MPI_OK(MPI_Comm_free(&c2));
     free(buf);
     t_done("truncate");
     return 0;
