@@ -270,13 +270,21 @@ impl Engine {
             let g = &mut self.st.gates[r.peer as usize];
             if g.lone_epoch != epoch {
                 // The first send to this peer since the last progress call: it leaves at
-                // once (when the gate and driver are free); the next ones are packed.
+                // once (when the gate and driver are free); the next ones are packed. Where a
+                // burst leaves as one packet, a first send after an epoch of several is
+                // taken for the start of another burst and packed with it (`epoch_sends`).
+                let burst = g.epoch_sends > 1 && g.pack_count == u32::MAX;
                 g.lone_epoch = epoch;
+                g.epoch_sends = 1;
                 g.pack_limit = g.pack_count;
-                // SAFETY: forwarded caller contract.
-                if let Some(id) = unsafe { self.isend_routed(r, buf)? } {
-                    return Ok(Some(id));
+                if !burst {
+                    // SAFETY: forwarded caller contract.
+                    if let Some(id) = unsafe { self.isend_routed(r, buf)? } {
+                        return Ok(Some(id));
+                    }
                 }
+            } else {
+                g.epoch_sends = g.epoch_sends.saturating_add(1);
             }
         }
         // SAFETY: forwarded caller contract.
@@ -817,5 +825,23 @@ mod tests {
         e.st.set_pack_count(2);
         assert_eq!(burst(&mut e, 20, 1), [[0; 20].as_slice(), &[1]].concat());
         assert_eq!(e.st.stats.max_chunks, 20);
+    }
+
+    /// Where a burst leaves as one packet (no `pack_count`: here the `self` driver, as TCP), the
+    /// first send of an epoch leaves alone unless the epoch before carried several sends:
+    /// then it is taken for the start of another burst and packed with the rest.
+    #[test]
+    fn after_a_burst_the_first_send_is_packed_where_bursts_leave_whole() {
+        let drv = crate::bootstrap::singleton().unwrap();
+        let mut e = Engine::new(0, 1, drv, Strategy::Adaptive, &[]);
+        // The first burst: its first send alone, the 4 others in one packet at the progress call.
+        assert_eq!(burst(&mut e, 5, 1), [1, 1, 1, 1, 1, 2]);
+        // The next: all 5 in one packet.
+        assert_eq!(burst(&mut e, 5, 2), [2, 2, 2, 2, 2, 3]);
+        // A lone send after a burst is packed (leaves at the progress call) ...
+        assert_eq!(burst(&mut e, 1, 3), [3, 4]);
+        // ... and the next lone one leaves at once again.
+        assert_eq!(burst(&mut e, 1, 4), [5, 5]);
+        assert_eq!(e.st.stats.packet_chunks, 12, "every send left once");
     }
 }

@@ -117,6 +117,11 @@ pub(crate) struct Gate {
     /// The engine's progress epoch (`State::epoch`) in which a send to this peer last left at
     /// once under `lone_at_once`; the sends after it in the same epoch are packed.
     pub(super) lone_epoch: u32,
+    /// Sends the fast path posted to this peer in epoch `lone_epoch` (saturating): where a
+    /// burst leaves as one packet (`pack_count` unlimited: every packet a system call, TCP),
+    /// the first send of an epoch after one that carried several is packed too, instead of
+    /// leaving alone ahead of the packet (two writes where one does).
+    pub(super) epoch_sends: u32,
 }
 
 impl Gate {
@@ -197,6 +202,7 @@ pub(super) fn gate_for(rails: Vec<(DriverId, &madmpi_transports::Caps)>) -> Gate
         placing: None,
         prefixed: 0,
         lone_epoch: u32::MAX,
+        epoch_sends: 0,
     }
 }
 
