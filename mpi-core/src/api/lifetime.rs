@@ -145,24 +145,11 @@ fn start_engine(g: &mut Global, required: ThreadLevel, owner: bool) -> Result<()
         })?,
         Err(_) => Strategy::Adaptive,
     };
-    let pack_flush = match std::env::var("MADMPI_PACK_FLUSH") {
-        Ok(s) => s.trim().parse::<usize>().map_err(|_| {
-            Error::new(
-                ErrorClass::Arg,
-                format!("MADMPI_PACK_FLUSH={s}: expected a number of bytes (0: off)"),
-            )
-        })?,
-        Err(_) => 0,
-    };
-    let pack_count = match std::env::var("MADMPI_PACK_COUNT") {
-        Ok(s) => s.trim().parse::<u32>().map_err(|_| {
-            Error::new(
-                ErrorClass::Arg,
-                format!("MADMPI_PACK_COUNT={s}: expected a number of sends (0: the transport's)"),
-            )
-        })?,
-        Err(_) => 0,
-    };
+    let pack_flush: usize = env_number("MADMPI_PACK_FLUSH", "a number of bytes (0: off)")?;
+    let pack_count: u32 = env_number(
+        "MADMPI_PACK_COUNT",
+        "a number of sends (0: the transport's)",
+    )?;
     let mut pmi = Client::from_env()?;
     crate::log::install(pmi.as_ref().map_or(0, |p| p.rank()));
     let (engine, appnum, universe, hosts) = match pmi.as_mut() {
@@ -508,4 +495,16 @@ pub fn nodes() -> Vec<Vec<u32>> {
         }
     }
     out.into_iter().map(|(_, v)| v).collect()
+}
+
+/// The number in environment variable `name` (0 when unset), or an `MPI_ERR_ARG` saying it
+/// expected `what`.
+fn env_number<T: std::str::FromStr + Default>(name: &str, what: &str) -> Result<T> {
+    match std::env::var(name) {
+        Ok(s) => s
+            .trim()
+            .parse::<T>()
+            .map_err(|_| Error::new(ErrorClass::Arg, format!("{name}={s}: expected {what}"))),
+        Err(_) => Ok(T::default()),
+    }
 }
