@@ -40,7 +40,7 @@ pub unsafe fn isend(
             unsafe { e.st.isend(buf, count, dt, dest, tag, comm, mode, false) }
         })?;
         if e.st.sends_leave_at_once() {
-            e.flush()?;
+            e.flush_posted()?;
         }
         Ok(r)
     })
@@ -322,7 +322,7 @@ pub fn start(r: RequestId) -> Result<()> {
     with(|e| {
         room_made(e, |e| e.st.start(r))?;
         if e.st.sends_leave_at_once() {
-            e.flush()?;
+            e.flush_posted()?;
         }
         Ok(())
     })

@@ -377,6 +377,51 @@ impl Engine {
         }
     }
 
+    /// What a send posted off the fast path does under a strategy whose sends leave at once
+    /// (`State::sends_leave_at_once`): hand the queued chunks to the drivers, as
+    /// [`Engine::flush`], except that a gate where a burst leaves as one packet (no
+    /// `pack_count`: TCP) keeps its chunks for the next progress call, where they leave
+    /// together as under `aggreg`, when a send already left at once to that peer in this
+    /// progress epoch or when the epoch before carried several sends (`Gate::epoch_sends`): a
+    /// burst of sends too large to pack, or non-contiguous, is then one write, not one each.
+    pub fn flush_posted(&mut self) -> Result<()> {
+        if !self.st.lone_at_once || self.st.dirty.is_empty() {
+            return self.flush();
+        }
+        let epoch = self.st.epoch;
+        let mut dirty = std::mem::take(&mut self.st.dirty);
+        let mut res = Ok(());
+        dirty.retain(|&peer| {
+            let g = &mut self.st.gates[peer as usize];
+            if g.pack_count == u32::MAX {
+                if g.lone_epoch == epoch {
+                    g.epoch_sends = g.epoch_sends.saturating_add(1);
+                    return true;
+                }
+                let burst = g.epoch_sends > 1;
+                g.lone_epoch = epoch;
+                g.epoch_sends = 1;
+                if burst {
+                    return true;
+                }
+            }
+            match self.schedule(peer) {
+                Ok(true) => {
+                    self.st.gates[peer as usize].queued = false;
+                    false
+                }
+                Ok(false) => true,
+                Err(e) => {
+                    res = Err(e);
+                    true
+                }
+            }
+        });
+        debug_assert!(self.st.dirty.is_empty(), "scheduling queues nothing");
+        self.st.dirty = dirty;
+        res
+    }
+
     /// Hand queued chunks to the drivers, as the strategy packs them. Never blocks: a gate
     /// whose driver says "would block" keeps its chunks for the next call.
     pub fn flush(&mut self) -> Result<()> {
@@ -843,5 +888,68 @@ mod tests {
         // ... and the next lone one leaves at once again.
         assert_eq!(burst(&mut e, 1, 4), [5, 5]);
         assert_eq!(e.st.stats.packet_chunks, 12, "every send left once");
+    }
+
+    /// As `api::isend`: the fast path, else the checked path and `flush_posted`.
+    fn post(e: &mut Engine, data: &[u8], tag: i32) {
+        let dt = Datatype::basic(Basic::Byte);
+        // SAFETY: `data` outlives the engine's use of it (the `self` driver copies a packet
+        // when it is sent, and every test here sends before it returns).
+        let fast =
+            unsafe { e.isend_fast(data.as_ptr(), data.len(), &dt, 0, tag, crate::COMM_WORLD) };
+        if matches!(fast, Ok(Some(_))) {
+            return;
+        }
+        // SAFETY: as above.
+        let r = unsafe {
+            e.st.isend(
+                data.as_ptr(),
+                data.len(),
+                &dt,
+                0,
+                tag,
+                crate::COMM_WORLD,
+                crate::request::SendMode::Standard,
+                false,
+            )
+        };
+        assert!(r.is_ok());
+        e.flush_posted().unwrap();
+    }
+
+    /// Where a burst leaves as one packet (here the `self` driver, as TCP), sends too large to
+    /// pack that follow one that left at once in the same epoch wait for the progress call and
+    /// leave together; after an epoch of several, the next epoch's first waits too.
+    #[test]
+    fn a_burst_of_large_sends_leaves_together_where_bursts_leave_whole() {
+        let drv = crate::bootstrap::singleton().unwrap();
+        let mut e = Engine::new(0, 1, drv, Strategy::Adaptive, &[]);
+        let data = vec![5u8; 8 << 10];
+        let packets = |e: &Engine| e.st.stats.drivers[0].packets_sent;
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            post(&mut e, &data, 1);
+            seen.push(packets(&e));
+        }
+        e.progress().unwrap();
+        seen.push(packets(&e));
+        assert_eq!(
+            seen,
+            [1, 1, 1, 1, 2],
+            "the first alone, the 3 others in one packet"
+        );
+        seen.clear();
+        for _ in 0..4 {
+            post(&mut e, &data, 2);
+            seen.push(packets(&e));
+        }
+        e.progress().unwrap();
+        seen.push(packets(&e));
+        assert_eq!(
+            seen,
+            [2, 2, 2, 2, 3],
+            "after a burst, the whole next one in one packet"
+        );
+        assert_eq!(e.st.stats.packet_chunks, 8);
     }
 }
