@@ -244,7 +244,7 @@ fn defs() -> Vec<Def> {
             "scheduler",
             TunerDetail,
             "sends in the first packet of a burst under adaptive, twice as many in each next \
-             one (0: the transport's, 8 over shared memory, no limit over TCP)",
+             one (0: the transport's, 6 over shared memory, no limit over TCP)",
             || int(env_u64("MADMPI_PACK_COUNT").or(Some(0))),
         ),
         Def {

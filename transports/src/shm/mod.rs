@@ -282,8 +282,9 @@ const AGGREG_MAX: usize = 16 << 10;
 /// 16 × 2 KiB faster aggregated).
 const SOLO_MIN: usize = 2 << 10;
 /// Over shared memory a packet of small sends leaves once it holds this many
-/// (`Caps::pack_count`), so that the receiver delivers it while the sender builds the next.
-const PACK_COUNT: u32 = 8;
+/// (`Caps::pack_count`), so that the receiver delivers it while the sender builds the next
+/// (measured against 4 and 8: docs/architecture.md, issue #23's ninth pass).
+const PACK_COUNT: u32 = 6;
 
 /// The `shm` driver of one process. See the [module documentation](self).
 #[derive(Debug)]
