@@ -12,8 +12,8 @@ use madmpi_transports::{PeerId, RemoteRegion, SendOutcome, SplitParams, Transpor
 use super::rails::{DriverId, Drivers};
 use super::strategy;
 use super::{
-    gate_for, gather_worthy, pad_len, raw_slice, wire, Engine, NotPacked, OutChunk, Route, State,
-    Strategy, KIND_PACKED, PAD, SPLIT_MIN,
+    gate_for, gather_worthy, pad_len, raw_slice, wire, Engine, Gate, NotPacked, OutChunk, Route,
+    State, Strategy, KIND_PACKED, PAD, SPLIT_MIN,
 };
 use crate::error::{err, ErrorClass, Result};
 use crate::request::{Op, Request, RequestId, SendOp};
@@ -267,24 +267,13 @@ impl Engine {
         }
         if self.st.lone_at_once {
             let epoch = self.st.epoch;
-            let g = &mut self.st.gates[r.peer as usize];
-            if g.lone_epoch != epoch {
-                // The first send to this peer since the last progress call: it leaves at
-                // once (when the gate and driver are free); the next ones are packed. Where a
-                // burst leaves as one packet, a first send after an epoch of several is
-                // taken for the start of another burst and packed with it (`epoch_sends`).
-                let burst = g.epoch_sends > 1 && g.pack_count == u32::MAX;
-                g.lone_epoch = epoch;
-                g.epoch_sends = 1;
-                g.pack_limit = g.pack_count;
-                if !burst {
-                    // SAFETY: forwarded caller contract.
-                    if let Some(id) = unsafe { self.isend_routed(r, buf)? } {
-                        return Ok(Some(id));
-                    }
+            // The first send to this peer since the last progress call leaves at once (when
+            // the gate and driver are free); the next ones are packed (`Gate::lone_send`).
+            if self.st.gates[r.peer as usize].lone_send(epoch) {
+                // SAFETY: forwarded caller contract.
+                if let Some(id) = unsafe { self.isend_routed(r, buf)? } {
+                    return Ok(Some(id));
                 }
-            } else {
-                g.epoch_sends = g.epoch_sends.saturating_add(1);
             }
         }
         // SAFETY: forwarded caller contract.
@@ -385,25 +374,32 @@ impl Engine {
     /// progress epoch or when the epoch before carried several sends (`Gate::epoch_sends`): a
     /// burst of sends too large to pack, or non-contiguous, is then one write, not one each.
     pub fn flush_posted(&mut self) -> Result<()> {
-        if !self.st.lone_at_once || self.st.dirty.is_empty() {
+        if !self.st.lone_at_once {
             return self.flush();
         }
         let epoch = self.st.epoch;
+        self.flush_unless(|g| g.pack_count == u32::MAX && !g.lone_send(epoch))
+    }
+
+    /// Hand queued chunks to the drivers, as the strategy packs them. Never blocks: a gate
+    /// whose driver says "would block" keeps its chunks for the next call.
+    pub fn flush(&mut self) -> Result<()> {
+        self.flush_unless(|_| false)
+    }
+
+    /// [`Engine::flush`] of the gates for which `hold` says false (the others keep their
+    /// chunks for a later call).
+    #[inline(always)]
+    fn flush_unless(&mut self, mut hold: impl FnMut(&mut Gate) -> bool) -> Result<()> {
+        if self.st.dirty.is_empty() {
+            return Ok(());
+        }
+        // The list keeps its buffer from call to call: no allocation per message.
         let mut dirty = std::mem::take(&mut self.st.dirty);
         let mut res = Ok(());
         dirty.retain(|&peer| {
-            let g = &mut self.st.gates[peer as usize];
-            if g.pack_count == u32::MAX {
-                if g.lone_epoch == epoch {
-                    g.epoch_sends = g.epoch_sends.saturating_add(1);
-                    return true;
-                }
-                let burst = g.epoch_sends > 1;
-                g.lone_epoch = epoch;
-                g.epoch_sends = 1;
-                if burst {
-                    return true;
-                }
+            if hold(&mut self.st.gates[peer as usize]) {
+                return true;
             }
             match self.schedule(peer) {
                 Ok(true) => {
@@ -415,31 +411,6 @@ impl Engine {
                     res = Err(e);
                     true
                 }
-            }
-        });
-        debug_assert!(self.st.dirty.is_empty(), "scheduling queues nothing");
-        self.st.dirty = dirty;
-        res
-    }
-
-    /// Hand queued chunks to the drivers, as the strategy packs them. Never blocks: a gate
-    /// whose driver says "would block" keeps its chunks for the next call.
-    pub fn flush(&mut self) -> Result<()> {
-        if self.st.dirty.is_empty() {
-            return Ok(());
-        }
-        // The list keeps its buffer from call to call: no allocation per message.
-        let mut dirty = std::mem::take(&mut self.st.dirty);
-        let mut res = Ok(());
-        dirty.retain(|&peer| match self.schedule(peer) {
-            Ok(true) => {
-                self.st.gates[peer as usize].queued = false;
-                false
-            }
-            Ok(false) => true,
-            Err(e) => {
-                res = Err(e);
-                true
             }
         });
         debug_assert!(self.st.dirty.is_empty(), "scheduling queues nothing");

@@ -125,6 +125,24 @@ pub(crate) struct Gate {
 }
 
 impl Gate {
+    /// The bookkeeping of a send posted to this peer under `lone_at_once` in progress epoch
+    /// `epoch`: whether it should leave at once. The first send of an epoch does (and the
+    /// burst's packet count starts again), unless this gate's bursts leave as one packet (no
+    /// `pack_count`: TCP) and the epoch before carried several sends: then it is taken for the
+    /// start of another burst (`epoch_sends`). The later ones of the epoch do not.
+    #[inline(always)]
+    pub(super) fn lone_send(&mut self, epoch: u32) -> bool {
+        if self.lone_epoch == epoch {
+            self.epoch_sends = self.epoch_sends.saturating_add(1);
+            return false;
+        }
+        let burst = self.epoch_sends > 1 && self.pack_count == u32::MAX;
+        self.lone_epoch = epoch;
+        self.epoch_sends = 1;
+        self.pack_limit = self.pack_count;
+        !burst
+    }
+
     /// The gate has several rails, and may lose one (`resilience`).
     #[inline(always)]
     pub(super) fn resilient(&self) -> bool {
