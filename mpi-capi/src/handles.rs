@@ -718,12 +718,10 @@ pub fn request(r: MPI_Request) -> Result<ReqEntry, Error> {
     request_of(h)
 }
 
-/// Entries of an array of request handles (`None` for MPI_REQUEST_NULL); whether any of them
-/// is MPI_REQUEST_NULL or [`REQUEST_COMPLETE`] (the handles that need more than their entry).
+/// Entries of an array of request handles (`None` for MPI_REQUEST_NULL).
 /// On error returns the index of the first bad handle with the error.
 #[inline]
-pub fn requests(rs: &[MPI_Request], out: &mut [Option<ReqEntry>]) -> Result<bool, (usize, Error)> {
-    let mut special = false;
+pub fn requests(rs: &[MPI_Request], out: &mut [Option<ReqEntry>]) -> Result<(), (usize, Error)> {
     for (i, (&r, o)) in rs.iter().zip(out.iter_mut()).enumerate() {
         let h = r as usize;
         // The live handles first: MPI_REQUEST_NULL is no library handle, so its side word
@@ -733,13 +731,10 @@ pub fn requests(rs: &[MPI_Request], out: &mut [Option<ReqEntry>]) -> Result<bool
                 rid: RequestId::new((h & (MAX_SLOTS - 1)) as u32, g),
                 comm,
             }),
-            None => {
-                special = true;
-                special_request(h).map_err(|e| (i, e))?
-            }
+            None => special_request(h).map_err(|e| (i, e))?,
         };
     }
-    Ok(special)
+    Ok(())
 }
 
 /// Check an array of request handles without looking them up into entries: each is live,

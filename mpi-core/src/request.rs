@@ -298,7 +298,7 @@ pub(crate) struct Request {
 impl Request {
     /// Whether dropping this request frees nothing (no box, buffer or datatype held).
     #[inline(always)]
-    pub fn owns_nothing(&self) -> bool {
+    fn owns_nothing(&self) -> bool {
         if self.persistent.is_some() {
             return false;
         }
@@ -407,32 +407,30 @@ impl Slab {
     /// Free the request `id` (dropped in place), if it exists.
     #[inline(always)]
     pub fn free(&mut self, id: RequestId) {
-        if let Some((g, r @ Some(_))) = self.slots.get_mut(id.index()) {
+        if let Some((g, Some(_))) = self.slots.get(id.index()) {
             if *g == id.gen() {
-                if r.as_ref().is_some_and(Request::owns_nothing) {
-                    // SAFETY: the request owns no memory (checked), so not running its drop
-                    // code leaks nothing; most requests are like this.
-                    unsafe { std::ptr::write(r, None) };
-                } else {
-                    *r = None;
-                }
-                self.free.push(id.index() as u32);
-                self.live -= 1;
+                // SAFETY: the slot exists and holds a request.
+                unsafe { self.vacate(id.index()) };
             }
         }
     }
 
     /// Empty slot `i`, whose request the caller has just found live: [`Slab::free`] without
-    /// its second lookup.
+    /// its lookup.
     ///
     /// # Safety
-    /// Slot `i` exists and holds a request that owns nothing ([`Request::owns_nothing`]).
+    /// Slot `i` exists and holds a request.
     #[inline(always)]
     pub unsafe fn vacate(&mut self, i: usize) {
-        debug_assert!(self.slots[i].1.as_ref().is_some_and(Request::owns_nothing));
-        // SAFETY: slot `i` exists (the caller's contract) and its request owns no memory, so
-        // not running its drop code leaks nothing.
-        unsafe { std::ptr::write(&mut self.slots.get_unchecked_mut(i).1, None) };
+        // SAFETY: slot `i` exists (the caller's contract).
+        let r = unsafe { &mut self.slots.get_unchecked_mut(i).1 };
+        if r.as_ref().is_some_and(Request::owns_nothing) {
+            // SAFETY: the request owns no memory (checked), so not running its drop code
+            // leaks nothing; most requests are like this.
+            unsafe { std::ptr::write(r, None) };
+        } else {
+            *r = None;
+        }
         self.free.push(i as u32);
         self.live -= 1;
     }

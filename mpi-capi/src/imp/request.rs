@@ -276,10 +276,9 @@ impl<'a> Many<'a> {
         })
     }
 
-    /// Look every handle up into `ents`; whether any is MPI_REQUEST_NULL or the shared handle
-    /// of the sends complete at posting.
+    /// Look every handle up into `ents`.
     #[inline]
-    fn lookup_entries(&self, ents: &mut [Option<ReqEntry>]) -> R<bool> {
+    fn lookup_entries(&self, ents: &mut [Option<ReqEntry>]) -> R<()> {
         handles::requests(self.handles, ents).map_err(|(i, e)| at_index(i, e))
     }
 

@@ -308,14 +308,9 @@ pub(super) fn take_done_with<R>(
         req.op = Op::None;
         Taken::Done(done(&req.status, false))
     } else {
-        let owns_nothing = req.owns_nothing();
         let out = done(&req.status, true);
-        if owns_nothing {
-            // SAFETY: `r`'s slot holds the request just looked at, which owns nothing.
-            unsafe { e.st.reqs.vacate(r.index()) };
-        } else {
-            e.st.reqs.free(r);
-        }
+        // SAFETY: `r`'s slot holds the request just looked at.
+        unsafe { e.st.reqs.vacate(r.index()) };
         Taken::Done(out)
     }
 }
